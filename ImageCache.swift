@@ -1,0 +1,1711 @@
+// ImageCache.swift
+//
+// MIT License
+//
+// Copyright (c) 2026 The ImageCache authors
+//
+// Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+// associated documentation files (the "Software"), to deal in the Software without restriction,
+// including without limitation the rights to use, copy, modify, merge, publish, distribute,
+// sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+// furnished to do so, subject to the following conditions:
+//
+// The above copyright notice and this permission notice shall be included in all copies or
+// substantial portions of the Software.
+//
+// THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+// NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+// NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+// DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
+// OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+
+/// A cache of remote images: memory, then disk, then network, with one download per URL.
+///
+/// ```swift
+/// ImageCache.shared.fetch(url) { url, image in
+///     cell.imageView?.image = image
+/// }
+/// // In `cellForRow`, where the main thread cannot wait:
+/// cell.imageView?.image = ImageCache.shared.peek(url) ?? placeholder
+/// ```
+///
+/// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images in least-recently-used order; when
+/// it is full, the least recently used 10% leave in one batch (into an `NSCache` second chance,
+/// and on disk). Disk holds the original downloaded bytes in `directory/uniqueName`, one file per
+/// URL named by a stable hash, with an index that is loaded on first need. Every image expires
+/// ``imageTimeToLive`` seconds after it was downloaded, in both tiers.
+///
+/// **Queues.** ``fetch(_:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads`` at
+/// once); ``slowFetch(_:callback:)`` on a slow lane, one at a time, that starts nothing while fast
+/// work is queued or running. Concurrent requests for one URL share one download.
+///
+/// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
+/// ``callbackQueue`` (the main queue by default), always asynchronously, exactly once per
+/// ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one dictionary
+/// lookup; it never waits for the disk or the network. Shared state lives behind one lock; disk
+/// work runs on a private serial queue, network work in `URLSession`.
+public final class ImageCache: @unchecked Sendable {
+    /// A cache named "ImageCache" in the platform's caches folder.
+    public static let shared = ImageCache(uniqueName: "ImageCache")
+
+    /// The name given to `init`.
+    public let uniqueName: String
+    /// The folder this instance keeps its files in: `directory/uniqueName`.
+    public let folder: URL
+
+    // Every property whose name starts with `_` is guarded by `lock`, and so is every method whose
+    // name starts with `_`: it expects the lock to be held.
+    private let lock = NSLock()
+    private var _entries: [Key: Entry] = [:]
+    private var _memory = MemoryList()
+    private var _failureOrder = FIFO<(key: Key, serial: UInt64)>()
+    private var _failureCount = 0
+    private var _serial: UInt64 = 0
+    private var _fastLane = FIFO<Download>()
+    private var _slowLane = FIFO<Download>()
+    private var _queuedFast = 0
+    private var _runningFast = 0
+    private var _runningSlow = 0
+    private var _timeToLive: TimeInterval = 600
+    private var _memoryMaxCount = 100
+    private var _maxConcurrentDownloads = 6
+    private var _maxFailuresRemembered = 1_000
+    private var _requestTimeout: TimeInterval = 30
+    private var _callbackQueue = DispatchQueue.main
+    private var _recencyChanged = false
+
+    private let secondChance = NSCache<NSString, SecondChance>()
+    private let session: URLSession
+    private let ownsSession: Bool
+    private let diskQueue: DispatchQueue
+    private let disk: DiskStore  // used only on `diskQueue`
+    private var observers: [NSObjectProtocol] = []
+
+    /// The clock, in seconds since 1970. Internal so that tests can move time forward; set it
+    /// before the first call that uses the instance.
+    internal var clock: @Sendable () -> TimeInterval = { Date().timeIntervalSince1970 }
+
+    /// Creates a cache that keeps its files in `directory/uniqueName`.
+    ///
+    /// Nothing is read from disk here: the index loads on the disk queue when it is first needed.
+    /// - Parameters:
+    ///   - uniqueName: The name of the cache's folder. Two instances with different names never
+    ///     share files; use one instance per name at a time. Characters other than letters,
+    ///     digits, `-`, `_` and `.` are replaced, and a hash keeps replaced names apart.
+    ///   - directory: The parent folder. The platform's caches folder by default.
+    ///   - session: The session to download with. By default the cache makes its own, with no
+    ///     `URLCache` (the cache is the cache) and a 30-second request timeout.
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+        self.uniqueName = uniqueName
+        let parent = directory
+            ?? FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        folder = parent.appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        if let session {
+            self.session = session
+            ownsSession = false
+        } else {
+            let configuration = URLSessionConfiguration.default
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            configuration.timeoutIntervalForRequest = 30
+            configuration.httpMaximumConnectionsPerHost = 16
+            self.session = URLSession(configuration: configuration)
+            ownsSession = true
+        }
+        diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
+        disk = DiskStore(folder: folder)
+        secondChance.countLimit = 20
+        disk.owner = self
+        observeSystemEvents()
+    }
+
+    deinit {
+        observers.forEach { NotificationCenter.default.removeObserver($0) }
+        if ownsSession { session.invalidateAndCancel() }
+    }
+}
+
+// MARK: - Public API
+
+extension ImageCache {
+    /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
+    ///
+    /// The callback runs once, asynchronously, on ``callbackQueue`` (as it was when `fetch` was
+    /// called), with `url` and the image, or nil if it could not be had (see ``error(for:)``).
+    /// It never runs after the returned task's ``FetchTask/cancel()`` has returned. Fetching a URL
+    /// that waits on the slow lane moves that download to the fast lane.
+    @discardableResult
+    public func fetch(_ url: URL, callback: ((URL, Image?) -> Void)?) -> FetchTask {
+        request(url, lane: .fast, completion: callback.map { Self.adapt(url, $0) })
+    }
+
+    /// Fetches an image ahead of need on the slow lane: one download at a time, started only
+    /// while no fast work is queued or running. Same callback contract as ``fetch(_:callback:)``.
+    @discardableResult
+    public func slowFetch(_ url: URL, callback: ((URL, Image?) -> Void)? = nil) -> FetchTask {
+        request(url, lane: .slow, completion: callback.map { Self.adapt(url, $0) })
+    }
+
+    /// Fetches an image with Swift concurrency; throws ``ImageCache/Error`` when it cannot be had,
+    /// and `CancellationError` when the calling task is cancelled first.
+    public func image(for url: URL, slow: Bool = false) async throws -> Image {
+        let box = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
+                // The continuation resumes on a global queue: the main queue may not be running.
+                let task = request(url, lane: slow ? .slow : .fast, queue: .global()) { result in
+                    continuation.resume(with: result.map(Unchecked.init).mapError { $0 })
+                } onCancel: {
+                    continuation.resume(throwing: CancellationError())
+                }
+                box.set(task)
+            }
+        } onCancel: {
+            box.cancel()
+        }.value
+    }
+
+    /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
+    ///
+    /// A download that is already running is left to finish: stopping it would throw away the
+    /// bytes already received. Nothing happens if `url` is not being fetched.
+    public func moveToSlowQueue(_ url: URL) {
+        let key = Key(url)
+        let started: [Download] = lock.withLock {
+            guard case .loading(let download)? = _entries[key], download.lane == .fast else { return [] }
+            if case .queued = download.phase {
+                _queuedFast -= 1
+                download.lane = .slow
+                _slowLane.append(download)
+                return _startReadyDownloads()
+            }
+            if case .checkingDisk = download.phase { download.lane = .slow }
+            return []
+        }
+        startNetwork(started)
+    }
+
+    /// The image for `url` if it is in memory and fresh, else nil. Never touches the disk or the
+    /// network and never waits for them; counts as a use of the image.
+    ///
+    /// - Complexity: O(1): one lock, one dictionary lookup.
+    public func peek(_ url: URL) -> Image? {
+        let key = Key(url)
+        let now = clock()
+        return lock.withLock {
+            if case .loaded(let slot)? = _entries[key] {
+                if now < _memory[slot].downloadedAt + _timeToLive {
+                    _memory.moveToFront(slot)
+                    _recencyChanged = true
+                    return _memory.image(slot)
+                }
+                _removeFromMemory(key, slot: slot)
+                return nil
+            }
+            return _entries[key] == nil ? _secondChance(key, now: now) : nil
+        }
+    }
+
+    /// True when the last fetch of `url` failed; cleared when `url` is fetched again or removed.
+    public func failedToFetch(_ url: URL) -> Bool {
+        error(for: url) != nil
+    }
+
+    /// True while `url` is being looked up on disk, queued, or downloaded.
+    public func fetching(_ url: URL) -> Bool {
+        let key = Key(url)
+        return lock.withLock {
+            if case .loading? = _entries[key] { return true }
+            return false
+        }
+    }
+
+    /// Why the last fetch of `url` failed, or nil if it did not fail (or was fetched again or
+    /// removed since). The error's ``Error/isFatal`` says whether trying again can help.
+    public func error(for url: URL) -> ImageCache.Error? {
+        let key = Key(url)
+        return lock.withLock {
+            if case .failed(let error, _)? = _entries[key] { return error }
+            return nil
+        }
+    }
+
+    /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
+    /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
+    public func remove(_ url: URL) {
+        let key = Key(url)
+        let cancelled: Download? = lock.withLock {
+            secondChance.removeObject(forKey: key.string as NSString)
+            let download = _forget(key)
+            let string = key.string
+            diskQueue.async { self.disk.remove(string) }
+            return download
+        }
+        finishCancelled([cancelled].compactMap { $0 })
+    }
+
+    /// Forgets everything, in memory and on disk, and returns when the disk is empty. Downloads
+    /// in flight are cancelled and their callbacks run with nil.
+    public func removeAll() {
+        let cancelled: [Download] = lock.withLock {
+            secondChance.removeAllObjects()
+            return _entries.keys.compactMap { _forget($0) }
+        }
+        finishCancelled(cancelled)
+        diskQueue.sync { disk.removeAll() }
+    }
+
+    /// Empties memory; the disk keeps everything (images not yet written are written first), and
+    /// downloads in flight go on and deliver their images. Called on a memory warning under UIKit.
+    public func purgeMemory() {
+        lock.withLock {
+            var evicted: [Evicted] = []
+            while let oldest = _memory.tail { evicted.append(_evict(oldest)) }
+            secondChance.removeAllObjects()
+            _handOverToDisk(evicted)
+        }
+    }
+
+    /// Writes every image in memory that is not on disk yet, with its index row and how recently
+    /// it was used, and returns when all of it (and every disk operation queued before) is done.
+    /// Cheap when nothing is pending.
+    public func persistCacheToDisk() {
+        let (pending, recency) = lock.withLock { () -> ([Evicted], [String]) in
+            var pending: [Evicted] = []
+            for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .notStored {
+                _memory[slot].disk = .writing
+                pending.append(_memory.evicted(slot))
+            }
+            let recency = _recencyChanged ? _memory.indicesFromLeastRecent().map { _memory[$0].key.string } : []
+            _recencyChanged = false
+            return (pending, recency)
+        }
+        let now = clock()
+        diskQueue.sync {
+            writeToDisk(pending)
+            if !recency.isEmpty { disk.touch(recency, at: now) }
+        }
+    }
+
+    /// Keeps the `maxImageCount` most recently used images on disk and deletes the rest, files
+    /// and index rows; expired images go first. Returns when done. Memory is not changed.
+    ///
+    /// - Complexity: O(n log n) in the number of images on disk.
+    public func reduceDiskCache(maxImageCount: Int) {
+        let recency = lock.withLock { _memory.indicesFromLeastRecent().map { _memory[$0].key.string } }
+        let (now, ttl) = (clock(), timeToLiveNow())
+        let removed = diskQueue.sync { () -> [String] in
+            disk.touch(recency, at: now)
+            return disk.reduce(to: max(0, maxImageCount), now: now, timeToLive: ttl)
+        }
+        guard !removed.isEmpty else { return }
+        lock.withLock {
+            for string in removed {
+                if case .loaded(let slot)? = _entries[Key(string: string)] { _memory[slot].disk = .notStored }
+            }
+        }
+    }
+}
+
+// MARK: - Configuration
+
+extension ImageCache {
+    /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
+    /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
+    public var imageTimeToLive: TimeInterval {
+        get { timeToLiveNow() }
+        set { lock.withLock { _timeToLive = max(1, newValue.isNaN ? 1 : newValue) } }
+    }
+
+    /// How many images memory holds. 100 by default; values below 1 are clamped to 1. Lowering it
+    /// evicts the least recently used images at once.
+    public var imageMemoryMaxCount: Int {
+        get { lock.withLock { _memoryMaxCount } }
+        set {
+            lock.withLock {
+                _memoryMaxCount = max(1, newValue)
+                secondChance.countLimit = max(1, _memoryMaxCount / 5)
+                var evicted: [Evicted] = []
+                while _memory.count > _memoryMaxCount, let oldest = _memory.tail { evicted.append(_evict(oldest)) }
+                _handOverToDisk(evicted)
+            }
+        }
+    }
+
+    /// The queue callbacks run on. `.main` by default. A Linux program that does not run the main
+    /// queue (`dispatchMain()` or `RunLoop.main.run()`) must set its own queue here.
+    public var callbackQueue: DispatchQueue {
+        get { lock.withLock { _callbackQueue } }
+        set { lock.withLock { _callbackQueue = newValue } }
+    }
+
+    /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
+    public var maxConcurrentDownloads: Int {
+        get { lock.withLock { _maxConcurrentDownloads } }
+        set {
+            let started = lock.withLock {
+                _maxConcurrentDownloads = max(1, newValue)
+                return _startReadyDownloads()
+            }
+            startNetwork(started)
+        }
+    }
+
+    /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
+    /// below 0.1 are clamped to 0.1.
+    public var requestTimeout: TimeInterval {
+        get { lock.withLock { _requestTimeout } }
+        set { lock.withLock { _requestTimeout = max(0.1, newValue.isNaN ? 30 : newValue) } }
+    }
+
+    private func timeToLiveNow() -> TimeInterval {
+        lock.withLock { _timeToLive }
+    }
+}
+
+// MARK: - Errors
+
+extension ImageCache {
+    /// Why an image could not be had.
+    public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
+        /// The URL's scheme is not `http` or `https`.
+        case unsupportedURL(String)
+        /// The server answered with a status outside 200...299.
+        case httpStatus(Int)
+        /// The request failed below HTTP: no connection, timeout, connection lost...
+        case network(URLError.Code, String)
+        /// The server answered 2xx with no body.
+        case emptyBody
+        /// The body ended before the length the server announced.
+        case truncatedBody(expected: Int64, received: Int)
+        /// The body is not an image of a known format; says what it looks like instead.
+        case notAnImage(String)
+        /// The body starts as an image of `format` but is broken; says where.
+        case corruptImage(Format, String)
+        /// The fetch was cancelled, or the URL removed, before the image arrived.
+        case cancelled
+
+        /// True when trying the same URL again cannot help: a 4xx other than 408 and 429, an
+        /// unsupported URL, a body that is not an image or is broken.
+        public var isFatal: Bool {
+            switch self {
+            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody:
+                return true
+            case .httpStatus(let code):
+                return (400..<500).contains(code) && code != 408 && code != 429
+            case .network(let code, _):
+                let fatal: [URLError.Code] = [.badURL, .unsupportedURL, .httpTooManyRedirects, .redirectToNonExistentLocation]
+                return fatal.contains(code)
+            case .truncatedBody, .cancelled:
+                return false
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
+            case .httpStatus(let code): return "HTTP status \(code)"
+            case .network(let code, let text): return "network error \(code.rawValue): \(text)"
+            case .emptyBody: return "not an image: the body is empty"
+            case .truncatedBody(let expected, let received): return "truncated body: \(received) of \(expected) bytes"
+            case .notAnImage(let what): return "not an image: \(what)"
+            case .corruptImage(let format, let what): return "corrupt \(format.rawValue) image: \(what)"
+            case .cancelled: return "cancelled"
+            }
+        }
+    }
+}
+
+// MARK: - Queues and fetching
+
+extension ImageCache {
+    /// A request made by ``ImageCache/fetch(_:callback:)`` or ``ImageCache/slowFetch(_:callback:)``.
+    public final class FetchTask: @unchecked Sendable {
+        /// The URL that was requested.
+        public let url: URL
+        fileprivate let cache: ImageCache
+        fileprivate let queue: DispatchQueue
+        fileprivate let completion: ((Result<Image, ImageCache.Error>) -> Void)?
+        fileprivate let onCancel: (() -> Void)?
+        fileprivate var state = State.waiting  // guarded by `cache.lock`
+        fileprivate enum State { case waiting, delivered, cancelled }
+
+        fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
+                         completion: ((Result<Image, ImageCache.Error>) -> Void)?, onCancel: (() -> Void)?) {
+            self.url = url
+            self.cache = cache
+            self.queue = queue
+            self.completion = completion
+            self.onCancel = onCancel
+        }
+
+        /// Cancels this request: its callback will not run once `cancel()` has returned. When no
+        /// other request waits for the same URL, the download itself stops and nothing is cached
+        /// from it. Cancelling twice, or after the callback ran, does nothing.
+        public func cancel() {
+            cache.cancel(self)
+        }
+
+        /// True once ``cancel()`` has been called before the callback ran.
+        public var isCancelled: Bool {
+            cache.lock.withLock { state == .cancelled }
+        }
+    }
+
+    fileprivate enum Lane { case fast, slow }
+
+    /// One URL being looked up on disk, queued, or downloaded, and everyone waiting for it.
+    fileprivate final class Download: @unchecked Sendable {
+        let key: Key
+        let url: URL
+        var lane: Lane
+        var phase = Phase.checkingDisk
+        var waiters: [FetchTask] = []
+        var activeWaiters = 0
+        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), finished }
+
+        init(key: Key, url: URL, lane: Lane) {
+            self.key = key
+            self.url = url
+            self.lane = lane
+        }
+    }
+
+    fileprivate enum Entry {
+        case loaded(Int)
+        case loading(Download)
+        case failed(Error, serial: UInt64)
+    }
+
+    private static func adapt(_ url: URL, _ callback: @escaping (URL, Image?) -> Void) -> (Result<Image, Error>) -> Void {
+        return { result in
+            switch result {
+            case .success(let image): callback(url, image)
+            case .failure: callback(url, nil)
+            }
+        }
+    }
+
+    private func request(_ url: URL, lane: Lane, queue: DispatchQueue? = nil,
+                         completion: ((Result<Image, Error>) -> Void)?, onCancel: (() -> Void)? = nil) -> FetchTask {
+        let key = Key(url)
+        let now = clock()
+        var started: [Download] = []
+        var lookUp: Download?
+        var immediate: Result<Image, Error>?
+        let task: FetchTask = lock.withLock {
+            let task = FetchTask(url: url, cache: self, queue: queue ?? _callbackQueue, completion: completion, onCancel: onCancel)
+            switch _entries[key] {
+            case .loaded(let slot)? where now < _memory[slot].downloadedAt + _timeToLive:
+                _memory.moveToFront(slot)
+                _recencyChanged = true
+                immediate = .success(_memory.image(slot))
+                return task
+            case .loaded(let slot)?:
+                _removeFromMemory(key, slot: slot)
+            case .loading(let download)?:
+                download.waiters.append(task)
+                download.activeWaiters += 1
+                if lane == .fast, download.lane == .slow { started = _promote(download) }
+                return task
+            case .failed?, nil:
+                break
+            }
+            if let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil {
+                if let image = _secondChance(key, now: now) {
+                    immediate = .success(image)
+                    return task
+                }
+                let download = Download(key: key, url: url, lane: lane)
+                download.waiters.append(task)
+                download.activeWaiters = 1
+                _entries[key] = .loading(download)
+                lookUp = download
+            } else {
+                let error = Error.unsupportedURL(url.absoluteString)
+                _setFailed(key, error)
+                immediate = .failure(error)
+            }
+            return task
+        }
+        if let immediate { deliver([task], immediate) }
+        if let lookUp {
+            let ttl = timeToLiveNow()
+            diskQueue.async { self.lookUpOnDisk(lookUp, timeToLive: ttl) }
+        }
+        startNetwork(started)
+        return task
+    }
+
+    fileprivate func cancel(_ task: FetchTask) {
+        let key = Key(task.url)
+        var stopped: Download?
+        let wasWaiting: Bool = lock.withLock {
+            guard task.state == .waiting else { return false }
+            task.state = .cancelled
+            guard case .loading(let download)? = _entries[key], download.waiters.contains(where: { $0 === task }) else {
+                return true
+            }
+            download.activeWaiters -= 1
+            if download.activeWaiters == 0 {
+                stopped = _forget(key)
+            }
+            return true
+        }
+        if let stopped { finishCancelled([stopped]) }
+        if wasWaiting, let onCancel = task.onCancel.map(Unchecked.init) { task.queue.async { onCancel.value() } }
+    }
+
+    /// Removes `key` from memory and from the download bookkeeping; returns the download it
+    /// stopped, whose waiters the caller must finish with `finishCancelled`.
+    private func _forget(_ key: Key) -> Download? {
+        switch _entries[key] {
+        case .loaded(let slot)?:
+            _removeFromMemory(key, slot: slot)
+        case .loading(let download)?:
+            _entries[key] = nil
+            switch download.phase {
+            case .queued where download.lane == .fast: _queuedFast -= 1
+            case .running: download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
+            default: break
+            }
+            return download
+        case .failed?:
+            _entries[key] = nil
+        case nil:
+            break
+        }
+        return nil
+    }
+
+    /// Finishes downloads stopped by `_forget`: cancels their network task, delivers nil to
+    /// whoever still waits, and starts what the freed slots allow.
+    private func finishCancelled(_ downloads: [Download]) {
+        guard !downloads.isEmpty else { return }
+        var tasks: [URLSessionDataTask] = []
+        let started: [Download] = lock.withLock {
+            for download in downloads {
+                if case .running(let task?) = download.phase { tasks.append(task) }
+                download.phase = .finished
+            }
+            return _startReadyDownloads()
+        }
+        tasks.forEach { $0.cancel() }
+        for download in downloads { deliver(download.waiters, .failure(.cancelled)) }
+        startNetwork(started)
+    }
+
+    /// Moves a slow download to the fast lane.
+    private func _promote(_ download: Download) -> [Download] {
+        switch download.phase {
+        case .queued:
+            _queuedFast += 1
+            _fastLane.append(download)
+        case .running:
+            _runningSlow -= 1
+            _runningFast += 1
+        case .checkingDisk, .finished:
+            break
+        }
+        download.lane = .fast
+        return _startReadyDownloads()
+    }
+
+    /// Takes downloads off the lanes as far as the limits allow and marks them running; the caller
+    /// starts them with `startNetwork` after unlocking.
+    private func _startReadyDownloads() -> [Download] {
+        var started: [Download] = []
+        while _runningFast < _maxConcurrentDownloads, let download = _fastLane.popFirst() {
+            guard case .queued = download.phase, download.lane == .fast else { continue }
+            _queuedFast -= 1
+            _runningFast += 1
+            download.phase = .running(nil)
+            started.append(download)
+        }
+        while _queuedFast == 0, _runningFast == 0, _runningSlow == 0, let download = _slowLane.popFirst() {
+            guard case .queued = download.phase, download.lane == .slow else { continue }
+            _runningSlow += 1
+            download.phase = .running(nil)
+            started.append(download)
+        }
+        return started
+    }
+
+    private func startNetwork(_ downloads: [Download]) {
+        guard !downloads.isEmpty else { return }
+        let timeout = lock.withLock { _requestTimeout }
+        for download in downloads {
+            var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
+            let task = session.dataTask(with: request) { data, response, error in
+                self.networkFinished(download, data: data, response: response, error: error)
+            }
+            let stillWanted: Bool = lock.withLock {
+                guard case .running = download.phase else { return false }
+                download.phase = .running(task)
+                return true
+            }
+            if stillWanted { task.resume() }
+        }
+    }
+
+    private func networkFinished(_ download: Download, data: Data?, response: URLResponse?, error: Swift.Error?) {
+        let result = Self.validate(data: data, response: response, error: error)
+        let now = clock()
+        var started: [Download] = []
+        let current: Bool = lock.withLock {
+            guard case .loading(let entry)? = _entries[download.key], entry === download,
+                  case .running = download.phase else { return false }
+            download.phase = .finished
+            download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
+            switch result {
+            case .success(let (image, bytes)):
+                _insert(download.key, image: image, data: bytes, downloadedAt: now, disk: .writing)
+                let string = download.key.string
+                diskQueue.async { self.writeToDisk([Evicted(key: string, data: bytes, downloadedAt: now, disk: .writing)]) }
+            case .failure(let error):
+                _setFailed(download.key, error)
+            }
+            started = _startReadyDownloads()
+            return true
+        }
+        guard current else { return }
+        deliver(download.waiters, result.map { $0.0 })
+        startNetwork(started)
+    }
+
+    /// Checks a download's HTTP response and decodes its body.
+    private static func validate(data: Data?, response: URLResponse?, error: Swift.Error?) -> Result<(Image, Data), Error> {
+        if let error {
+            if let urlError = error as? URLError {
+                return .failure(urlError.code == .cancelled ? .cancelled : .network(urlError.code, urlError.localizedDescription))
+            }
+            return .failure(.network(.unknown, String(describing: error)))
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 200
+        guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
+        let data = data ?? Data()
+        if let expected = response?.expectedContentLength, expected > 0, Int64(data.count) < expected {
+            return .failure(.truncatedBody(expected: expected, received: data.count))
+        }
+        return decode(data).map { ($0, data) }
+    }
+
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled.
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>) {
+        var byQueue: [ObjectIdentifier: [FetchTask]] = [:]
+        for task in tasks { byQueue[ObjectIdentifier(task.queue), default: []].append(task) }
+        let boxed = Unchecked(result)
+        for group in byQueue.values {
+            group[0].queue.async {
+                let due: [FetchTask] = self.lock.withLock {
+                    group.filter { task in
+                        guard task.state == .waiting else { return false }
+                        task.state = .delivered
+                        return true
+                    }
+                }
+                for task in due { task.completion?(boxed.value) }
+            }
+        }
+    }
+}
+
+// MARK: - Memory tier
+
+extension ImageCache {
+    /// Where a memory entry's bytes stand on disk.
+    fileprivate enum DiskState { case notStored, writing, stored }
+
+    /// An image leaving memory, with what the disk needs to keep it.
+    fileprivate struct Evicted {
+        let key: String
+        let data: Data
+        let downloadedAt: TimeInterval
+        let disk: DiskState
+    }
+
+    fileprivate final class SecondChance {
+        let image: Image
+        let data: Data
+        let downloadedAt: TimeInterval
+        init(image: Image, data: Data, downloadedAt: TimeInterval) {
+            self.image = image
+            self.data = data
+            self.downloadedAt = downloadedAt
+        }
+    }
+
+    /// Memory entries in a doubly linked list threaded through an array, most recent first, so
+    /// that a use and an eviction cost O(1) with no allocation and no reference counting.
+    fileprivate struct MemoryList {
+        struct Slot {
+            var key: Key
+            var image: Image?
+            var data: Data
+            var downloadedAt: TimeInterval
+            var disk: DiskState
+            var previous = -1
+            var next = -1
+        }
+        private var slots: [Slot] = []
+        private var free: [Int] = []
+        private(set) var head = -1
+        private var last = -1
+        private(set) var count = 0
+
+        var tail: Int? { last < 0 ? nil : last }
+
+        subscript(index: Int) -> Slot {
+            get { slots[index] }
+            _modify { yield &slots[index] }
+        }
+
+        mutating func insert(_ slot: Slot) -> Int {
+            let index: Int
+            if let reused = free.popLast() {
+                index = reused
+                slots[index] = slot
+            } else {
+                index = slots.count
+                slots.append(slot)
+            }
+            link(index)
+            count += 1
+            return index
+        }
+
+        mutating func remove(_ index: Int) -> Slot {
+            unlink(index)
+            let slot = slots[index]
+            slots[index].image = nil
+            slots[index].data = Data()
+            free.append(index)
+            count -= 1
+            return slot
+        }
+
+        mutating func moveToFront(_ index: Int) {
+            guard head != index else { return }
+            unlink(index)
+            link(index)
+        }
+
+        /// The image of a live slot (freed slots drop theirs so that memory is released).
+        func image(_ index: Int) -> Image {
+            guard let image = slots[index].image else { preconditionFailure("ImageCache: image of a freed slot") }
+            return image
+        }
+
+        func evicted(_ index: Int) -> Evicted {
+            Evicted(key: slots[index].key.string, data: slots[index].data,
+                    downloadedAt: slots[index].downloadedAt, disk: slots[index].disk)
+        }
+
+        /// - Complexity: O(count).
+        func indicesFromLeastRecent() -> [Int] {
+            var result: [Int] = []
+            result.reserveCapacity(count)
+            var index = last
+            while index >= 0 {
+                result.append(index)
+                index = slots[index].previous
+            }
+            return result
+        }
+
+        private mutating func link(_ index: Int) {
+            slots[index].previous = -1
+            slots[index].next = head
+            if head >= 0 { slots[head].previous = index }
+            head = index
+            if last < 0 { last = index }
+        }
+
+        private mutating func unlink(_ index: Int) {
+            let (previous, next) = (slots[index].previous, slots[index].next)
+            if previous >= 0 { slots[previous].next = next } else { head = next }
+            if next >= 0 { slots[next].previous = previous } else { last = previous }
+        }
+    }
+
+    /// Puts a decoded image in memory, evicting the least recently used 10% first if memory is full.
+    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval, disk: DiskState) {
+        if case .loaded(let slot)? = _entries[key] { _removeFromMemory(key, slot: slot) }
+        if _memory.count >= _memoryMaxCount {
+            var evicted: [Evicted] = []
+            let batch = max(1, _memoryMaxCount / 10)
+            while evicted.count < batch, let oldest = _memory.tail {
+                let slot = _memory[oldest]
+                evicted.append(_evict(oldest))
+                if let image = slot.image {
+                    secondChance.setObject(SecondChance(image: image, data: slot.data, downloadedAt: slot.downloadedAt),
+                                           forKey: slot.key.string as NSString)
+                }
+            }
+            _handOverToDisk(evicted)
+        }
+        let slot = _memory.insert(.init(key: key, image: image, data: data, downloadedAt: downloadedAt, disk: disk))
+        _entries[key] = .loaded(slot)
+        _recencyChanged = true
+    }
+
+    private func _evict(_ slot: Int) -> Evicted {
+        let evicted = _memory.evicted(slot)
+        _entries[_memory[slot].key] = nil
+        _ = _memory.remove(slot)
+        return evicted
+    }
+
+    private func _removeFromMemory(_ key: Key, slot: Int) {
+        _entries[key] = nil
+        _ = _memory.remove(slot)
+    }
+
+    /// Queues the disk work for images leaving memory: write those not stored yet, and record
+    /// their order of use. Queued under the lock so that it is ordered with `remove`.
+    private func _handOverToDisk(_ evicted: [Evicted]) {
+        guard !evicted.isEmpty else { return }
+        let now = clock()
+        diskQueue.async {
+            self.writeToDisk(evicted.filter { $0.disk == .notStored })
+            self.disk.touch(evicted.map(\.key), at: now)
+        }
+    }
+
+    /// The `NSCache` second chance: an image evicted lately comes back into memory.
+    private func _secondChance(_ key: Key, now: TimeInterval) -> Image? {
+        let name = key.string as NSString
+        guard let found = secondChance.object(forKey: name) else { return nil }
+        secondChance.removeObject(forKey: name)
+        guard now < found.downloadedAt + _timeToLive else { return nil }
+        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, disk: .stored)
+        return found.image
+    }
+
+    private func _setFailed(_ key: Key, _ error: Error) {
+        _serial += 1
+        _entries[key] = .failed(error, serial: _serial)
+        _failureOrder.append((key, _serial))
+        _failureCount += 1
+        while _failureCount > _maxFailuresRemembered, let (oldKey, serial) = _failureOrder.popFirst() {
+            if case .failed(_, serial)? = _entries[oldKey] {
+                _entries[oldKey] = nil
+                _failureCount -= 1
+            }
+        }
+    }
+}
+
+// MARK: - Disk tier
+
+extension ImageCache {
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
+    private func lookUpOnDisk(_ download: Download, timeToLive: TimeInterval) {
+        let now = clock()
+        var result: Result<Image, Error>?
+        var stored: DiskStore.Hit?
+        if let hit = disk.readImage(download.key.string, now: now, timeToLive: timeToLive) {
+            switch Self.decode(hit.data) {
+            case .success(let image):
+                result = .success(image)
+                stored = hit
+            case .failure(let error):
+                disk.discard(download.key.string, because: "\(error)")
+            }
+        }
+        var started: [Download] = []
+        let current: Bool = lock.withLock {
+            guard case .loading(let entry)? = _entries[download.key], entry === download,
+                  case .checkingDisk = download.phase else { return false }
+            if case .success(let image)? = result, let stored {
+                download.phase = .finished
+                _insert(download.key, image: image, data: stored.data, downloadedAt: stored.downloadedAt, disk: .stored)
+            } else {
+                download.phase = .queued
+                if download.lane == .fast {
+                    _queuedFast += 1
+                    _fastLane.append(download)
+                } else {
+                    _slowLane.append(download)
+                }
+                started = _startReadyDownloads()
+            }
+            return true
+        }
+        guard current else { return }
+        if let result { deliver(download.waiters, result) }
+        startNetwork(started)
+    }
+
+    /// Writes images to disk (on `diskQueue`) and records in memory which ones made it.
+    private func writeToDisk(_ images: [Evicted]) {
+        guard !images.isEmpty else { return }
+        let written = images.map { disk.writeImage($0.key, data: $0.data, downloadedAt: $0.downloadedAt) }
+        lock.withLock {
+            for (image, ok) in zip(images, written) {
+                guard case .loaded(let slot)? = _entries[Key(string: image.key)],
+                      _memory[slot].downloadedAt == image.downloadedAt else { continue }
+                _memory[slot].disk = ok ? .stored : .notStored
+            }
+        }
+    }
+
+    /// The disk tier: one file per URL with the original bytes, and an index of rows kept as a
+    /// snapshot file plus an append-only journal. Used only on the cache's disk queue.
+    ///
+    /// Crash safety without fsync: a file is written under a temporary name and renamed, then its
+    /// row is appended to the journal; a row is trusted only if its file has the recorded length
+    /// and decodes; files without a row and temporary files are deleted when the index loads.
+    fileprivate final class DiskStore {
+        struct Row {
+            var url: String
+            var size: Int
+            var downloadedAt: TimeInterval
+            var lastUsed: TimeInterval
+        }
+        struct Hit {
+            let data: Data
+            let downloadedAt: TimeInterval
+        }
+
+        let folder: URL
+        weak var owner: ImageCache?
+        private var rows: [String: Row]?  // by file name; nil until loaded
+        private var journal: Int32 = -1
+        private var journalRecords = 0
+        private static let header = "ImageCache index 1\n"
+
+        init(folder: URL) {
+            self.folder = folder
+        }
+
+        deinit {
+            if journal >= 0 { close(journal) }
+        }
+
+        func readImage(_ url: String, now: TimeInterval, timeToLive: TimeInterval) -> Hit? {
+            load()
+            let name = Self.fileName(for: url)
+            guard let row = rows?[name], row.url == url else { return nil }
+            guard now < row.downloadedAt + timeToLive else {
+                delete(name, url: url)
+                return nil
+            }
+            do {
+                let data = try Self.readFile(path(name))
+                guard data.count == row.size else {
+                    discard(url, because: "file has \(data.count) bytes, index says \(row.size)")
+                    return nil
+                }
+                rows?[name]?.lastUsed = now
+                return Hit(data: data, downloadedAt: row.downloadedAt)
+            } catch {
+                delete(name, url: url)
+                return nil
+            }
+        }
+
+        @discardableResult
+        func writeImage(_ url: String, data: Data, downloadedAt: TimeInterval) -> Bool {
+            guard !url.contains(where: { $0 == "\t" || $0 == "\n" }) else { return false }
+            let name = Self.fileName(for: url)
+            do {
+                try ensureFolder()
+                do {
+                    try Self.writeFile(path(name), data: data)
+                } catch let error as POSIXError where error.code == .ENOENT {
+                    // The folder was deleted under us: make it again once.
+                    try ensureFolder(force: true)
+                    try Self.writeFile(path(name), data: data)
+                }
+            } catch {
+                report("cannot write \(path(name)): \(error)")
+                return false
+            }
+            let row = Row(url: url, size: data.count, downloadedAt: downloadedAt, lastUsed: downloadedAt)
+            rows?[name] = row
+            append("+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(url)\n")
+            return true
+        }
+
+        func remove(_ url: String) {
+            let name = Self.fileName(for: url)
+            if let rows, rows[name]?.url != url { return }
+            delete(name, url: url)
+        }
+
+        /// Drops a row and its file because what was read is not usable.
+        func discard(_ url: String, because reason: String) {
+            report("dropped \(url): \(reason)")
+            delete(Self.fileName(for: url), url: url)
+        }
+
+        func removeAll() {
+            if journal >= 0 { close(journal) }
+            journal = -1
+            journalRecords = 0
+            folderReady = false
+            do {
+                try FileManager.default.removeItem(at: folder)
+            } catch let error as CocoaError where error.code == .fileNoSuchFile {
+                // Nothing to remove.
+            } catch {
+                report("cannot remove \(folder.path): \(error)")
+            }
+            rows = [:]
+        }
+
+        func touch(_ urls: [String], at time: TimeInterval) {
+            guard !urls.isEmpty else { return }
+            var lines = ""
+            for (offset, url) in urls.enumerated() {
+                // Later in the list is more recent: keep the order with tiny steps.
+                let when = time + Double(offset) * 1e-6
+                let name = Self.fileName(for: url)
+                if rows != nil {
+                    guard rows?[name]?.url == url else { continue }
+                    rows?[name]?.lastUsed = when
+                }
+                lines += "u\t\(when)\t\(url)\n"
+            }
+            append(lines, records: urls.count)
+        }
+
+        /// Deletes expired images, then all but the `maxCount` most recently used; returns the
+        /// URLs it deleted.
+        func reduce(to maxCount: Int, now: TimeInterval, timeToLive: TimeInterval) -> [String] {
+            load()
+            var removed = sweepExpired(now: now, timeToLive: timeToLive)
+            guard let rows, rows.count > maxCount else { return removed }
+            let oldestFirst = rows.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            for (name, row) in oldestFirst.prefix(rows.count - maxCount) {
+                delete(name, url: row.url)
+                removed.append(row.url)
+            }
+            compact()
+            return removed
+        }
+
+        @discardableResult
+        func sweepExpired(now: TimeInterval, timeToLive: TimeInterval) -> [String] {
+            guard let rows else { return [] }
+            var removed: [String] = []
+            for (name, row) in rows where now >= row.downloadedAt + timeToLive {
+                delete(name, url: row.url)
+                removed.append(row.url)
+            }
+            return removed
+        }
+
+        /// Problems in the disk tier, for tests: rows without a valid file, files without a row.
+        func invariantViolations() -> [String] {
+            guard let rows else { return [] }
+            var problems: [String] = []
+            let files = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+            for (name, row) in rows {
+                if !files.contains(name) { problems.append("row without file: \(row.url)") }
+                if Self.fileName(for: row.url) != name { problems.append("row under wrong name: \(row.url)") }
+            }
+            for file in files where rows[file] == nil && file != "index" && file != "journal" {
+                problems.append("file without row: \(file)")
+            }
+            return problems
+        }
+
+        var rowCount: Int {
+            load()
+            return rows?.count ?? 0
+        }
+
+        // MARK: Index
+
+        private func load() {
+            guard rows == nil else { return }
+            var loaded: [String: Row] = [:]
+            for file in ["index", "journal"] {
+                guard let data = FileManager.default.contents(atPath: path(file)),
+                      let text = String(data: data, encoding: .utf8) else { continue }
+                if file == "index", !text.hasPrefix(Self.header) {
+                    report("index file unreadable; starting empty")
+                    continue
+                }
+                for line in text.split(separator: "\n", omittingEmptySubsequences: true) where !line.hasPrefix("ImageCache") {
+                    Self.apply(line, to: &loaded)
+                    if file == "journal" { journalRecords += 1 }
+                }
+                // A torn last line (no newline) was applied only if it parsed whole; that is fine.
+            }
+            rows = loaded
+            let now = owner?.clock() ?? Date().timeIntervalSince1970
+            let ttl = owner?.timeToLiveNow() ?? 600
+            sweepExpired(now: now, timeToLive: ttl)
+            sweepOrphans()
+        }
+
+        private static func apply(_ line: Substring, to rows: inout [String: Row]) {
+            let fields = line.split(separator: "\t", maxSplits: 4, omittingEmptySubsequences: false)
+            switch (fields.first, fields.count) {
+            case ("+"?, 5):
+                guard let downloaded = Double(fields[1]), let used = Double(fields[2]), let size = Int(fields[3]) else { return }
+                let url = String(fields[4])
+                rows[fileName(for: url)] = Row(url: url, size: size, downloadedAt: downloaded, lastUsed: used)
+            case ("u"?, 3):
+                guard let used = Double(fields[1]) else { return }
+                let url = String(fields[2])
+                let name = fileName(for: url)
+                if rows[name]?.url == url { rows[name]?.lastUsed = used }
+            case ("-"?, 2):
+                let url = String(fields[1])
+                let name = fileName(for: url)
+                if rows[name]?.url == url { rows[name] = nil }
+            default:
+                return
+            }
+        }
+
+        private func sweepOrphans() {
+            guard let rows, let files = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+            for file in files where rows[file] == nil && file != "index" && file != "journal" {
+                unlink(path(file))
+            }
+        }
+
+        private func delete(_ name: String, url: String) {
+            unlink(path(name))
+            if rows?[name]?.url == url { rows?[name] = nil }
+            append("-\t\(url)\n")
+        }
+
+        private func append(_ text: String, records: Int = 1) {
+            guard !text.isEmpty else { return }
+            if journal < 0 {
+                guard (try? ensureFolder()) != nil else { return }
+                journal = open(path("journal"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                guard journal >= 0 else {
+                    report("cannot open \(path("journal")): \(String(cString: strerror(errno)))")
+                    return
+                }
+            }
+            do {
+                try Self.writeAll(journal, Data(text.utf8))
+            } catch {
+                report("cannot append to \(path("journal")): \(error)")
+            }
+            journalRecords += records
+            if journalRecords > max(1_024, 2 * (rows?.count ?? 0)) {
+                load()
+                compact()
+            }
+        }
+
+        /// Rewrites the snapshot from the rows in memory and empties the journal.
+        private func compact() {
+            guard let rows else { return }
+            var text = Self.header
+            for row in rows.values {
+                text += "+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(row.url)\n"
+            }
+            do {
+                try ensureFolder()
+                try Self.writeFile(path("index"), data: Data(text.utf8))
+                if journal >= 0 { close(journal) }
+                journal = -1
+                unlink(path("journal"))
+                journalRecords = 0
+            } catch {
+                report("cannot write \(path("index")): \(error)")
+            }
+        }
+
+        // MARK: Files
+
+        private var folderReady = false
+
+        private func ensureFolder(force: Bool = false) throws {
+            guard force || !folderReady else { return }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            if force, journal >= 0 {
+                close(journal)
+                journal = -1
+            }
+            folderReady = true
+        }
+
+        private func path(_ name: String) -> String {
+            folder.appendingPathComponent(name).path
+        }
+
+        private func report(_ message: String) {
+            owner?.log(message)
+        }
+
+        /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
+        /// platform, unlike `hashValue`, and never a path outside the folder.
+        static func fileName(for url: String) -> String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in url.utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            let hex = String(hash, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }
+
+        static func readFile(_ path: String) throws -> Data {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            defer { close(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            var data = Data(count: Int(info.st_size))
+            let count = data.count
+            let received = data.withUnsafeMutableBytes { buffer -> Int in
+                var done = 0
+                while done < count {
+                    let n = read(fd, buffer.baseAddress! + done, count - done)
+                    if n > 0 { done += n } else if n == 0 || errno != EINTR { break }
+                }
+                return done
+            }
+            guard received == count else { throw POSIXError(.EIO) }
+            return data
+        }
+
+        /// Writes under a temporary name and renames, so that a reader never sees half a file.
+        /// No fsync: a cache can lose its last writes on power loss, and rows are validated on read.
+        static func writeFile(_ path: String, data: Data) throws {
+            let temporary = path + ".\(UInt32.random(in: 0 ... .max)).tmp"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            do {
+                try writeAll(fd, data)
+            } catch {
+                close(fd)
+                unlink(temporary)
+                throw error
+            }
+            close(fd)
+            guard rename(temporary, path) == 0 else {
+                let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+                unlink(temporary)
+                throw POSIXError(code)
+            }
+        }
+
+        static func writeAll(_ fd: Int32, _ data: Data) throws {
+            try data.withUnsafeBytes { buffer in
+                var done = 0
+                while done < buffer.count {
+                    let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+                    if n > 0 {
+                        done += n
+                    } else if n < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                    }
+                }
+            }
+        }
+    }
+
+    fileprivate func log(_ message: String) {
+        _ = message
+    }
+}
+
+// MARK: - Checks for tests
+
+extension ImageCache {
+    /// Internal for tests: how many images memory holds now.
+    var memoryCount: Int { lock.withLock { _memory.count } }
+
+    /// Internal for tests: the URLs in memory, least recently used first.
+    var memoryURLs: [String] { lock.withLock { _memory.indicesFromLeastRecent().map { _memory[$0].key.string } } }
+
+    /// Internal for tests: how many images the disk index holds (loading it if needed).
+    var diskCount: Int { diskQueue.sync { disk.rowCount } }
+
+    /// Internal for tests: the file name the disk tier uses for `url`.
+    static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
+
+    /// Internal for tests: every broken invariant, described; empty when all hold. Checks the
+    /// memory list against the dictionary, the counts against their caps, the lane counters
+    /// against the downloads, and the disk index against the files (after queued disk work).
+    func _checkInvariants() -> [String] {
+        var problems: [String] = lock.withLock {
+            var problems: [String] = []
+            let order = _memory.indicesFromLeastRecent()
+            if order.count != _memory.count { problems.append("memory list has \(order.count) slots, count says \(_memory.count)") }
+            if _memory.count > _memoryMaxCount { problems.append("memory holds \(_memory.count) > cap \(_memoryMaxCount)") }
+            var loaded = 0, queuedFast = 0, runningFast = 0, runningSlow = 0
+            for (key, entry) in _entries {
+                switch entry {
+                case .loaded(let slot):
+                    loaded += 1
+                    if _memory[slot].key != key { problems.append("slot of \(key.string) holds \(_memory[slot].key.string)") }
+                case .loading(let download):
+                    switch download.phase {
+                    case .queued where download.lane == .fast: queuedFast += 1
+                    case .running: download.lane == .fast ? (runningFast += 1) : (runningSlow += 1)
+                    case .finished: problems.append("finished download still listed: \(key.string)")
+                    default: break
+                    }
+                    if download.activeWaiters < 1 { problems.append("download without waiters: \(key.string)") }
+                case .failed:
+                    break
+                }
+            }
+            if loaded != _memory.count { problems.append("\(loaded) loaded entries, memory count \(_memory.count)") }
+            if (queuedFast, runningFast, runningSlow) != (_queuedFast, _runningFast, _runningSlow) {
+                problems.append("lane counters \((_queuedFast, _runningFast, _runningSlow)) != \((queuedFast, runningFast, runningSlow))")
+            }
+            return problems
+        }
+        problems += diskQueue.sync { disk.invariantViolations() }
+        return problems
+    }
+}
+
+// MARK: - Images
+
+extension ImageCache {
+    /// The image formats the cache recognises and checks.
+    public enum Format: String, Sendable {
+        case png, jpeg, gif, webp
+    }
+
+    /// Checks that `data` is a whole image of a known format and decodes it for the platform.
+    static func decode(_ data: Data) -> Result<Image, Error> {
+        switch inspect(data) {
+        case .success(let info):
+            #if canImport(UIKit) || canImport(AppKit)
+            guard let image = Image(data: data) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            return .success(image)
+            #else
+            return .success(Image(data: data, format: info.format, width: info.width, height: info.height))
+            #endif
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+
+    /// What the header and structure of `data` say: format and size, or why it is not a whole image.
+    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int), Error> {
+        guard !data.isEmpty else { return .failure(.emptyBody) }
+        return data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            let reader = ByteReader(bytes: bytes)
+            if reader.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return reader.png() }
+            if reader.starts(with: [0xFF, 0xD8, 0xFF]) { return reader.jpeg() }
+            if reader.starts(with: Array("GIF87a".utf8)) || reader.starts(with: Array("GIF89a".utf8)) { return reader.gif() }
+            if reader.starts(with: Array("RIFF".utf8)), reader.count >= 12, reader.matches(Array("WEBP".utf8), at: 8) {
+                return reader.webp()
+            }
+            return .failure(.notAnImage(reader.describe()))
+        }
+    }
+
+    /// Bounds-checked reads over a buffer; every accessor returns 0 past the end, and callers
+    /// check lengths before trusting what they read.
+    fileprivate struct ByteReader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var count: Int { bytes.count }
+        typealias Info = Result<(format: Format, width: Int, height: Int), Error>
+
+        func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
+        func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
+        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
+        func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
+        func le32(_ i: Int) -> Int { le16(i) | le16(i + 2) << 16 }
+
+        func starts(with prefix: [UInt8]) -> Bool { matches(prefix, at: 0) }
+        func matches(_ pattern: [UInt8], at offset: Int) -> Bool {
+            guard offset + pattern.count <= bytes.count else { return false }
+            for (i, b) in pattern.enumerated() where bytes[offset + i] != b { return false }
+            return true
+        }
+
+        func png() -> Info {
+            guard count >= 33, matches(Array("IHDR".utf8), at: 12), be32(8) == 13 else {
+                return .failure(.corruptImage(.png, "no IHDR header"))
+            }
+            let (width, height) = (be32(16), be32(20))
+            guard width > 0, height > 0 else { return .failure(.corruptImage(.png, "zero size")) }
+            var offset = 8
+            while offset + 12 <= count {
+                let length = be32(offset)
+                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, width, height)) }
+                offset += 12 + length
+            }
+            return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
+        }
+
+        func jpeg() -> Info {
+            var offset = 2
+            var size: (Int, Int)?
+            var inScan = false
+            while offset < count {
+                if inScan {
+                    // Entropy-coded data: FF 00 is a stuffed byte, FF D0...D7 a restart marker.
+                    guard let next = nextFF(from: offset) else { break }
+                    let marker = byte(next + 1)
+                    if marker == 0x00 || (0xD0...0xD7).contains(marker) || marker == 0xFF {
+                        offset = next + (marker == 0xFF ? 1 : 2)
+                        continue
+                    }
+                    inScan = false
+                    offset = next
+                    continue
+                }
+                guard byte(offset) == 0xFF else { return .failure(.corruptImage(.jpeg, "no marker at byte \(offset)")) }
+                var marker = byte(offset + 1)
+                while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
+                if marker == 0xD9 {
+                    guard let (width, height) = size else { return .failure(.corruptImage(.jpeg, "no frame header")) }
+                    return .success((.jpeg, width, height))
+                }
+                if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
+                let length = be16(offset + 2)
+                guard length >= 2, offset + 2 + length <= count else { break }
+                if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                    let (height, width) = (be16(offset + 5), be16(offset + 7))
+                    guard width > 0, height > 0 else { return .failure(.corruptImage(.jpeg, "zero size")) }
+                    size = (width, height)
+                }
+                if marker == 0xDA {
+                    guard size != nil else { return .failure(.corruptImage(.jpeg, "scan before frame header")) }
+                    inScan = true
+                }
+                offset += 2 + length
+            }
+            return .failure(.corruptImage(.jpeg, "ends before the end-of-image marker (truncated at \(count) bytes)"))
+        }
+
+        private func nextFF(from offset: Int) -> Int? {
+            guard offset < count, let base = bytes.baseAddress,
+                  let found = memchr(base + offset, 0xFF, count - offset) else { return nil }
+            let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            return index + 1 < count ? index : nil
+        }
+
+        func gif() -> Info {
+            guard count >= 13 else { return .failure(.corruptImage(.gif, "header cut short")) }
+            let (width, height) = (le16(6), le16(8))
+            guard width > 0, height > 0 else { return .failure(.corruptImage(.gif, "zero size")) }
+            var offset = 13
+            if byte(10) & 0x80 != 0 { offset += 3 << ((byte(10) & 0x07) + 1) }
+            var frames = 0
+            while offset < count {
+                switch byte(offset) {
+                case 0x3B:
+                    guard frames > 0 else { return .failure(.corruptImage(.gif, "no frames")) }
+                    return .success((.gif, width, height))
+                case 0x21:
+                    guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
+                    offset = end
+                case 0x2C:
+                    guard offset + 10 <= count else { return truncatedGIF() }
+                    let packed = byte(offset + 9)
+                    offset += 10
+                    if packed & 0x80 != 0 { offset += 3 << ((packed & 0x07) + 1) }
+                    guard let end = skipSubBlocks(offset + 1) else { return truncatedGIF() }
+                    offset = end
+                    frames += 1
+                default:
+                    return .failure(.corruptImage(.gif, "unknown block at byte \(offset)"))
+                }
+            }
+            // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
+            return frames > 0 && offset == count ? .success((.gif, width, height)) : truncatedGIF()
+        }
+
+        private func truncatedGIF() -> Info {
+            .failure(.corruptImage(.gif, "ends inside a block (truncated at \(count) bytes)"))
+        }
+
+        /// Skips GIF data sub-blocks starting at `offset`; returns the offset after the terminator.
+        private func skipSubBlocks(_ start: Int) -> Int? {
+            var offset = start
+            while offset < count {
+                let size = byte(offset)
+                offset += 1
+                if size == 0 { return offset }
+                offset += size
+            }
+            return nil
+        }
+
+        func webp() -> Info {
+            let riffSize = le32(4)
+            guard riffSize + 8 <= count else {
+                return .failure(.corruptImage(.webp, "RIFF says \(riffSize + 8) bytes, got \(count) (truncated)"))
+            }
+            guard count >= 30 else { return .failure(.corruptImage(.webp, "header cut short")) }
+            var size: (Int, Int)?
+            if matches(Array("VP8 ".utf8), at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
+                size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
+            } else if matches(Array("VP8L".utf8), at: 12), byte(20) == 0x2F {
+                let bits = le32(21)
+                size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+            } else if matches(Array("VP8X".utf8), at: 12) {
+                size = (le24(24) + 1, le24(27) + 1)
+            }
+            guard let (width, height) = size, width > 0, height > 0 else {
+                return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
+            }
+            return .success((.webp, width, height))
+        }
+
+        /// A short description of bytes that are not an image, for error messages.
+        func describe() -> String {
+            let prefix = Array(bytes.prefix(16))
+            let text = String(decoding: prefix, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let lower = text.lowercased()
+            if lower.hasPrefix("<!doctype html") || lower.hasPrefix("<html") { return "an HTML page" }
+            if lower.hasPrefix("<?xml") || lower.hasPrefix("<svg") { return "XML or SVG text" }
+            if lower.hasPrefix("{") || lower.hasPrefix("[") { return "JSON-like text" }
+            if prefix.allSatisfy({ (0x20...0x7E).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                return "text starting \"\(text)\""
+            }
+            return "unknown bytes " + prefix.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
+        }
+    }
+}
+
+// MARK: - Platform support
+
+extension ImageCache {
+    #if canImport(UIKit)
+    /// The platform image type.
+    public typealias Image = UIImage
+    #elseif canImport(AppKit)
+    /// The platform image type.
+    public typealias Image = NSImage
+    #else
+    /// An image as the cache holds it where no UI framework exists: the original bytes and what
+    /// their header says. Bytes that are not a whole image of a known format fail to decode.
+    public struct Image: Sendable, Hashable {
+        /// The original bytes, as downloaded.
+        public let data: Data
+        /// The format the bytes are in.
+        public let format: Format
+        /// Width in pixels, from the header.
+        public let width: Int
+        /// Height in pixels, from the header.
+        public let height: Int
+
+        /// Decodes `data`; nil when it is not a whole PNG, JPEG, GIF or WebP image.
+        public init?(data: Data) {
+            guard case .success(let image) = ImageCache.decode(data) else { return nil }
+            self = image
+        }
+
+        fileprivate init(data: Data, format: Format, width: Int, height: Int) {
+            self.data = data
+            self.format = format
+            self.width = width
+            self.height = height
+        }
+    }
+    #endif
+
+    private func observeSystemEvents() {
+        #if canImport(UIKit) && !os(watchOS)
+        let observer = NotificationCenter.default.addObserver(
+            forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
+        ) { [weak self] _ in
+            self?.purgeMemory()
+        }
+        observers.append(observer)
+        #endif
+    }
+
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
+    private static func folderName(for name: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
+        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
+        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// MARK: - Small helpers
+
+extension ImageCache {
+    /// A URL key that hashes its string once.
+    fileprivate struct Key: Hashable {
+        let string: String
+        let hash: Int
+
+        init(_ url: URL) { self.init(string: url.absoluteString) }
+        init(string: String) {
+            self.string = string
+            hash = string.hashValue
+        }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.string == b.string }
+    }
+
+    /// A first-in first-out queue with O(1) amortized append and pop.
+    fileprivate struct FIFO<Element> {
+        private var items: [Element?] = []
+        private var head = 0
+
+        mutating func append(_ element: Element) { items.append(element) }
+
+        mutating func popFirst() -> Element? {
+            guard head < items.count else { return nil }
+            let element = items[head]
+            items[head] = nil
+            head += 1
+            if head >= 64, head * 2 >= items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            return element
+        }
+    }
+
+    /// Carries a value across a `@Sendable` boundary where the cache's lock or queue already
+    /// orders every access to it.
+    fileprivate struct Unchecked<Value>: @unchecked Sendable {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    fileprivate final class TaskBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var task: FetchTask?
+        private var cancelled = false
+        func set(_ task: FetchTask) {
+            let cancelNow = lock.withLock { () -> Bool in
+                self.task = task
+                return cancelled
+            }
+            if cancelNow { task.cancel() }
+        }
+        func cancel() {
+            let task = lock.withLock { () -> FetchTask? in
+                cancelled = true
+                return self.task
+            }
+            task?.cancel()
+        }
+    }
+}
