@@ -133,7 +133,11 @@ public final class ImageCache: @unchecked Sendable {
 
     deinit {
         observers.forEach { NotificationCenter.default.removeObserver($0) }
-        if ownsSession { session.invalidateAndCancel() }
+        guard ownsSession else { return }
+        // The last reference may go away inside one of the session's own callbacks, where
+        // invalidating synchronously would wait for the queue it runs on.
+        let session = self.session
+        DispatchQueue.global().async { session.invalidateAndCancel() }
     }
 }
 

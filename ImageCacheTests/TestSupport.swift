@@ -1,0 +1,111 @@
+import Foundation
+import XCTest
+@testable import ImageCache
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Shared set-up: a real loopback server, a fresh cache folder, and a private callback queue.
+class CacheTestCase: XCTestCase {
+    var server: TestServer!
+    var directory: URL!
+    let callbacks = DispatchQueue(label: "ImageCacheTests.callbacks")
+    private var caches: [ImageCache] = []
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        server = try TestServer()
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ImageCacheTests-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    override func tearDown() {
+        for cache in caches { cache.persistCacheToDisk() }
+        caches = []
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+        super.tearDown()
+    }
+
+    /// A cache in this test's folder whose callbacks run on `callbacks`.
+    func makeCache(_ name: String = "cache", clock: TestClock? = nil) -> ImageCache {
+        let cache = ImageCache(uniqueName: name, directory: directory)
+        cache.callbackQueue = callbacks
+        if let clock { cache.clock = { clock.now } }
+        caches.append(cache)
+        return cache
+    }
+
+    func fixture(_ name: String) -> Data {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"),
+              let data = try? Data(contentsOf: url) else {
+            XCTFail("missing fixture \(name)")
+            return Data()
+        }
+        return data
+    }
+
+    /// Serves `fixture` at `path` and returns its URL.
+    @discardableResult
+    func serve(_ path: String, _ fixtureName: String = "photo.png", delay: TimeInterval = 0) -> URL {
+        var response = TestServer.Response.ok(fixture(fixtureName))
+        response.delay = delay
+        server.set(path, response)
+        return server.url(path)
+    }
+
+    /// Fetches and waits for the callback; fails the test if it does not come.
+    func fetchAndWait(_ cache: ImageCache, _ url: URL, slow: Bool = false, timeout: TimeInterval = 10,
+                      file: StaticString = #filePath, line: UInt = #line) -> ImageCache.Image? {
+        let done = expectation(description: "callback for \(url)")
+        let result = Locked<ImageCache.Image?>(nil)
+        let callback: (URL, ImageCache.Image?) -> Void = { received, image in
+            XCTAssertEqual(received, url, file: file, line: line)
+            result.value = image
+            done.fulfill()
+        }
+        if slow { cache.slowFetch(url, callback: callback) } else { cache.fetch(url, callback: callback) }
+        wait(for: [done], timeout: timeout)
+        return result.value
+    }
+
+    func fileURL(_ cache: ImageCache, for url: URL) -> URL {
+        cache.folder.appendingPathComponent(ImageCache.diskFileName(for: url))
+    }
+
+    func assertInvariants(_ cache: ImageCache, file: StaticString = #filePath, line: UInt = #line) {
+        let problems = cache._checkInvariants()
+        XCTAssertEqual(problems, [], file: file, line: line)
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes.
+    func eventually(_ timeout: TimeInterval = 5, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return condition()
+    }
+}
+
+/// A value behind a lock, for results written by callbacks.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value: Value
+    init(_ value: Value) { _value = value }
+    var value: Value {
+        get { lock.withLock { _value } }
+        set { lock.withLock { _value = newValue } }
+    }
+    func mutate<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&_value) } }
+}
+
+/// A clock the test moves by hand, in seconds since 1970.
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var time: TimeInterval
+    init(_ start: TimeInterval = Date().timeIntervalSince1970) { time = start }
+    var now: TimeInterval { lock.withLock { time } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { time += seconds } }
+}
