@@ -74,6 +74,7 @@ public final class ImageCache: @unchecked Sendable {
     private var _serial: UInt64 = 0
     private var _fastLane = FIFO<Download>()
     private var _slowLane = FIFO<Download>()
+    private var _checkingFast = 0  // fast downloads still looking on disk: they hold back the slow lane too
     private var _queuedFast = 0
     private var _runningFast = 0
     private var _runningSlow = 0
@@ -195,7 +196,11 @@ extension ImageCache {
                 _slowLane.append(download)
                 return _startReadyDownloads()
             }
-            if case .checkingDisk = download.phase { download.lane = .slow }
+            if case .checkingDisk = download.phase {
+                _checkingFast -= 1
+                download.lane = .slow
+                return _startReadyDownloads()
+            }
             return []
         }
         startNetwork(started)
@@ -250,24 +255,23 @@ extension ImageCache {
     /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
     public func remove(_ url: URL) {
         let key = Key(url)
-        let cancelled: Download? = lock.withLock {
+        let stopped: Stopped? = lock.withLock {
             secondChance.removeObject(forKey: key.string as NSString)
-            let download = _forget(key)
             let string = key.string
             diskQueue.async { self.disk.remove(string) }
-            return download
+            return _forget(key)
         }
-        finishCancelled([cancelled].compactMap { $0 })
+        finishStopped([stopped].compactMap { $0 })
     }
 
     /// Forgets everything, in memory and on disk, and returns when the disk is empty. Downloads
     /// in flight are cancelled and their callbacks run with nil.
     public func removeAll() {
-        let cancelled: [Download] = lock.withLock {
+        let stopped: [Stopped] = lock.withLock {
             secondChance.removeAllObjects()
             return _entries.keys.compactMap { _forget($0) }
         }
-        finishCancelled(cancelled)
+        finishStopped(stopped)
         diskQueue.sync { disk.removeAll() }
     }
 
@@ -533,6 +537,7 @@ extension ImageCache {
                     return task
                 }
                 let download = Download(key: key, url: url, lane: lane)
+                if lane == .fast { _checkingFast += 1 }
                 download.waiters.append(task)
                 download.activeWaiters = 1
                 _entries[key] = .loading(download)
@@ -555,7 +560,7 @@ extension ImageCache {
 
     fileprivate func cancel(_ task: FetchTask) {
         let key = Key(task.url)
-        var stopped: Download?
+        var stopped: Stopped?
         let wasWaiting: Bool = lock.withLock {
             guard task.state == .waiting else { return false }
             task.state = .cancelled
@@ -568,24 +573,39 @@ extension ImageCache {
             }
             return true
         }
-        if let stopped { finishCancelled([stopped]) }
+        if let stopped { finishStopped([stopped]) }
         if wasWaiting, let onCancel = task.onCancel.map(Unchecked.init) { task.queue.async { onCancel.value() } }
     }
 
-    /// Removes `key` from memory and from the download bookkeeping; returns the download it
-    /// stopped, whose waiters the caller must finish with `finishCancelled`.
-    private func _forget(_ key: Key) -> Download? {
+    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
+    private struct Stopped {
+        let download: Download
+        let task: URLSessionDataTask?
+    }
+
+    /// Removes `key` from memory and from the download bookkeeping; a download it stops is marked
+    /// finished at once (so that no lane starts it), and the caller must pass it to
+    /// `finishStopped` after unlocking.
+    private func _forget(_ key: Key) -> Stopped? {
         switch _entries[key] {
         case .loaded(let slot)?:
             _removeFromMemory(key, slot: slot)
         case .loading(let download)?:
             _entries[key] = nil
+            var task: URLSessionDataTask?
             switch download.phase {
-            case .queued where download.lane == .fast: _queuedFast -= 1
-            case .running: download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
-            default: break
+            case .checkingDisk where download.lane == .fast:
+                _checkingFast -= 1
+            case .queued where download.lane == .fast:
+                _queuedFast -= 1
+            case .running(let running):
+                task = running
+                download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
+            default:
+                break
             }
-            return download
+            download.phase = .finished
+            return Stopped(download: download, task: task)
         case .failed?:
             _entries[key] = nil
         case nil:
@@ -594,20 +614,15 @@ extension ImageCache {
         return nil
     }
 
-    /// Finishes downloads stopped by `_forget`: cancels their network task, delivers nil to
-    /// whoever still waits, and starts what the freed slots allow.
-    private func finishCancelled(_ downloads: [Download]) {
-        guard !downloads.isEmpty else { return }
-        var tasks: [URLSessionDataTask] = []
-        let started: [Download] = lock.withLock {
-            for download in downloads {
-                if case .running(let task?) = download.phase { tasks.append(task) }
-                download.phase = .finished
-            }
-            return _startReadyDownloads()
+    /// Cancels the network tasks of stopped downloads, delivers nil to whoever still waits, and
+    /// starts what the freed slots allow.
+    private func finishStopped(_ stopped: [Stopped]) {
+        guard !stopped.isEmpty else { return }
+        let started = lock.withLock { _startReadyDownloads() }
+        for item in stopped {
+            item.task?.cancel()
+            deliver(item.download.waiters, .failure(.cancelled))
         }
-        tasks.forEach { $0.cancel() }
-        for download in downloads { deliver(download.waiters, .failure(.cancelled)) }
         startNetwork(started)
     }
 
@@ -620,7 +635,9 @@ extension ImageCache {
         case .running:
             _runningSlow -= 1
             _runningFast += 1
-        case .checkingDisk, .finished:
+        case .checkingDisk:
+            _checkingFast += 1
+        case .finished:
             break
         }
         download.lane = .fast
@@ -638,7 +655,8 @@ extension ImageCache {
             download.phase = .running(nil)
             started.append(download)
         }
-        while _queuedFast == 0, _runningFast == 0, _runningSlow == 0, let download = _slowLane.popFirst() {
+        while _checkingFast == 0, _queuedFast == 0, _runningFast == 0, _runningSlow == 0,
+              let download = _slowLane.popFirst() {
             guard case .queued = download.phase, download.lane == .slow else { continue }
             _runningSlow += 1
             download.phase = .running(nil)
@@ -934,9 +952,11 @@ extension ImageCache {
         let current: Bool = lock.withLock {
             guard case .loading(let entry)? = _entries[download.key], entry === download,
                   case .checkingDisk = download.phase else { return false }
+            if download.lane == .fast { _checkingFast -= 1 }
             if case .success(let image)? = result, let stored {
                 download.phase = .finished
                 _insert(download.key, image: image, data: stored.data, downloadedAt: stored.downloadedAt, disk: .stored)
+                started = _startReadyDownloads()
             } else {
                 download.phase = .queued
                 if download.lane == .fast {
@@ -1356,7 +1376,7 @@ extension ImageCache {
             let order = _memory.indicesFromLeastRecent()
             if order.count != _memory.count { problems.append("memory list has \(order.count) slots, count says \(_memory.count)") }
             if _memory.count > _memoryMaxCount { problems.append("memory holds \(_memory.count) > cap \(_memoryMaxCount)") }
-            var loaded = 0, queuedFast = 0, runningFast = 0, runningSlow = 0
+            var loaded = 0, checkingFast = 0, queuedFast = 0, runningFast = 0, runningSlow = 0
             for (key, entry) in _entries {
                 switch entry {
                 case .loaded(let slot):
@@ -1364,6 +1384,7 @@ extension ImageCache {
                     if _memory[slot].key != key { problems.append("slot of \(key.string) holds \(_memory[slot].key.string)") }
                 case .loading(let download):
                     switch download.phase {
+                    case .checkingDisk where download.lane == .fast: checkingFast += 1
                     case .queued where download.lane == .fast: queuedFast += 1
                     case .running: download.lane == .fast ? (runningFast += 1) : (runningSlow += 1)
                     case .finished: problems.append("finished download still listed: \(key.string)")
@@ -1375,9 +1396,9 @@ extension ImageCache {
                 }
             }
             if loaded != _memory.count { problems.append("\(loaded) loaded entries, memory count \(_memory.count)") }
-            if (queuedFast, runningFast, runningSlow) != (_queuedFast, _runningFast, _runningSlow) {
-                problems.append("lane counters \((_queuedFast, _runningFast, _runningSlow)) != \((queuedFast, runningFast, runningSlow))")
-            }
+            let counted = [checkingFast, queuedFast, runningFast, runningSlow]
+            let kept = [_checkingFast, _queuedFast, _runningFast, _runningSlow]
+            if counted != kept { problems.append("lane counters \(kept) != counted \(counted)") }
             return problems
         }
         problems += diskQueue.sync { disk.invariantViolations() }

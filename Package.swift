@@ -15,14 +15,20 @@ let package = Package(
             exclude: ["ExampleApp", "ImageCacheTests", "README.md"],
             sources: ["ImageCache.swift"]
         ),
+        // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.
+        .target(
+            name: "LoopbackServer",
+            path: "ExampleApp/LoopbackServer",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "ExampleApp",
-            dependencies: ["ImageCache"],
-            path: "ExampleApp"
+            dependencies: ["ImageCache", "LoopbackServer"],
+            path: "ExampleApp/App"
         ),
         .testTarget(
             name: "ImageCacheTests",
-            dependencies: ["ImageCache"],
+            dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]

@@ -1,12 +1,13 @@
 import Foundation
 import XCTest
 @testable import ImageCache
+import LoopbackServer
 
 /// Bad answers from the server: each delivers nil, says why, and caches nothing.
 final class FailureTests: CacheTestCase {
     /// Fetches `path` as served by `response` and checks the common failure contract.
     @discardableResult
-    private func assertFails(_ path: String, _ response: TestServer.Response, timeout: TimeInterval = 10,
+    private func assertFails(_ path: String, _ response: LoopbackServer.Response, timeout: TimeInterval = 10,
                              file: StaticString = #filePath, line: UInt = #line) -> ImageCache.Error? {
         let cache = makeCache(UUID().uuidString)
         server.set(path, response)
@@ -53,7 +54,7 @@ final class FailureTests: CacheTestCase {
     }
 
     func testBodyShorterThanItsContentLengthFails() {
-        var response = TestServer.Response.ok(fixture("photo.jpg").prefix(1000))
+        var response = LoopbackServer.Response.ok(fixture("photo.jpg").prefix(1000))
         response.declaredLength = fixture("photo.jpg").count
         let error = assertFails("/short.jpg", response)
         XCTAssertEqual(error?.isFatal, false)
@@ -70,7 +71,7 @@ final class FailureTests: CacheTestCase {
     }
 
     func testHangUpIsANetworkError() {
-        var response = TestServer.Response.ok(Data())
+        var response = LoopbackServer.Response.ok(Data())
         response.behavior = .hangUp
         let error = assertFails("/hangup.png", response)
         guard case .network? = error else { return XCTFail("\(String(describing: error))") }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import ImageCache
+import LoopbackServer
 
 /// Callbacks, the two lanes, deduplication and cancellation, against a real loopback server.
 final class FetchTests: CacheTestCase {
@@ -159,7 +160,7 @@ final class FetchTests: CacheTestCase {
         cache.maxConcurrentDownloads = 1
         let running = serve("/running.png", delay: 0.3)
         let demoted = serve("/demoted.png")
-        let urgent = serve("/urgent.png")
+        let urgent = serve("/urgent.png", delay: 0.3)
 
         let group = DispatchGroup()
         for url in [running, demoted, urgent] {

@@ -1,20 +1,21 @@
 import Foundation
 import XCTest
 @testable import ImageCache
+import LoopbackServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// Shared set-up: a real loopback server, a fresh cache folder, and a private callback queue.
 class CacheTestCase: XCTestCase {
-    var server: TestServer!
+    var server: LoopbackServer!
     var directory: URL!
     let callbacks = DispatchQueue(label: "ImageCacheTests.callbacks")
     private var caches: [ImageCache] = []
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        server = try TestServer()
+        server = try LoopbackServer()
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("ImageCacheTests-\(UUID().uuidString)", isDirectory: true)
     }
@@ -48,7 +49,7 @@ class CacheTestCase: XCTestCase {
     /// Serves `fixture` at `path` and returns its URL.
     @discardableResult
     func serve(_ path: String, _ fixtureName: String = "photo.png", delay: TimeInterval = 0) -> URL {
-        var response = TestServer.Response.ok(fixture(fixtureName))
+        var response = LoopbackServer.Response.ok(fixture(fixtureName))
         response.delay = delay
         server.set(path, response)
         return server.url(path)

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import ImageCache
+import LoopbackServer
 
 /// The memory and disk tiers, time to live, persistence and size control.
 final class TierTests: CacheTestCase {

@@ -5,29 +5,30 @@ import Glibc
 import Darwin
 #endif
 
-/// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port) for tests, built on POSIX sockets.
+/// A real HTTP/1.1 server on 127.0.0.1 (ephemeral port), built on POSIX sockets: the tests, the
+/// benchmarks and the example app serve images with it.
 ///
 /// - One thread accepts connections; every accepted connection gets its own thread.
 /// - Connections are kept alive (HTTP/1.1) until the client closes them or sends `Connection: close`.
 /// - All shared state lives in `State` and is protected by one `NSLock`.
-/// - Worker threads only reference `State`, never the `TestServer`, so `deinit` runs and calls `stop()`.
-final class TestServer: @unchecked Sendable {
+/// - Worker threads only reference `State`, never the `LoopbackServer`, so `deinit` runs and calls `stop()`.
+public final class LoopbackServer: @unchecked Sendable {
 
     /// What the server does for a path.
-    struct Response: Sendable {
-        var status: Int = 200
+    public struct Response: Sendable {
+        public var status: Int = 200
         /// Sent as given. `Content-Length` is added automatically (from `declaredLength` or `body.count`)
         /// unless present here; `Content-Type: application/octet-stream` is added unless present here.
-        var headers: [String: String] = [:]
-        var body: Data = Data()
+        public var headers: [String: String] = [:]
+        public var body: Data = Data()
         /// Wait this long before sending anything (interruptible; a client leaving counts as a disconnect).
-        var delay: TimeInterval = 0
+        public var delay: TimeInterval = 0
         /// Send this Content-Length instead of `body.count`. When it differs from `body.count`
         /// the connection is closed after the body has been sent (truncated body).
-        var declaredLength: Int? = nil
-        var behavior: Behavior = .normal
+        public var declaredLength: Int? = nil
+        public var behavior: Behavior = .normal
 
-        enum Behavior: Sendable {
+        public enum Behavior: Sendable {
             /// Send status line, headers, body.
             case normal
             /// Read the request, then close the connection without any reply.
@@ -39,26 +40,36 @@ final class TestServer: @unchecked Sendable {
             case slowBody(chunkSize: Int, interval: TimeInterval)
         }
 
-        static func ok(_ body: Data, contentType: String = "image/png") -> Response {
+        public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delay: TimeInterval = 0,
+                    declaredLength: Int? = nil, behavior: Behavior = .normal) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.delay = delay
+            self.declaredLength = declaredLength
+            self.behavior = behavior
+        }
+
+        public static func ok(_ body: Data, contentType: String = "image/png") -> Response {
             Response(status: 200, headers: ["Content-Type": contentType], body: body)
         }
 
-        static func status(_ code: Int, body: Data = Data("error".utf8)) -> Response {
+        public static func status(_ code: Int, body: Data = Data("error".utf8)) -> Response {
             Response(status: code, headers: ["Content-Type": "text/plain"], body: body)
         }
     }
 
-    struct ServerError: Error, CustomStringConvertible {
-        let operation: String
-        let code: Int32
-        var description: String { "TestServer: \(operation) failed: \(String(cString: strerror(code))) (errno \(code))" }
+    public struct ServerError: Error, CustomStringConvertible {
+        public let operation: String
+        public let code: Int32
+        public var description: String { "LoopbackServer: \(operation) failed: \(String(cString: strerror(code))) (errno \(code))" }
     }
 
-    let port: Int
+    public let port: Int
     private let state: State
 
     /// Binds 127.0.0.1 on an ephemeral port and starts the accept thread.
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, State.streamType, 0)
         guard fd >= 0 else { throw ServerError(operation: "socket", code: errno) }
 
@@ -113,17 +124,17 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// "http://127.0.0.1:<port><path>"; `path` starts with "/".
-    func url(_ path: String) -> URL {
+    public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 
     /// Route for an exact request path (query string included as sent, e.g. "/a.png?x=1").
-    func set(_ path: String, _ response: Response) {
+    public func set(_ path: String, _ response: Response) {
         set(path, sequence: [response])
     }
 
     /// Successive requests for `path` get successive responses; the last one repeats.
-    func set(_ path: String, sequence: [Response]) {
+    public func set(_ path: String, sequence: [Response]) {
         state.lock.withLock {
             if sequence.isEmpty {
                 state.routes[path] = nil
@@ -135,44 +146,44 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Used for unknown paths; default `.status(404)`.
-    var fallback: Response {
+    public var fallback: Response {
         get { state.lock.withLock { state.fallback } }
         set { state.lock.withLock { state.fallback = newValue } }
     }
 
     /// Completed requests (request line + headers) received for this path.
-    func requestCount(_ path: String) -> Int {
+    public func requestCount(_ path: String) -> Int {
         state.lock.withLock { state.requestCounts[path, default: 0] }
     }
 
-    var totalRequests: Int {
+    public var totalRequests: Int {
         state.lock.withLock { state.totalRequests }
     }
 
     /// Times the client closed the connection before the full response was sent.
-    func disconnectCount(_ path: String) -> Int {
+    public func disconnectCount(_ path: String) -> Int {
         state.lock.withLock { state.disconnectCounts[path, default: 0] }
     }
 
     /// Blocks until `requestCount(path) >= count`; returns false on timeout.
-    func waitForRequests(_ path: String, count: Int, timeout: TimeInterval) -> Bool {
+    public func waitForRequests(_ path: String, count: Int, timeout: TimeInterval) -> Bool {
         waitUntil(timeout: timeout) { $0.requestCounts[path, default: 0] >= count }
     }
 
     /// Blocks until `disconnectCount(path) >= count`; returns false on timeout.
-    func waitForDisconnects(_ path: String, count: Int, timeout: TimeInterval) -> Bool {
+    public func waitForDisconnects(_ path: String, count: Int, timeout: TimeInterval) -> Bool {
         waitUntil(timeout: timeout) { $0.disconnectCounts[path, default: 0] >= count }
     }
 
     /// Highest number of requests being handled at the same moment
     /// (from request received to response finished).
-    var maxConcurrentRequests: Int {
+    public var maxConcurrentRequests: Int {
         state.lock.withLock { state.maxActive }
     }
 
     /// Resets request/disconnect counters and `maxConcurrentRequests` (to the number of requests
     /// in flight right now). Routes and sequence positions are kept.
-    func resetCounters() {
+    public func resetCounters() {
         state.lock.withLock {
             state.requestCounts.removeAll()
             state.disconnectCounts.removeAll()
@@ -183,7 +194,7 @@ final class TestServer: @unchecked Sendable {
 
     /// Stops accepting, shuts down all client connections, wakes delayed handlers and waits
     /// (up to 2 s) for every server thread to finish. Idempotent; also called from `deinit`.
-    func stop() {
+    public func stop() {
         state.lock.withLock {
             guard !state.stopped else { return }
             state.stopped = true
@@ -265,7 +276,7 @@ final class TestServer: @unchecked Sendable {
                 acceptLoop(listenFD: fd)
                 lock.withLock { runningThreads -= 1 }
             }
-            thread.name = "TestServer.accept"
+            thread.name = "LoopbackServer.accept"
             thread.start()
         }
 
@@ -305,7 +316,7 @@ final class TestServer: @unchecked Sendable {
                         runningThreads -= 1
                     }
                 }
-                thread.name = "TestServer.connection"
+                thread.name = "LoopbackServer.connection"
                 thread.start()
             }
             lock.withLock {

@@ -1,3 +1,0 @@
-import Foundation
-import ImageCache
-print("placeholder")

@@ -1,0 +1,138 @@
+import Foundation
+import XCTest
+@testable import ImageCache
+import LoopbackServer
+
+/// Many threads mixing every public call on overlapping URLs. CI runs this class again under
+/// ThreadSanitizer (`swift test --sanitize=thread --filter StressTests`) with a longer duration.
+final class StressTests: CacheTestCase {
+    /// Seconds to run; `IMAGECACHE_STRESS_SECONDS` overrides (CI's sanitizer run sets it).
+    private var duration: TimeInterval {
+        ProcessInfo.processInfo.environment["IMAGECACHE_STRESS_SECONDS"].flatMap(Double.init) ?? 1.5
+    }
+
+    private final class Record: @unchecked Sendable {
+        let task: ImageCache.FetchTask
+        let calls: Locked<Int>
+        init(_ task: ImageCache.FetchTask, calls: Locked<Int>) {
+            self.task = task
+            self.calls = calls
+        }
+        // Set only by the thread that made the record, read after all threads joined.
+        var cancelReturned = false
+    }
+
+    func testThirtyTwoThreadsMixingEveryCallKeepEveryPromise() {
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 15
+        var generator = SplitMix(seed: 42)
+        let names = ["photo.png", "photo.jpg", "palette.gif", "lossy.webp"]
+        let urls: [URL] = (0..<60).map { i in
+            let path = "/stress\(i).img"
+            switch i % 10 {
+            case 0: server.set(path, .status(404))
+            case 1: server.set(path, sequence: [.status(500), .ok(fixture("photo.png"))])
+            case 2: server.set(path, .ok(Data("<html>nope</html>".utf8), contentType: "text/html"))
+            default:
+                var response = LoopbackServer.Response.ok(fixture(names[i % names.count]))
+                response.delay = Double(generator.next() % 40) / 1000
+                server.set(path, response)
+            }
+            return server.url(path)
+        }
+
+        let records = Locked([Record]())
+        let deadline = Date().addingTimeInterval(duration)
+        DispatchQueue.concurrentPerform(iterations: 32) { thread in
+            var random = SplitMix(seed: UInt64(thread))
+            var mine: [Record] = []
+            while Date() < deadline {
+                let url = urls[Int(random.next() % UInt64(urls.count))]
+                let roll = random.next() % 100
+                switch roll {
+                case 0..<55:
+                    // Fetch (fast or slow); cancel half of the fast ones with 15% odds.
+                    let calls = Locked(0)
+                    let callback: (URL, ImageCache.Image?) -> Void = { _, _ in calls.mutate { $0 += 1 } }
+                    let task = roll < 40 ? cache.fetch(url, callback: callback) : cache.slowFetch(url, callback: callback)
+                    let record = Record(task, calls: calls)
+                    mine.append(record)
+                    if roll >= 25, roll < 40 {
+                        task.cancel()
+                        record.cancelReturned = true
+                    }
+                case 55..<75:
+                    _ = cache.peek(url)
+                case 75..<80:
+                    cache.moveToSlowQueue(url)
+                case 80..<85:
+                    _ = (cache.fetching(url), cache.failedToFetch(url), cache.error(for: url))
+                case 85..<90:
+                    cache.remove(url)
+                case 90..<93:
+                    cache.purgeMemory()
+                case 93..<96:
+                    cache.persistCacheToDisk()
+                case 96..<98:
+                    cache.reduceDiskCache(maxImageCount: 20)
+                default:
+                    cache.removeAll()
+                }
+                if let last = mine.last, random.next() % 10 == 0, !last.cancelReturned {
+                    last.task.cancel()
+                    last.cancelReturned = true
+                }
+            }
+            records.mutate { $0 += mine }
+        }
+
+        // Let every download end (the longest delay is 40 ms), then drain the callback queue.
+        XCTAssertTrue(eventually(10) { urls.allSatisfy { !cache.fetching($0) } })
+        callbacks.sync {}
+        let all = records.value
+        XCTAssertGreaterThan(all.count, 100)
+        var delivered = 0, cancelled = 0
+        for record in all {
+            let calls = record.calls.value
+            if record.task.isCancelled {
+                cancelled += 1
+                XCTAssertEqual(calls, 0, "a cancelled callback ran")
+            } else if record.cancelReturned {
+                // cancel() came after the callback had run: exactly once.
+                XCTAssertEqual(calls, 1)
+            } else {
+                delivered += 1
+                XCTAssertEqual(calls, 1, "a callback that was not cancelled must run exactly once")
+            }
+        }
+        XCTAssertGreaterThan(delivered, 0)
+        XCTAssertGreaterThan(cancelled, 0)
+        XCTAssertLessThanOrEqual(cache.memoryCount, 15)
+        cache.persistCacheToDisk()
+        assertInvariants(cache)
+        print("stress: \(all.count) tasks, \(cancelled) cancelled, \(server.totalRequests) requests")
+    }
+
+    func testEveryCallbackRunsExactlyOnceUnderContention() {
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 5
+        let urls = (0..<20).map { serve("/c\($0).png", delay: Double($0 % 4) / 100) }
+        let calls = Locked([Int: Int]())
+        let group = DispatchGroup()
+        DispatchQueue.concurrentPerform(iterations: 400) { i in
+            group.enter()
+            let url = urls[i % urls.count]
+            let callback: (URL, ImageCache.Image?) -> Void = { _, _ in
+                calls.mutate { $0[i, default: 0] += 1 }
+                group.leave()
+            }
+            if i % 2 == 0 { cache.fetch(url, callback: callback) } else { cache.slowFetch(url, callback: callback) }
+            if i % 7 == 0 { cache.purgeMemory() }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 20), .success)
+        callbacks.sync {}
+        XCTAssertEqual(calls.value.count, 400)
+        XCTAssertTrue(calls.value.values.allSatisfy { $0 == 1 })
+        assertInvariants(cache)
+    }
+}
