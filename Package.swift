@@ -12,7 +12,7 @@ let package = Package(
         .target(
             name: "ImageCache",
             path: ".",
-            exclude: ["ExampleApp", "ImageCacheTests", "README.md"],
+            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md"],
             sources: ["ImageCache.swift"]
         ),
         // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.
@@ -25,6 +25,12 @@ let package = Package(
             name: "ExampleApp",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ExampleApp/App"
+        ),
+        .executableTarget(
+            name: "ImageCacheBenchmarks",
+            dependencies: ["ImageCache", "LoopbackServer"],
+            path: "Benchmarks",
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "ImageCacheTests",
