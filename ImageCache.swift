@@ -85,6 +85,7 @@ public final class ImageCache: @unchecked Sendable {
     private var _requestTimeout: TimeInterval = 30
     private var _callbackQueue = DispatchQueue.main
     private var _recencyChanged = false
+    private var _onEvent: ((Event) -> Void)?
 
     private let secondChance = NSCache<NSString, SecondChance>()
     private let session: URLSession
@@ -223,7 +224,7 @@ extension ImageCache {
                 _removeFromMemory(key, slot: slot)
                 return nil
             }
-            return _entries[key] == nil ? _secondChance(key, now: now) : nil
+            return _entries[key] == nil ? _secondChance(key, now: now)?.0 : nil
         }
     }
 
@@ -378,6 +379,14 @@ extension ImageCache {
         set { lock.withLock { _requestTimeout = max(0.1, newValue.isNaN ? 30 : newValue) } }
     }
 
+    /// Called for what the cache does, for logs, metrics and spinners: where each delivered image
+    /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
+    /// callbacks of the same fetch when they share that queue. Nil by default.
+    public var onEvent: ((Event) -> Void)? {
+        get { lock.withLock { _onEvent } }
+        set { lock.withLock { _onEvent = newValue } }
+    }
+
     private func timeToLiveNow() -> TimeInterval {
         lock.withLock { _timeToLive }
     }
@@ -432,6 +441,36 @@ extension ImageCache {
             case .corruptImage(let format, let what): return "corrupt \(format.rawValue) image: \(what)"
             case .cancelled: return "cancelled"
             }
+        }
+    }
+}
+
+// MARK: - Events
+
+extension ImageCache {
+    /// Where a delivered image came from.
+    public enum Source: String, Sendable {
+        case memory, disk, network
+    }
+
+    /// Something the cache did; see ``ImageCache/onEvent``.
+    public enum Event: Sendable {
+        /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.
+        case served(URL, from: Source, bytes: Int)
+        /// A fetch of `url` ended without an image, for the reason given.
+        case failed(URL, Error)
+        /// The disk tier could not do something; the cache goes on with memory and the network.
+        case diskProblem(String)
+    }
+}
+
+extension ImageCache {
+    /// The event that delivering `result` to callers stands for (none for a cancellation).
+    private static func event<T>(_ result: Result<T, Error>, _ url: URL, from source: Source, bytes: Int) -> Event? {
+        switch result {
+        case .success: return .served(url, from: source, bytes: bytes)
+        case .failure(.cancelled): return nil
+        case .failure(let error): return .failed(url, error)
         }
     }
 }
@@ -513,6 +552,7 @@ extension ImageCache {
         var started: [Download] = []
         var lookUp: Download?
         var immediate: Result<Image, Error>?
+        var immediateBytes = 0
         let task: FetchTask = lock.withLock {
             let task = FetchTask(url: url, cache: self, queue: queue ?? _callbackQueue, completion: completion, onCancel: onCancel)
             switch _entries[key] {
@@ -520,6 +560,7 @@ extension ImageCache {
                 _memory.moveToFront(slot)
                 _recencyChanged = true
                 immediate = .success(_memory.image(slot))
+                immediateBytes = _memory[slot].data.count
                 return task
             case .loaded(let slot)?:
                 _removeFromMemory(key, slot: slot)
@@ -532,8 +573,9 @@ extension ImageCache {
                 break
             }
             if let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil {
-                if let image = _secondChance(key, now: now) {
+                if let (image, bytes) = _secondChance(key, now: now) {
                     immediate = .success(image)
+                    immediateBytes = bytes
                     return task
                 }
                 let download = Download(key: key, url: url, lane: lane)
@@ -549,7 +591,9 @@ extension ImageCache {
             }
             return task
         }
-        if let immediate { deliver([task], immediate) }
+        if let immediate {
+            deliver([task], immediate, event: Self.event(immediate, url, from: .memory, bytes: immediateBytes))
+        }
         if let lookUp {
             let ttl = timeToLiveNow()
             diskQueue.async { self.lookUpOnDisk(lookUp, timeToLive: ttl) }
@@ -704,7 +748,9 @@ extension ImageCache {
             return true
         }
         guard current else { return }
-        deliver(download.waiters, result.map { $0.0 })
+        var bytes = 0
+        if case .success(let (_, data)) = result { bytes = data.count }
+        deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes))
         startNetwork(started)
     }
 
@@ -726,22 +772,39 @@ extension ImageCache {
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled.
-    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>) {
-        var byQueue: [ObjectIdentifier: [FetchTask]] = [:]
-        for task in tasks { byQueue[ObjectIdentifier(task.queue), default: []].append(task) }
-        let boxed = Unchecked(result)
-        for group in byQueue.values {
-            group[0].queue.async {
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>, event: Event? = nil) {
+        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
+        for task in tasks {
+            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
+                byQueue[index].tasks.append(task)
+            } else {
+                byQueue.append((task.queue, [task]))
+            }
+        }
+        let handler = event == nil ? nil : lock.withLock { _onEvent }
+        let boxed = Unchecked((result, handler))
+        for (index, group) in byQueue.enumerated() {
+            group.queue.async {
+                if index == 0, let event, let handler = boxed.value.1 { handler(event) }
                 let due: [FetchTask] = self.lock.withLock {
-                    group.filter { task in
+                    group.tasks.filter { task in
                         guard task.state == .waiting else { return false }
                         task.state = .delivered
                         return true
                     }
                 }
-                for task in due { task.completion?(boxed.value) }
+                for task in due { task.completion?(boxed.value.0) }
             }
         }
+    }
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    fileprivate func emit(_ event: Event) {
+        let (handler, queue) = lock.withLock { (_onEvent, _callbackQueue) }
+        guard let handler = handler.map(Unchecked.init) else { return }
+        queue.async { handler.value(event) }
     }
 }
 
@@ -908,13 +971,13 @@ extension ImageCache {
     }
 
     /// The `NSCache` second chance: an image evicted lately comes back into memory.
-    private func _secondChance(_ key: Key, now: TimeInterval) -> Image? {
+    private func _secondChance(_ key: Key, now: TimeInterval) -> (Image, Int)? {
         let name = key.string as NSString
         guard let found = secondChance.object(forKey: name) else { return nil }
         secondChance.removeObject(forKey: name)
         guard now < found.downloadedAt + _timeToLive else { return nil }
         _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, disk: .stored)
-        return found.image
+        return (found.image, found.data.count)
     }
 
     private func _setFailed(_ key: Key, _ error: Error) {
@@ -970,7 +1033,9 @@ extension ImageCache {
             return true
         }
         guard current else { return }
-        if let result { deliver(download.waiters, result) }
+        if let result {
+            deliver(download.waiters, result, event: Self.event(result, download.url, from: .disk, bytes: stored?.data.count ?? 0))
+        }
         startNetwork(started)
     }
 
@@ -1348,7 +1413,7 @@ extension ImageCache {
     }
 
     fileprivate func log(_ message: String) {
-        _ = message
+        emit(.diskProblem(message))
     }
 }
 
@@ -1403,6 +1468,24 @@ extension ImageCache {
         }
         problems += diskQueue.sync { disk.invariantViolations() }
         return problems
+    }
+}
+
+// MARK: - Entry points for the benchmarks
+
+@_spi(Benchmarks)
+extension ImageCache {
+    /// Puts `image` in memory as if it had just been downloaded and written to disk, with the
+    /// count cap and batch eviction, but without a disk write of its own: the memory tier alone.
+    public func _benchmarkInsert(_ url: URL, image: Image, data: Data) {
+        let key = Key(url)
+        let now = clock()
+        lock.withLock { _insert(key, image: image, data: data, downloadedAt: now, disk: .stored) }
+    }
+
+    /// Waits until every disk operation queued so far has run.
+    public func _benchmarkDrainDisk() {
+        diskQueue.sync {}
     }
 }
 
