@@ -83,13 +83,15 @@ public final class ImageCache: @unchecked Sendable {
     private var _maxConcurrentDownloads = 6
     private var _maxFailuresRemembered = 1_000
     private var _requestTimeout: TimeInterval = 30
+    private var _retryPolicy = RetryPolicy.default
+    private var _maxImageBytes = 20 * 1024 * 1024
+    private var _transfers: [Int: Transfer] = [:]  // by URLSessionTask.taskIdentifier
     private var _callbackQueue = DispatchQueue.main
     private var _recencyChanged = false
     private var _onEvent: ((Event) -> Void)?
 
     private let secondChance = NSCache<NSString, SecondChance>()
     private let session: URLSession
-    private let ownsSession: Bool
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
     private var observers: [NSObjectProtocol] = []
@@ -106,36 +108,40 @@ public final class ImageCache: @unchecked Sendable {
     ///     share files; use one instance per name at a time. Characters other than letters,
     ///     digits, `-`, `_` and `.` are replaced, and a hash keeps replaced names apart.
     ///   - directory: The parent folder. The platform's caches folder by default.
-    ///   - session: The session to download with. By default the cache makes its own, with no
-    ///     `URLCache` (the cache is the cache) and a 30-second request timeout.
+    ///   - session: A session whose configuration (headers, timeouts, cookies, protocol classes,
+    ///     proxies) the cache downloads with. The cache makes its own session from that
+    ///     configuration, with its own delegate, so that it can stop a response that is too large
+    ///     before reading it all; the given session's delegate is not called. By default: no
+    ///     `URLCache` (the cache is the cache), 16 connections per host, a 120-second limit per
+    ///     download.
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
         let parent = directory
             ?? FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
         folder = parent.appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        let configuration: URLSessionConfiguration
         if let session {
-            self.session = session
-            ownsSession = false
+            configuration = session.configuration
         } else {
-            let configuration = URLSessionConfiguration.default
+            configuration = URLSessionConfiguration.default
             configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-            configuration.timeoutIntervalForRequest = 30
             configuration.httpMaximumConnectionsPerHost = 16
-            self.session = URLSession(configuration: configuration)
-            ownsSession = true
+            configuration.timeoutIntervalForResource = 120
         }
+        let receiver = Receiver()
+        self.session = URLSession(configuration: configuration, delegate: receiver, delegateQueue: nil)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         disk = DiskStore(folder: folder)
         secondChance.countLimit = 20
         disk.owner = self
+        receiver.cache = self
         observeSystemEvents()
     }
 
     deinit {
         observers.forEach { NotificationCenter.default.removeObserver($0) }
-        guard ownsSession else { return }
         // The last reference may go away inside one of the session's own callbacks, where
         // invalidating synchronously would wait for the queue it runs on.
         let session = self.session
@@ -379,6 +385,53 @@ extension ImageCache {
         set { lock.withLock { _requestTimeout = max(0.1, newValue.isNaN ? 30 : newValue) } }
     }
 
+    /// How transient failures are retried; see ``RetryPolicy``.
+    public var retryPolicy: RetryPolicy {
+        get { lock.withLock { _retryPolicy } }
+        set { lock.withLock { _retryPolicy = newValue } }
+    }
+
+    /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
+    /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
+    /// or its received bytes pass the limit, without reading the rest.
+    public var maxImageBytes: Int {
+        get { lock.withLock { _maxImageBytes } }
+        set { lock.withLock { _maxImageBytes = max(1, newValue) } }
+    }
+
+    /// When and how often a download is tried again after a transient failure: a timeout, a lost
+    /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
+    /// not an image, too large, unsupported URL) are never retried.
+    ///
+    /// Wait number `n` (from 1) is `baseDelay * 2^(n-1)` seconds times a random factor in
+    /// 0.5...1, or the server's `Retry-After` (seconds or an HTTP date) cut to `maxRetryAfter`.
+    /// While a download waits to retry, `fetching(url)` is true and it holds no lane slot.
+    public struct RetryPolicy: Sendable, Equatable {
+        /// Retries after the first attempt. 2 by default; 0 turns retries off.
+        public var maxRetries: Int
+        /// The first wait in seconds, before jitter. 0.5 by default, so the first wait is at most 0.5 s.
+        public var baseDelay: TimeInterval
+        /// The longest `Retry-After` honoured, in seconds; longer ones are cut to it. 10 by default.
+        public var maxRetryAfter: TimeInterval
+
+        public init(maxRetries: Int = 2, baseDelay: TimeInterval = 0.5, maxRetryAfter: TimeInterval = 10) {
+            self.maxRetries = max(0, maxRetries)
+            self.baseDelay = max(0, baseDelay)
+            self.maxRetryAfter = max(0, maxRetryAfter)
+        }
+
+        /// 2 retries, 0.5 s first wait, Retry-After up to 10 s.
+        public static let `default` = RetryPolicy()
+        /// No retries.
+        public static let never = RetryPolicy(maxRetries: 0)
+
+        /// Seconds to wait before retry number `attempt` (from 1).
+        func delay(attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
+            if let retryAfter { return min(max(0, retryAfter), maxRetryAfter) }
+            return baseDelay * pow(2, Double(attempt - 1)) * Double.random(in: 0.5...1)
+        }
+    }
+
     /// Called for what the cache does, for logs, metrics and spinners: where each delivered image
     /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
     /// callbacks of the same fetch when they share that queue. Nil by default.
@@ -411,6 +464,8 @@ extension ImageCache {
         case notAnImage(String)
         /// The body starts as an image of `format` but is broken; says where.
         case corruptImage(Format, String)
+        /// The response is larger than ``ImageCache/maxImageBytes``; it was not read to the end.
+        case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
 
@@ -418,7 +473,7 @@ extension ImageCache {
         /// unsupported URL, a body that is not an image or is broken.
         public var isFatal: Bool {
             switch self {
-            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody:
+            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody, .tooLarge:
                 return true
             case .httpStatus(let code):
                 return (400..<500).contains(code) && code != 408 && code != 429
@@ -439,6 +494,7 @@ extension ImageCache {
             case .truncatedBody(let expected, let received): return "truncated body: \(received) of \(expected) bytes"
             case .notAnImage(let what): return "not an image: \(what)"
             case .corruptImage(let format, let what): return "corrupt \(format.rawValue) image: \(what)"
+            case .tooLarge(let limit): return "too large: the response is over the \(limit)-byte limit"
             case .cancelled: return "cancelled"
             }
         }
@@ -457,7 +513,11 @@ extension ImageCache {
     public enum Event: Sendable {
         /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.
         case served(URL, from: Source, bytes: Int)
-        /// A fetch of `url` ended without an image, for the reason given.
+        /// A download of `url` failed for a transient reason and will be tried again after `delay`
+        /// seconds; `attempt` is the number of the attempt that failed (from 1).
+        case retrying(URL, attempt: Int, delay: TimeInterval, error: Error)
+        /// A fetch of `url` ended without an image, for the reason given; `error.isFatal` says
+        /// whether trying again can help.
         case failed(URL, Error)
         /// The disk tier could not do something; the cache goes on with memory and the network.
         case diskProblem(String)
@@ -521,7 +581,8 @@ extension ImageCache {
         var phase = Phase.checkingDisk
         var waiters: [FetchTask] = []
         var activeWaiters = 0
-        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), finished }
+        var attempts = 0
+        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, finished }
 
         init(key: Key, url: URL, lane: Lane) {
             self.key = key
@@ -681,7 +742,7 @@ extension ImageCache {
             _runningFast += 1
         case .checkingDisk:
             _checkingFast += 1
-        case .finished:
+        case .waitingToRetry, .finished:
             break
         }
         download.lane = .fast
@@ -697,6 +758,7 @@ extension ImageCache {
             _queuedFast -= 1
             _runningFast += 1
             download.phase = .running(nil)
+            download.attempts += 1
             started.append(download)
         }
         while _checkingFast == 0, _queuedFast == 0, _runningFast == 0, _runningSlow == 0,
@@ -704,71 +766,185 @@ extension ImageCache {
             guard case .queued = download.phase, download.lane == .slow else { continue }
             _runningSlow += 1
             download.phase = .running(nil)
+            download.attempts += 1
             started.append(download)
         }
         return started
     }
 
+    /// The bytes of one network attempt, filled on the session's serial delegate queue.
+    fileprivate final class Transfer: @unchecked Sendable {
+        let download: Download
+        let limit: Int
+        var response: URLResponse?
+        var data = Data()
+        var failure: Error?  // set when the cache stopped the transfer itself
+
+        init(download: Download, limit: Int) {
+            self.download = download
+            self.limit = limit
+        }
+    }
+
+    /// The session's delegate: hands each callback to the cache, which it holds weakly (the
+    /// session holds its delegate until it is invalidated).
+    fileprivate final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        weak var cache: ImageCache?
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+            completionHandler(cache?.received(response, for: dataTask) ?? .cancel)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            cache?.received(data, for: dataTask)
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Swift.Error?) {
+            cache?.completed(task, error: error)
+        }
+    }
+
     private func startNetwork(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
-        let timeout = lock.withLock { _requestTimeout }
+        let (timeout, limit) = lock.withLock { (_requestTimeout, _maxImageBytes) }
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
-            let task = session.dataTask(with: request) { data, response, error in
-                self.networkFinished(download, data: data, response: response, error: error)
-            }
+            let task = session.dataTask(with: request)
             let stillWanted: Bool = lock.withLock {
                 guard case .running = download.phase else { return false }
                 download.phase = .running(task)
+                _transfers[task.taskIdentifier] = Transfer(download: download, limit: limit)
                 return true
             }
             if stillWanted { task.resume() }
         }
     }
 
-    private func networkFinished(_ download: Download, data: Data?, response: URLResponse?, error: Swift.Error?) {
-        let result = Self.validate(data: data, response: response, error: error)
+    private func transfer(for task: URLSessionTask) -> Transfer? {
+        lock.withLock { _transfers[task.taskIdentifier] }
+    }
+
+    /// The response head: stops at once on an error status or an announced length over the limit,
+    /// so that neither body is read.
+    fileprivate func received(_ response: URLResponse, for task: URLSessionDataTask) -> URLSession.ResponseDisposition {
+        guard let transfer = transfer(for: task) else { return .cancel }
+        transfer.response = response
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 200
+        if !(200..<300).contains(status) {
+            transfer.failure = .httpStatus(status)
+        } else if response.expectedContentLength > Int64(transfer.limit) {
+            transfer.failure = .tooLarge(limit: transfer.limit)
+        }
+        return transfer.failure == nil ? .allow : .cancel
+    }
+
+    fileprivate func received(_ data: Data, for task: URLSessionDataTask) {
+        guard let transfer = transfer(for: task), transfer.failure == nil else { return }
+        guard transfer.data.count + data.count <= transfer.limit else {
+            transfer.failure = .tooLarge(limit: transfer.limit)
+            task.cancel()
+            return
+        }
+        transfer.data.append(data)
+    }
+
+    fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
+        guard let transfer = lock.withLock({ _transfers.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let result: Result<(Image, Data), Error>
+        if let failure = transfer.failure {
+            result = .failure(failure)
+        } else {
+            result = Self.validate(data: transfer.data, response: transfer.response, error: error)
+        }
+        networkFinished(transfer.download, result, retryAfter: Self.retryAfter(transfer.response))
+    }
+
+    private func networkFinished(_ download: Download, _ result: Result<(Image, Data), Error>, retryAfter: TimeInterval?) {
         let now = clock()
         var started: [Download] = []
+        var retry: (attempt: Int, delay: TimeInterval, error: Error)?
         let current: Bool = lock.withLock {
             guard case .loading(let entry)? = _entries[download.key], entry === download,
                   case .running = download.phase else { return false }
-            download.phase = .finished
             download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
             switch result {
             case .success(let (image, bytes)):
+                download.phase = .finished
                 _insert(download.key, image: image, data: bytes, downloadedAt: now, disk: .writing)
                 let string = download.key.string
                 diskQueue.async { self.writeToDisk([Evicted(key: string, data: bytes, downloadedAt: now, disk: .writing)]) }
+            case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= _retryPolicy.maxRetries:
+                download.phase = .waitingToRetry
+                retry = (download.attempts, _retryPolicy.delay(attempt: download.attempts, retryAfter: retryAfter), error)
             case .failure(let error):
+                download.phase = .finished
                 _setFailed(download.key, error)
             }
             started = _startReadyDownloads()
             return true
         }
         guard current else { return }
-        var bytes = 0
-        if case .success(let (_, data)) = result { bytes = data.count }
-        deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes))
+        if let retry {
+            emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
+            DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
+        } else {
+            var bytes = 0
+            if case .success(let (_, data)) = result { bytes = data.count }
+            deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes))
+        }
         startNetwork(started)
     }
 
-    /// Checks a download's HTTP response and decodes its body.
-    private static func validate(data: Data?, response: URLResponse?, error: Swift.Error?) -> Result<(Image, Data), Error> {
-        if let error {
-            if let urlError = error as? URLError {
-                return .failure(urlError.code == .cancelled ? .cancelled : .network(urlError.code, urlError.localizedDescription))
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    private func requeue(_ download: Download) {
+        let started: [Download] = lock.withLock {
+            guard case .loading(let entry)? = _entries[download.key], entry === download,
+                  case .waitingToRetry = download.phase else { return [] }
+            download.phase = .queued
+            if download.lane == .fast {
+                _queuedFast += 1
+                _fastLane.append(download)
+            } else {
+                _slowLane.append(download)
             }
-            return .failure(.network(.unknown, String(describing: error)))
+            return _startReadyDownloads()
+        }
+        startNetwork(started)
+    }
+
+    /// Checks a finished transfer and decodes its body.
+    private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<(Image, Data), Error> {
+        let expected = response?.expectedContentLength ?? -1
+        if let error {
+            let code = (error as? URLError)?.code ?? .unknown
+            if code == .cancelled { return .failure(.cancelled) }
+            // libcurl reports a body cut short as a generic error: say what it was.
+            if expected > 0, Int64(data.count) < expected {
+                return .failure(.truncatedBody(expected: expected, received: data.count))
+            }
+            let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
+            return .failure(.network(code, text))
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200
         guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
-        let data = data ?? Data()
-        if let expected = response?.expectedContentLength, expected > 0, Int64(data.count) < expected {
+        if expected > 0, Int64(data.count) < expected {
             return .failure(.truncatedBody(expected: expected, received: data.count))
         }
         return decode(data).map { ($0, data) }
+    }
+
+    /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
+    static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
+        guard let http = response as? HTTPURLResponse,
+              let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if let seconds = TimeInterval(value) { return max(0, seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled.
@@ -1073,6 +1249,8 @@ extension ImageCache {
         let folder: URL
         weak var owner: ImageCache?
         private var rows: [String: Row]?  // by file name; nil until loaded
+        private var failing = false  // the last write failed: report a failure once, not per file
+        var injectedWriteError: POSIXErrorCode?  // for tests: every write fails with this
         private var journal: Int32 = -1
         private var journalRecords = 0
         private static let header = "ImageCache index 1\n"
@@ -1112,18 +1290,21 @@ extension ImageCache {
             guard !url.contains(where: { $0 == "\t" || $0 == "\n" }) else { return false }
             let name = Self.fileName(for: url)
             do {
+                if let injected = injectedWriteError { throw POSIXError(injected) }
                 try ensureFolder()
                 do {
                     try Self.writeFile(path(name), data: data)
                 } catch let error as POSIXError where error.code == .ENOENT {
-                    // The folder was deleted under us: make it again once.
+                    // The folder was deleted under us, and every file with it: start afresh.
+                    folderVanished()
                     try ensureFolder(force: true)
                     try Self.writeFile(path(name), data: data)
                 }
             } catch {
-                report("cannot write \(path(name)): \(error)")
+                fail("cannot write \(path(name)): \(Self.describe(error)); serving from memory and the network")
                 return false
             }
+            failing = false
             let row = Row(url: url, size: data.count, downloadedAt: downloadedAt, lastUsed: downloadedAt)
             rows?[name] = row
             append("+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(url)\n")
@@ -1265,11 +1446,26 @@ extension ImageCache {
             }
         }
 
+        /// Makes the index and the folder agree: deletes files without a row (and temporary files
+        /// left by a crash), and drops rows without a file (a crash between unlink and journal).
         private func sweepOrphans() {
             guard let rows, let files = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
             for file in files where rows[file] == nil && file != "index" && file != "journal" {
                 unlink(path(file))
             }
+            let present = Set(files)
+            for (name, row) in rows where !present.contains(name) {
+                self.rows?[name] = nil
+                append("-\t\(row.url)\n")
+            }
+        }
+
+        private func folderVanished() {
+            report("the folder \(folder.path) was deleted; starting it again")
+            if rows != nil { rows = [:] }
+            if journal >= 0 { close(journal) }
+            journal = -1
+            journalRecords = 0
         }
 
         private func delete(_ name: String, url: String) {
@@ -1281,17 +1477,22 @@ extension ImageCache {
         private func append(_ text: String, records: Int = 1) {
             guard !text.isEmpty else { return }
             if journal < 0 {
-                guard (try? ensureFolder()) != nil else { return }
+                do {
+                    try ensureFolder()
+                } catch {
+                    fail("cannot create \(folder.path): \(Self.describe(error))")
+                    return
+                }
                 journal = open(path("journal"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                 guard journal >= 0 else {
-                    report("cannot open \(path("journal")): \(String(cString: strerror(errno)))")
+                    fail("cannot open \(path("journal")): \(String(cString: strerror(errno)))")
                     return
                 }
             }
             do {
                 try Self.writeAll(journal, Data(text.utf8))
             } catch {
-                report("cannot append to \(path("journal")): \(error)")
+                fail("cannot append to \(path("journal")): \(Self.describe(error))")
             }
             journalRecords += records
             if journalRecords > max(1_024, 2 * (rows?.count ?? 0)) {
@@ -1315,7 +1516,7 @@ extension ImageCache {
                 unlink(path("journal"))
                 journalRecords = 0
             } catch {
-                report("cannot write \(path("index")): \(error)")
+                fail("cannot write \(path("index")): \(Self.describe(error))")
             }
         }
 
@@ -1340,6 +1541,17 @@ extension ImageCache {
 
         private func report(_ message: String) {
             owner?.log(message)
+        }
+
+        /// Reports a failing disk once; the next successful image write ends the episode.
+        private func fail(_ message: String) {
+            if !failing { report(message) }
+            failing = true
+        }
+
+        private static func describe(_ error: Swift.Error) -> String {
+            if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+            return String(describing: error)
         }
 
         /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
@@ -1428,6 +1640,11 @@ extension ImageCache {
 
     /// Internal for tests: how many images the disk index holds (loading it if needed).
     var diskCount: Int { diskQueue.sync { disk.rowCount } }
+
+    /// Internal for tests: makes every disk write fail with `code` (nil: work again).
+    func _injectDiskWriteError(_ code: POSIXErrorCode?) {
+        diskQueue.sync { disk.injectedWriteError = code }
+    }
 
     /// Internal for tests: the file name the disk tier uses for `url`.
     static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }

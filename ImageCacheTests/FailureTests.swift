@@ -102,6 +102,7 @@ final class FailureTests: CacheTestCase {
 
     func testFailureClearsWhenFetchedAgainOrRemoved() {
         let cache = makeCache()
+        cache.retryPolicy = .never
         server.set("/flaky.png", sequence: [.status(500), .ok(fixture("photo.png"))])
         let url = server.url("/flaky.png")
         XCTAssertNil(fetchAndWait(cache, url))

@@ -32,6 +32,8 @@ class CacheTestCase: XCTestCase {
     func makeCache(_ name: String = "cache", clock: TestClock? = nil) -> ImageCache {
         let cache = ImageCache(uniqueName: name, directory: directory)
         cache.callbackQueue = callbacks
+        // Retries as by default, but with short waits so that the tests stay quick.
+        cache.retryPolicy = ImageCache.RetryPolicy(maxRetries: 2, baseDelay: 0.01)
         if let clock { cache.clock = { clock.now } }
         caches.append(cache)
         return cache
