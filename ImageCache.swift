@@ -85,13 +85,14 @@ public final class ImageCache: @unchecked Sendable {
     private var _requestTimeout: TimeInterval = 30
     private var _retryPolicy = RetryPolicy.default
     private var _maxImageBytes = 20 * 1024 * 1024
-    private var _transfers: [Int: Transfer] = [:]  // by URLSessionTask.taskIdentifier
+    private var _transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
     private var _callbackQueue = DispatchQueue.main
     private var _recencyChanged = false
     private var _onEvent: ((Event) -> Void)?
 
     private let secondChance = NSCache<NSString, SecondChance>()
-    private let session: URLSession
+    private var _session: URLSession  // remade when `requestTimeout` changes
+    private let receiver = Receiver()
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
     private var observers: [NSObjectProtocol] = []
@@ -123,6 +124,7 @@ public final class ImageCache: @unchecked Sendable {
         let configuration: URLSessionConfiguration
         if let session {
             configuration = session.configuration
+            _requestTimeout = max(1, configuration.timeoutIntervalForRequest)
         } else {
             configuration = URLSessionConfiguration.default
             configuration.urlCache = nil
@@ -130,8 +132,7 @@ public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
             configuration.timeoutIntervalForResource = 120
         }
-        let receiver = Receiver()
-        self.session = URLSession(configuration: configuration, delegate: receiver, delegateQueue: nil)
+        _session = Self.makeSession(configuration, timeout: _requestTimeout, delegate: receiver)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         disk = DiskStore(folder: folder)
         secondChance.countLimit = 20
@@ -144,7 +145,7 @@ public final class ImageCache: @unchecked Sendable {
         observers.forEach { NotificationCenter.default.removeObserver($0) }
         // The last reference may go away inside one of the session's own callbacks, where
         // invalidating synchronously would wait for the queue it runs on.
-        let session = self.session
+        let session = _session
         DispatchQueue.global().async { session.invalidateAndCancel() }
     }
 }
@@ -379,10 +380,26 @@ extension ImageCache {
     }
 
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
-    /// below 0.1 are clamped to 0.1.
+    /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {
         get { lock.withLock { _requestTimeout } }
-        set { lock.withLock { _requestTimeout = max(0.1, newValue.isNaN ? 30 : newValue) } }
+        set {
+            // URLSession on Linux times out by its configuration, not by the request: make a new
+            // session for new downloads and let the old one finish its own.
+            let old: URLSession = lock.withLock {
+                _requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
+                let old = _session
+                _session = Self.makeSession(old.configuration, timeout: _requestTimeout, delegate: receiver)
+                return old
+            }
+            old.finishTasksAndInvalidate()
+        }
+    }
+
+    private static func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval, delegate: Receiver) -> URLSession {
+        let configuration = base
+        configuration.timeoutIntervalForRequest = timeout
+        return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.
@@ -807,7 +824,7 @@ extension ImageCache {
 
     private func startNetwork(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
-        let (timeout, limit) = lock.withLock { (_requestTimeout, _maxImageBytes) }
+        let (session, timeout, limit) = lock.withLock { (_session, _requestTimeout, _maxImageBytes) }
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
@@ -815,7 +832,7 @@ extension ImageCache {
             let stillWanted: Bool = lock.withLock {
                 guard case .running = download.phase else { return false }
                 download.phase = .running(task)
-                _transfers[task.taskIdentifier] = Transfer(download: download, limit: limit)
+                _transfers[ObjectIdentifier(task)] = Transfer(download: download, limit: limit)
                 return true
             }
             if stillWanted { task.resume() }
@@ -823,7 +840,7 @@ extension ImageCache {
     }
 
     private func transfer(for task: URLSessionTask) -> Transfer? {
-        lock.withLock { _transfers[task.taskIdentifier] }
+        lock.withLock { _transfers[ObjectIdentifier(task)] }
     }
 
     /// The response head: stops at once on an error status or an announced length over the limit,
@@ -851,7 +868,7 @@ extension ImageCache {
     }
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
-        guard let transfer = lock.withLock({ _transfers.removeValue(forKey: task.taskIdentifier) }) else { return }
+        guard let transfer = lock.withLock({ _transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
         let result: Result<(Image, Data), Error>
         if let failure = transfer.failure {
             result = .failure(failure)
@@ -1215,6 +1232,16 @@ extension ImageCache {
         startNetwork(started)
     }
 
+    /// The disk lost every file: what memory holds must be written again at the next eviction,
+    /// purge or persist.
+    fileprivate func diskLostEverything() {
+        lock.withLock {
+            for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .stored {
+                _memory[slot].disk = .notStored
+            }
+        }
+    }
+
     /// Writes images to disk (on `diskQueue`) and records in memory which ones made it.
     private func writeToDisk(_ images: [Evicted]) {
         guard !images.isEmpty else { return }
@@ -1462,6 +1489,7 @@ extension ImageCache {
 
         private func folderVanished() {
             report("the folder \(folder.path) was deleted; starting it again")
+            owner?.diskLostEverything()
             if rows != nil { rows = [:] }
             if journal >= 0 { close(journal) }
             journal = -1
