@@ -32,10 +32,17 @@ let package = Package(
             path: "Benchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The child process that the crash test kills while it writes.
+        .executableTarget(
+            name: "CrashHelper",
+            dependencies: ["ImageCache"],
+            path: "ImageCacheTests/CrashHelper"
+        ),
         .testTarget(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
+            exclude: ["CrashHelper"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

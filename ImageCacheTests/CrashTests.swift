@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+@testable import ImageCache
+import LoopbackServer
+
+/// Kills a process that fills the cache with SIGKILL at random moments, many times, and checks
+/// that the cache it leaves behind never serves a corrupt image and heals on the first sweep.
+final class CrashTests: CacheTestCase {
+    private var helper: URL {
+        // The test bundle and the helper are built side by side.
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("CrashHelper")
+    }
+
+    /// A distinct, valid PNG for image `i`: the fixture, then ~50 KB after IEND that says `i`.
+    private func body(_ i: Int) -> Data {
+        var data = fixture("photo.png")
+        data.append(Data(String(repeating: "image \(i);", count: 50_000 / 10).utf8))
+        return data
+    }
+
+    func testSIGKILLWhileWritingNeverLeavesACorruptImage() throws {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: helper.path), "build CrashHelper first: \(helper.path)")
+        let count = 60
+        for i in 0..<count { server.set("/image\(i).png", .ok(body(i))) }
+        let kills = Int(ProcessInfo.processInfo.environment["IMAGECACHE_CRASH_KILLS"] ?? "") ?? 25
+        var generator = SplitMix(seed: 11)
+        var reopenings = 0, served = 0, corrupt = 0
+
+        for round in 1...kills {
+            let process = Process()
+            process.executableURL = helper
+            process.arguments = [directory.path, server.url("/").absoluteString, String(count)]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            _ = output.fileHandleForReading.availableData  // "ready": the cache is open
+            Thread.sleep(forTimeInterval: Double(generator.next() % 300) / 1000)
+            XCTAssertEqual(kill(process.processIdentifier, SIGKILL), 0)
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationReason, .uncaughtSignal)
+
+            // Every fifth kill, and after the last, open the cache here and read everything.
+            guard round % 5 == 0 || round == kills else { continue }
+            reopenings += 1
+            let cache = ImageCache(uniqueName: "crash", directory: directory)
+            cache.callbackQueue = callbacks
+            XCTAssertGreaterThanOrEqual(cache.diskCount, 0)  // loads the index: the first sweep
+            XCTAssertEqual(cache._checkInvariants(), [], "index and files disagree after the sweep (kill \(round))")
+            let files = try FileManager.default.contentsOfDirectory(atPath: cache.folder.path)
+            XCTAssertLessThanOrEqual(files.count, count + 2, "left-overs grow: \(files.count) files")
+            XCTAssertFalse(files.contains { $0.hasSuffix(".tmp") }, "temporary files survived the sweep")
+            let requests = server.totalRequests
+            for i in 0..<count {
+                let url = server.url("/image\(i).png")
+                guard let image = fetchAndWait(cache, url) else { continue }
+                served += 1
+                if image.data != body(i) { corrupt += 1 }
+            }
+            XCTAssertEqual(served % count, 0, "every image was served")
+            print("crash: kill \(round), reopened: \(server.totalRequests - requests) of \(count) fetched again, \(files.count) files")
+            cache.persistCacheToDisk()
+        }
+        XCTAssertEqual(corrupt, 0)
+        print("crash: \(kills) kills, \(reopenings) reopenings, \(served) images served, \(corrupt) corrupt")
+        let journal = directory.appendingPathComponent("crash/journal")
+        let size = (try? FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? NSNumber)??.intValue ?? 0
+        XCTAssertLessThan(size, 1_000_000, "the journal is compacted")
+    }
+}
