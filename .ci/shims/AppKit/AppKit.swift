@@ -1,0 +1,63 @@
+// A signature-only stand-in for Apple's AppKit, so that `swiftc -typecheck` on Linux can check the
+// `#elseif canImport(AppKit)` code of ImageCache.swift. It is compiled into a module named AppKit by
+// .ci/typecheck-apple; nothing here ever runs (every body traps).
+//
+// Rules for editing this file: mirror Apple's Swift declarations (the macOS 15 / 26 SDK interface as
+// shown on developer.apple.com): names, labels, optionality, hierarchy, isolation, Sendable. Add only
+// what the checked code uses; declare only API available at the package's deployment target
+// (macOS 10.15). Workarounds for what Swift source cannot say are marked SHIM:.
+
+@_exported import Foundation  // AppKit re-exports Foundation (and CoreGraphics: CGFloat, NSSize, ...).
+
+/// `open class NSImage : NSObject` in the SDK; not `@MainActor`.
+/// Designated initializers are `init(size:)` and `init?(coder:)`; `init?(data:)`,
+/// `init?(contentsOfFile:)` and `init?(contentsOf:)` are convenience initializers.
+/// SHIM: NSCopying, NSSecureCoding, NSPasteboardReading/Writing and the other conformances are left
+/// out; `required init?(coder:)` stands in for NSSecureCoding's requirement.
+open class NSImage: NSObject {
+    public init(size: NSSize) { super.init() }
+    public required init?(coder: NSCoder) { fatalError("AppKit shim") }  // SHIM: for NSSecureCoding
+    public convenience override init() { self.init(size: .zero) }
+    public convenience init?(data: Data) { fatalError("AppKit shim") }
+    public convenience init?(contentsOfFile fileName: String) { fatalError("AppKit shim") }
+    public convenience init?(contentsOf url: URL) { fatalError("AppKit shim") }
+
+    /// The size of the image, in points.
+    open var size: NSSize {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+    open var isValid: Bool { fatalError("AppKit shim") }
+    open var tiffRepresentation: Data? { fatalError("AppKit shim") }
+}
+
+// Sendable. SDKs up to Xcode 16 mark NSImage explicitly non-Sendable ("conformance of 'NSImage' to
+// 'Sendable' is unavailable"). The macOS 26 SDK makes it Sendable, but only from macOS 14 ("conformance
+// of 'NSImage' to 'Sendable' is only available in macOS 14.0 or newer"), and this package deploys to
+// macOS 10.15. Either way, code for macOS 10.15 cannot rely on it, so the default is the strict one.
+// `.ci/typecheck-apple` passes -D SHIM_NSIMAGE_SENDABLE when APPLE_SHIM_NSIMAGE_SENDABLE=1, to model
+// the macOS 26 SDK with a macOS 14+ deployment target.
+#if SHIM_NSIMAGE_SENDABLE
+extension NSImage: @unchecked Sendable {}
+#else
+@available(*, unavailable)
+extension NSImage: @unchecked Sendable {}
+#endif
+
+// MARK: - IndexPath (AppKit's Swift overlay adds items, for NSCollectionView, to Foundation's IndexPath)
+
+extension IndexPath {
+    /// Initialize for use with `NSCollectionView`.
+    public init(item: Int, section: Int) { self.init(indexes: [section, item]) }
+
+    /// The item of this index path, when used with `NSCollectionView`.
+    public var item: Int {
+        get { self[1] }
+        set { self[1] = newValue }
+    }
+    /// The section of this index path, when used with `NSCollectionView`.
+    public var section: Int {
+        get { self[0] }
+        set { self[0] = newValue }
+    }
+}
