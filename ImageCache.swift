@@ -2001,18 +2001,13 @@ extension ImageCache {
 // MARK: - Small helpers
 
 extension ImageCache {
-    /// A URL key that hashes its string once.
+    /// A URL's key: its absolute string. (Caching the hash would not help: every call makes a
+    /// new key, so the string is hashed once per lookup either way.)
     fileprivate struct Key: Hashable {
         let string: String
-        let hash: Int
 
-        init(_ url: URL) { self.init(string: url.absoluteString) }
-        init(string: String) {
-            self.string = string
-            hash = string.hashValue
-        }
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.string == b.string }
+        init(_ url: URL) { string = url.absoluteString }
+        init(string: String) { self.string = string }
     }
 
     /// A first-in first-out queue with O(1) amortized append and pop.
