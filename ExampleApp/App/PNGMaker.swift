@@ -1,22 +1,18 @@
 import Foundation
 
-/// Makes real PNG files in code (uncompressed deflate), so the demo needs no image assets.
+/// Makes real PNG files in code (8-bit RGB, uncompressed deflate blocks), so the demo needs no
+/// image assets.
 enum PNGMaker {
-    /// A `width` x `height` RGB picture: a diagonal gradient tinted by `seed`.
-    static func picture(width: Int, height: Int, seed: Int) -> Data {
-        var raw = Data(capacity: (width * 3 + 1) * height)
-        let tint = (UInt8(truncatingIfNeeded: seed &* 73), UInt8(truncatingIfNeeded: seed &* 151), UInt8(truncatingIfNeeded: seed &* 29))
-        for y in 0..<height {
+    static func encode(_ picture: RGBPicture) -> Data {
+        var raw = Data(capacity: (picture.width * 3 + 1) * picture.height)
+        for y in 0..<picture.height {
             raw.append(0)  // filter: none
-            for x in 0..<width {
-                let shade = UInt8(truncatingIfNeeded: (x + y) * 255 / max(1, width + height - 2))
-                raw.append(contentsOf: [shade ^ tint.0, UInt8(truncatingIfNeeded: x * 255 / max(1, width - 1)) ^ tint.1, shade &+ tint.2])
-            }
+            raw.append(contentsOf: picture.pixels[(y * picture.width * 3)..<((y + 1) * picture.width * 3)])
         }
         var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         var header = Data()
-        header.appendBigEndian(UInt32(width))
-        header.appendBigEndian(UInt32(height))
+        header.appendBigEndian(UInt32(picture.width))
+        header.appendBigEndian(UInt32(picture.height))
         header.append(contentsOf: [8, 2, 0, 0, 0])  // 8-bit RGB, deflate, no filter set, no interlace
         png.appendChunk("IHDR", header)
         png.appendChunk("IDAT", zlibStored(raw))

@@ -3,45 +3,107 @@ import Foundation
 import ImageCache
 import LoopbackServer
 
-// A short demo: serve a few generated images (and one broken URL) on 127.0.0.1, fetch them
-// through a cache, fetch again from a second instance, and say where each image came from.
+// `swift run ExampleApp`: a feed of remote images in the terminal, on an image server inside the
+// process, that shows what the cache does. `swift run ExampleApp --help` for the options.
 
-let server = try LoopbackServer()
-server.fallback = .status(404)
-for i in 0..<8 {
-    var response = LoopbackServer.Response.ok(PNGMaker.picture(width: 40 + i * 8, height: 30 + i * 4, seed: i))
-    response.delay = 0.02
-    server.set("/image\(i).png", response)
+let options: Options
+do {
+    options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    fail(error)
 }
-server.set("/page.png", .ok(Data("<!DOCTYPE html><p>not here</p>".utf8), contentType: "text/html"))
-let urls = (0..<8).map { server.url("/image\($0).png") } + [server.url("/missing.png"), server.url("/page.png")]
+if options.help {
+    output(Options.usage)
+    exit(0)
+}
 
-let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ImageCacheExample-\(getpid())")
-defer { try? FileManager.default.removeItem(at: folder) }
+// The cache keeps its files in directory/feed; beside it, the embedded server's port (below).
+let directory = options.cacheDirectory ?? Options.defaultCacheDirectory
+let folder = directory.appendingPathComponent("feed", isDirectory: true)  // ImageCache's folder for the name "feed"
+let portFile = directory.appendingPathComponent("server-port")
+let clearCommand = "swift run ExampleApp --clear"
+    + (options.cacheDirectory.map { " --cache-dir " + Options.shellQuoted($0.path) } ?? "")
 
-func run(_ title: String) {
-    let cache = ImageCache(uniqueName: "demo", directory: folder)
-    cache.callbackQueue = DispatchQueue(label: "demo.callbacks")
-    let before = server.totalRequests
-    let group = DispatchGroup()
-    print("== \(title)")
-    for url in urls {
-        group.enter()
-        cache.fetch(url) { url, image in
-            if let image {
-                print("  \(url.lastPathComponent): \(image.format) \(image.width)x\(image.height), \(image.data.count) bytes")
-            } else {
-                print("  \(url.lastPathComponent): failed: \(cache.error(for: url).map(String.init(describing:)) ?? "?")")
-            }
-            group.leave()
+if options.clear {
+    var removed: [String] = []
+    for item in [folder, portFile] where FileManager.default.fileExists(atPath: item.path) {
+        do {
+            try FileManager.default.removeItem(at: item)
+            removed.append(item.path)
+        } catch {
+            fail(Options.Failure(message: "cannot delete \(item.path): \(error.localizedDescription)", code: 73))
         }
     }
-    group.wait()
-    print("  peek(image0) now: \(cache.peek(urls[0]) != nil ? "in memory" : "not in memory")")
-    print("  requests made: \(server.totalRequests - before)")
-    cache.persistCacheToDisk()
+    output(removed.isEmpty ? "Nothing to clear in \(directory.path)." : "Cleared \(removed.joined(separator: " and ")).")
+    exit(0)
 }
 
-run("first run: from the network")
-run("second run, a new instance on the same folder: from disk (only the failures are asked again)")
-server.stop()
+// A cache directory that cannot be written would turn every image into a disk problem: say so now.
+if let problem = Options.writeProblem(directory) {
+    fail(Options.Failure(message: "cannot write to the cache directory: \(problem)", code: 73))
+}
+
+var urls: [URL]
+var server: LoopbackServer?
+var source: String
+if let file = options.urlsFile {
+    do {
+        urls = try Options.readURLs(file)
+    } catch {
+        fail(error)
+    }
+    source = "\(urls.count) URLs from \(file)"
+} else {
+    let embedded = startServer(portFile: portFile)
+    urls = (0..<(options.rows ?? Options.defaultRows)).map { embedded.url(ServerContent.path(row: $0)) }
+    source = "images from 127.0.0.1:\(embedded.port) (in this process)"
+    server = embedded
+}
+if let rows = options.rows, rows != urls.count {
+    urls = (0..<rows).map { urls[$0 % urls.count] }  // --urls: repeat or cut the list
+}
+
+var plain = options.plain
+if !plain, isatty(STDOUT_FILENO) == 0 {
+    warn("standard output is not a terminal: using --plain")
+    plain = true
+}
+if plain {
+    output("ExampleApp: \(urls.count) rows, \(options.seconds) s, speed \(options.speed); \(source)")
+    output("ExampleApp: cache folder \(folder.path)")
+}
+
+let cache = ImageCache(uniqueName: "feed", directory: directory)
+let feed = Feed(urls: urls, cache: cache, server: server,
+                settings: Feed.Settings(seconds: options.seconds, speed: options.speed, plain: plain,
+                                        source: source, clearCommand: clearCommand))
+feed.start(screen: plain ? nil : Screen())
+dispatchMain()
+
+/// The embedded image server. The cache's keys are URLs, port included: to find the previous
+/// run's images on disk, it serves on the port that run used, if that port is still free.
+func startServer(portFile: URL) -> LoopbackServer {
+    let text = try? String(contentsOf: portFile, encoding: .utf8)
+    let previousPort = text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    let server: LoopbackServer
+    do {
+        if let previousPort, let reused = try? LoopbackServer(port: previousPort) {
+            server = reused
+        } else {
+            server = try LoopbackServer()
+            if let previousPort {
+                warn("port \(previousPort) of the previous run is taken: the images on disk have other URLs, "
+                    + "and will be downloaded again")
+            }
+        }
+    } catch {
+        fail(Options.Failure(message: "cannot start the embedded image server: \(error)", code: 70))
+    }
+    do {
+        try Data("\(server.port)\n".utf8).write(to: portFile)
+    } catch {
+        warn("cannot save the server's port in \(portFile.path) (\(error.localizedDescription)): the next run will download again")
+    }
+    ServerContent().install(on: server)
+    return server
+}

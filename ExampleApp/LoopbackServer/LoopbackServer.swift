@@ -68,8 +68,9 @@ public final class LoopbackServer: @unchecked Sendable {
     public let port: Int
     private let state: State
 
-    /// Binds 127.0.0.1 on an ephemeral port and starts the accept thread.
-    public init() throws {
+    /// Binds 127.0.0.1 and starts the accept thread. `port` 0 (the default) picks an ephemeral port;
+    /// another port fails with `ServerError` (operation "bind") when it is taken.
+    public init(port: Int = 0) throws {
         let fd = socket(AF_INET, State.streamType, 0)
         guard fd >= 0 else { throw ServerError(operation: "socket", code: errno) }
 
@@ -81,7 +82,7 @@ public final class LoopbackServer: @unchecked Sendable {
         address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = in_port_t(UInt16(clamping: port)).bigEndian
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian  // 127.0.0.1
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -114,7 +115,7 @@ public final class LoopbackServer: @unchecked Sendable {
         // Non-blocking listener: accept() never blocks after poll() said "readable" but the peer reset.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
 
-        port = Int(UInt16(bigEndian: boundAddress.sin_port))
+        self.port = Int(UInt16(bigEndian: boundAddress.sin_port))
         state = State(listenFD: fd)
         state.startAcceptThread()
     }
@@ -145,6 +146,14 @@ public final class LoopbackServer: @unchecked Sendable {
         }
     }
 
+    /// Answers paths that have no route set: called on the connection's thread, outside the
+    /// server's lock, for each such request; nil (or no handler) answers with `fallback`.
+    /// The requests it answers are counted like any other. Nil by default.
+    public var handler: (@Sendable (_ path: String) -> Response?)? {
+        get { state.lock.withLock { state.handler } }
+        set { state.lock.withLock { state.handler = newValue } }
+    }
+
     /// Used for unknown paths; default `.status(404)`.
     public var fallback: Response {
         get { state.lock.withLock { state.fallback } }
@@ -158,6 +167,11 @@ public final class LoopbackServer: @unchecked Sendable {
 
     public var totalRequests: Int {
         state.lock.withLock { state.totalRequests }
+    }
+
+    /// Requests being handled right now (from request received to response finished).
+    public var activeRequests: Int {
+        state.lock.withLock { state.active }
     }
 
     /// Times the client closed the connection before the full response was sent.
@@ -239,6 +253,7 @@ public final class LoopbackServer: @unchecked Sendable {
         var routes: [String: [Response]] = [:]
         var sequencePositions: [String: Int] = [:]
         var fallback: Response = .status(404)
+        var handler: (@Sendable (String) -> Response?)?
         var requestCounts: [String: Int] = [:]
         var disconnectCounts: [String: Int] = [:]
         var totalRequests = 0
@@ -339,16 +354,17 @@ public final class LoopbackServer: @unchecked Sendable {
         }
 
         private func beginRequest(path: String) -> Response {
-            lock.withLock {
+            let (routed, handler, fallback) = lock.withLock { () -> (Response?, (@Sendable (String) -> Response?)?, Response) in
                 requestCounts[path, default: 0] += 1
                 totalRequests += 1
                 active += 1
                 maxActive = max(maxActive, active)
-                guard let sequence = routes[path], !sequence.isEmpty else { return fallback }
+                guard let sequence = routes[path], !sequence.isEmpty else { return (nil, self.handler, self.fallback) }
                 let position = sequencePositions[path, default: 0]
                 sequencePositions[path] = position + 1
-                return sequence[min(position, sequence.count - 1)]
+                return (sequence[min(position, sequence.count - 1)], nil, self.fallback)
             }
+            return routed ?? handler?(path) ?? fallback
         }
 
         private func countDisconnect(_ path: String) {
