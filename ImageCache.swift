@@ -70,7 +70,6 @@ public final class ImageCache: @unchecked Sendable {
     private var _entries: [Key: Entry] = [:]
     private var _memory = MemoryList()
     private var _failureOrder = FIFO<(key: Key, serial: UInt64)>()
-    private var _failureCount = 0
     private var _serial: UInt64 = 0
     private var _fastLane = FIFO<Download>()
     private var _slowLane = FIFO<Download>()
@@ -90,7 +89,11 @@ public final class ImageCache: @unchecked Sendable {
     private var _recencyChanged = false
     private var _onEvent: ((Event) -> Void)?
 
+    // NSCache alone cannot be the second chance's bound: on Linux it evicts the newest entry
+    // first. It holds the images (so the system may reclaim them on Apple platforms) and this
+    // FIFO keeps the last `_memoryMaxCount / 5` evicted.
     private let secondChance = NSCache<NSString, SecondChance>()
+    private var _secondChanceOrder = FIFO<(key: String, serial: UInt64)>()
     private var _session: URLSession  // remade when `requestTimeout` changes
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
@@ -135,7 +138,6 @@ public final class ImageCache: @unchecked Sendable {
         _session = Self.makeSession(configuration, timeout: _requestTimeout, delegate: receiver)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         disk = DiskStore(folder: folder)
-        secondChance.countLimit = 20
         disk.owner = self
         receiver.cache = self
         observeSystemEvents()
@@ -209,6 +211,7 @@ extension ImageCache {
                 download.lane = .slow
                 return _startReadyDownloads()
             }
+            if case .waitingToRetry = download.phase { download.lane = .slow }
             return []
         }
         startNetwork(started)
@@ -222,7 +225,8 @@ extension ImageCache {
         let key = Key(url)
         let now = clock()
         return lock.withLock {
-            if case .loaded(let slot)? = _entries[key] {
+            switch _entries[key] {
+            case .loaded(let slot)?:
                 if now < _memory[slot].downloadedAt + _timeToLive {
                     _memory.moveToFront(slot)
                     _recencyChanged = true
@@ -230,8 +234,11 @@ extension ImageCache {
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
+            case nil:
+                return _secondChance(key, now: now)?.0
+            case .loading?, .failed?:
+                return nil
             }
-            return _entries[key] == nil ? _secondChance(key, now: now)?.0 : nil
         }
     }
 
@@ -298,7 +305,8 @@ extension ImageCache {
     /// it was used, and returns when all of it (and every disk operation queued before) is done.
     /// Cheap when nothing is pending.
     public func persistCacheToDisk() {
-        let (pending, recency) = lock.withLock { () -> ([Evicted], [String]) in
+        let now = clock()
+        lock.withLock {
             var pending: [Evicted] = []
             for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .notStored {
                 _memory[slot].disk = .writing
@@ -306,13 +314,15 @@ extension ImageCache {
             }
             let recency = _recencyChanged ? _memory.indicesFromLeastRecent().map { _memory[$0].key.string } : []
             _recencyChanged = false
-            return (pending, recency)
+            guard !pending.isEmpty || !recency.isEmpty else { return }
+            // Queued under the lock, like _handOverToDisk, so that it is ordered with remove/removeAll.
+            let toWrite = pending
+            diskQueue.async {
+                self.writeToDisk(toWrite)
+                if !recency.isEmpty { self.disk.touch(recency, at: now) }
+            }
         }
-        let now = clock()
-        diskQueue.sync {
-            writeToDisk(pending)
-            if !recency.isEmpty { disk.touch(recency, at: now) }
-        }
+        diskQueue.sync {}
     }
 
     /// Keeps the `maxImageCount` most recently used images on disk and deletes the rest, files
@@ -329,6 +339,7 @@ extension ImageCache {
         guard !removed.isEmpty else { return }
         lock.withLock {
             for string in removed {
+                secondChance.removeObject(forKey: string as NSString)
                 if case .loaded(let slot)? = _entries[Key(string: string)] { _memory[slot].disk = .notStored }
             }
         }
@@ -352,7 +363,6 @@ extension ImageCache {
         set {
             lock.withLock {
                 _memoryMaxCount = max(1, newValue)
-                secondChance.countLimit = max(1, _memoryMaxCount / 5)
                 var evicted: [Evicted] = []
                 while _memory.count > _memoryMaxCount, let oldest = _memory.tail { evicted.append(_evict(oldest)) }
                 _handOverToDisk(evicted)
@@ -493,9 +503,17 @@ extension ImageCache {
             case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody, .tooLarge:
                 return true
             case .httpStatus(let code):
-                return (400..<500).contains(code) && code != 408 && code != 429
+                // 3xx here is not a redirect URLSession could follow; 5xx, 408 and 429 may pass.
+                return (300..<500).contains(code) && code != 408 && code != 429
             case .network(let code, _):
-                let fatal: [URLError.Code] = [.badURL, .unsupportedURL, .httpTooManyRedirects, .redirectToNonExistentLocation]
+                let fatal: [URLError.Code] = [
+                    .badURL, .unsupportedURL, .httpTooManyRedirects, .redirectToNonExistentLocation,
+                    .appTransportSecurityRequiresSecureConnection, .serverCertificateUntrusted,
+                    .serverCertificateHasBadDate, .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot,
+                    .clientCertificateRejected, .clientCertificateRequired, .userAuthenticationRequired,
+                    .userCancelledAuthentication, .cannotDecodeContentData, .cannotDecodeRawData,
+                    .fileDoesNotExist, .dataLengthExceedsMaximum,
+                ]
                 return fatal.contains(code)
             case .truncatedBody, .cancelled:
                 return false
@@ -564,6 +582,7 @@ extension ImageCache {
         fileprivate let completion: ((Result<Image, ImageCache.Error>) -> Void)?
         fileprivate let onCancel: (() -> Void)?
         fileprivate var state = State.waiting  // guarded by `cache.lock`
+        fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate enum State { case waiting, delivered, cancelled }
 
         fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
@@ -631,8 +650,10 @@ extension ImageCache {
         var lookUp: Download?
         var immediate: Result<Image, Error>?
         var immediateBytes = 0
+        var handler: ((Event) -> Void)?
         let task: FetchTask = lock.withLock {
             let task = FetchTask(url: url, cache: self, queue: queue ?? _callbackQueue, completion: completion, onCancel: onCancel)
+            handler = _onEvent
             switch _entries[key] {
             case .loaded(let slot)? where now < _memory[slot].downloadedAt + _timeToLive:
                 _memory.moveToFront(slot)
@@ -644,6 +665,7 @@ extension ImageCache {
                 _removeFromMemory(key, slot: slot)
             case .loading(let download)?:
                 download.waiters.append(task)
+                task.download = download
                 download.activeWaiters += 1
                 if lane == .fast, download.lane == .slow { started = _promote(download) }
                 return task
@@ -659,6 +681,7 @@ extension ImageCache {
                 let download = Download(key: key, url: url, lane: lane)
                 if lane == .fast { _checkingFast += 1 }
                 download.waiters.append(task)
+                task.download = download
                 download.activeWaiters = 1
                 _entries[key] = .loading(download)
                 lookUp = download
@@ -670,7 +693,7 @@ extension ImageCache {
             return task
         }
         if let immediate {
-            deliver([task], immediate, event: Self.event(immediate, url, from: .memory, bytes: immediateBytes))
+            deliver([task], immediate, event: Self.event(immediate, url, from: .memory, bytes: immediateBytes), handler: handler)
         }
         if let lookUp {
             let ttl = timeToLiveNow()
@@ -686,7 +709,7 @@ extension ImageCache {
         let wasWaiting: Bool = lock.withLock {
             guard task.state == .waiting else { return false }
             task.state = .cancelled
-            guard case .loading(let download)? = _entries[key], download.waiters.contains(where: { $0 === task }) else {
+            guard let download = task.download, case .loading(let entry)? = _entries[key], entry === download else {
                 return true
             }
             download.activeWaiters -= 1
@@ -701,7 +724,7 @@ extension ImageCache {
 
     /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
     private struct Stopped {
-        let download: Download
+        let waiters: [FetchTask]
         let task: URLSessionDataTask?
     }
 
@@ -727,7 +750,9 @@ extension ImageCache {
                 break
             }
             download.phase = .finished
-            return Stopped(download: download, task: task)
+            // The lanes may hold the download a while longer: let its waiters go now.
+            defer { download.waiters = [] }
+            return Stopped(waiters: download.waiters, task: task)
         case .failed?:
             _entries[key] = nil
         case nil:
@@ -743,7 +768,7 @@ extension ImageCache {
         let started = lock.withLock { _startReadyDownloads() }
         for item in stopped {
             item.task?.cancel()
-            deliver(item.download.waiters, .failure(.cancelled))
+            deliver(item.waiters, .failure(.cancelled))
         }
         startNetwork(started)
     }
@@ -824,18 +849,19 @@ extension ImageCache {
 
     private func startNetwork(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
-        let (session, timeout, limit) = lock.withLock { (_session, _requestTimeout, _maxImageBytes) }
+        let (timeout, limit) = lock.withLock { (_requestTimeout, _maxImageBytes) }
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
-            let task = session.dataTask(with: request)
-            let stillWanted: Bool = lock.withLock {
-                guard case .running = download.phase else { return false }
+            let task: URLSessionDataTask? = lock.withLock {
+                guard case .running = download.phase else { return nil }
+                // Made under the lock: the requestTimeout setter invalidates the session it replaces.
+                let task = _session.dataTask(with: request)
                 download.phase = .running(task)
                 _transfers[ObjectIdentifier(task)] = Transfer(download: download, limit: limit)
-                return true
+                return task
             }
-            if stillWanted { task.resume() }
+            task?.resume()
         }
     }
 
@@ -854,11 +880,16 @@ extension ImageCache {
         } else if response.expectedContentLength > Int64(transfer.limit) {
             transfer.failure = .tooLarge(limit: transfer.limit)
         }
-        return transfer.failure == nil ? .allow : .cancel
+        guard transfer.failure == nil else {
+            task.cancel()  // swift-corelibs-foundation ignores the `.cancel` disposition
+            return .cancel
+        }
+        return .allow
     }
 
     fileprivate func received(_ data: Data, for task: URLSessionDataTask) {
-        guard let transfer = transfer(for: task), transfer.failure == nil else { return }
+        guard let transfer = transfer(for: task) else { return }
+        guard transfer.failure == nil else { task.cancel(); return }
         guard transfer.data.count + data.count <= transfer.limit else {
             transfer.failure = .tooLarge(limit: transfer.limit)
             task.cancel()
@@ -882,7 +913,9 @@ extension ImageCache {
         let now = clock()
         var started: [Download] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
+        var onEvent: ((Event) -> Void)?
         let current: Bool = lock.withLock {
+            onEvent = _onEvent
             guard case .loading(let entry)? = _entries[download.key], entry === download,
                   case .running = download.phase else { return false }
             download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
@@ -909,7 +942,8 @@ extension ImageCache {
         } else {
             var bytes = 0
             if case .success(let (_, data)) = result { bytes = data.count }
-            deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes))
+            deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes),
+                    handler: onEvent)
         }
         startNetwork(started)
     }
@@ -967,7 +1001,8 @@ extension ImageCache {
     /// Runs every waiter's callback on its queue, once, unless it was cancelled.
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
     /// the event handler first, in the same block as the first queue's callbacks.
-    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>, event: Event? = nil) {
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>,
+                         event: Event? = nil, handler: ((Event) -> Void)? = nil) {
         var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
         for task in tasks {
             if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
@@ -976,19 +1011,18 @@ extension ImageCache {
                 byQueue.append((task.queue, [task]))
             }
         }
-        let handler = event == nil ? nil : lock.withLock { _onEvent }
         let boxed = Unchecked((result, handler))
         for (index, group) in byQueue.enumerated() {
             group.queue.async {
                 if index == 0, let event, let handler = boxed.value.1 { handler(event) }
-                let due: [FetchTask] = self.lock.withLock {
-                    group.tasks.filter { task in
+                for task in group.tasks {
+                    let due: Bool = self.lock.withLock {
                         guard task.state == .waiting else { return false }
                         task.state = .delivered
                         return true
                     }
+                    if due { task.completion?(boxed.value.0) }
                 }
-                for task in due { task.completion?(boxed.value.0) }
             }
         }
     }
@@ -1019,10 +1053,12 @@ extension ImageCache {
         let image: Image
         let data: Data
         let downloadedAt: TimeInterval
-        init(image: Image, data: Data, downloadedAt: TimeInterval) {
+        let serial: UInt64
+        init(image: Image, data: Data, downloadedAt: TimeInterval, serial: UInt64) {
             self.image = image
             self.data = data
             self.downloadedAt = downloadedAt
+            self.serial = serial
         }
     }
 
@@ -1128,10 +1164,7 @@ extension ImageCache {
             while evicted.count < batch, let oldest = _memory.tail {
                 let slot = _memory[oldest]
                 evicted.append(_evict(oldest))
-                if let image = slot.image {
-                    secondChance.setObject(SecondChance(image: image, data: slot.data, downloadedAt: slot.downloadedAt),
-                                           forKey: slot.key.string as NSString)
-                }
+                if let image = slot.image { _keepSecondChance(slot.key.string, image: image, data: slot.data, downloadedAt: slot.downloadedAt) }
             }
             _handOverToDisk(evicted)
         }
@@ -1163,13 +1196,25 @@ extension ImageCache {
         }
     }
 
+    private func _keepSecondChance(_ key: String, image: Image, data: Data, downloadedAt: TimeInterval) {
+        _serial += 1
+        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: _serial), forKey: key as NSString)
+        _secondChanceOrder.append((key, _serial))
+        while _secondChanceOrder.count > max(1, _memoryMaxCount / 5), let (oldKey, serial) = _secondChanceOrder.popFirst() {
+            let name = oldKey as NSString
+            if secondChance.object(forKey: name)?.serial == serial { secondChance.removeObject(forKey: name) }
+        }
+    }
+
     /// The `NSCache` second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (Image, Int)? {
         let name = key.string as NSString
         guard let found = secondChance.object(forKey: name) else { return nil }
         secondChance.removeObject(forKey: name)
         guard now < found.downloadedAt + _timeToLive else { return nil }
-        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, disk: .stored)
+        // Whether its file survived (reduceDiskCache, a lost folder, a failed write) is unknown
+        // here: the next eviction, purge or persist writes it again.
+        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, disk: .notStored)
         return (found.image, found.data.count)
     }
 
@@ -1177,12 +1222,9 @@ extension ImageCache {
         _serial += 1
         _entries[key] = .failed(error, serial: _serial)
         _failureOrder.append((key, _serial))
-        _failureCount += 1
-        while _failureCount > _maxFailuresRemembered, let (oldKey, serial) = _failureOrder.popFirst() {
-            if case .failed(_, serial)? = _entries[oldKey] {
-                _entries[oldKey] = nil
-                _failureCount -= 1
-            }
+        // The FIFO holds live and superseded records alike; the serial tells them apart.
+        while _failureOrder.count > _maxFailuresRemembered, let (oldKey, serial) = _failureOrder.popFirst() {
+            if case .failed(_, serial)? = _entries[oldKey] { _entries[oldKey] = nil }
         }
     }
 }
@@ -1205,7 +1247,9 @@ extension ImageCache {
             }
         }
         var started: [Download] = []
+        var onEvent: ((Event) -> Void)?
         let current: Bool = lock.withLock {
+            onEvent = _onEvent
             guard case .loading(let entry)? = _entries[download.key], entry === download,
                   case .checkingDisk = download.phase else { return false }
             if download.lane == .fast { _checkingFast -= 1 }
@@ -1227,7 +1271,8 @@ extension ImageCache {
         }
         guard current else { return }
         if let result {
-            deliver(download.waiters, result, event: Self.event(result, download.url, from: .disk, bytes: stored?.data.count ?? 0))
+            deliver(download.waiters, result, event: Self.event(result, download.url, from: .disk, bytes: stored?.data.count ?? 0),
+                    handler: onEvent)
         }
         startNetwork(started)
     }
@@ -1236,6 +1281,7 @@ extension ImageCache {
     /// purge or persist.
     fileprivate func diskLostEverything() {
         lock.withLock {
+            secondChance.removeAllObjects()
             for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .stored {
                 _memory[slot].disk = .notStored
             }
@@ -1277,6 +1323,7 @@ extension ImageCache {
         weak var owner: ImageCache?
         private var rows: [String: Row]?  // by file name; nil until loaded
         private var failing = false  // the last write failed: report a failure once, not per file
+        private var lastTouch: TimeInterval = 0
         var injectedWriteError: POSIXErrorCode?  // for tests: every write fails with this
         private var journal: Int32 = -1
         private var journalRecords = 0
@@ -1334,8 +1381,8 @@ extension ImageCache {
             failing = false
             let row = Row(url: url, size: data.count, downloadedAt: downloadedAt, lastUsed: downloadedAt)
             rows?[name] = row
-            append("+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(url)\n")
-            return true
+            // Without its row the file would be deleted as an orphan on the next launch.
+            return append("+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(url)\n")
         }
 
         func remove(_ url: String) {
@@ -1368,9 +1415,11 @@ extension ImageCache {
         func touch(_ urls: [String], at time: TimeInterval) {
             guard !urls.isEmpty else { return }
             var lines = ""
-            for (offset, url) in urls.enumerated() {
-                // Later in the list is more recent: keep the order with tiny steps.
-                let when = time + Double(offset) * 1e-6
+            for url in urls {
+                // Later in the list is more recent: keep the order with tiny steps that never go
+                // back, even when two batches come within a microsecond.
+                let when = max(time, lastTouch + 1e-6)
+                lastTouch = when
                 let name = Self.fileName(for: url)
                 if rows != nil {
                     guard rows?[name]?.url == url else { continue }
@@ -1408,9 +1457,13 @@ extension ImageCache {
         }
 
         /// Problems in the disk tier, for tests: rows without a valid file, files without a row.
-        func invariantViolations() -> [String] {
+        func invariantViolations(stored: [(url: String, downloadedAt: TimeInterval)]) -> [String] {
+            load()
             guard let rows else { return [] }
             var problems: [String] = []
+            for (url, downloadedAt) in stored where rows[Self.fileName(for: url)]?.downloadedAt != downloadedAt {
+                problems.append("in memory as stored, but no row for this download on disk: \(url)")
+            }
             let files = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
             for (name, row) in rows {
                 if !files.contains(name) { problems.append("row without file: \(row.url)") }
@@ -1422,6 +1475,8 @@ extension ImageCache {
             return problems
         }
 
+        var isLoaded: Bool { rows != nil }
+
         var rowCount: Int {
             load()
             return rows?.count ?? 0
@@ -1432,9 +1487,13 @@ extension ImageCache {
         private func load() {
             guard rows == nil else { return }
             var loaded: [String: Row] = [:]
+            var torn = false
             for file in ["index", "journal"] {
                 guard let data = FileManager.default.contents(atPath: path(file)),
                       let text = String(data: data, encoding: .utf8) else { continue }
+                // A last line cut short (a crash or a full disk mid-append) would glue itself to the
+                // next record appended: rewrite the index once it is loaded.
+                if file == "journal", let last = data.last, last != UInt8(ascii: "\n") { torn = true }
                 if file == "index", !text.hasPrefix(Self.header) {
                     report("index file unreadable; starting empty")
                     continue
@@ -1443,9 +1502,9 @@ extension ImageCache {
                     Self.apply(line, to: &loaded)
                     if file == "journal" { journalRecords += 1 }
                 }
-                // A torn last line (no newline) was applied only if it parsed whole; that is fine.
             }
             rows = loaded
+            if torn { compact() }
             let now = owner?.clock() ?? Date().timeIntervalSince1970
             let ttl = owner?.timeToLiveNow() ?? 600
             sweepExpired(now: now, timeToLive: ttl)
@@ -1502,31 +1561,35 @@ extension ImageCache {
             append("-\t\(url)\n")
         }
 
-        private func append(_ text: String, records: Int = 1) {
-            guard !text.isEmpty else { return }
+        /// Appends index records to the journal; false if they could not be written.
+        @discardableResult
+        private func append(_ text: String, records: Int = 1) -> Bool {
+            guard !text.isEmpty else { return true }
             if journal < 0 {
                 do {
                     try ensureFolder()
                 } catch {
                     fail("cannot create \(folder.path): \(Self.describe(error))")
-                    return
+                    return false
                 }
                 journal = open(path("journal"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                 guard journal >= 0 else {
                     fail("cannot open \(path("journal")): \(String(cString: strerror(errno)))")
-                    return
+                    return false
                 }
             }
             do {
                 try Self.writeAll(journal, Data(text.utf8))
             } catch {
                 fail("cannot append to \(path("journal")): \(Self.describe(error))")
+                return false
             }
             journalRecords += records
             if journalRecords > max(1_024, 2 * (rows?.count ?? 0)) {
                 load()
                 compact()
             }
+            return true
         }
 
         /// Rewrites the snapshot from the rows in memory and empties the journal.
@@ -1538,7 +1601,8 @@ extension ImageCache {
             }
             do {
                 try ensureFolder()
-                try Self.writeFile(path("index"), data: Data(text.utf8))
+                // The one fsync: the journal goes next, so a lost index would lose every row.
+                try Self.writeFile(path("index"), data: Data(text.utf8), durable: true)
                 if journal >= 0 { close(journal) }
                 journal = -1
                 unlink(path("journal"))
@@ -1616,12 +1680,13 @@ extension ImageCache {
 
         /// Writes under a temporary name and renames, so that a reader never sees half a file.
         /// No fsync: a cache can lose its last writes on power loss, and rows are validated on read.
-        static func writeFile(_ path: String, data: Data) throws {
+        static func writeFile(_ path: String, data: Data, durable: Bool = false) throws {
             let temporary = path + ".\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             do {
                 try writeAll(fd, data)
+                if durable, fsync(fd) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             } catch {
                 close(fd)
                 unlink(temporary)
@@ -1674,6 +1739,9 @@ extension ImageCache {
         diskQueue.sync { disk.injectedWriteError = code }
     }
 
+    /// Internal for tests: whether the disk index has been loaded (without loading it).
+    var diskIndexLoaded: Bool { diskQueue.sync { disk.isLoaded } }
+
     /// Internal for tests: the file name the disk tier uses for `url`.
     static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
 
@@ -1711,7 +1779,15 @@ extension ImageCache {
             if counted != kept { problems.append("lane counters \(kept) != counted \(counted)") }
             return problems
         }
-        problems += diskQueue.sync { disk.invariantViolations() }
+        let now = clock()
+        let stored: [(String, TimeInterval)] = lock.withLock {
+            _memory.indicesFromLeastRecent().compactMap { slot in
+                let entry = _memory[slot]
+                guard entry.disk == .stored, now < entry.downloadedAt + _timeToLive else { return nil }
+                return (entry.key.string, entry.downloadedAt)
+            }
+        }
+        problems += diskQueue.sync { disk.invariantViolations(stored: stored) }
         return problems
     }
 }
@@ -2014,6 +2090,8 @@ extension ImageCache {
     fileprivate struct FIFO<Element> {
         private var items: [Element?] = []
         private var head = 0
+
+        var count: Int { items.count - head }
 
         mutating func append(_ element: Element) { items.append(element) }
 

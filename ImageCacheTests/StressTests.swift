@@ -73,8 +73,15 @@ final class StressTests: CacheTestCase {
                     cache.purgeMemory()
                 case 93..<96:
                     cache.persistCacheToDisk()
-                case 96..<98:
+                case 96:
                     cache.reduceDiskCache(maxImageCount: 20)
+                case 97:
+                    // Settings change under load too (a new session, a wider lane, a smaller cap).
+                    switch random.next() % 3 {
+                    case 0: cache.requestTimeout = Double(5 + random.next() % 5)
+                    case 1: cache.maxConcurrentDownloads = Int(1 + random.next() % 8)
+                    default: cache.imageMemoryMaxCount = Int(5 + random.next() % 11)
+                    }
                 default:
                     cache.removeAll()
                 }
@@ -107,7 +114,7 @@ final class StressTests: CacheTestCase {
         }
         XCTAssertGreaterThan(delivered, 0)
         XCTAssertGreaterThan(cancelled, 0)
-        XCTAssertLessThanOrEqual(cache.memoryCount, 15)
+        XCTAssertLessThanOrEqual(cache.memoryCount, cache.imageMemoryMaxCount)
         cache.persistCacheToDisk()
         assertInvariants(cache)
         print("stress: \(all.count) tasks, \(cancelled) cancelled, \(server.totalRequests) requests")
