@@ -1,0 +1,237 @@
+import Foundation
+@_spi(Benchmarks) import ImageCache
+
+/// The floor of the memory tier: a `[String: Value]` keyed by `url.absoluteString` behind an
+/// `NSLock`, with first-in first-out eviction of 10% at the cap (the plainest batch eviction).
+final class LockedDictionary<Value> {
+    private let lock = NSLock()
+    private var values: [String: Value] = [:]
+    private var order: [String]  // a ring of keys in insertion order
+    private var oldest = 0
+    private let cap: Int
+
+    init(cap: Int) {
+        self.cap = cap
+        order = Array(repeating: "", count: cap)
+        values.reserveCapacity(cap)
+    }
+
+    func value(for url: URL) -> Value? {
+        let key = url.absoluteString
+        return lock.withLock { values[key] }
+    }
+
+    /// Inserts a key that is not present.
+    func insert(_ value: Value, for url: URL) {
+        let key = url.absoluteString
+        lock.withLock {
+            if values.count >= cap {
+                for _ in 0..<max(1, cap / 10) {
+                    values[order[oldest]] = nil
+                    oldest = (oldest + 1) % cap
+                }
+            }
+            order[(oldest + values.count) % cap] = key
+            values[key] = value
+        }
+    }
+}
+
+private let photo = ImageCache.Image(data: TestImages.photo)!
+
+/// A cache and its floor holding the same images under the same URLs.
+private func filledMemory(count: Int, in scratch: Scratch) -> (ImageCache, LockedDictionary<ImageCache.Image>, [URL]) {
+    let cache = makeCache("memory", in: scratch, memoryCap: count)
+    let floor = LockedDictionary<ImageCache.Image>(cap: count)
+    let urls = (0..<count).map(cdnURL)
+    for url in urls {
+        cache._benchmarkInsert(url, image: photo, data: TestImages.photo)
+        floor.insert(photo, for: url)
+    }
+    cache._benchmarkDrainDisk()
+    return (cache, floor, urls)
+}
+
+// MARK: - peek
+
+/// `peek` hits from one thread, against a locked dictionary lookup.
+func peekOneThread(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("peek")
+    defer { scratch.remove() }
+    let (cache, floor, urls) = filledMemory(count: 1_000, in: scratch)
+    let passes = config.pick(quick: 20, full: 200)
+    let operations = passes * urls.count
+    var hits = 0
+    let result = compare(rounds: config.rounds) { _ in
+        nanoseconds(perOperation: operations) {
+            for _ in 0..<passes { for url in urls where cache.peek(url) != nil { hits += 1 } }
+        }
+    } floor: { _ in
+        nanoseconds(perOperation: operations) {
+            for _ in 0..<passes { for url in urls where floor.value(for: url) != nil { hits += 1 } }
+        }
+    }
+    let expected = 2 * (config.rounds + 1) * operations
+    guard hits == expected else { throw BenchmarkError("peek missed \(expected - hits) of \(expected) lookups") }
+    return [Row(figure: "`peek` hit, 1 thread", unit: "ns", ours: result.ours,
+                floorName: "`url.absoluteString` + `[String: Image]` lookup under an NSLock",
+                floor: result.floor, goal: "<= 1.3x floor", pass: { $0! <= 1.3 },
+                notes: ["1,000 images in memory, \(Report.format(Double(operations))) lookups per round"])]
+}
+
+/// `peek` hits from two threads at once on the same cache, against the floor under the same contention.
+func peekTwoThreads(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("peek2")
+    defer { scratch.remove() }
+    let (cache, floor, urls) = filledMemory(count: 1_000, in: scratch)
+    let passes = config.pick(quick: 10, full: 100)
+    let operations = passes * urls.count  // per thread
+    let hits = Locked(0)
+    /// Nanoseconds per lookup as the two threads see it: both start at once, each times its own
+    /// loop, and the figure is the mean of the two.
+    func contended(_ lookup: @escaping (URL) -> Bool) -> Double {
+        let start = DispatchSemaphore(value: 0)
+        let finished = DispatchGroup()
+        let times = Locked<[Double]>([])
+        for thread in 0..<2 {
+            finished.enter()
+            Thread {
+                // The threads walk the URLs in opposite orders so that they do not move in lockstep.
+                let order = thread == 0 ? urls : urls.reversed()
+                var found = 0
+                start.wait()
+                let time = seconds { for _ in 0..<passes { for url in order where lookup(url) { found += 1 } } }
+                times.mutate { $0.append(time) }
+                hits.mutate { $0 += found }
+                finished.leave()
+            }.start()
+        }
+        start.signal()
+        start.signal()
+        finished.wait()
+        return times.value.reduce(0, +) / 2 * 1e9 / Double(operations)
+    }
+    let result = compare(rounds: config.rounds) { _ in
+        contended { cache.peek($0) != nil }
+    } floor: { _ in
+        contended { floor.value(for: $0) != nil }
+    }
+    let expected = 2 * 2 * (config.rounds + 1) * operations
+    guard hits.value == expected else { throw BenchmarkError("peek missed \(expected - hits.value) of \(expected) lookups") }
+    return [Row(figure: "`peek` hit, 2 threads contending", unit: "ns", ours: result.ours,
+                floorName: "the 1-thread floor, from 2 threads at once on one dictionary and lock",
+                floor: result.floor, goal: "<= 1.3x floor", pass: { $0! <= 1.3 },
+                notes: ["two threads started together, each timing its own \(Report.format(Double(operations))) lookups; "
+                        + "a round's value is the mean of the two"])]
+}
+
+/// A value behind a lock, for results that threads hand back.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value { lock.withLock { stored } }
+
+    func mutate(_ body: (inout Value) -> Void) {
+        lock.withLock { body(&stored) }
+    }
+}
+
+// MARK: - Insert at the cap
+
+/// Inserts into a full memory tier (each insert past the cap evicts 10% in a batch), caps 1k,
+/// 10k and 100k; the goal is an amortized cost, and a cost that does not grow with the cap.
+func insertAtCap(_ config: Config) throws -> [Row] {
+    var rows: [Row] = []
+    var medians: [Int: (ours: Double, floor: Double)] = [:]
+    for cap in [1_000, 10_000, 100_000] {
+        let scratch = try Scratch("insert")
+        defer { scratch.remove() }
+        let cache = makeCache("insert", in: scratch, memoryCap: cap)
+        let floor = LockedDictionary<ImageCache.Image>(cap: cap)
+        // Inserts cycle through 2 x cap URLs: each one was evicted long before it comes again.
+        let urls = (0..<2 * cap).map(cdnURL)
+        for url in urls[0..<cap] {
+            cache._benchmarkInsert(url, image: photo, data: TestImages.photo)
+            floor.insert(photo, for: url)
+        }
+        cache._benchmarkDrainDisk()
+        let perRound = config.pick(quick: max(cap / 2, 5_000), full: max(2 * cap, 20_000))
+        var oursNext = cap, floorNext = cap
+        var drains: [Double] = []
+        let result = compare(rounds: config.rounds) { _ in
+            let ns = nanoseconds(perOperation: perRound) {
+                for _ in 0..<perRound {
+                    cache._benchmarkInsert(urls[oursNext % urls.count], image: photo, data: TestImages.photo)
+                    oursNext += 1
+                }
+            }
+            // The evictions queue index work on the disk queue; let it finish outside the timing.
+            drains.append(seconds { cache._benchmarkDrainDisk() } * 1e3)
+            return ns
+        } floor: { _ in
+            nanoseconds(perOperation: perRound) {
+                for _ in 0..<perRound {
+                    floor.insert(photo, for: urls[floorNext % urls.count])
+                    floorNext += 1
+                }
+            }
+        }
+        medians[cap] = (result.ours.median, result.floor.median)
+        rows.append(Row(figure: "insert at the count cap, cap \(Report.format(Double(cap)))", unit: "ns", ours: result.ours,
+                        floorName: "locked `[String: Image]` insert with first-in first-out eviction of 10% at the cap",
+                        floor: result.floor, goal: "<= 600 ns", pass: { _ in result.ours.median <= 600 },
+                        notes: ["\(Report.format(Double(perRound))) inserts per round; the disk queue then needed "
+                                + "\(Report.format(Stats(drains).median)) ms (median) to catch up with the evictions"]))
+    }
+    let growth = Stats([medians[100_000]!.ours / medians[1_000]!.ours])
+    let floorGrowth = Stats([medians[100_000]!.floor / medians[1_000]!.floor])
+    rows.append(Row(figure: "insert flatness: cap 100k over cap 1k", unit: "x", ours: growth,
+                    floorName: "the same quotient for the floor", floor: floorGrowth,
+                    goal: "<= 1.5x", pass: { _ in growth.median <= 1.5 },
+                    notes: ["quotient of the medians above"]))
+    return rows
+}
+
+// MARK: - Memory hit to the callback
+
+/// `fetch` of an image in memory, to its callback on a private queue, against one
+/// `DispatchQueue.async` round trip to a private queue.
+func memoryHitToCallback(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("memoryhit")
+    defer { scratch.remove() }
+    let (cache, _, urls) = filledMemory(count: 100, in: scratch)
+    let operations = config.pick(quick: 2_000, full: 20_000)
+    let semaphore = DispatchSemaphore(value: 0)
+    var misses = 0
+    func measure() -> (ours: Stats, floor: Stats) {
+        compareLatencies(rounds: config.rounds, count: operations) { i in
+            cache.fetch(urls[i % urls.count]) { _, image in
+                if image == nil { misses += 1 }
+                semaphore.signal()
+            }
+            semaphore.wait()
+        } floor: { _ in
+            callbacks.async { semaphore.signal() }
+            semaphore.wait()
+        }
+    }
+    let result = onOneCPU(measure)
+    let unpinned = measure()
+    guard misses == 0 else { throw BenchmarkError("\(misses) memory fetches came back without an image") }
+    return [Row(figure: "fetch of a memory hit to its callback", unit: "us", ours: result.ours,
+                floorName: "one `DispatchQueue.async` round trip to a private queue (semaphore back)",
+                floor: result.floor, goal: "<= 1.5x floor", pass: { $0! <= 1.5 },
+                notes: ["sequential: fetch, wait for the callback, repeat, alternating with the floor; "
+                        + "\(Report.format(Double(operations))) per round; a round's value is the median of its fetches",
+                        oneCPUNote(unpinned)])]
+}
+
+/// The note of a latency figure measured on one CPU: what it gave on every CPU.
+func oneCPUNote(_ unpinned: (ours: Stats, floor: Stats)) -> String {
+    "measured with the process on one CPU (see `onOneCPU`); on both CPUs the same run gave ours "
+        + "\(Report.format(unpinned.ours.median)) us, floor \(Report.format(unpinned.floor.median)) us "
+        + "(\(Report.format(unpinned.ours.median / unpinned.floor.median))x)"
+}

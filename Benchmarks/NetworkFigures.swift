@@ -1,0 +1,307 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@_spi(Benchmarks) import ImageCache
+import LoopbackServer
+
+/// The floor of the network figures: a `URLSession` configured as the cache configures its own
+/// (no `URLCache`, 16 connections per host), loading data tasks a fixed number at a time.
+final class RawLoader: @unchecked Sendable {
+    let session: URLSession
+
+    init() {
+        let configuration = URLSessionConfiguration.default
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.timeoutIntervalForRequest = 30
+        configuration.httpMaximumConnectionsPerHost = 16
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        // The last reference may go away in one of the session's callbacks, where invalidating
+        // synchronously would wait for the queue it runs on.
+        let session = self.session
+        DispatchQueue.global().async { session.invalidateAndCancel() }
+    }
+
+    /// Downloads every URL, `inFlight` at a time (a new task starts as one finishes), and waits;
+    /// `received` gets each body, on `queue` if given (as a cache hands an image to its callback
+    /// queue), else on the session's queue.
+    func load(_ urls: [URL], inFlight: Int, queue: DispatchQueue? = nil,
+              received: @escaping @Sendable (Data) -> Void = { _ in }) throws {
+        let countdown = Countdown(urls.count)
+        let session = self.session
+        startWindowed(urls.count, inFlight: inFlight) { index, next in
+            session.dataTask(with: urls[index]) { data, response, error in
+                let ok = error == nil && (response as? HTTPURLResponse)?.statusCode == 200 && data?.count ?? 0 > 0
+                next()
+                guard let queue else {
+                    if let data { received(data) }
+                    return countdown.done(ok: ok)
+                }
+                queue.async {
+                    if let data { received(data) }
+                    countdown.done(ok: ok)
+                }
+            }.resume()
+        }
+        try countdown.wait("raw URLSession, \(urls.count) requests")
+    }
+}
+
+/// Starts `start(0)`, `start(1)`... `inFlight` at a time: each start gets a `next` to call when
+/// it is done, which starts the following index.
+private func startWindowed(_ count: Int, inFlight: Int, _ start: @escaping (Int, @escaping () -> Void) -> Void) {
+    let lock = NSLock()
+    var nextIndex = 0
+    func startNext() {
+        let index: Int? = lock.withLock {
+            guard nextIndex < count else { return nil }
+            nextIndex += 1
+            return nextIndex - 1
+        }
+        if let index { start(index, startNext) }
+    }
+    for _ in 0..<min(inFlight, count) { startNext() }
+}
+
+extension ImageCache {
+    /// Fetches every URL, `inFlight` at a time (the next fetch starts in a callback), and waits.
+    func fetchWindowed(_ urls: [URL], inFlight: Int) throws {
+        let countdown = Countdown(urls.count)
+        startWindowed(urls.count, inFlight: inFlight) { index, next in
+            self.fetch(urls[index]) { _, image in
+                countdown.done(ok: image != nil)
+                next()
+            }
+        }
+        try countdown.wait("fetching \(urls.count) images")
+    }
+}
+
+// MARK: - Network miss
+
+/// 200 distinct 50 KB images fetched at once with 8 downloads at a time, against raw URLSession
+/// data tasks kept 8 in flight on the same server.
+func networkMissThroughput(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("network")
+    defer { scratch.remove() }
+    let server = try makeServer()
+    defer { server.stop() }
+    let count = 200
+    let cache = makeCache("network", in: scratch, memoryCap: 1_000)
+    cache.maxConcurrentDownloads = 8
+    let loader = RawLoader()
+    // CPU time and thread switches of the whole process (server included) per image, to tell
+    // work from waiting.
+    var oursUsage: [(cpu: Double, switches: Double)] = [], floorUsage: [(cpu: Double, switches: Double)] = []
+    func perImage(since start: (cpuSeconds: Double, switches: Int)) -> (cpu: Double, switches: Double) {
+        let end = processUsage()
+        return ((end.cpuSeconds - start.cpuSeconds) / Double(count) * 1e6, Double(end.switches - start.switches) / Double(count))
+    }
+    let result = try compare(rounds: config.pick(quick: 3, full: 9)) { round in
+        let urls = (0..<count).map { server.url("/net/\(round)/\($0).png") }
+        let usage = processUsage()
+        let time = try seconds { try cache.fetchAll(urls) }
+        cache.persistCacheToDisk()  // the disk writes it queued finish before the floor's round
+        oursUsage.append(perImage(since: usage))
+        return Double(count) / time
+    } floor: { round in
+        let urls = (0..<count).map { server.url("/raw/\(round)/\($0).png") }
+        let usage = processUsage()
+        let time = try seconds { try loader.load(urls, inFlight: 8, queue: callbacks) }
+        floorUsage.append(perImage(since: usage))
+        return Double(count) / time
+    }
+    func describe(_ usage: [(cpu: Double, switches: Double)]) -> String {
+        "\(Report.format(Stats(usage.map(\.cpu)).median)) us CPU, \(Report.format(Stats(usage.map(\.switches)).median)) thread switches"
+    }
+    return [Row(figure: "network miss, 200 distinct 50 KB images, 8 in flight", unit: "images/s", ours: result.ours,
+                floorName: "raw `URLSession` data tasks, 8 in flight, same server and session settings, each body "
+                    + "handed to the callback queue with one `async`",
+                floor: result.floor, goal: ">= 0.95x floor", pass: { $0! >= 0.95 },
+                notes: ["all 200 fetches issued at once, `maxConcurrentDownloads = 8`; each image is also written to disk "
+                        + "(on the disk queue, during the timing)",
+                        "per image, whole process with the server (medians): ours \(describe(oursUsage)) (its disk writes "
+                        + "included), floor \(describe(floorUsage))"])]
+}
+
+// MARK: - Urgent fetches under a backlog
+
+/// The p95 latency of urgent fetches issued one after the other while 1,000 `slowFetch` URLs are
+/// queued, against the same urgent fetches with nothing queued; the server takes 5 ms a request.
+func urgentUnderBacklog(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("urgent")
+    defer { scratch.remove() }
+    let server = try makeServer(delay: 0.005)
+    defer { server.stop() }
+    let cache = makeCache("urgent", in: scratch, memoryCap: 2_000)
+    let urgentCount = config.pick(quick: 20, full: 40)
+    let backlogCount = 1_000
+    var backlogDone: [Int] = []
+
+    /// p95 in milliseconds of `urgentCount` fetches, one after the other, each to its callback.
+    func urgentP95(_ label: String, _ round: Int) throws -> Double {
+        let latencies: [Double] = try (0..<urgentCount).map { i in
+            try seconds { try cache.fetchOne(server.url("/urgent/\(label)/\(round)/\(i).png")) } * 1e3
+        }
+        return percentile(latencies, 0.95)
+    }
+    let result = try compare(rounds: config.slowRounds) { round in
+        let before = server.totalRequests
+        let backlog = (0..<backlogCount).map { cache.slowFetch(server.url("/backlog/\(round)/\($0).png")) }
+        let p95 = try urgentP95("busy", round)
+        backlogDone.append(server.totalRequests - before - urgentCount)
+        backlog.forEach { $0.cancel() }
+        cache._benchmarkDrainDisk()
+        return p95
+    } floor: { round in
+        try urgentP95("calm", round)
+    }
+    return [Row(figure: "urgent fetch p95 under a 1,000-image slowFetch backlog (server adds 5 ms)", unit: "ms",
+                ours: result.ours, floorName: "p95 of the same urgent fetches with no backlog",
+                floor: result.floor, goal: "<= 1.25x floor", pass: { $0! <= 1.25 },
+                notes: ["\(urgentCount) urgent fetches one after the other per round, issued right after queuing the backlog; "
+                        + "the slow lane downloaded \(Report.format(Stats(backlogDone.map(Double.init)).median)) backlog "
+                        + "images meanwhile (median); the rest was cancelled"])]
+}
+
+// MARK: - One URL, many fetches
+
+/// 1,000 fetches of one URL issued at once: one request, and all callbacks about as soon as a
+/// single fetch's; the server takes 5 ms a request.
+func manyFetchesOfOneURL(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("dedup")
+    defer { scratch.remove() }
+    let server = try makeServer(delay: 0.005)
+    defer { server.stop() }
+    let cache = makeCache("dedup", in: scratch)
+    let fetches = 1_000
+    var requests: [Int] = []
+    var issuing: [Double] = []
+    let result = try compare(rounds: config.rounds) { round in
+        let path = "/many/\(round).png"
+        let url = server.url(path)
+        let countdown = Countdown(fetches)
+        let ms = try seconds {
+            issuing.append(seconds {
+                for _ in 0..<fetches { cache.fetch(url) { _, image in countdown.done(ok: image != nil) } }
+            } * 1e3)
+            try countdown.wait("\(fetches) fetches of one URL")
+        } * 1e3
+        requests.append(server.requestCount(path))
+        return ms
+    } floor: { round in
+        try seconds { try cache.fetchOne(server.url("/one/\(round).png")) } * 1e3
+    }
+    let oneRequestEach = requests.allSatisfy { $0 == 1 }
+    return [Row(figure: "1,000 concurrent fetches of one URL (server adds 5 ms)", unit: "ms", ours: result.ours,
+                floorName: "one fetch of a new URL, to its callback",
+                floor: result.floor, goal: "exactly 1 request; <= 1.1x floor",
+                pass: { oneRequestEach && $0! <= 1.1 },
+                notes: ["requests per round: " + (oneRequestEach ? "1 in every round" : requests.map(String.init).joined(separator: ", ")),
+                        "the \(fetches) `fetch` calls themselves took \(Report.format(Stats(issuing).median)) ms (median)"])]
+}
+
+// MARK: - Resident memory
+
+/// Resident growth while 10,000 distinct 50 KB images are fetched through a cache whose memory
+/// holds 100; each side runs in a child process of its own, so that neither inherits the
+/// other's heap.
+func residentGrowth(_ config: Config) throws -> [Row] {
+    let count = config.pick(quick: 1_000, full: 10_000)
+    let cap = 100
+    var ours: [Double] = [], floor: [Double] = []
+    for _ in 0..<config.pick(quick: 1, full: 3) {
+        ours.append(try runChild(["--child", "resident-ours", String(count)]))
+        floor.append(try runChild(["--child", "resident-floor", String(count)]))
+    }
+    let budget = Double(cap * TestImages.photo.count) * 1.5 / 1e6
+    let result = (ours: Stats(ours), floor: Stats(floor))
+    return [Row(figure: "memory: \(Report.format(Double(count))) fetched 50 KB images, cap 100, resident growth",
+                unit: "MB", ours: result.ours,
+                floorName: "raw `URLSession`, 8 in flight, keeping the last 100 images in an array",
+                floor: result.floor, goal: "<= cap x image size x 1.5 = \(Report.format(budget)) MB",
+                pass: { _ in result.ours.median <= budget },
+                notes: ["VmRSS after minus VmRSS before the first 50 KB image (after a warm-up with thumbnails), in a fresh "
+                        + "child process for each round and side; fetches 8 at a time; the second-chance NSCache may hold "
+                        + "20 more images"])]
+}
+
+/// Runs this program again with `arguments` and returns the number it prints ("growth BYTES"), in MB.
+private func runChild(_ arguments: [String]) throws -> Double {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executablePath())
+    process.arguments = ["--directory", scratchParent.path] + arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: output, as: UTF8.self)
+    guard process.terminationStatus == 0,
+          let line = text.split(separator: "\n").last(where: { $0.hasPrefix("growth ") }),
+          let bytes = Double(line.dropFirst("growth ".count)) else {
+        throw BenchmarkError("child \(arguments.joined(separator: " ")) failed (status \(process.terminationStatus)): \(text)")
+    }
+    return bytes / 1e6
+}
+
+/// The child process of `residentGrowth`: fetches `count` images one way and prints "growth BYTES".
+///
+/// The warm-up uses 270-byte thumbnails from a second server, so that the threads, libcurl, the
+/// session and the disk folder exist before the first reading, but no 50 KB image does: the
+/// growth then counts the images that stay in memory as well as what the churn costs.
+func residentChild(_ kind: String, count: Int) throws {
+    let server = try makeServer()
+    defer { server.stop() }
+    let thumbnails = try makeServer(body: TestImages.thumbnail)
+    defer { thumbnails.stop() }
+    let scratch = try Scratch("resident")
+    defer { scratch.remove() }
+    let warmUp = (0..<50).map { thumbnails.url("/warm/\($0).png") }
+    let urls = (0..<count).map { server.url("/resident/\($0).png") }
+    var before = 0, after = 0
+    switch kind {
+    case "resident-ours":
+        try RawLoader().load(warmUp, inFlight: 8)
+        let cache = makeCache("resident", in: scratch, memoryCap: 100)
+        cache.maxConcurrentDownloads = 8
+        try cache.fetchWindowed(warmUp, inFlight: 8)
+        cache.purgeMemory()
+        cache._benchmarkDrainDisk()
+        before = residentBytes() ?? 0
+        try cache.fetchWindowed(urls, inFlight: 8)
+        cache._benchmarkDrainDisk()
+        after = residentBytes() ?? 0
+    case "resident-floor":
+        let loader = RawLoader()
+        try loader.load(warmUp, inFlight: 8)
+        let kept = LastImages(100)
+        before = residentBytes() ?? 0
+        try loader.load(urls, inFlight: 8, received: kept.keep)
+        after = residentBytes() ?? 0
+    default:
+        throw BenchmarkError("unknown child \(kind)")
+    }
+    print("growth \(after - before)")
+}
+
+/// The floor's memory tier: the last `count` images, in an array used as a ring.
+final class LastImages: @unchecked Sendable {
+    private let lock = NSLock()
+    private var images: [Data] = []
+    private var next = 0
+    private let count: Int
+
+    init(_ count: Int) { self.count = count }
+
+    @Sendable func keep(_ data: Data) {
+        lock.withLock {
+            if images.count < count { images.append(data) } else { images[next % count] = data }
+            next += 1
+        }
+    }
+}
