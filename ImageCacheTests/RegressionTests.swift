@@ -291,4 +291,23 @@ final class RegressionTests: CacheTestCase {
         XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(server.requestCount("/flaky.png"), 2)
     }
+
+    func testRandomIndexAndJournalBytesNeverCrashTheLoad() throws {
+        let url = serve("/r.png")
+        var generator = SplitMix(seed: 5)
+        let folder = directory.appendingPathComponent("cache")
+        for round in 0..<30 {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let junk = { (count: Int) in Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }) }
+            var journal = Data("+\t1\t2\t3\thttp://x/\nu\t\t\n-\n+\t\t\t\t\n".utf8)
+            journal.append(junk(Int(generator.next() % 3000)))
+            try journal.write(to: folder.appendingPathComponent("journal"))
+            try (Data("ImageCache index 1\n".utf8) + junk(500)).write(to: folder.appendingPathComponent("index"))
+            let cache = makeCache()
+            XCTAssertNotNil(fetchAndWait(cache, url), "round \(round)")
+            cache.persistCacheToDisk()
+            assertInvariants(cache)
+            cache.removeAll()
+        }
+    }
 }
