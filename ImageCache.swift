@@ -1657,7 +1657,7 @@ extension ImageCache {
                 return false
             }
             journalRecords += records
-            if journalRecords > max(1_024, rows?.count ?? 0) {
+            if journalRecords > max(1_024, 2 * (rows?.count ?? 0)) {
                 load()
                 compact()
             }
