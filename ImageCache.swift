@@ -785,6 +785,18 @@ extension ImageCache {
         startNetwork(started)
     }
 
+    /// Queues a download for the network on its lane; returns what may start now.
+    private func _enqueue(_ download: Download) -> [Download] {
+        download.phase = .queued
+        if download.lane == .fast {
+            _queuedFast += 1
+            _fastLane.append(download)
+        } else {
+            _slowLane.append(download)
+        }
+        return _startReadyDownloads()
+    }
+
     /// Moves a slow download to the fast lane.
     private func _promote(_ download: Download) -> [Download] {
         switch download.phase {
@@ -972,14 +984,7 @@ extension ImageCache {
         let started: [Download] = lock.withLock {
             guard case .loading(let entry)? = _entries[download.key], entry === download,
                   case .waitingToRetry = download.phase else { return [] }
-            download.phase = .queued
-            if download.lane == .fast {
-                _queuedFast += 1
-                _fastLane.append(download)
-            } else {
-                _slowLane.append(download)
-            }
-            return _startReadyDownloads()
+            return _enqueue(download)
         }
         startNetwork(started)
     }
@@ -1284,14 +1289,7 @@ extension ImageCache {
                 _insert(download.key, image: image, data: stored.data, downloadedAt: stored.downloadedAt, disk: .stored)
                 started = _startReadyDownloads()
             } else {
-                download.phase = .queued
-                if download.lane == .fast {
-                    _queuedFast += 1
-                    _fastLane.append(download)
-                } else {
-                    _slowLane.append(download)
-                }
-                started = _startReadyDownloads()
+                started = _enqueue(download)
             }
             return true
         }

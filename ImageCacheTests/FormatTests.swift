@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import ImageCache
+import LoopbackServer
 
 /// The format checks that stand in for a decoder on Linux (and guard the platform decoder).
 final class FormatTests: CacheTestCase {
@@ -78,18 +79,5 @@ extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
-    }
-}
-
-/// A small deterministic generator, so that a failing seed can be replayed.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
