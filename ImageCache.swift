@@ -1353,6 +1353,9 @@ extension ImageCache {
         private var journal: Int32 = -1
         private var journalRecords = 0
         private static let header = "ImageCache index 1\n"
+        // Hidden names, so that a listing that skips hidden files sees the images alone.
+        static let indexName = ".index"
+        static let journalName = ".journal"
 
         init(folder: URL) {
             self.folder = folder
@@ -1497,7 +1500,7 @@ extension ImageCache {
                 if !files.contains(name) { problems.append("row without file: \(row.url)") }
                 if Self.fileName(for: row.url) != name { problems.append("row under wrong name: \(row.url)") }
             }
-            for file in files where rows[file] == nil && file != "index" && file != "journal" {
+            for file in files where rows[file] == nil && file != Self.indexName && file != Self.journalName {
                 problems.append("file without row: \(file)")
             }
             return problems
@@ -1516,10 +1519,10 @@ extension ImageCache {
             guard rows == nil else { return }
             var loaded: [String: Row] = [:]
             var torn = false
-            for file in ["index", "journal"] {
+            for file in [Self.indexName, Self.journalName] {
                 guard let data = FileManager.default.contents(atPath: path(file)) else { continue }
                 var bytes = [UInt8](data)
-                if file == "index" {
+                if file == Self.indexName {
                     guard bytes.starts(with: Self.header.utf8) else {
                         report("index file unreadable; starting empty")
                         continue
@@ -1531,7 +1534,7 @@ extension ImageCache {
                     torn = bytes.last != UInt8(ascii: "\n")
                 }
                 let lines = Self.apply(&bytes, to: &loaded)
-                if file == "journal" { journalRecords += lines }
+                if file == Self.journalName { journalRecords += lines }
             }
             rows = loaded
             let now = owner?.clock() ?? Date().timeIntervalSince1970
@@ -1606,7 +1609,7 @@ extension ImageCache {
         /// left by a crash), and drops rows without a file (a crash between unlink and journal).
         private func sweepOrphans() {
             guard let rows, let files = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-            for file in files where rows[file] == nil && file != "index" && file != "journal" {
+            for file in files where rows[file] == nil && file != Self.indexName && file != Self.journalName {
                 unlink(path(file))
             }
             let present = Set(files)
@@ -1642,16 +1645,16 @@ extension ImageCache {
                     fail("cannot create \(folder.path): \(Self.describe(error))")
                     return false
                 }
-                journal = open(path("journal"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                journal = open(path(Self.journalName), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                 guard journal >= 0 else {
-                    fail("cannot open \(path("journal")): \(String(cString: strerror(errno)))")
+                    fail("cannot open \(path(Self.journalName)): \(String(cString: strerror(errno)))")
                     return false
                 }
             }
             do {
                 try Self.writeAll(journal, Data(text.utf8))
             } catch {
-                fail("cannot append to \(path("journal")): \(Self.describe(error))")
+                fail("cannot append to \(path(Self.journalName)): \(Self.describe(error))")
                 return false
             }
             journalRecords += records
@@ -1672,13 +1675,13 @@ extension ImageCache {
             do {
                 try ensureFolder()
                 // The one fsync: the journal goes next, so a lost index would lose every row.
-                try Self.writeFile(path("index"), data: Data(text.utf8), durable: true)
+                try Self.writeFile(path(Self.indexName), data: Data(text.utf8), durable: true)
                 if journal >= 0 { close(journal) }
                 journal = -1
-                unlink(path("journal"))
+                unlink(path(Self.journalName))
                 journalRecords = 0
             } catch {
-                fail("cannot write \(path("index")): \(Self.describe(error))")
+                fail("cannot write \(path(Self.indexName)): \(Self.describe(error))")
             }
         }
 
@@ -1753,7 +1756,9 @@ extension ImageCache {
         /// Writes under a temporary name and renames, so that a reader never sees half a file.
         /// No fsync: a cache can lose its last writes on power loss, and rows are validated on read.
         static func writeFile(_ path: String, data: Data, durable: Bool = false) throws {
-            let temporary = path + ".\(UInt32.random(in: 0 ... .max)).tmp"
+            // Hidden too, beside its final name: "dir/.name.<random>.tmp".
+            let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+            let temporary = String(path[..<slash]) + "." + String(path[slash...]) + ".\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             do {
@@ -2102,6 +2107,9 @@ extension ImageCache {
     /// An image as the cache holds it where no UI framework exists: the original bytes and what
     /// their header says. Bytes that are not a whole image of a known format fail to decode.
     public struct Image: Sendable, Hashable {
+        /// The formats an image can be in (``ImageCache/Format``).
+        public typealias Format = ImageCache.Format
+
         /// The original bytes, as downloaded.
         public let data: Data
         /// The format the bytes are in.

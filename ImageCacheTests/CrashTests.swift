@@ -62,7 +62,7 @@ final class CrashTests: CacheTestCase {
         }
         XCTAssertEqual(corrupt, 0)
         print("crash: \(kills) kills, \(reopenings) reopenings, \(served) images served, \(corrupt) corrupt")
-        let journal = directory.appendingPathComponent("crash/journal")
+        let journal = directory.appendingPathComponent("crash/.journal")
         let size = (try? FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? NSNumber)??.intValue ?? 0
         XCTAssertLessThan(size, 1_000_000, "the journal is compacted")
     }

@@ -218,7 +218,7 @@ final class RegressionTests: CacheTestCase {
             XCTAssertNotNil(fetchAndWait(first, x))
             first.persistCacheToDisk()
         }
-        let journal = directory.appendingPathComponent("cache/journal")
+        let journal = directory.appendingPathComponent("cache/.journal")
         let handle = try FileHandle(forWritingTo: journal)
         handle.seekToEndOfFile()
         handle.write(Data("+\t17952".utf8))  // a record cut short, no newline
@@ -301,8 +301,8 @@ final class RegressionTests: CacheTestCase {
             let junk = { (count: Int) in Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }) }
             var journal = Data("+\t1\t2\t3\thttp://x/\nu\t\t\n-\n+\t\t\t\t\n".utf8)
             journal.append(junk(Int(generator.next() % 3000)))
-            try journal.write(to: folder.appendingPathComponent("journal"))
-            try (Data("ImageCache index 1\n".utf8) + junk(500)).write(to: folder.appendingPathComponent("index"))
+            try journal.write(to: folder.appendingPathComponent(".journal"))
+            try (Data("ImageCache index 1\n".utf8) + junk(500)).write(to: folder.appendingPathComponent(".index"))
             let cache = makeCache()
             XCTAssertNotNil(fetchAndWait(cache, url), "round \(round)")
             cache.persistCacheToDisk()

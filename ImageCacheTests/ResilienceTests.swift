@@ -208,7 +208,7 @@ final class ResilienceTests: CacheTestCase {
         }
         cache.persistCacheToDisk()
         let files = try FileManager.default.contentsOfDirectory(atPath: cache.folder.path)
-        XCTAssertTrue(files.allSatisfy { $0 == "journal" || $0 == "index" || ($0.count == 16 && $0.allSatisfy(\.isHexDigit)) }, "\(files)")
+        XCTAssertTrue(files.allSatisfy { $0 == ".journal" || $0 == ".index" || ($0.count == 16 && $0.allSatisfy(\.isHexDigit)) }, "\(files)")
         let relaunched = makeCache()
         for string in strings { XCTAssertNotNil(fetchAndWait(relaunched, URL(string: "http://127.0.0.1:\(server.port)\(string)")!)) }
         XCTAssertEqual(server.totalRequests, strings.count)

@@ -203,8 +203,8 @@ final class TierTests: CacheTestCase {
             first.persistCacheToDisk()
         }
         let folder = directory.appendingPathComponent("cache")
-        try Data("garbage\u{0}\u{1}".utf8).write(to: folder.appendingPathComponent("index"))
-        try Data("+\tnot\ta\trow\n-\n\u{FF}".utf8).write(to: folder.appendingPathComponent("journal"))
+        try Data("garbage\u{0}\u{1}".utf8).write(to: folder.appendingPathComponent(".index"))
+        try Data("+\tnot\ta\trow\n-\n\u{FF}".utf8).write(to: folder.appendingPathComponent(".journal"))
 
         let second = makeCache()
         XCTAssertNotNil(fetchAndWait(second, url))
@@ -295,6 +295,9 @@ final class TierTests: CacheTestCase {
         XCTAssertEqual(cache.diskCount, 3)
         let kept = urls.filter { FileManager.default.fileExists(atPath: fileURL(cache, for: $0).path) }
         XCTAssertEqual(Set(kept), Set([urls[0], urls[9], urls[8]]))
+        let visible = try? FileManager.default.contentsOfDirectory(at: cache.folder, includingPropertiesForKeys: nil,
+                                                                   options: .skipsHiddenFiles)
+        XCTAssertEqual(visible?.count, 3, "the folder shows exactly the images kept (the index files are hidden)")
         assertInvariants(cache)
 
         cache.reduceDiskCache(maxImageCount: 0)
