@@ -123,7 +123,7 @@ final class ResilienceTests: CacheTestCase {
         XCTAssertEqual(cache.error(for: url)?.isFatal, false)
     }
 
-    func testTooLargeFailsWithoutReadingTheBody() {
+    func testTooLargeFailsFatallyAndNamesItsLimit() {
         let cache = makeCache()
         XCTAssertEqual(cache.maxImageBytes, 20 * 1024 * 1024)
         let big = Data(count: 30 * 1024 * 1024)
@@ -140,7 +140,7 @@ final class ResilienceTests: CacheTestCase {
         XCTAssertEqual(cache.error(for: photo), .tooLarge(limit: 500))
     }
 
-    func testBodyCutShortIsRetriedAndSaysTruncated() {
+    func testBodyCutShortSaysTruncatedAndIsNotFatal() {
         let cache = makeCache()
         cache.retryPolicy = .never
         var short = LoopbackServer.Response.ok(fixture("photo.jpg").prefix(500))
