@@ -609,6 +609,11 @@ extension ImageCache {
         /// Cancels this request: its callback will not run once `cancel()` has returned. When no
         /// other request waits for the same URL, the download itself stops and nothing is cached
         /// from it. Cancelling twice, or after the callback ran, does nothing.
+        ///
+        /// Called on ``ImageCache/callbackQueue`` (the usual case: the main queue) this is exact.
+        /// Called from another thread at the very moment the callback is being started, it cannot
+        /// stop it: holding a lock across the callback instead would deadlock a callback that
+        /// waits for the cancelling thread (a `DispatchQueue.main.sync`, say).
         public func cancel() {
             cache.cancel(self)
         }
@@ -1490,6 +1495,7 @@ extension ImageCache {
         /// Problems in the disk tier, for tests: rows without a valid file, files without a row.
         func invariantViolations(stored: [(url: String, downloadedAt: TimeInterval)]) -> [String] {
             load()
+            sweepOrphans()  // what a first load defers: the check is of the state after the sweep
             guard let rows else { return [] }
             var problems: [String] = []
             for (url, downloadedAt) in stored where rows[Self.fileName(for: url)]?.downloadedAt != downloadedAt {
@@ -1518,20 +1524,24 @@ extension ImageCache {
         private func load() {
             guard rows == nil else { return }
             var loaded: [String: Row] = [:]
-            var torn = false
             for file in [Self.indexName, Self.journalName] {
                 guard let data = FileManager.default.contents(atPath: path(file)) else { continue }
                 var bytes = [UInt8](data)
+                // Only whole lines count. A last line cut short (a crash or a full disk mid-append)
+                // is dropped, and cut off the file, so that the next record cannot glue onto it.
+                let whole = bytes.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+                if whole < bytes.count {
+                    bytes.removeSubrange(whole...)
+                    if file == Self.journalName, truncate(path(file), off_t(whole)) != 0 {
+                        fail("cannot repair \(path(file)): \(String(cString: strerror(errno)))")
+                    }
+                }
                 if file == Self.indexName {
                     guard bytes.starts(with: Self.header.utf8) else {
                         report("index file unreadable; starting empty")
                         continue
                     }
                     bytes.removeFirst(Self.header.utf8.count)
-                } else {
-                    // A last line cut short (a crash or a full disk mid-append) would glue itself
-                    // to the next record appended: rewrite the index once it is loaded.
-                    torn = bytes.last != UInt8(ascii: "\n")
                 }
                 let lines = Self.apply(&bytes, to: &loaded)
                 if file == Self.journalName { journalRecords += lines }
@@ -1542,7 +1552,7 @@ extension ImageCache {
             sweepExpired(now: now, timeToLive: ttl)
             // Listing the folder and rewriting the index can wait until the lookup that needed
             // the index has been answered.
-            let rewrite = torn || journalRecords > max(64, loaded.count)
+            let rewrite = journalRecords > max(64, loaded.count)
             owner?.diskQueue.async { [self] in
                 sweepOrphans()
                 if rewrite { compact() }
@@ -1585,7 +1595,7 @@ extension ImageCache {
                     switch (fields[0].start.pointee, fields.count) {
                     case (UInt8(ascii: "+"), 5):
                         guard let downloaded = number(1), let used = number(2), let size = number(3),
-                              size >= 0, size == size.rounded() else { continue }
+                              downloaded.isFinite, used.isFinite, size >= 0, size < 0x1p62, size == size.rounded() else { continue }
                         let url = text(4)
                         rows[fileName(for: url)] = Row(url: url, size: Int(size), downloadedAt: downloaded, lastUsed: used)
                     case (UInt8(ascii: "u"), 3):
@@ -1857,14 +1867,17 @@ extension ImageCache {
             return problems
         }
         let now = clock()
-        let stored: [(String, TimeInterval)] = lock.withLock {
-            _memory.indicesFromLeastRecent().compactMap { slot in
-                let entry = _memory[slot]
-                guard entry.disk == .stored, now < entry.downloadedAt + _timeToLive else { return nil }
-                return (entry.key.string, entry.downloadedAt)
+        problems += diskQueue.sync {
+            // Read on the disk queue, so that no disk work can change it before the check.
+            let stored: [(String, TimeInterval)] = lock.withLock {
+                _memory.indicesFromLeastRecent().compactMap { slot in
+                    let entry = _memory[slot]
+                    guard entry.disk == .stored, now < entry.downloadedAt + _timeToLive else { return nil }
+                    return (entry.key.string, entry.downloadedAt)
+                }
             }
+            return disk.invariantViolations(stored: stored)
         }
-        problems += diskQueue.sync { disk.invariantViolations(stored: stored) }
         return problems
     }
 }
