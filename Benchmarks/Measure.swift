@@ -252,10 +252,11 @@ func posixWriteAndRename(_ path: String, _ data: Data) throws {
     guard written == data.count, rename(temporary, path) == 0 else { throw BenchmarkError("write \(path) failed") }
 }
 
-/// The image files of a cache folder (its index and journal left out), by path.
+/// The image files of a cache folder, by path: the index, the journal and temporary files have
+/// hidden names (`.index`, `.journal`, `.name.N.tmp`) and are left out.
 func imageFiles(in folder: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        .filter { $0 != "index" && $0 != "journal" && !$0.hasSuffix(".tmp") }
+        .filter { !$0.hasPrefix(".") }
         .sorted()
         .map { folder.appendingPathComponent($0).path }
 }
@@ -270,7 +271,7 @@ func cloneCacheFolder(_ source: URL, to destination: URL) throws {
     for name in try FileManager.default.contentsOfDirectory(atPath: source.path) {
         let from = source.appendingPathComponent(name).path
         let to = destination.appendingPathComponent(name).path
-        guard name == "index" || name == "journal" else {
+        guard name.hasPrefix(".") else {
             guard link(from, to) == 0 else { throw BenchmarkError("link \(to): errno \(errno)") }
             continue
         }
