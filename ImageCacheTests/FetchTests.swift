@@ -302,15 +302,7 @@ final class FetchTests: CacheTestCase {
     func testRemoveAllWhileDownloadingDeliversNilToEveryCaller() {
         let cache = makeCache()
         let urls = (0..<8).map { serve("/all\($0).png", delay: 0.5) }
-        let group = DispatchGroup()
-        let images = Locked(0)
-        for url in urls {
-            group.enter()
-            cache.fetch(url) { _, image in
-                if image != nil { images.mutate { $0 += 1 } }
-                group.leave()
-            }
-        }
+        let (group, images) = fetchAll(cache, urls)
         XCTAssertTrue(server.waitForRequests("/all0.png", count: 1, timeout: 5))
         cache.removeAll()
         XCTAssertEqual(group.wait(timeout: .now() + 5), .success)
@@ -335,15 +327,7 @@ final class FetchTests: CacheTestCase {
         let cache = makeCache()
         cache.imageMemoryMaxCount = 3
         let urls = (0..<12).map { serve("/evict\($0).png", delay: 0.05) }
-        let group = DispatchGroup()
-        let images = Locked(0)
-        for url in urls {
-            group.enter()
-            cache.fetch(url) { _, image in
-                if image != nil { images.mutate { $0 += 1 } }
-                group.leave()
-            }
-        }
+        let (group, images) = fetchAll(cache, urls)
         XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(images.value, 12)
         XCTAssertLessThanOrEqual(cache.memoryCount, 3)

@@ -215,11 +215,7 @@ final class RegressionTests: CacheTestCase {
 
     func testATornJournalLineDoesNotSwallowTheNextRecord() throws {
         let x = serve("/x.png"), y = serve("/y.png")
-        do {
-            let first = makeCache()
-            XCTAssertNotNil(fetchAndWait(first, x))
-            first.persistCacheToDisk()
-        }
+        populate([x])
         let journal = directory.appendingPathComponent("cache/.journal")
         let handle = try FileHandle(forWritingTo: journal)
         handle.seekToEndOfFile()
@@ -239,12 +235,7 @@ final class RegressionTests: CacheTestCase {
 
     func testRemoveBeforeTheIndexLoadsHoldsAcrossARelaunch() {
         let a = serve("/a.png"), b = serve("/b.png")
-        do {
-            let first = makeCache()
-            XCTAssertNotNil(fetchAndWait(first, a))
-            XCTAssertNotNil(fetchAndWait(first, b))
-            first.persistCacheToDisk()
-        }
+        populate([a, b])
         do {
             let second = makeCache()
             second.remove(a)
@@ -259,11 +250,7 @@ final class RegressionTests: CacheTestCase {
 
     func testTheIndexLoadsOnFirstNeedNotInInitOrPeek() {
         let url = serve("/lazy.png")
-        do {
-            let first = makeCache()
-            XCTAssertNotNil(fetchAndWait(first, url))
-            first.persistCacheToDisk()
-        }
+        populate([url])
         let second = makeCache()
         XCTAssertNil(second.peek(url))
         XCTAssertFalse(second.diskIndexLoaded)
@@ -328,12 +315,7 @@ final class RegressionTests: CacheTestCase {
 
     func testACutLastJournalLineIsIgnoredAndCutOff() throws {
         let a = serve("/a.png"), ab = serve("/a.pngx")
-        do {
-            let first = makeCache()
-            XCTAssertNotNil(fetchAndWait(first, a))
-            XCTAssertNotNil(fetchAndWait(first, ab))
-            first.persistCacheToDisk()
-        }
+        populate([a, ab])
         // "-\t<ab>" cut one byte short would read as a removal of a.png.
         let journal = directory.appendingPathComponent("cache/.journal")
         let handle = try FileHandle(forWritingTo: journal)

@@ -72,6 +72,27 @@ class CacheTestCase: XCTestCase {
         return result.value
     }
 
+    /// Fetches every URL at once; each callback leaves `group`, and `images` counts those with an image.
+    func fetchAll(_ cache: ImageCache, _ urls: [URL]) -> (group: DispatchGroup, images: Locked<Int>) {
+        let group = DispatchGroup()
+        let images = Locked(0)
+        for url in urls {
+            group.enter()
+            cache.fetch(url) { _, image in
+                if image != nil { images.mutate { $0 += 1 } }
+                group.leave()
+            }
+        }
+        return (group, images)
+    }
+
+    /// Fetches `urls` through a first instance named `name` and persists it, as a previous launch would.
+    func populate(_ urls: [URL], name: String = "cache", file: StaticString = #filePath, line: UInt = #line) {
+        let first = makeCache(name)
+        for url in urls { XCTAssertNotNil(fetchAndWait(first, url, file: file, line: line), file: file, line: line) }
+        first.persistCacheToDisk()
+    }
+
     func fileURL(_ cache: ImageCache, for url: URL) -> URL {
         cache.folder.appendingPathComponent(ImageCache.diskFileName(for: url))
     }

@@ -197,11 +197,7 @@ final class TierTests: CacheTestCase {
 
     func testGarbageIndexStartsEmptyAndDeletesOrphans() throws {
         let url = serve("/orphan.png")
-        do {
-            let first = makeCache()
-            XCTAssertNotNil(fetchAndWait(first, url))
-            first.persistCacheToDisk()
-        }
+        populate([url])
         let folder = directory.appendingPathComponent("cache")
         try Data("garbage\u{0}\u{1}".utf8).write(to: folder.appendingPathComponent(".index"))
         try Data("+\tnot\ta\trow\n-\n\u{FF}".utf8).write(to: folder.appendingPathComponent(".journal"))
