@@ -1447,6 +1447,9 @@ extension ImageCache {
                 report("cannot remove \(folder.path): \(error)")
             }
             rows = [:]
+            // A fetch between `removeAll`'s forgetting and this block may have put an image back
+            // in memory from a file that is now gone: it must not count as stored.
+            owner?.diskLostEverything()
         }
 
         func touch(_ urls: [String], at time: TimeInterval) {
