@@ -41,9 +41,11 @@ import AppKit
 /// ```
 ///
 /// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images in least-recently-used order; when
-/// it is full, the least recently used 10% leave in one batch (into an `NSCache` second chance,
-/// and on disk). Disk holds the original downloaded bytes in `directory/uniqueName`, one file per
-/// URL named by a stable hash, with an index that is loaded on first need. Every image expires
+/// it is full, the least recently used 10% leave in one batch (into an `NSCache` second chance).
+/// Disk holds the original downloaded bytes in `directory/uniqueName`, one file per URL named by a
+/// stable hash, written as soon as an image arrives. There is no index: a file's modification date
+/// is when its image was downloaded and its access date when it was last used, so nothing is loaded
+/// before the first lookup, and several processes may share one folder. Every image expires
 /// ``imageTimeToLive`` seconds after it was downloaded, in both tiers.
 ///
 /// **Queues.** ``fetch(_:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads`` at
@@ -64,54 +66,29 @@ public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // Every property whose name starts with `_` is guarded by `lock`, and so is every method whose
-    // name starts with `_`: it expects the lock to be held. The lock already makes each access
-    // exclusive, so the properties on `peek`'s and `_insert`'s path skip the runtime's own
-    // exclusivity check (a fifth of `peek`'s cost).
+    // Everything `lock` guards is in `_state`; a method whose name starts with `_` expects the lock
+    // to be held. The lock already makes each access exclusive, so `_state` skips the runtime's
+    // own exclusivity check (a fifth of `peek`'s cost).
     private let lock = NSLock()
-    @exclusivity(unchecked) private var _entries: [Key: Entry] = [:]
-    @exclusivity(unchecked) private var _memory = MemoryList()
-    private var _failureOrder = FIFO<(key: Key, serial: UInt64)>()
-    @exclusivity(unchecked) private var _serial: UInt64 = 0
-    private var _fastLane = FIFO<Download>()
-    private var _slowLane = FIFO<Download>()
-    private var _checkingFast = 0  // fast downloads still looking on disk: they hold back the slow lane too
-    private var _queuedFast = 0
-    private var _runningFast = 0
-    private var _runningSlow = 0
-    @exclusivity(unchecked) private var _timeToLive: TimeInterval = 600
-    @exclusivity(unchecked) private var _memoryMaxCount = 100
-    private var _maxConcurrentDownloads = 6
-    private var _maxFailuresRemembered = 1_000
-    private var _requestTimeout: TimeInterval = 30
-    private var _retryPolicy = RetryPolicy.default
-    private var _maxImageBytes = 20 * 1024 * 1024
-    private var _transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
-    private var _callbackQueue = DispatchQueue.main
-    @exclusivity(unchecked) private var _recencyChanged = false
-    private var _onEvent: ((Event) -> Void)?
+    @exclusivity(unchecked) private var _state: State
 
-    // NSCache alone cannot be the second chance's bound: on Linux it evicts the newest entry
-    // first, and an insert walks its cost-sorted list (O(n)). It holds the images (so that the
-    // system may reclaim them on Apple platforms) and this FIFO keeps the last `_secondChanceLimit`.
+    // NSCache alone cannot bound the second chance: on Linux it evicts the newest entry first, and
+    // an insert walks its cost-sorted list. It holds the images, so that the system may reclaim
+    // them on Apple platforms, and `State.secondChanceOrder` keeps the last few.
     private let secondChance = NSCache<NSString, SecondChance>()
-    @exclusivity(unchecked) private var _secondChanceOrder = FIFO<(key: String, serial: UInt64)>()
-    private var _session: URLSession  // remade when `requestTimeout` changes
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
     private var observers: [NSObjectProtocol] = []
-
-    /// The clock, in seconds since 1970. Internal so that tests can move time forward; set it
-    /// before the first call that uses the instance.
-    internal var clock: @Sendable () -> TimeInterval = ImageCache.wallClock
+    // The clock, in seconds since 1970; tests move it forward (see the section for tests).
+    fileprivate var currentTime: @Sendable () -> TimeInterval = ImageCache.wallClock
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, a
     /// fifth of `Date()`'s cost on `peek`'s path); time to live is counted in seconds anyway.
-    static let wallClock: @Sendable () -> TimeInterval = {
+    private static let wallClock: @Sendable () -> TimeInterval = {
         #if os(Linux)
         var now = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
         return TimeInterval(now.tv_sec) + TimeInterval(now.tv_nsec) / 1_000_000_000
         #else
         return Date().timeIntervalSince1970
@@ -120,28 +97,30 @@ public final class ImageCache: @unchecked Sendable {
 
     /// Creates a cache that keeps its files in `directory/uniqueName`.
     ///
-    /// Nothing is read from disk here: the index loads on the disk queue when it is first needed.
+    /// Nothing is read from or written to disk here.
     /// - Parameters:
     ///   - uniqueName: The name of the cache's folder. Two instances with different names never
-    ///     share files; use one instance per name at a time. Characters other than letters,
-    ///     digits, `-`, `_` and `.` are replaced, and a hash keeps replaced names apart.
+    ///     share files; instances with the same name, in one process or several, share the folder
+    ///     safely. Characters other than letters, digits, `-`, `_` and `.` are replaced, and a hash
+    ///     keeps replaced names apart.
     ///   - directory: The parent folder. The platform's caches folder by default.
     ///   - session: A session whose configuration (headers, timeouts, cookies, protocol classes,
     ///     proxies) the cache downloads with. The cache makes its own session from that
     ///     configuration, with its own delegate, so that it can stop a response that is too large
     ///     before reading it all; the given session's delegate is not called. By default: no
-    ///     `URLCache` (the cache is the cache), 16 connections per host, a 120-second limit per
-    ///     download.
+    ///     `URLCache` (the cache is the cache), 16 connections per host, and a 120-second limit per
+    ///     download where URLSession enforces one (not on Linux).
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
         let parent = directory
             ?? FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
         folder = parent.appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        var settings = Settings()
         let configuration: URLSessionConfiguration
         if let session {
             configuration = session.configuration
-            _requestTimeout = max(1, configuration.timeoutIntervalForRequest)
+            settings.requestTimeout = max(1, configuration.timeoutIntervalForRequest)
         } else {
             configuration = URLSessionConfiguration.default
             configuration.urlCache = nil
@@ -149,7 +128,8 @@ public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
             configuration.timeoutIntervalForResource = 120
         }
-        _session = Self.makeSession(configuration, timeout: _requestTimeout, delegate: receiver)
+        let urlSession = Self.makeSession(configuration, timeout: settings.requestTimeout, delegate: receiver)
+        _state = State(settings: settings, session: urlSession)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         disk = DiskStore(folder: folder)
         disk.owner = self
@@ -161,8 +141,34 @@ public final class ImageCache: @unchecked Sendable {
         observers.forEach { NotificationCenter.default.removeObserver($0) }
         // The last reference may go away inside one of the session's own callbacks, where
         // invalidating synchronously would wait for the queue it runs on.
-        let session = _session
+        let session = _state.session
         DispatchQueue.global().async { session.invalidateAndCancel() }
+    }
+
+    /// All the state `lock` guards.
+    private struct State {
+        var settings: Settings
+        var session: URLSession  // remade when `requestTimeout` changes
+        var entries: [Key: Entry] = [:]
+        var memory = MemoryList()
+        var lanes = Lanes()
+        var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
+        var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
+        var failureOrder = FIFO<(key: Key, serial: UInt64)>()
+        var secondChanceOrder = FIFO<(key: String, serial: UInt64)>()
+    }
+
+    /// What the public properties set.
+    private struct Settings {
+        var timeToLive: TimeInterval = 600
+        var memoryMaxCount = 100
+        var maxConcurrentDownloads = 6
+        var maxFailuresRemembered = 1_000
+        var requestTimeout: TimeInterval = 30
+        var retryPolicy = RetryPolicy.default
+        var maxImageBytes = 20 * 1024 * 1024
+        var callbackQueue = DispatchQueue.main
+        var onEvent: (@Sendable (Event) -> Void)?
     }
 }
 
@@ -172,23 +178,24 @@ extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
     /// The callback runs once, asynchronously, on ``callbackQueue`` (as it was when `fetch` was
-    /// called), with `url` and the image, or nil if it could not be had (see ``error(for:)``).
-    /// It never runs after the returned task's ``FetchTask/cancel()`` has returned. Fetching a URL
+    /// called), with `url` and the image, or nil if it could not be had (see ``error(for:)``),
+    /// unless the returned task is cancelled first (see ``FetchTask/cancel()``). Fetching a URL
     /// that waits on the slow lane moves that download to the fast lane.
     @discardableResult
-    public func fetch(_ url: URL, callback: ((URL, Image?) -> Void)?) -> FetchTask {
+    public func fetch(_ url: URL, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
         request(url, lane: .fast, completion: callback.map { Self.adapt(url, $0) })
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:callback:)``.
     @discardableResult
-    public func slowFetch(_ url: URL, callback: ((URL, Image?) -> Void)? = nil) -> FetchTask {
+    public func slowFetch(_ url: URL, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
         request(url, lane: .slow, completion: callback.map { Self.adapt(url, $0) })
     }
 
-    /// Fetches an image with Swift concurrency; throws ``ImageCache/Error`` when it cannot be had,
-    /// and `CancellationError` when the calling task is cancelled first.
+    /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
+    /// why the image could not be had, or ``Error/cancelled`` when the calling task is cancelled
+    /// first.
     public func image(for url: URL, slow: Bool = false) async throws -> Image {
         let box = TaskBox()
         return try await withTaskCancellationHandler {
@@ -197,7 +204,7 @@ extension ImageCache {
                 let task = request(url, lane: slow ? .slow : .fast, queue: .global()) { result in
                     continuation.resume(with: result.map(Unchecked.init).mapError { $0 })
                 } onCancel: {
-                    continuation.resume(throwing: CancellationError())
+                    continuation.resume(throwing: Error.cancelled)
                 }
                 box.set(task)
             }
@@ -213,20 +220,10 @@ extension ImageCache {
     public func moveToSlowQueue(_ url: URL) {
         let key = Key(url)
         let started: [Download] = lock.withLock {
-            guard case .loading(let download)? = _entries[key], download.lane == .fast else { return [] }
-            if case .queued = download.phase {
-                _queuedFast -= 1
-                download.lane = .slow
-                _slowLane.append(download)
-                return _startReadyDownloads()
-            }
-            if case .checkingDisk = download.phase {
-                _checkingFast -= 1
-                download.lane = .slow
-                return _startReadyDownloads()
-            }
-            if case .waitingToRetry = download.phase { download.lane = .slow }
-            return []
+            guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
+            if case .running = download.phase { return [] }
+            _state.lanes.move(download, to: download.phase, lane: .slow)
+            return _startReadyDownloads()
         }
         startNetwork(started)
     }
@@ -237,19 +234,18 @@ extension ImageCache {
     /// - Complexity: O(1): one lock, one dictionary lookup.
     public func peek(_ url: URL) -> Image? {
         let key = Key(url)
-        let now = clock()
+        let now = currentTime()
         return lock.withLock {
-            switch _entries[key] {
+            switch _state.entries[key] {
             case .loaded(let slot)?:
-                if now < _memory[slot].downloadedAt + _timeToLive {
-                    _memory.moveToFront(slot)
-                    _recencyChanged = true
-                    return _memory.image(slot)
+                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
+                    _state.memory.moveToFront(slot)
+                    return _state.memory.image(slot)
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
             case nil:
-                return _secondChance(key, now: now)?.0
+                return _secondChance(key, now: now)?.image
             case .loading?, .failed?:
                 return nil
             }
@@ -261,11 +257,11 @@ extension ImageCache {
         error(for: url) != nil
     }
 
-    /// True while `url` is being looked up on disk, queued, or downloaded.
+    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry.
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
         return lock.withLock {
-            if case .loading? = _entries[key] { return true }
+            if case .loading? = _state.entries[key] { return true }
             return false
         }
     }
@@ -275,7 +271,7 @@ extension ImageCache {
     public func error(for url: URL) -> ImageCache.Error? {
         let key = Key(url)
         return lock.withLock {
-            if case .failed(let error, _)? = _entries[key] { return error }
+            if case .failed(let error, _)? = _state.entries[key] { return error }
             return nil
         }
     }
@@ -286,76 +282,65 @@ extension ImageCache {
         let key = Key(url)
         let stopped: Stopped? = lock.withLock {
             secondChance.removeObject(forKey: key.string as NSString)
-            let string = key.string
-            diskQueue.async { self.disk.remove(string) }
+            let name = DiskStore.fileName(for: key.string)
+            diskQueue.async { self.disk.remove(name) }
             return _forget(key)
         }
         finishStopped([stopped].compactMap { $0 })
     }
 
     /// Forgets everything, in memory and on disk, and returns when the disk is empty. Downloads
-    /// in flight are cancelled and their callbacks run with nil.
+    /// in flight are cancelled and their callbacks run with nil. Another process's write that is
+    /// under way at that moment may still land.
     public func removeAll() {
         let stopped: [Stopped] = lock.withLock {
             secondChance.removeAllObjects()
-            return _entries.keys.compactMap { _forget($0) }
+            // Queued under the lock, so that no write of an image forgotten here can follow it.
+            diskQueue.async { self.disk.removeAll() }
+            return _state.entries.keys.compactMap { _forget($0) }
         }
         finishStopped(stopped)
-        diskQueue.sync { disk.removeAll() }
+        diskQueue.sync {}
     }
 
-    /// Empties memory; the disk keeps everything (images not yet written are written first), and
-    /// downloads in flight go on and deliver their images. Called on a memory warning under UIKit.
+    /// Empties memory; the disk keeps everything (an image whose file is missing is written
+    /// again), and downloads in flight go on and deliver their images. Called on a memory warning
+    /// under UIKit.
     public func purgeMemory() {
+        let now = currentTime()
         lock.withLock {
-            var evicted: [Evicted] = []
-            while let oldest = _memory.tail { evicted.append(_evict(oldest)) }
+            var evicted: [DiskStore.Item] = []
+            while let oldest = _state.memory.tail { evicted.append(_evict(oldest)) }
             secondChance.removeAllObjects()
-            _handOverToDisk(evicted)
+            _keepOnDisk(evicted, usedAt: now)
         }
     }
 
-    /// Writes every image in memory that is not on disk yet, with its index row and how recently
-    /// it was used, and returns when all of it (and every disk operation queued before) is done.
-    /// Cheap when nothing is pending.
+    /// Makes sure every image in memory is on disk, with how recently it was used, and returns
+    /// when that (and every disk operation queued before) is done. Images are written as they
+    /// arrive, so this only writes again what could not be written then or was deleted since.
     public func persistCacheToDisk() {
-        let now = clock()
+        let now = currentTime()
         lock.withLock {
-            var pending: [Evicted] = []
-            for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .notStored {
-                _memory[slot].disk = .writing
-                pending.append(_memory.evicted(slot))
-            }
-            let recency = _recencyChanged ? _memory.indicesFromLeastRecent().map { _memory[$0].key.string } : []
-            _recencyChanged = false
-            guard !pending.isEmpty || !recency.isEmpty else { return }
-            // Queued under the lock, like _handOverToDisk, so that it is ordered with remove/removeAll.
-            let toWrite = pending
-            diskQueue.async {
-                self.writeToDisk(toWrite)
-                if !recency.isEmpty { self.disk.touch(recency, at: now) }
-            }
+            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory.item($0) }, usedAt: now)
         }
         diskQueue.sync {}
     }
 
-    /// Keeps the `maxImageCount` most recently used images on disk and deletes the rest, files
-    /// and index rows; expired images go first. Returns when done. Memory is not changed.
+    /// Keeps the `maxImageCount` most recently used images on disk and deletes the rest; expired
+    /// images go first. Images in memory count as used now, in their order of use. Returns when
+    /// done. Memory is not changed.
     ///
-    /// - Complexity: O(n log n) in the number of images on disk.
+    /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int) {
-        let recency = lock.withLock { _memory.indicesFromLeastRecent().map { _memory[$0].key.string } }
-        let (now, ttl) = (clock(), timeToLiveNow())
-        let removed = diskQueue.sync { () -> [String] in
-            disk.touch(recency, at: now)
-            return disk.reduce(to: max(0, maxImageCount), now: now, timeToLive: ttl)
+        let now = currentTime()
+        let (recency, ttl) = lock.withLock {
+            (_state.memory.indicesFromLeastRecent().map { DiskStore.fileName(for: _state.memory[$0].key.string) },
+             _state.settings.timeToLive)
         }
-        guard !removed.isEmpty else { return }
-        lock.withLock {
-            for string in removed {
-                secondChance.removeObject(forKey: string as NSString)
-                if case .loaded(let slot)? = _entries[Key(string: string)] { _memory[slot].disk = .notStored }
-            }
+        diskQueue.sync {
+            disk.touch(recency, at: now)
+            disk.reduce(to: max(0, maxImageCount), now: now, timeToLive: ttl)
         }
     }
 }
@@ -366,20 +351,23 @@ extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
     /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
-        get { timeToLiveNow() }
-        set { lock.withLock { _timeToLive = max(1, newValue.isNaN ? 1 : newValue) } }
+        get { lock.withLock { _state.settings.timeToLive } }
+        set { lock.withLock { _state.settings.timeToLive = max(1, newValue.isNaN ? 1 : newValue) } }
     }
 
     /// How many images memory holds. 100 by default; values below 1 are clamped to 1. Lowering it
     /// evicts the least recently used images at once.
     public var imageMemoryMaxCount: Int {
-        get { lock.withLock { _memoryMaxCount } }
+        get { lock.withLock { _state.settings.memoryMaxCount } }
         set {
+            let now = currentTime()
             lock.withLock {
-                _memoryMaxCount = max(1, newValue)
-                var evicted: [Evicted] = []
-                while _memory.count > _memoryMaxCount, let oldest = _memory.tail { evicted.append(_evict(oldest)) }
-                _handOverToDisk(evicted)
+                _state.settings.memoryMaxCount = max(1, newValue)
+                var evicted: [DiskStore.Item] = []
+                while _state.memory.count > _state.settings.memoryMaxCount, let oldest = _state.memory.tail {
+                    evicted.append(_evict(oldest))
+                }
+                _keepOnDisk(evicted, usedAt: now)
             }
         }
     }
@@ -387,16 +375,16 @@ extension ImageCache {
     /// The queue callbacks run on. `.main` by default. A Linux program that does not run the main
     /// queue (`dispatchMain()` or `RunLoop.main.run()`) must set its own queue here.
     public var callbackQueue: DispatchQueue {
-        get { lock.withLock { _callbackQueue } }
-        set { lock.withLock { _callbackQueue = newValue } }
+        get { lock.withLock { _state.settings.callbackQueue } }
+        set { lock.withLock { _state.settings.callbackQueue = newValue } }
     }
 
     /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
     public var maxConcurrentDownloads: Int {
-        get { lock.withLock { _maxConcurrentDownloads } }
+        get { lock.withLock { _state.settings.maxConcurrentDownloads } }
         set {
             let started = lock.withLock {
-                _maxConcurrentDownloads = max(1, newValue)
+                _state.settings.maxConcurrentDownloads = max(1, newValue)
                 return _startReadyDownloads()
             }
             startNetwork(started)
@@ -406,14 +394,14 @@ extension ImageCache {
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
     /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {
-        get { lock.withLock { _requestTimeout } }
+        get { lock.withLock { _state.settings.requestTimeout } }
         set {
             // URLSession on Linux times out by its configuration, not by the request: make a new
             // session for new downloads and let the old one finish its own.
             let old: URLSession = lock.withLock {
-                _requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
-                let old = _session
-                _session = Self.makeSession(old.configuration, timeout: _requestTimeout, delegate: receiver)
+                _state.settings.requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
+                let old = _state.session
+                _state.session = Self.makeSession(old.configuration, timeout: _state.settings.requestTimeout, delegate: receiver)
                 return old
             }
             old.finishTasksAndInvalidate()
@@ -428,16 +416,16 @@ extension ImageCache {
 
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { _retryPolicy } }
-        set { lock.withLock { _retryPolicy = newValue } }
+        get { lock.withLock { _state.settings.retryPolicy } }
+        set { lock.withLock { _state.settings.retryPolicy = newValue } }
     }
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
     /// or its received bytes pass the limit, without reading the rest.
     public var maxImageBytes: Int {
-        get { lock.withLock { _maxImageBytes } }
-        set { lock.withLock { _maxImageBytes = max(1, newValue) } }
+        get { lock.withLock { _state.settings.maxImageBytes } }
+        set { lock.withLock { _state.settings.maxImageBytes = max(1, newValue) } }
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -469,20 +457,16 @@ extension ImageCache {
         /// Seconds to wait before retry number `attempt` (from 1).
         func delay(attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
             if let retryAfter { return min(max(0, retryAfter), maxRetryAfter) }
-            return baseDelay * pow(2, Double(attempt - 1)) * Double.random(in: 0.5...1)
+            return baseDelay * Foundation.pow(2, Double(attempt - 1)) * Double.random(in: 0.5...1)
         }
     }
 
     /// Called for what the cache does, for logs, metrics and spinners: where each delivered image
     /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
     /// callbacks of the same fetch when they share that queue. Nil by default.
-    public var onEvent: ((Event) -> Void)? {
-        get { lock.withLock { _onEvent } }
-        set { lock.withLock { _onEvent = newValue } }
-    }
-
-    private func timeToLiveNow() -> TimeInterval {
-        lock.withLock { _timeToLive }
+    public var onEvent: (@Sendable (Event) -> Void)? {
+        get { lock.withLock { _state.settings.onEvent } }
+        set { lock.withLock { _state.settings.onEvent = newValue } }
     }
 }
 
@@ -593,14 +577,14 @@ extension ImageCache {
         public let url: URL
         fileprivate let cache: ImageCache
         fileprivate let queue: DispatchQueue
-        fileprivate let completion: ((Result<Image, ImageCache.Error>) -> Void)?
-        fileprivate let onCancel: (() -> Void)?
+        fileprivate let completion: (@Sendable (Result<Image, ImageCache.Error>) -> Void)?
+        fileprivate let onCancel: (@Sendable () -> Void)?
         fileprivate var state = State.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate enum State { case waiting, delivered, cancelled }
 
         fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
-                         completion: ((Result<Image, ImageCache.Error>) -> Void)?, onCancel: (() -> Void)?) {
+                         completion: (@Sendable (Result<Image, ImageCache.Error>) -> Void)?, onCancel: (@Sendable () -> Void)?) {
             self.url = url
             self.cache = cache
             self.queue = queue
@@ -608,19 +592,20 @@ extension ImageCache {
             self.onCancel = onCancel
         }
 
-        /// Cancels this request: its callback will not run once `cancel()` has returned. When no
-        /// other request waits for the same URL, the download itself stops and nothing is cached
-        /// from it. Cancelling twice, or after the callback ran, does nothing.
+        /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
+        /// already started or will never start, and ``isCancelled`` says which: true means it
+        /// never runs. Called on a serial ``ImageCache/callbackQueue`` (the main queue, say)
+        /// before the callback ran, it always wins, since the callback cannot be running then.
+        /// When no other request waits for the same URL, the download itself stops and nothing
+        /// is cached from it. Cancelling twice, or after the callback started, does nothing.
         ///
-        /// Called on ``ImageCache/callbackQueue`` (the usual case: the main queue) this is exact.
-        /// Called from another thread at the very moment the callback is being started, it cannot
-        /// stop it: holding a lock across the callback instead would deadlock a callback that
-        /// waits for the cancelling thread (a `DispatchQueue.main.sync`, say).
+        /// A lock is not held across the callback, so a callback that is already running is not
+        /// waited for: that would deadlock a callback that waits for the cancelling thread.
         public func cancel() {
             cache.cancel(self)
         }
 
-        /// True once ``cancel()`` has been called before the callback ran.
+        /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
             cache.lock.withLock { state == .cancelled }
         }
@@ -628,16 +613,16 @@ extension ImageCache {
 
     fileprivate enum Lane { case fast, slow }
 
-    /// One URL being looked up on disk, queued, or downloaded, and everyone waiting for it.
-    fileprivate final class Download: @unchecked Sendable {
+    /// One URL being looked up on disk, queued, downloaded, or waiting to retry, and everyone
+    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
         let key: Key
         let url: URL
-        var lane: Lane
-        var phase = Phase.checkingDisk
-        var waiters: [FetchTask] = []
-        var activeWaiters = 0
+        fileprivate(set) var lane: Lane
+        fileprivate(set) var phase = Phase.done
+        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
-        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, finished }
+        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
         init(key: Key, url: URL, lane: Lane) {
             self.key = key
@@ -646,13 +631,71 @@ extension ImageCache {
         }
     }
 
+    /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
+    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
+    fileprivate struct Lanes {
+        private(set) var fastQueue: [Download] = []
+        private(set) var slowQueue: [Download] = []
+        private(set) var checkingFast = 0  // fast lookups on disk hold the slow lane back too
+        private(set) var runningFast = 0
+        private(set) var runningSlow = 0
+
+        mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            count(download, -1)
+            download.phase = phase
+            download.lane = lane ?? download.lane
+            count(download, +1)
+        }
+
+        /// Takes downloads off the queues as far as the limits allow and marks them running.
+        mutating func startReady(maxFast: Int) -> [Download] {
+            var started: [Download] = []
+            while runningFast < maxFast, let download = fastQueue.first {
+                start(download)
+                started.append(download)
+            }
+            while checkingFast == 0, fastQueue.isEmpty, runningFast == 0, runningSlow == 0, let download = slowQueue.first {
+                start(download)
+                started.append(download)
+            }
+            return started
+        }
+
+        private mutating func start(_ download: Download) {
+            move(download, to: .running(nil))
+            download.attempts += 1
+        }
+
+        /// Adds (`+1`) or takes away (`-1`) a download's share of the queues and counts.
+        private mutating func count(_ download: Download, _ sign: Int) {
+            let fast = download.lane == .fast
+            switch download.phase {
+            case .checkingDisk where fast:
+                checkingFast += sign
+            case .queued:
+                if sign > 0 {
+                    fast ? fastQueue.append(download) : slowQueue.append(download)
+                } else if fast {
+                    fastQueue.removeAll { $0 === download }
+                } else {
+                    slowQueue.removeAll { $0 === download }
+                }
+            case .running:
+                if fast { runningFast += sign } else { runningSlow += sign }
+            case .checkingDisk, .waitingToRetry, .done:
+                break
+            }
+        }
+    }
+
     fileprivate enum Entry {
-        case loaded(Int)
+        case loaded(Int)  // a slot in `State.memory`
         case loading(Download)
         case failed(Error, serial: UInt64)
     }
 
-    private static func adapt(_ url: URL, _ callback: @escaping (URL, Image?) -> Void) -> (Result<Image, Error>) -> Void {
+    private static func adapt(_ url: URL, _ callback: @escaping @Sendable (URL, Image?) -> Void)
+        -> @Sendable (Result<Image, Error>) -> Void {
         return { result in
             switch result {
             case .success(let image): callback(url, image)
@@ -662,61 +705,60 @@ extension ImageCache {
     }
 
     private func request(_ url: URL, lane: Lane, queue: DispatchQueue? = nil,
-                         completion: ((Result<Image, Error>) -> Void)?, onCancel: (() -> Void)? = nil) -> FetchTask {
+                         completion: (@Sendable (Result<Image, Error>) -> Void)?,
+                         onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
         let key = Key(url)
-        let now = clock()
+        let now = currentTime()
         var started: [Download] = []
-        var lookUp: Download?
-        var immediate: Result<Image, Error>?
-        var immediateBytes = 0
-        var handler: ((Event) -> Void)?
+        var lookUp: (download: Download, timeToLive: TimeInterval)?
+        var immediate: (result: Result<Image, Error>, bytes: Int)?
+        var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
-            let task = FetchTask(url: url, cache: self, queue: queue ?? _callbackQueue, completion: completion, onCancel: onCancel)
-            handler = _onEvent
-            switch _entries[key] {
-            case .loaded(let slot)? where now < _memory[slot].downloadedAt + _timeToLive:
-                _memory.moveToFront(slot)
-                _recencyChanged = true
-                immediate = .success(_memory.image(slot))
-                immediateBytes = _memory[slot].data.count
+            let task = FetchTask(url: url, cache: self, queue: queue ?? _state.settings.callbackQueue,
+                                 completion: completion, onCancel: onCancel)
+            handler = _state.settings.onEvent
+            switch _state.entries[key] {
+            case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive:
+                _state.memory.moveToFront(slot)
+                immediate = (.success(_state.memory.image(slot)), _state.memory[slot].data.count)
                 return task
             case .loaded(let slot)?:
                 _removeFromMemory(key, slot: slot)
             case .loading(let download)?:
                 download.waiters.append(task)
                 task.download = download
-                download.activeWaiters += 1
-                if lane == .fast, download.lane == .slow { started = _promote(download) }
+                if lane == .fast, download.lane == .slow {
+                    _state.lanes.move(download, to: download.phase, lane: .fast)
+                    started = _startReadyDownloads()
+                }
                 return task
             case .failed?, nil:
                 break
             }
-            if let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil {
-                if let (image, bytes) = _secondChance(key, now: now) {
-                    immediate = .success(image)
-                    immediateBytes = bytes
-                    return task
-                }
-                let download = Download(key: key, url: url, lane: lane)
-                if lane == .fast { _checkingFast += 1 }
-                download.waiters.append(task)
-                task.download = download
-                download.activeWaiters = 1
-                _entries[key] = .loading(download)
-                lookUp = download
-            } else {
+            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
                 let error = Error.unsupportedURL(url.absoluteString)
                 _setFailed(key, error)
-                immediate = .failure(error)
+                immediate = (.failure(error), 0)
+                return task
             }
+            if let found = _secondChance(key, now: now) {
+                immediate = (.success(found.image), found.bytes)
+                return task
+            }
+            let download = Download(key: key, url: url, lane: lane)
+            download.waiters.append(task)
+            task.download = download
+            _state.lanes.move(download, to: .checkingDisk)
+            _state.entries[key] = .loading(download)
+            lookUp = (download, _state.settings.timeToLive)
             return task
         }
         if let immediate {
-            deliver([task], immediate, event: Self.event(immediate, url, from: .memory, bytes: immediateBytes), handler: handler)
+            deliver([task], immediate.result, event: Self.event(immediate.result, url, from: .memory, bytes: immediate.bytes),
+                    handler: handler)
         }
         if let lookUp {
-            let ttl = timeToLiveNow()
-            diskQueue.async { self.lookUpOnDisk(lookUp, timeToLive: ttl) }
+            diskQueue.async { self.lookUpOnDisk(lookUp.download, timeToLive: lookUp.timeToLive) }
         }
         startNetwork(started)
         return task
@@ -724,21 +766,17 @@ extension ImageCache {
 
     fileprivate func cancel(_ task: FetchTask) {
         let key = Key(task.url)
-        var stopped: Stopped?
-        let wasWaiting: Bool = lock.withLock {
-            guard task.state == .waiting else { return false }
+        let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
+            guard task.state == .waiting else { return (false, nil) }
             task.state = .cancelled
-            guard let download = task.download, case .loading(let entry)? = _entries[key], entry === download else {
-                return true
+            guard let download = task.download, case .loading(let entry)? = _state.entries[key], entry === download else {
+                return (true, nil)
             }
-            download.activeWaiters -= 1
-            if download.activeWaiters == 0 {
-                stopped = _forget(key)
-            }
-            return true
+            download.waiters.removeAll { $0 === task }
+            return (true, download.waiters.isEmpty ? _forget(key) : nil)
         }
         if let stopped { finishStopped([stopped]) }
-        if wasWaiting, let onCancel = task.onCancel.map(Unchecked.init) { task.queue.async { onCancel.value() } }
+        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
     }
 
     /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
@@ -747,33 +785,21 @@ extension ImageCache {
         let task: URLSessionDataTask?
     }
 
-    /// Removes `key` from memory and from the download bookkeeping; a download it stops is marked
-    /// finished at once (so that no lane starts it), and the caller must pass it to
-    /// `finishStopped` after unlocking.
+    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
+    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
     private func _forget(_ key: Key) -> Stopped? {
-        switch _entries[key] {
+        switch _state.entries[key] {
         case .loaded(let slot)?:
             _removeFromMemory(key, slot: slot)
         case .loading(let download)?:
-            _entries[key] = nil
+            _state.entries[key] = nil
             var task: URLSessionDataTask?
-            switch download.phase {
-            case .checkingDisk where download.lane == .fast:
-                _checkingFast -= 1
-            case .queued where download.lane == .fast:
-                _queuedFast -= 1
-            case .running(let running):
-                task = running
-                download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
-            default:
-                break
-            }
-            download.phase = .finished
-            // The lanes may hold the download a while longer: let its waiters go now.
+            if case .running(let running) = download.phase { task = running }
+            _state.lanes.move(download, to: .done)
             defer { download.waiters = [] }
             return Stopped(waiters: download.waiters, task: task)
         case .failed?:
-            _entries[key] = nil
+            _state.entries[key] = nil
         case nil:
             break
         }
@@ -792,57 +818,9 @@ extension ImageCache {
         startNetwork(started)
     }
 
-    /// Queues a download for the network on its lane; returns what may start now.
-    private func _enqueue(_ download: Download) -> [Download] {
-        download.phase = .queued
-        if download.lane == .fast {
-            _queuedFast += 1
-            _fastLane.append(download)
-        } else {
-            _slowLane.append(download)
-        }
-        return _startReadyDownloads()
-    }
-
-    /// Moves a slow download to the fast lane.
-    private func _promote(_ download: Download) -> [Download] {
-        switch download.phase {
-        case .queued:
-            _queuedFast += 1
-            _fastLane.append(download)
-        case .running:
-            _runningSlow -= 1
-            _runningFast += 1
-        case .checkingDisk:
-            _checkingFast += 1
-        case .waitingToRetry, .finished:
-            break
-        }
-        download.lane = .fast
-        return _startReadyDownloads()
-    }
-
-    /// Takes downloads off the lanes as far as the limits allow and marks them running; the caller
-    /// starts them with `startNetwork` after unlocking.
+    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
     private func _startReadyDownloads() -> [Download] {
-        var started: [Download] = []
-        while _runningFast < _maxConcurrentDownloads, let download = _fastLane.popFirst() {
-            guard case .queued = download.phase, download.lane == .fast else { continue }
-            _queuedFast -= 1
-            _runningFast += 1
-            download.phase = .running(nil)
-            download.attempts += 1
-            started.append(download)
-        }
-        while _checkingFast == 0, _queuedFast == 0, _runningFast == 0, _runningSlow == 0,
-              let download = _slowLane.popFirst() {
-            guard case .queued = download.phase, download.lane == .slow else { continue }
-            _runningSlow += 1
-            download.phase = .running(nil)
-            download.attempts += 1
-            started.append(download)
-        }
-        return started
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
     }
 
     /// The bytes of one network attempt, filled on the session's serial delegate queue.
@@ -886,16 +864,16 @@ extension ImageCache {
 
     private func startNetwork(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
-        let (timeout, limit) = lock.withLock { (_requestTimeout, _maxImageBytes) }
+        let (timeout, limit) = lock.withLock { (_state.settings.requestTimeout, _state.settings.maxImageBytes) }
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
             let task: URLSessionDataTask? = lock.withLock {
-                guard case .running = download.phase else { return nil }
+                guard case .running(nil) = download.phase else { return nil }
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
-                let task = _session.dataTask(with: request)
-                download.phase = .running(task)
-                _transfers[ObjectIdentifier(task)] = Transfer(download: download, limit: limit)
+                let task = _state.session.dataTask(with: request)
+                _state.lanes.move(download, to: .running(task))
+                _state.transfers[ObjectIdentifier(task)] = Transfer(download: download, limit: limit)
                 return task
             }
             task?.resume()
@@ -903,9 +881,8 @@ extension ImageCache {
     }
 
     private func transfer(for task: URLSessionTask) -> Transfer? {
-        lock.withLock { _transfers[ObjectIdentifier(task)] }
+        lock.withLock { _state.transfers[ObjectIdentifier(task)] }
     }
-
     /// The response head: stops at once on an error status or an announced length over the limit,
     /// so that neither body is read.
     fileprivate func received(_ response: URLResponse, for task: URLSessionDataTask) -> URLSession.ResponseDisposition {
@@ -937,7 +914,7 @@ extension ImageCache {
     }
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
-        guard let transfer = lock.withLock({ _transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
+        guard let transfer = lock.withLock({ _state.transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
         let result: Result<(Image, Data), Error>
         if let failure = transfer.failure {
             result = .failure(failure)
@@ -948,40 +925,42 @@ extension ImageCache {
     }
 
     private func networkFinished(_ download: Download, _ result: Result<(Image, Data), Error>, retryAfter: TimeInterval?) {
-        let now = clock()
+        let now = currentTime()
         var started: [Download] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
-        var onEvent: ((Event) -> Void)?
-        let current: Bool = lock.withLock {
-            onEvent = _onEvent
-            guard case .loading(let entry)? = _entries[download.key], entry === download,
-                  case .running = download.phase else { return false }
-            download.lane == .fast ? (_runningFast -= 1) : (_runningSlow -= 1)
+        var handler: (@Sendable (Event) -> Void)?
+        let waiters: [FetchTask]? = lock.withLock {
+            handler = _state.settings.onEvent
+            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
+                  case .running = download.phase else { return nil }
+            let policy = _state.settings.retryPolicy
             switch result {
-            case .success(let (image, bytes)):
-                download.phase = .finished
-                _insert(download.key, image: image, data: bytes, downloadedAt: now, disk: .writing)
-                let string = download.key.string
-                diskQueue.async { self.writeToDisk([Evicted(key: string, data: bytes, downloadedAt: now, disk: .writing)]) }
-            case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= _retryPolicy.maxRetries:
-                download.phase = .waitingToRetry
-                retry = (download.attempts, _retryPolicy.delay(attempt: download.attempts, retryAfter: retryAfter), error)
+            case .success(let (image, data)):
+                _state.lanes.move(download, to: .done)
+                _insert(download.key, image: image, data: data, downloadedAt: now, now: now)
+                let item = DiskStore.Item(name: DiskStore.fileName(for: download.key.string), data: data, downloadedAt: now)
+                diskQueue.async { self.disk.write(item, usedAt: now) }  // under the lock, like _keepOnDisk
+            case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
+                _state.lanes.move(download, to: .waitingToRetry)
+                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: retryAfter), error)
             case .failure(let error):
-                download.phase = .finished
+                _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
             }
             started = _startReadyDownloads()
-            return true
+            guard retry == nil else { return [] }
+            defer { download.waiters = [] }
+            return download.waiters
         }
-        guard current else { return }
+        guard let waiters else { return }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
             var bytes = 0
             if case .success(let (_, data)) = result { bytes = data.count }
-            deliver(download.waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes),
-                    handler: onEvent)
+            deliver(waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes),
+                    handler: handler)
         }
         startNetwork(started)
     }
@@ -989,9 +968,10 @@ extension ImageCache {
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
     private func requeue(_ download: Download) {
         let started: [Download] = lock.withLock {
-            guard case .loading(let entry)? = _entries[download.key], entry === download,
+            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
                   case .waitingToRetry = download.phase else { return [] }
-            return _enqueue(download)
+            _state.lanes.move(download, to: .queued)
+            return _startReadyDownloads()
         }
         startNetwork(started)
     }
@@ -1029,11 +1009,10 @@ extension ImageCache {
         return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
     }
 
-    /// Runs every waiter's callback on its queue, once, unless it was cancelled.
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
     /// the event handler first, in the same block as the first queue's callbacks.
     private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>,
-                         event: Event? = nil, handler: ((Event) -> Void)? = nil) {
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
         for task in tasks {
             if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
@@ -1042,17 +1021,17 @@ extension ImageCache {
                 byQueue.append((task.queue, [task]))
             }
         }
-        let boxed = Unchecked((result, handler))
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         for (index, group) in byQueue.enumerated() {
             group.queue.async {
-                if index == 0, let event, let handler = boxed.value.1 { handler(event) }
+                if index == 0, let event, let handler { handler(event) }
                 for task in group.tasks {
                     let due: Bool = self.lock.withLock {
                         guard task.state == .waiting else { return false }
                         task.state = .delivered
                         return true
                     }
-                    if due { task.completion?(boxed.value.0) }
+                    if due { task.completion?(result.value) }
                 }
             }
         }
@@ -1060,26 +1039,15 @@ extension ImageCache {
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     fileprivate func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_onEvent, _callbackQueue) }
-        guard let handler = handler.map(Unchecked.init) else { return }
-        queue.async { handler.value(event) }
+        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
     }
 }
 
 // MARK: - Memory tier
 
 extension ImageCache {
-    /// Where a memory entry's bytes stand on disk.
-    fileprivate enum DiskState { case notStored, writing, stored }
-
-    /// An image leaving memory, with what the disk needs to keep it.
-    fileprivate struct Evicted {
-        let key: String
-        let data: Data
-        let downloadedAt: TimeInterval
-        let disk: DiskState
-    }
-
     fileprivate final class SecondChance {
         let image: Image
         let data: Data
@@ -1101,13 +1069,12 @@ extension ImageCache {
             var image: Image?
             var data: Data
             var downloadedAt: TimeInterval
-            var disk: DiskState
             var previous = -1
             var next = -1
         }
         private var slots: [Slot] = []
         private var free: [Int] = []
-        private(set) var head = -1
+        private var head = -1
         private var last = -1
         private(set) var count = 0
 
@@ -1136,7 +1103,7 @@ extension ImageCache {
         @discardableResult
         mutating func remove(_ index: Int) -> Slot {
             unlink(index)
-            var slot = Slot(key: Key(string: ""), image: nil, data: Data(), downloadedAt: 0, disk: .notStored)
+            var slot = Slot(key: Key(string: ""), image: nil, data: Data(), downloadedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
             count -= 1
@@ -1155,9 +1122,9 @@ extension ImageCache {
             return image
         }
 
-        func evicted(_ index: Int) -> Evicted {
-            Evicted(key: slots[index].key.string, data: slots[index].data,
-                    downloadedAt: slots[index].downloadedAt, disk: slots[index].disk)
+        /// What the disk needs to keep a slot's image.
+        func item(_ index: Int) -> DiskStore.Item {
+            DiskStore.Item(slots[index])
         }
 
         /// - Complexity: O(count).
@@ -1188,82 +1155,80 @@ extension ImageCache {
     }
 
     /// Puts a decoded image in memory, evicting the least recently used 10% first if memory is full.
-    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval, disk: DiskState) {
+    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval, now: TimeInterval) {
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
-        let slot = _memory.insert(.init(key: key, image: image, data: data, downloadedAt: downloadedAt, disk: disk))
-        if case .loaded(let old)? = _entries.updateValue(.loaded(slot), forKey: key) { _memory.remove(old) }
-        _recencyChanged = true
-        guard _memory.count > _memoryMaxCount else { return }
-        let batch = max(1, _memoryMaxCount / 10)
-        var evicted: [Evicted] = []
+        let slot = _state.memory.insert(.init(key: key, image: image, data: data, downloadedAt: downloadedAt))
+        if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
+        let cap = _state.settings.memoryMaxCount
+        guard _state.memory.count > cap else { return }
+        let batch = max(1, cap / 10)
+        var evicted: [DiskStore.Item] = []
         evicted.reserveCapacity(batch)
-        while evicted.count < batch, let oldest = _memory.tail {
+        while evicted.count < batch, let oldest = _state.memory.tail {
             // Only the batch's 8 most recent go to the second chance: an NSCache insert costs
             // ~3 us on Linux, and the second chance is for what was just evicted.
-            if batch - evicted.count <= min(8, _secondChanceLimit), let image = _memory[oldest].image {
-                let slot = _memory[oldest]
+            if batch - evicted.count <= min(8, _secondChanceLimit), let image = _state.memory[oldest].image {
+                let slot = _state.memory[oldest]
                 _keepSecondChance(slot.key.string, image: image, data: slot.data, downloadedAt: slot.downloadedAt)
             }
             evicted.append(_evict(oldest))
         }
-        _handOverToDisk(evicted)
+        _keepOnDisk(evicted, usedAt: now)
     }
 
-    private func _evict(_ slot: Int) -> Evicted {
-        let gone = _memory.remove(slot)
-        _entries[gone.key] = nil
-        return Evicted(key: gone.key.string, data: gone.data, downloadedAt: gone.downloadedAt, disk: gone.disk)
+    private func _evict(_ slot: Int) -> DiskStore.Item {
+        let gone = _state.memory.remove(slot)
+        _state.entries[gone.key] = nil
+        return DiskStore.Item(gone)
     }
 
     private func _removeFromMemory(_ key: Key, slot: Int) {
-        _entries[key] = nil
-        _memory.remove(slot)
+        _state.entries[key] = nil
+        _state.memory.remove(slot)
     }
 
-    /// Queues the disk work for images leaving memory: write those not stored yet, and record
-    /// their order of use. Queued under the lock so that it is ordered with `remove`.
-    private func _handOverToDisk(_ evicted: [Evicted]) {
-        guard !evicted.isEmpty else { return }
-        let now = clock()
-        diskQueue.async {
-            self.writeToDisk(evicted.filter { $0.disk == .notStored })
-            self.disk.touch(evicted.map(\.key), at: now)
-        }
+    /// Queues the one disk write path: each image is written unless its file is there already, in
+    /// which case it is marked as used (least recent first, so that the order of use is kept).
+    /// Queued under the lock, so that it is ordered with `remove` and `removeAll`.
+    private func _keepOnDisk(_ items: [DiskStore.Item], usedAt now: TimeInterval) {
+        guard !items.isEmpty else { return }
+        diskQueue.async { self.disk.keep(items, usedAt: now) }
     }
 
     /// How many evicted images the second chance keeps: a fifth of the cap, at most 64.
-    private var _secondChanceLimit: Int { min(64, max(1, _memoryMaxCount / 5)) }
+    private var _secondChanceLimit: Int { min(64, max(1, _state.settings.memoryMaxCount / 5)) }
 
     private func _keepSecondChance(_ key: String, image: Image, data: Data, downloadedAt: TimeInterval) {
-        _serial += 1
-        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: _serial), forKey: key as NSString)
-        _secondChanceOrder.append((key, _serial))
-        while _secondChanceOrder.count > _secondChanceLimit, let (oldKey, serial) = _secondChanceOrder.popFirst() {
+        _state.serial += 1
+        let serial = _state.serial
+        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: serial), forKey: key as NSString)
+        _state.secondChanceOrder.append((key, serial))
+        while _state.secondChanceOrder.count > _secondChanceLimit, let (oldKey, serial) = _state.secondChanceOrder.popFirst() {
             let name = oldKey as NSString
             if secondChance.object(forKey: name)?.serial == serial { secondChance.removeObject(forKey: name) }
         }
     }
 
     /// The `NSCache` second chance: an image evicted lately comes back into memory.
-    private func _secondChance(_ key: Key, now: TimeInterval) -> (Image, Int)? {
+    private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
         let name = key.string as NSString
         guard let found = secondChance.object(forKey: name) else { return nil }
         secondChance.removeObject(forKey: name)
-        guard now < found.downloadedAt + _timeToLive else { return nil }
-        // Whether its file survived (reduceDiskCache, a lost folder, a failed write) is unknown
-        // here: the next eviction, purge or persist writes it again.
-        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, disk: .notStored)
+        guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
+        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
+        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, now: now)
         return (found.image, found.data.count)
     }
 
     private func _setFailed(_ key: Key, _ error: Error) {
-        _serial += 1
-        _entries[key] = .failed(error, serial: _serial)
-        _failureOrder.append((key, _serial))
+        _state.serial += 1
+        let serial = _state.serial
+        _state.entries[key] = .failed(error, serial: serial)
+        _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _failureOrder.count > _maxFailuresRemembered, let (oldKey, serial) = _failureOrder.popFirst() {
-            if case .failed(_, serial)? = _entries[oldKey] { _entries[oldKey] = nil }
+        while _state.failureOrder.count > _state.settings.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
+            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
         }
     }
 }
@@ -1273,97 +1238,87 @@ extension ImageCache {
 extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
     private func lookUpOnDisk(_ download: Download, timeToLive: TimeInterval) {
-        let now = clock()
-        var result: Result<Image, Error>?
-        var stored: DiskStore.Hit?
-        if let hit = disk.readImage(download.key.string, now: now, timeToLive: timeToLive) {
-            switch Self.decode(hit.data) {
-            case .success(let image):
-                result = .success(image)
-                stored = hit
-            case .failure(let error):
-                disk.discard(download.key.string, because: "\(error)")
+        let now = currentTime()
+        var hit: (image: Image, data: Data, downloadedAt: TimeInterval)?
+        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, timeToLive: timeToLive) {
+            switch Self.decode(found.data) {
+            case .success(let image): hit = (image, found.data, found.downloadedAt)
+            case .failure(let error): disk.discard(found, because: "\(error)")
             }
         }
         var started: [Download] = []
-        var onEvent: ((Event) -> Void)?
-        let current: Bool = lock.withLock {
-            onEvent = _onEvent
-            guard case .loading(let entry)? = _entries[download.key], entry === download,
-                  case .checkingDisk = download.phase else { return false }
-            if download.lane == .fast { _checkingFast -= 1 }
-            if case .success(let image)? = result, let stored {
-                download.phase = .finished
-                _insert(download.key, image: image, data: stored.data, downloadedAt: stored.downloadedAt, disk: .stored)
+        var handler: (@Sendable (Event) -> Void)?
+        let waiters: [FetchTask]? = lock.withLock {
+            handler = _state.settings.onEvent
+            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
+                  case .checkingDisk = download.phase else { return nil }
+            guard let hit else {
+                _state.lanes.move(download, to: .queued)
                 started = _startReadyDownloads()
-            } else {
-                started = _enqueue(download)
+                return []
             }
-            return true
+            _state.lanes.move(download, to: .done)
+            _insert(download.key, image: hit.image, data: hit.data, downloadedAt: hit.downloadedAt, now: now)
+            started = _startReadyDownloads()
+            defer { download.waiters = [] }
+            return download.waiters
         }
-        guard current else { return }
-        if let result {
-            deliver(download.waiters, result, event: Self.event(result, download.url, from: .disk, bytes: stored?.data.count ?? 0),
-                    handler: onEvent)
+        if let waiters, let hit {
+            deliver(waiters, .success(hit.image), event: .served(download.url, from: .disk, bytes: hit.data.count), handler: handler)
         }
         startNetwork(started)
     }
 
-    /// The disk lost every file: what memory holds must be written again at the next eviction,
-    /// purge or persist.
-    fileprivate func diskLostEverything() {
-        lock.withLock {
-            secondChance.removeAllObjects()
-            for slot in _memory.indicesFromLeastRecent() where _memory[slot].disk == .stored {
-                _memory[slot].disk = .notStored
-            }
-        }
-    }
-
-    /// Writes images to disk (on `diskQueue`) and records in memory which ones made it.
-    private func writeToDisk(_ images: [Evicted]) {
-        guard !images.isEmpty else { return }
-        let written = images.map { disk.writeImage($0.key, data: $0.data, downloadedAt: $0.downloadedAt) }
-        lock.withLock {
-            for (image, ok) in zip(images, written) {
-                guard case .loaded(let slot)? = _entries[Key(string: image.key)],
-                      _memory[slot].downloadedAt == image.downloadedAt else { continue }
-                _memory[slot].disk = ok ? .stored : .notStored
-            }
-        }
-    }
-
-    /// The disk tier: one file per URL with the original bytes, and an index of rows kept as a
-    /// snapshot file plus an append-only journal. Used only on the cache's disk queue.
+    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// No index: a file's modification date is when its image was downloaded, its access date
+    /// when it was last used (set by the cache itself, since mounts update access dates lazily or
+    /// never). Used only on the cache's disk queue.
     ///
-    /// Crash safety without fsync: a file is written under a temporary name and renamed, then its
-    /// row is appended to the journal; a row is trusted only if its file has the recorded length
-    /// and decodes; files without a row and temporary files are deleted when the index loads.
+    /// Safe for several processes on one folder, without fsync: a file is written under a unique
+    /// temporary name and renamed, so a reader sees a whole file or none; a file is deleted for
+    /// being old or unused only if it is still the one that was judged (same inode and date), so a
+    /// file another process has just written is not; temporary files are deleted only when they
+    /// have not changed for an hour (a crash's left-overs, never a write under way). A file that
+    /// does not decode (a write torn by power loss) is a miss, and is deleted. Nothing is opened
+    /// through a symbolic link: the folder is opened once with `O_NOFOLLOW`, and every file in it
+    /// relative to that descriptor, also with `O_NOFOLLOW`.
     fileprivate final class DiskStore: @unchecked Sendable {  // confined to the disk queue
-        struct Row {
-            var url: String
-            var size: Int
-            var downloadedAt: TimeInterval
-            var lastUsed: TimeInterval
-        }
-        struct Hit {
+        /// An image to keep on disk.
+        struct Item {
+            let name: String
             let data: Data
             let downloadedAt: TimeInterval
+
+            init(name: String, data: Data, downloadedAt: TimeInterval) {
+                self.name = name
+                self.data = data
+                self.downloadedAt = downloadedAt
+            }
+
+            init(_ slot: MemoryList.Slot) {
+                self.init(name: fileName(for: slot.key.string), data: slot.data, downloadedAt: slot.downloadedAt)
+            }
+        }
+
+        /// A file as read: its bytes, and its dates and inode (which a later delete checks).
+        struct Found {
+            let name: String
+            let data: Data
+            let info: Foundation.stat
+            var downloadedAt: TimeInterval { DiskStore.modified(info) }
         }
 
         let folder: URL
         private let folderPath: String
         weak var owner: ImageCache?
-        private var rows: [String: Row]?  // by file name; nil until loaded
+        private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
-        var injectedWriteError: POSIXErrorCode?  // for tests: every write fails with this
-        private var journal: Int32 = -1
-        private var journalRecords = 0
-        private static let header = "ImageCache index 1\n"
-        // Hidden names, so that a listing that skips hidden files sees the images alone.
-        static let indexName = ".index"
-        static let journalName = ".journal"
+        private var swept = false
+        #if IMAGECACHE_TESTING
+        var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
+        #endif
+        private static let staleTemporaryAge: TimeInterval = 3_600
 
         init(folder: URL) {
             self.folder = folder
@@ -1371,369 +1326,213 @@ extension ImageCache {
         }
 
         deinit {
-            if journal >= 0 { close(journal) }
+            if directory >= 0 { Foundation.close(directory) }
         }
 
-        func readImage(_ url: String, now: TimeInterval, timeToLive: TimeInterval) -> Hit? {
-            load()
-            let name = Self.fileName(for: url)
-            guard let row = rows?[name], row.url == url else { return nil }
-            guard now < row.downloadedAt + timeToLive else {
-                delete(name, url: url)
+        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// deleted); marks it as used `now`.
+        func read(_ name: String, now: TimeInterval, timeToLive: TimeInterval) -> Found? {
+            guard let directory = openFolder(create: false) else { return nil }
+            if !swept, let queue = owner?.diskQueue {
+                // Once per instance, after the first lookup is answered: expired files and a
+                // crash's temporary files go, without delaying that lookup.
+                swept = true
+                queue.async { self.reduce(to: .max, now: now, timeToLive: timeToLive) }
+            }
+            // O_NONBLOCK: a FIFO planted under an image's name must not block the disk queue.
+            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            defer { Foundation.close(fd) }
+            var info = Foundation.stat()
+            guard Foundation.fstat(fd, &info) == 0, Self.isFile(info) else { return nil }
+            guard now < Self.modified(info) + timeToLive else {
+                delete(name, ifStill: info)
                 return nil
             }
-            do {
-                let data = try Self.readFile(path(name))
-                guard data.count == row.size else {
-                    discard(url, because: "file has \(data.count) bytes, index says \(row.size)")
-                    return nil
+            guard let data = Self.readAll(fd, count: Int(info.st_size)) else { return nil }
+            setUsed(fd: fd, name: nil, at: now)
+            return Found(name: name, data: data, info: info)
+        }
+
+        /// Writes each image whose file is missing or older than it; marks the others as used.
+        func keep(_ items: [Item], usedAt now: TimeInterval) {
+            for item in items {
+                var info = Foundation.stat()
+                if let directory = openFolder(create: false),
+                   Foundation.fstatat(directory, item.name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                   Self.isFile(info), Self.modified(info) + 0.001 >= item.downloadedAt {
+                    setUsed(fd: directory, name: item.name, at: now)
+                } else {
+                    write(item, usedAt: now)
                 }
-                rows?[name]?.lastUsed = now
-                return Hit(data: data, downloadedAt: row.downloadedAt)
-            } catch {
-                delete(name, url: url)
-                return nil
             }
         }
 
-        @discardableResult
-        func writeImage(_ url: String, data: Data, downloadedAt: TimeInterval) -> Bool {
-            guard !url.contains(where: { $0 == "\t" || $0 == "\n" }) else { return false }
-            let name = Self.fileName(for: url)
+        /// Writes one image under a temporary name and renames it into place.
+        func write(_ item: Item, usedAt now: TimeInterval) {
             do {
+                #if IMAGECACHE_TESTING
                 if let injected = injectedWriteError { throw POSIXError(injected) }
-                try ensureFolder()
+                #endif
                 do {
-                    try Self.writeFile(path(name), data: data)
-                } catch let error as POSIXError where error.code == .ENOENT {
-                    // The folder was deleted under us, and every file with it: start afresh.
-                    folderVanished()
-                    try ensureFolder(force: true)
-                    try Self.writeFile(path(name), data: data)
+                    try writeFile(item, usedAt: now)
+                } catch let error as POSIXError where error.code == .ENOENT && directory >= 0 {
+                    // The folder was deleted under us, and every file with it: start it again.
+                    report("the folder \(folderPath) was deleted; starting it again")
+                    Foundation.close(directory)
+                    directory = -1
+                    try writeFile(item, usedAt: now)
                 }
+                failing = false
             } catch {
-                fail("cannot write \(path(name)): \(Self.describe(error)); serving from memory and the network")
-                return false
+                fail("cannot write \(folderPath)/\(item.name): \(Self.describe(error)); serving from memory and the network")
             }
-            failing = false
-            let row = Row(url: url, size: data.count, downloadedAt: downloadedAt, lastUsed: downloadedAt)
-            rows?[name] = row
-            // Without its row the file would be deleted as an orphan on the next launch.
-            return append("+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(url)\n")
         }
 
-        func remove(_ url: String) {
-            let name = Self.fileName(for: url)
-            if let rows, rows[name]?.url != url { return }
-            delete(name, url: url)
+        /// Marks files as used, in the order given (the last is the most recent).
+        func touch(_ names: [String], at now: TimeInterval) {
+            guard let directory = openFolder(create: false) else { return }
+            for name in names { setUsed(fd: directory, name: name, at: now) }
         }
 
-        /// Drops a row and its file because what was read is not usable.
-        func discard(_ url: String, because reason: String) {
-            report("dropped \(url): \(reason)")
-            delete(Self.fileName(for: url), url: url)
+        func remove(_ name: String) {
+            guard let directory = openFolder(create: false) else { return }
+            Foundation.unlinkat(directory, name, 0)
         }
 
+        /// Drops a file because what was read from it is not an image.
+        func discard(_ found: Found, because reason: String) {
+            report("dropped \(folderPath)/\(found.name): \(reason)")
+            delete(found.name, ifStill: found.info)
+        }
+
+        /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
-            if journal >= 0 { close(journal) }
-            journal = -1
-            journalRecords = 0
-            folderReady = false
-            do {
-                try FileManager.default.removeItem(at: folder)
-            } catch let error as CocoaError where error.code == .fileNoSuchFile {
-                // Nothing to remove.
-            } catch {
-                report("cannot remove \(folder.path): \(error)")
-            }
-            rows = [:]
-            // A fetch between `removeAll`'s forgetting and this block may have put an image back
-            // in memory from a file that is now gone: it must not count as stored.
-            owner?.diskLostEverything()
+            for file in list() where !file.temporary || file.stale { delete(file.name, ifStill: nil) }
         }
 
-        func touch(_ urls: [String], at time: TimeInterval) {
-            guard !urls.isEmpty else { return }
-            var lines = ""
-            for url in urls {
-                // Later in the list is more recent: keep the order with tiny steps that never go
-                // back, even when two batches come within a microsecond.
-                let when = max(time, lastTouch + 1e-6)
-                lastTouch = when
-                let name = Self.fileName(for: url)
-                if rows != nil {
-                    guard rows?[name]?.url == url else { continue }
-                    rows?[name]?.lastUsed = when
-                }
-                lines += "u\t\(when)\t\(url)\n"
-            }
-            append(lines, records: urls.count)
-        }
-
-        /// Deletes expired images, then all but the `maxCount` most recently used; returns the
-        /// URLs it deleted.
-        func reduce(to maxCount: Int, now: TimeInterval, timeToLive: TimeInterval) -> [String] {
-            load()
-            var removed = sweepExpired(now: now, timeToLive: timeToLive)
-            guard let rows, rows.count > maxCount else { return removed }
-            let oldestFirst = rows.sorted { $0.value.lastUsed < $1.value.lastUsed }
-            for (name, row) in oldestFirst.prefix(rows.count - maxCount) {
-                // No journal record each: the compaction below writes the rows that remain (and
-                // if it fails, the next load drops rows whose files are gone).
-                delete(name, url: row.url, journaled: false)
-                removed.append(row.url)
-            }
-            compact()
-            return removed
-        }
-
-        @discardableResult
-        func sweepExpired(now: TimeInterval, timeToLive: TimeInterval) -> [String] {
-            guard let rows else { return [] }
-            var removed: [String] = []
-            for (name, row) in rows where now >= row.downloadedAt + timeToLive {
-                delete(name, url: row.url)
-                removed.append(row.url)
-            }
-            return removed
-        }
-
-        /// Problems in the disk tier, for tests: rows without a valid file, files without a row.
-        func invariantViolations(stored: [(url: String, downloadedAt: TimeInterval)]) -> [String] {
-            load()
-            sweepOrphans()  // what a first load defers: the check is of the state after the sweep
-            guard let rows else { return [] }
-            var problems: [String] = []
-            for (url, downloadedAt) in stored where rows[Self.fileName(for: url)]?.downloadedAt != downloadedAt {
-                problems.append("in memory as stored, but no row for this download on disk: \(url)")
-            }
-            let files = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
-            for (name, row) in rows {
-                if !files.contains(name) { problems.append("row without file: \(row.url)") }
-                if Self.fileName(for: row.url) != name { problems.append("row under wrong name: \(row.url)") }
-            }
-            for file in files where rows[file] == nil && file != Self.indexName && file != Self.journalName {
-                problems.append("file without row: \(file)")
-            }
-            return problems
-        }
-
-        var isLoaded: Bool { rows != nil }
-
-        var rowCount: Int {
-            load()
-            return rows?.count ?? 0
-        }
-
-        // MARK: Index
-
-        private func load() {
-            guard rows == nil else { return }
-            var loaded: [String: Row] = [:]
-            for file in [Self.indexName, Self.journalName] {
-                guard let data = FileManager.default.contents(atPath: path(file)) else { continue }
-                var bytes = [UInt8](data)
-                // Only whole lines count. A last line cut short (a crash or a full disk mid-append)
-                // is dropped, and cut off the file, so that the next record cannot glue onto it.
-                let whole = bytes.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
-                if whole < bytes.count {
-                    bytes.removeSubrange(whole...)
-                    if file == Self.journalName, truncate(path(file), off_t(whole)) != 0 {
-                        fail("cannot repair \(path(file)): \(String(cString: strerror(errno)))")
-                    }
-                }
-                if file == Self.indexName {
-                    guard bytes.starts(with: Self.header.utf8) else {
-                        report("index file unreadable; starting empty")
-                        continue
-                    }
-                    bytes.removeFirst(Self.header.utf8.count)
-                }
-                let lines = Self.apply(&bytes, to: &loaded)
-                if file == Self.journalName { journalRecords += lines }
-            }
-            rows = loaded
-            let now = owner?.clock() ?? Date().timeIntervalSince1970
-            let ttl = owner?.timeToLiveNow() ?? 600
-            sweepExpired(now: now, timeToLive: ttl)
-            // Listing the folder and rewriting the index can wait until the lookup that needed
-            // the index has been answered.
-            let rewrite = journalRecords > max(64, loaded.count)
-            owner?.diskQueue.async { [self] in
-                sweepOrphans()
-                if rewrite { compact() }
-            }
-        }
-
-        /// Applies each line of an index or journal file to `rows`; returns how many lines it read.
-        /// Lines that do not parse whole are skipped. Parsed as bytes with `strtod`: splitting a
-        /// String by Characters cost most of a 10,000-row load.
-        private static func apply(_ bytes: inout [UInt8], to rows: inout [String: Row]) -> Int {
-            bytes.append(0)  // strtod and strtol stop at it, never past the end
-            return bytes.withUnsafeMutableBufferPointer { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                let end = base + buffer.count - 1
-                var lineCount = 0
-                var line = base
-                while line < end {
-                    let newline = memchr(line, 0x0A, end - line)?.assumingMemoryBound(to: UInt8.self) ?? end
-                    defer { line = newline + 1 }
-                    guard newline > line else { continue }
-                    lineCount += 1
-                    var fields: [(start: UnsafeMutablePointer<UInt8>, end: UnsafeMutablePointer<UInt8>)] = []
-                    var field = line
-                    while fields.count < 4, let tab = memchr(field, 0x09, newline - field)?.assumingMemoryBound(to: UInt8.self) {
-                        fields.append((field, tab))
-                        field = tab + 1
-                    }
-                    fields.append((field, newline))  // the URL is last and may hold no tab
-                    func number(_ index: Int) -> Double? {
-                        var stop: UnsafeMutablePointer<CChar>?
-                        let start = UnsafeMutableRawPointer(fields[index].start).assumingMemoryBound(to: CChar.self)
-                        let value = strtod(start, &stop)
-                        return stop.map(UnsafeMutableRawPointer.init) == UnsafeMutableRawPointer(fields[index].end)
-                            && fields[index].end > fields[index].start ? value : nil
-                    }
-                    func text(_ index: Int) -> String {
-                        String(decoding: UnsafeBufferPointer(start: fields[index].start, count: fields[index].end - fields[index].start), as: UTF8.self)
-                    }
-                    guard fields[0].end - fields[0].start == 1 else { continue }
-                    switch (fields[0].start.pointee, fields.count) {
-                    case (UInt8(ascii: "+"), 5):
-                        guard let downloaded = number(1), let used = number(2), let size = number(3),
-                              downloaded.isFinite, used.isFinite, size >= 0, size < 0x1p62, size == size.rounded() else { continue }
-                        let url = text(4)
-                        rows[fileName(for: url)] = Row(url: url, size: Int(size), downloadedAt: downloaded, lastUsed: used)
-                    case (UInt8(ascii: "u"), 3):
-                        guard let used = number(1) else { continue }
-                        let url = text(2)
-                        let name = fileName(for: url)
-                        if rows[name]?.url == url { rows[name]?.lastUsed = used }
-                    case (UInt8(ascii: "-"), 2):
-                        let url = text(1)
-                        let name = fileName(for: url)
-                        if rows[name]?.url == url { rows[name] = nil }
-                    default:
-                        continue
-                    }
-                }
-                return lineCount
-            }
-        }
-
-        /// Makes the index and the folder agree: deletes files without a row (and temporary files
-        /// left by a crash), and drops rows without a file (a crash between unlink and journal).
-        private func sweepOrphans() {
-            guard let rows, let files = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-            for file in files where rows[file] == nil && file != Self.indexName && file != Self.journalName {
-                unlink(path(file))
-            }
-            let present = Set(files)
-            for (name, row) in rows where !present.contains(name) {
-                self.rows?[name] = nil
-                append("-\t\(row.url)\n")
-            }
-        }
-
-        private func folderVanished() {
-            report("the folder \(folder.path) was deleted; starting it again")
-            owner?.diskLostEverything()
-            if rows != nil { rows = [:] }
-            if journal >= 0 { close(journal) }
-            journal = -1
-            journalRecords = 0
-        }
-
-        private func delete(_ name: String, url: String, journaled: Bool = true) {
-            unlink(path(name))
-            if rows?[name]?.url == url { rows?[name] = nil }
-            if journaled { append("-\t\(url)\n") }
-        }
-
-        /// Appends index records to the journal; false if they could not be written.
-        @discardableResult
-        private func append(_ text: String, records: Int = 1) -> Bool {
-            guard !text.isEmpty else { return true }
-            if journal < 0 {
-                do {
-                    try ensureFolder()
-                } catch {
-                    fail("cannot create \(folder.path): \(Self.describe(error))")
-                    return false
-                }
-                journal = open(path(Self.journalName), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-                guard journal >= 0 else {
-                    fail("cannot open \(path(Self.journalName)): \(String(cString: strerror(errno)))")
-                    return false
+        /// Deletes expired images and stale temporary files, then all but the `maxCount` most
+        /// recently used images.
+        func reduce(to maxCount: Int, now: TimeInterval, timeToLive: TimeInterval) {
+            var live: [File] = []
+            for file in list() {
+                if file.temporary {
+                    if file.stale { delete(file.name, ifStill: file.info) }
+                } else if now >= Self.modified(file.info) + timeToLive {
+                    delete(file.name, ifStill: file.info)
+                } else {
+                    live.append(file)
                 }
             }
-            do {
-                try Self.writeAll(journal, Data(text.utf8))
-            } catch {
-                fail("cannot append to \(path(Self.journalName)): \(Self.describe(error))")
-                return false
-            }
-            journalRecords += records
-            if journalRecords > max(1_024, 2 * (rows?.count ?? 0)) {
-                load()
-                compact()
-            }
-            return true
+            guard live.count > maxCount else { return }
+            live.sort { Self.used($0.info) > Self.used($1.info) }
+            for file in live[maxCount...] { delete(file.name, ifStill: file.info) }
         }
 
-        /// Rewrites the snapshot from the rows in memory and empties the journal.
-        private func compact() {
-            guard let rows else { return }
-            var text = Self.header
-            for row in rows.values {
-                text += "+\t\(row.downloadedAt)\t\(row.lastUsed)\t\(row.size)\t\(row.url)\n"
-            }
-            do {
-                try ensureFolder()
-                // The one fsync: the journal goes next, so a lost index would lose every row.
-                try Self.writeFile(path(Self.indexName), data: Data(text.utf8), durable: true)
-                if journal >= 0 { close(journal) }
-                journal = -1
-                unlink(path(Self.journalName))
-                journalRecords = 0
-            } catch {
-                fail("cannot write \(path(Self.indexName)): \(Self.describe(error))")
-            }
-        }
+        /// How many images the folder holds (expired ones included), for tests and statistics.
+        var fileCount: Int { list().filter { !$0.temporary }.count }
 
         // MARK: Files
 
-        private var folderReady = false
-
-        private func ensureFolder(force: Bool = false) throws {
-            guard force || !folderReady else { return }
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            if force, journal >= 0 {
-                close(journal)
-                journal = -1
-            }
-            folderReady = true
+        struct File {
+            let name: String
+            let info: Foundation.stat
+            let temporary: Bool
+            let stale: Bool  // a temporary file whose writer is gone
         }
 
-        /// Plain concatenation: `appendingPathComponent(_:).path` costs microseconds on Linux.
-        private func path(_ name: String) -> String {
-            folderPath + "/" + name
+        /// The image files and temporary files in the folder, with their dates; nothing else.
+        func list() -> [File] {
+            let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+            guard let directory = openFolder(create: false),
+                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
+            return names.compactMap { name in
+                let temporary = name.hasPrefix(".") && name.hasSuffix(".tmp")
+                guard temporary || Self.isImageName(name) else { return nil }
+                var info = Foundation.stat()
+                guard Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, Self.isFile(info) else { return nil }
+                // Named ".<image>.<pid>.<random>.tmp": its writer is gone if that process is, or if
+                // it has not changed the file for an hour (the pid may have been reused).
+                let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+                let stale = temporary && (now - Self.changed(info) > Self.staleTemporaryAge
+                    || pid.map { Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH } ?? true)
+                return File(name: name, info: info, temporary: temporary, stale: stale)
+            }
+        }
+
+        /// Deletes `name` if it is still the file that was judged (nil: whatever it is).
+        private func delete(_ name: String, ifStill judged: Foundation.stat?) {
+            guard let directory = openFolder(create: false) else { return }
+            if let judged {
+                var info = Foundation.stat()
+                guard Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_ino == judged.st_ino,
+                      Self.modified(info) == Self.modified(judged) else { return }
+            }
+            Foundation.unlinkat(directory, name, 0)
+        }
+
+        /// The folder's descriptor, opened once without following a symbolic link; with `create`,
+        /// the folder (and its parents) are made first, and it is made private to its owner.
+        private func openFolder(create: Bool) -> Int32? {
+            if directory >= 0 { return directory }
+            if create {
+                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+                Foundation.mkdir(folderPath, 0o700)
+            }
+            let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                if create { fail("cannot open \(folderPath): \(Self.describe(POSIXError(Self.errorCode())))") }
+                return nil
+            }
+            var info = Foundation.stat()
+            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700 { Foundation.fchmod(fd, 0o700) }
+            directory = fd
+            return fd
+        }
+
+        private func writeFile(_ item: Item, usedAt now: TimeInterval) throws {
+            guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
+            // Hidden, unique across processes, and beside its final name.
+            let temporary = ".\(item.name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
+            do {
+                try Self.writeAll(fd, item.data)
+                var times = [Self.time(now), Self.time(item.downloadedAt)]
+                guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
+            } catch {
+                Foundation.close(fd)
+                Foundation.unlinkat(directory, temporary, 0)
+                throw error
+            }
+            Foundation.close(fd)
+            guard Foundation.renameat(directory, temporary, directory, item.name) == 0 else {
+                let code = Self.errorCode()
+                Foundation.unlinkat(directory, temporary, 0)
+                throw POSIXError(code)
+            }
+        }
+
+        /// Sets the access date of the open file `fd`, or of `name` in the folder `fd`. Later calls
+        /// get later dates, even within one clock tick, so that the order of use is kept.
+        private func setUsed(fd: Int32, name: String?, at now: TimeInterval) {
+            lastTouch = max(now, lastTouch + 1e-6)
+            var times = [Self.time(lastTouch), Self.omit]
+            if let name {
+                Foundation.utimensat(fd, name, &times, AT_SYMLINK_NOFOLLOW)
+            } else {
+                Foundation.futimens(fd, &times)
+            }
         }
 
         private func report(_ message: String) {
-            owner?.log(message)
+            owner?.emit(.diskProblem(message))
         }
 
         /// Reports a failing disk once; the next successful image write ends the episode.
         private func fail(_ message: String) {
             if !failing { report(message) }
             failing = true
-        }
-
-        private static func describe(_ error: Swift.Error) -> String {
-            if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
-            return String(describing: error)
         }
 
         /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
@@ -1748,161 +1547,80 @@ extension ImageCache {
             return String(repeating: "0", count: 16 - hex.count) + hex
         }
 
-        static func readFile(_ path: String) throws -> Data {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            defer { close(fd) }
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            // Read into fresh memory without zero-filling it first, and hand it to Data as is.
-            let count = Int(info.st_size)
-            guard let buffer = malloc(max(1, count)) else { throw POSIXError(.ENOMEM) }
+        private static func isImageName(_ name: String) -> Bool {
+            name.utf8.count == 16 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        }
+
+        private static func isFile(_ info: Foundation.stat) -> Bool {
+            info.st_mode & S_IFMT == S_IFREG
+        }
+
+        private static func errorCode() -> POSIXErrorCode {
+            POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO
+        }
+
+        private static func describe(_ error: Swift.Error) -> String {
+            if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
+            return String(describing: error)
+        }
+
+        // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
+        #if canImport(Darwin)
+        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtimespec) }
+        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atimespec) }
+        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctimespec) }
+        #else
+        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtim) }
+        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atim) }
+        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctim) }
+        #endif
+
+        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
+            TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+        }
+
+        /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
+        #if canImport(Darwin)
+        private static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: -2)
+        #else
+        private static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)
+        #endif
+
+        private static func time(_ seconds: TimeInterval) -> Foundation.timespec {
+            let whole = seconds.rounded(.down)
+            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        }
+
+        /// Reads `count` bytes into fresh memory without zero-filling it first.
+        private static func readAll(_ fd: Int32, count: Int) -> Data? {
+            guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
             var done = 0
             while done < count {
-                let n = read(fd, buffer + done, count - done)
-                if n > 0 { done += n } else if n == 0 || errno != EINTR { break }
+                let n = Foundation.read(fd, buffer + done, count - done)
+                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { break }
             }
             guard done == count else {
-                free(buffer)
-                throw POSIXError(.EIO)
+                Foundation.free(buffer)
+                return nil
             }
             return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
         }
 
-        /// Writes under a temporary name and renames, so that a reader never sees half a file.
-        /// No fsync: a cache can lose its last writes on power loss, and rows are validated on read.
-        static func writeFile(_ path: String, data: Data, durable: Bool = false) throws {
-            // Hidden too, beside its final name: "dir/.name.<random>.tmp".
-            let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-            let temporary = String(path[..<slash]) + "." + String(path[slash...]) + ".\(UInt32.random(in: 0 ... .max)).tmp"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            do {
-                try writeAll(fd, data)
-                if durable, fsync(fd) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            } catch {
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            close(fd)
-            guard rename(temporary, path) == 0 else {
-                let code = POSIXErrorCode(rawValue: errno) ?? .EIO
-                unlink(temporary)
-                throw POSIXError(code)
-            }
-        }
-
-        static func writeAll(_ fd: Int32, _ data: Data) throws {
+        private static func writeAll(_ fd: Int32, _ data: Data) throws {
             try data.withUnsafeBytes { buffer in
                 var done = 0
                 while done < buffer.count {
-                    let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+                    let n = Foundation.write(fd, buffer.baseAddress! + done, buffer.count - done)
                     if n > 0 {
                         done += n
-                    } else if n < 0 && errno == EINTR {
+                    } else if n < 0 && Foundation.errno == EINTR {
                         continue
                     } else {
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                        throw POSIXError(errorCode())
                     }
                 }
             }
         }
-    }
-
-    fileprivate func log(_ message: String) {
-        emit(.diskProblem(message))
-    }
-}
-
-// MARK: - Checks for tests
-
-extension ImageCache {
-    /// Internal for tests: how many images memory holds now.
-    var memoryCount: Int { lock.withLock { _memory.count } }
-
-    /// Internal for tests: the URLs in memory, least recently used first.
-    var memoryURLs: [String] { lock.withLock { _memory.indicesFromLeastRecent().map { _memory[$0].key.string } } }
-
-    /// Internal for tests: how many images the disk index holds (loading it if needed).
-    var diskCount: Int { diskQueue.sync { disk.rowCount } }
-
-    /// Internal for tests: makes every disk write fail with `code` (nil: work again).
-    func _injectDiskWriteError(_ code: POSIXErrorCode?) {
-        diskQueue.sync { disk.injectedWriteError = code }
-    }
-
-    /// Internal for tests: whether the disk index has been loaded (without loading it).
-    var diskIndexLoaded: Bool { diskQueue.sync { disk.isLoaded } }
-
-    /// Internal for tests: the file name the disk tier uses for `url`.
-    static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
-
-    /// Internal for tests: every broken invariant, described; empty when all hold. Checks the
-    /// memory list against the dictionary, the counts against their caps, the lane counters
-    /// against the downloads, and the disk index against the files (after queued disk work).
-    func _checkInvariants() -> [String] {
-        var problems: [String] = lock.withLock {
-            var problems: [String] = []
-            let order = _memory.indicesFromLeastRecent()
-            if order.count != _memory.count { problems.append("memory list has \(order.count) slots, count says \(_memory.count)") }
-            if _memory.count > _memoryMaxCount { problems.append("memory holds \(_memory.count) > cap \(_memoryMaxCount)") }
-            var loaded = 0, checkingFast = 0, queuedFast = 0, runningFast = 0, runningSlow = 0
-            for (key, entry) in _entries {
-                switch entry {
-                case .loaded(let slot):
-                    loaded += 1
-                    if _memory[slot].key != key { problems.append("slot of \(key.string) holds \(_memory[slot].key.string)") }
-                case .loading(let download):
-                    switch download.phase {
-                    case .checkingDisk where download.lane == .fast: checkingFast += 1
-                    case .queued where download.lane == .fast: queuedFast += 1
-                    case .running: download.lane == .fast ? (runningFast += 1) : (runningSlow += 1)
-                    case .finished: problems.append("finished download still listed: \(key.string)")
-                    default: break
-                    }
-                    if download.activeWaiters < 1 { problems.append("download without waiters: \(key.string)") }
-                case .failed:
-                    break
-                }
-            }
-            if loaded != _memory.count { problems.append("\(loaded) loaded entries, memory count \(_memory.count)") }
-            let counted = [checkingFast, queuedFast, runningFast, runningSlow]
-            let kept = [_checkingFast, _queuedFast, _runningFast, _runningSlow]
-            if counted != kept { problems.append("lane counters \(kept) != counted \(counted)") }
-            return problems
-        }
-        let now = clock()
-        problems += diskQueue.sync {
-            // Read on the disk queue, so that no disk work can change it before the check.
-            let stored: [(String, TimeInterval)] = lock.withLock {
-                _memory.indicesFromLeastRecent().compactMap { slot in
-                    let entry = _memory[slot]
-                    guard entry.disk == .stored, now < entry.downloadedAt + _timeToLive else { return nil }
-                    return (entry.key.string, entry.downloadedAt)
-                }
-            }
-            return disk.invariantViolations(stored: stored)
-        }
-        return problems
-    }
-}
-
-// MARK: - Entry points for the benchmarks
-
-@_spi(Benchmarks)
-extension ImageCache {
-    /// Puts `image` in memory as if it had just been downloaded and written to disk, with the
-    /// count cap and batch eviction, but without a disk write of its own: the memory tier alone.
-    public func _benchmarkInsert(_ url: URL, image: Image, data: Data) {
-        let key = Key(url)
-        let now = clock()
-        lock.withLock { _insert(key, image: image, data: data, downloadedAt: now, disk: .stored) }
-    }
-
-    /// Waits until every disk operation queued so far has run.
-    public func _benchmarkDrainDisk() {
-        diskQueue.sync {}
     }
 }
 
@@ -2024,7 +1742,7 @@ extension ImageCache {
 
         private func nextFF(from offset: Int) -> Int? {
             guard offset < count, let base = bytes.baseAddress,
-                  let found = memchr(base + offset, 0xFF, count - offset) else { return nil }
+                  let found = Foundation.memchr(base + offset, 0xFF, count - offset) else { return nil }
             let index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
             return index + 1 < count ? index : nil
         }
@@ -2234,3 +1952,92 @@ extension ImageCache {
         }
     }
 }
+
+// MARK: - For tests and benchmarks
+
+// Compiled only where the package defines IMAGECACHE_TESTING for its own tests and benchmarks
+// (Package.swift): a copied file has none of this.
+#if IMAGECACHE_TESTING
+extension ImageCache {
+    /// The clock, in seconds since 1970; set it before the first call that uses the instance.
+    @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
+        get { currentTime }
+        set { currentTime = newValue }
+    }
+
+    /// How many images memory holds now.
+    @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
+
+    /// The URLs in memory, least recently used first.
+    @_spi(Testing) public var memoryURLs: [String] {
+        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string } }
+    }
+
+    /// How many image files the folder holds, after the disk work queued so far.
+    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.fileCount } }
+
+    /// Makes every disk write fail with `code` (nil: work again).
+    @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {
+        diskQueue.sync { disk.injectedWriteError = code }
+    }
+
+    /// The file name the disk tier uses for `url`.
+    @_spi(Testing) public static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
+
+    /// Every broken invariant, described; empty when all hold. Checks the memory list against the
+    /// dictionary, memory against its cap, the lanes against the downloads, and that the folder
+    /// holds nothing but image files and temporary files (after queued disk work).
+    @_spi(Testing) public func checkInvariants() -> [String] {
+        var problems: [String] = lock.withLock {
+            var problems: [String] = []
+            let order = _state.memory.indicesFromLeastRecent()
+            if order.count != _state.memory.count { problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)") }
+            if _state.memory.count > _state.settings.memoryMaxCount {
+                problems.append("memory holds \(_state.memory.count) > cap \(_state.settings.memoryMaxCount)")
+            }
+            var recount = Lanes()
+            var loaded = 0
+            for (key, entry) in _state.entries {
+                switch entry {
+                case .loaded(let slot):
+                    loaded += 1
+                    if _state.memory[slot].key != key { problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)") }
+                case .loading(let download):
+                    if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
+                    if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
+                    let (phase, lane) = (download.phase, download.lane)
+                    recount.move(download, to: .done)  // counts it into `recount` from nothing
+                    recount.move(download, to: phase, lane: lane)
+                case .failed:
+                    break
+                }
+            }
+            if loaded != _state.memory.count { problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)") }
+            let lanes = _state.lanes
+            let kept = [lanes.checkingFast, lanes.fastQueue.count, lanes.slowQueue.count, lanes.runningFast, lanes.runningSlow]
+            let counted = [recount.checkingFast, recount.fastQueue.count, recount.slowQueue.count, recount.runningFast, recount.runningSlow]
+            if kept != counted { problems.append("lanes \(kept) != counted from the downloads \(counted)") }
+            return problems
+        }
+        problems += diskQueue.sync {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            let known = Set(disk.list().map(\.name))
+            return names.filter { !known.contains($0) }.map { "unexpected file in the folder: \($0)" }
+        }
+        return problems
+    }
+
+    /// Puts `image` in memory as if it had just been read from disk, with the count cap and batch
+    /// eviction: the memory tier alone.
+    @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
+        let key = Key(url)
+        let now = currentTime()
+        lock.withLock { _insert(key, image: image, data: data, downloadedAt: now, now: now) }
+    }
+
+    /// Waits until every disk operation queued so far has run.
+    @_spi(Testing) public func drainDisk() {
+        diskQueue.sync {}
+    }
+}
+#endif

@@ -13,7 +13,9 @@ let package = Package(
             name: "ImageCache",
             path: ".",
             exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md"],
-            sources: ["ImageCache.swift"]
+            sources: ["ImageCache.swift"],
+            // The section "For tests and benchmarks" at the end of the file; a copied file has none of it.
+            swiftSettings: [.define("IMAGECACHE_TESTING")]
         ),
         // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.
         .target(

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Benchmarks) import ImageCache
+@_spi(Testing) import ImageCache
 import LoopbackServer
 #if canImport(Glibc)
 import Glibc
@@ -32,7 +32,7 @@ func diskHitToCallback(_ config: Config) throws -> [Row] {
     guard files.count == count else { throw BenchmarkError("expected \(count) image files on disk, found \(files.count)") }
 
     let semaphore = DispatchSemaphore(value: 0)
-    var misses = 0
+    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
     // The floor keeps the bytes it read until the round ends, as the cache keeps them in memory:
     // both sides pay for fresh memory alike.
     var kept: [Data] = []
@@ -54,7 +54,7 @@ func diskHitToCallback(_ config: Config) throws -> [Row] {
         } betweenRounds: {
             // Empty memory again so that the next round reads the disk.
             cache.purgeMemory()
-            cache._benchmarkDrainDisk()
+            cache.drainDisk()
             kept = []
         }
     }
@@ -107,7 +107,7 @@ func diskWriteThroughput(_ config: Config) throws -> [Row] {
     // Not on the caller's thread: purgeMemory hands the unwritten images over and returns.
     cache.reduceDiskCache(maxImageCount: 0)
     let callerTime = seconds { cache.purgeMemory() }
-    let diskTime = callerTime + seconds { cache._benchmarkDrainDisk() }
+    let diskTime = callerTime + seconds { cache.drainDisk() }
     let offCaller = callerTime < 0.1 * diskTime
     let megabytesPerSecond = Double(TestImages.photo.count) / result.ours.median  // bytes per microsecond
     return [Row(figure: "disk write, \(Report.format(Double(count))) x 50 KB, per image", unit: "us", ours: result.ours,
@@ -167,7 +167,7 @@ func tenThousandOnDisk(_ config: Config) throws -> [Row] {
 private func firstFetchAfterInit(_ config: Config, _ big: BigDisk, populateTime: Double) throws -> Row {
     let files = try imageFiles(in: big.folder)
     let semaphore = DispatchSemaphore(value: 0)
-    var misses = 0
+    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
     let result = try compare(rounds: config.rounds) { round in
         // A new instance on a fresh clone of the populated folder (what one launch does to the
         // index, say compacting it, must not help the next round); time from `init` to the callback.
@@ -184,7 +184,7 @@ private func firstFetchAfterInit(_ config: Config, _ big: BigDisk, populateTime:
             }
             semaphore.wait()
         } * 1e3
-        cache!._benchmarkDrainDisk()
+        cache!.drainDisk()
         return ms
     } floor: { round in
         try seconds {

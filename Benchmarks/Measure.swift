@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Benchmarks) import ImageCache
+@_spi(Testing) import ImageCache
 import LoopbackServer
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Benchmarks) import ImageCache
+@_spi(Testing) import ImageCache
 
 /// The floor of the memory tier: a `[String: Value]` keyed by `url.absoluteString` behind an
 /// `NSLock`, with first-in first-out eviction of 10% at the cap (the plainest batch eviction).
@@ -45,10 +45,10 @@ private func filledMemory(count: Int, in scratch: Scratch) -> (ImageCache, Locke
     let floor = LockedDictionary<ImageCache.Image>(cap: count)
     let urls = (0..<count).map(cdnURL)
     for url in urls {
-        cache._benchmarkInsert(url, image: photo, data: TestImages.photo)
+        cache.benchmarkInsert(url, image: photo, data: TestImages.photo)
         floor.insert(photo, for: url)
     }
-    cache._benchmarkDrainDisk()
+    cache.drainDisk()
     return (cache, floor, urls)
 }
 
@@ -154,22 +154,22 @@ func insertAtCap(_ config: Config) throws -> [Row] {
         // Inserts cycle through 2 x cap URLs: each one was evicted long before it comes again.
         let urls = (0..<2 * cap).map(cdnURL)
         for url in urls[0..<cap] {
-            cache._benchmarkInsert(url, image: photo, data: TestImages.photo)
+            cache.benchmarkInsert(url, image: photo, data: TestImages.photo)
             floor.insert(photo, for: url)
         }
-        cache._benchmarkDrainDisk()
+        cache.drainDisk()
         let perRound = config.pick(quick: max(cap / 2, 5_000), full: max(2 * cap, 20_000))
         var oursNext = cap, floorNext = cap
         var drains: [Double] = []
         let result = compare(rounds: config.rounds) { _ in
             let ns = nanoseconds(perOperation: perRound) {
                 for _ in 0..<perRound {
-                    cache._benchmarkInsert(urls[oursNext % urls.count], image: photo, data: TestImages.photo)
+                    cache.benchmarkInsert(urls[oursNext % urls.count], image: photo, data: TestImages.photo)
                     oursNext += 1
                 }
             }
             // The evictions queue index work on the disk queue; let it finish outside the timing.
-            drains.append(seconds { cache._benchmarkDrainDisk() } * 1e3)
+            drains.append(seconds { cache.drainDisk() } * 1e3)
             return ns
         } floor: { _ in
             nanoseconds(perOperation: perRound) {
@@ -205,7 +205,7 @@ func memoryHitToCallback(_ config: Config) throws -> [Row] {
     let (cache, _, urls) = filledMemory(count: 100, in: scratch)
     let operations = config.pick(quick: 2_000, full: 20_000)
     let semaphore = DispatchSemaphore(value: 0)
-    var misses = 0
+    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
     func measure() -> (ours: Stats, floor: Stats) {
         compareLatencies(rounds: config.rounds, count: operations) { i in
             cache.fetch(urls[i % urls.count]) { _, image in

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@_spi(Benchmarks) import ImageCache
+@_spi(Testing) import ImageCache
 import LoopbackServer
 
 /// The floor of the network figures: a `URLSession` configured as the cache configures its own
@@ -155,7 +155,7 @@ func urgentUnderBacklog(_ config: Config) throws -> [Row] {
         let p95 = try urgentP95("busy", round)
         backlogDone.append(server.totalRequests - before - urgentCount)
         backlog.forEach { $0.cancel() }
-        cache._benchmarkDrainDisk()
+        cache.drainDisk()
         return p95
     } floor: { round in
         try urgentP95("calm", round)
@@ -271,10 +271,10 @@ func residentChild(_ kind: String, count: Int) throws {
         cache.maxConcurrentDownloads = 8
         try cache.fetchWindowed(warmUp, inFlight: 8)
         cache.purgeMemory()
-        cache._benchmarkDrainDisk()
+        cache.drainDisk()
         before = residentBytes() ?? 0
         try cache.fetchWindowed(urls, inFlight: 8)
-        cache._benchmarkDrainDisk()
+        cache.drainDisk()
         after = residentBytes() ?? 0
     case "resident-floor":
         let loader = RawLoader()

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
 /// Bad answers from the server: each delivers nil, says why, and caches nothing.

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
 /// Callbacks, the two lanes, deduplication and cancellation, against a real loopback server.
@@ -88,7 +88,7 @@ final class FetchTests: CacheTestCase {
         let group = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 200) { i in
             group.enter()
-            let callback: (URL, ImageCache.Image?) -> Void = { _, image in
+            let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, image in
                 if image != nil { delivered.mutate { $0 += 1 } }
                 group.leave()
             }

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
 /// The format checks that stand in for a decoder on Linux (and guard the platform decoder).

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
 /// Many threads mixing every public call on overlapping URLs. CI runs this class again under

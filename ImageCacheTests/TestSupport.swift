@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -98,7 +98,7 @@ class CacheTestCase: XCTestCase {
     }
 
     func assertInvariants(_ cache: ImageCache, file: StaticString = #filePath, line: UInt = #line) {
-        let problems = cache._checkInvariants()
+        let problems = cache.checkInvariants()
         XCTAssertEqual(problems, [], file: file, line: line)
     }
 

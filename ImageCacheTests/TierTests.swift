@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import ImageCache
+@_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
 /// The memory and disk tiers, time to live, persistence and size control.
@@ -195,8 +195,8 @@ final class TierTests: CacheTestCase {
         assertInvariants(second)
     }
 
-    func testGarbageIndexStartsEmptyAndDeletesOrphans() throws {
-        let url = serve("/orphan.png")
+    func testFilesOfTheOldIndexAreIgnoredAndItsImagesStillFound() throws {
+        let url = serve("/upgrade.png")
         populate([url])
         let folder = directory.appendingPathComponent("cache")
         try Data("garbage\u{0}\u{1}".utf8).write(to: folder.appendingPathComponent(".index"))
@@ -204,9 +204,7 @@ final class TierTests: CacheTestCase {
 
         let second = makeCache()
         XCTAssertNotNil(fetchAndWait(second, url))
-        XCTAssertEqual(server.totalRequests, 2)
-        second.persistCacheToDisk()
-        assertInvariants(second)
+        XCTAssertEqual(server.totalRequests, 1, "served from the file the first instance wrote")
     }
 
     // MARK: Time to live
@@ -250,6 +248,7 @@ final class TierTests: CacheTestCase {
         second.imageTimeToLive = 100
         XCTAssertNotNil(fetchAndWait(second, fresh))
         XCTAssertEqual(server.requestCount("/fresh.png"), 1)
+        second.drainDisk()  // the sweep that follows the first lookup
         XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(second, for: url).path), "expired file deleted")
         XCTAssertNotNil(fetchAndWait(second, url))
         XCTAssertEqual(server.requestCount("/old.png"), 2)

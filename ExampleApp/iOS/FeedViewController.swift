@@ -58,10 +58,12 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
             }
             let previous = fetches[indexPath]
             fetches[indexPath] = ImageCache.shared.fetch(url) { [weak self] _, image in
-                // On the main queue (ImageCache's default callbackQueue).
-                self?.fetches[indexPath] = nil
-                guard image != nil else { return }
-                self?.tableView.reloadRows(at: [indexPath], with: .none)
+                // Callbacks are @Sendable; this one runs on the main queue (the default callbackQueue).
+                MainActor.assumeIsolated {
+                    self?.fetches[indexPath] = nil
+                    guard image != nil else { return }
+                    self?.tableView.reloadRows(at: [indexPath], with: .none)
+                }
             }
             previous?.cancel()  // after the new fetch, which shares the same download
         }
@@ -71,7 +73,7 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
     func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
         for indexPath in indexPaths where prefetches[indexPath] == nil {
             prefetches[indexPath] = ImageCache.shared.slowFetch(urls[indexPath.row]) { [weak self] _, _ in
-                self?.prefetches[indexPath] = nil
+                MainActor.assumeIsolated { self?.prefetches[indexPath] = nil }
             }
         }
     }
