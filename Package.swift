@@ -38,11 +38,17 @@ let package = Package(
             dependencies: ["ImageCache"],
             path: "ImageCacheTests/CrashHelper"
         ),
+        // The child processes that the shared-folder tests run several of at once on one folder.
+        .executableTarget(
+            name: "SharedFolderHelper",
+            dependencies: ["ImageCache"],
+            path: "ImageCacheTests/SharedFolderHelper"
+        ),
         .testTarget(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
-            exclude: ["CrashHelper"],
+            exclude: ["CrashHelper", "SharedFolderHelper"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
