@@ -18,7 +18,8 @@ final class CopyInTests: CacheTestCase {
         let png = PNGEncoder.rgb(width: 37, height: 23, pixels: (0..<37 * 23 * 3).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
         server.set("/copied.png", .ok(png))
 
-        // When the host fetches it with its copy of the cache
+        // When the host fetches it with its copy of the cache, once from the server and once
+        // from disk
         let process = Process()
         process.executableURL = host
         process.arguments = [directory.path, server.url("/copied.png").absoluteString]
@@ -32,6 +33,6 @@ final class CopyInTests: CacheTestCase {
         XCTAssertEqual(text, "image \(png.count) 37x23\n")
         XCTAssertEqual(process.terminationReason, .exit)
         XCTAssertEqual(process.terminationStatus, 0, "output: \(text)")
-        XCTAssertEqual(server.requestCount("/copied.png"), 1)
+        XCTAssertEqual(server.requestCount("/copied.png"), 1, "the second fetch reads the image from disk")
     }
 }

@@ -3,7 +3,8 @@
 // module, not imported, and shares the module's namespace with the app's own declarations.
 //
 // Usage: CopyInHost <parent folder> <image URL>
-// Prints "image <byte count> <width>x<height>" and exits 0, or "nil <error>" and exits 1.
+// Fetches the image twice (see below); prints "image <byte count> <width>x<height>" and exits 0,
+// or "nil <error>" and exits 1.
 import Dispatch
 import Foundation
 
@@ -15,15 +16,13 @@ final class Delivered: @unchecked Sendable {
     func get() -> ImageCache.Image? { lock.withLock { image } }
 }
 
-func fetchOne() -> Int32 {
-    let arguments = CommandLine.arguments
-    guard arguments.count == 3, let url = URL(string: arguments[2]) else {
-        FileHandle.standardError.write(Data("usage: CopyInHost <parent folder> <image URL>\n".utf8))
-        return 2
-    }
-    let cache = ImageCache(uniqueName: "copy-in", directory: URL(fileURLWithPath: arguments[1]))
+/// Fetches `url` with a new instance of the cache in `folder`, waits for the image, and writes
+/// what the instance holds to disk. Returns the line to print and whether there was an image.
+func fetchOnce(_ url: URL, folder: URL) -> (line: String, ok: Bool) {
+    let cache = ImageCache(uniqueName: "copy-in", directory: folder)
     // Never the main queue: this program does not run it.
     cache.callbackQueue = DispatchQueue(label: "CopyInHost.callbacks")
+    defer { cache.persistCacheToDisk() }
     let delivered = Delivered()
     let done = DispatchSemaphore(value: 0)
     cache.fetch(url) { _, image in
@@ -31,16 +30,31 @@ func fetchOne() -> Int32 {
         done.signal()
     }
     // Bounded, so that a lost callback fails the test instead of hanging it.
-    guard done.wait(timeout: .now() + 60) == .success else {
-        print("nil no callback after 60 s")
-        return 1
-    }
+    guard done.wait(timeout: .now() + 60) == .success else { return ("nil no callback after 60 s", false) }
     guard let image = delivered.get() else {
-        print("nil \(cache.error(for: url).map { "\($0)" } ?? "no error recorded")")
-        return 1
+        return ("nil \(cache.error(for: url).map { "\($0)" } ?? "no error recorded")", false)
     }
-    print("image \(image.data.count) \(image.width)x\(image.height)")
-    return 0
+    return ("image \(image.data.count) \(image.width)x\(image.height)", true)
 }
 
-exit(fetchOne())
+/// In a function, so that the only top-level names are the ones declared on purpose.
+func run() -> Int32 {
+    let arguments = CommandLine.arguments
+    guard arguments.count == 3, let url = URL(string: arguments[2]) else {
+        FileHandle.standardError.write(Data("usage: CopyInHost <parent folder> <image URL>\n".utf8))
+        return 2
+    }
+    // Twice, with a new instance each time: the first downloads the image and writes it to disk,
+    // the second reads it back, so that the file's disk code runs in this module both ways.
+    let folder = URL(fileURLWithPath: arguments[1])
+    let first = fetchOnce(url, folder: folder)
+    guard first.ok else {
+        print(first.line)
+        return 1
+    }
+    let second = fetchOnce(url, folder: folder)
+    print(second.line)
+    return second.ok ? 0 : 1
+}
+
+exit(run())
