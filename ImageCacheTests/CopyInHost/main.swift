@@ -8,6 +8,42 @@
 import Dispatch
 import Foundation
 
+// MARK: - The app's own top-level names
+// Common names an app may well declare. Each one would break or silently take over an
+// unqualified call to the C function of the same name in a copied file, or clash with a
+// top-level helper type that a copied file should not have.
+
+/// Called if a library call reached one of the app's functions below instead of the C one.
+func hijacked(_ name: String) -> Never {
+    FileHandle.standardError.write(Data("CopyInHost: ImageCache.swift called the app's \(name), not the C function\n".utf8))
+    exit(3)
+}
+
+// Same signatures as the C functions: an unqualified call in the library would pick these.
+func open(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { hijacked("open") }
+func close(_ fd: Int32) -> Int32 { hijacked("close") }
+func write(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { hijacked("write") }
+func malloc(_ size: Int) -> UnsafeMutableRawPointer? { hijacked("malloc") }
+func free(_ pointer: UnsafeMutableRawPointer?) { hijacked("free") }
+
+// Values and types under C names: an unqualified call in the library would no longer compile.
+let read = 2
+var clock = 0
+struct stat { var hits = 0, misses = 0 }
+
+// An app's logger: an unqualified `log` in the library may not mean the math function.
+func log(_ message: String) {
+    FileHandle.standardError.write(Data("CopyInHost: \(message)\n".utf8))
+}
+
+// Names a copied file must not declare at the top level itself.
+struct Entry { let title: String }
+enum Key: String { case feed, profile }
+struct Image { let name: String }
+enum Format { case short, long }
+
+// MARK: - Fetching with the copied cache
+
 /// The image a callback delivered, handed to the waiting main thread.
 final class Delivered: @unchecked Sendable {
     private let lock = NSLock()
