@@ -1,6 +1,5 @@
 import Foundation
 import XCTest
-@testable import ImageCache
 import LoopbackServer
 
 /// Several real processes open `ImageCache(uniqueName: "shared")` on one folder at once, as an app
