@@ -40,11 +40,23 @@ let package = Package(
             dependencies: ["ImageCache"],
             path: "ImageCacheTests/CrashHelper"
         ),
+        // The child processes that the shared-folder tests run several of at once on one folder.
+        .executableTarget(
+            name: "SharedFolderHelper",
+            dependencies: ["ImageCache"],
+            path: "ImageCacheTests/SharedFolderHelper"
+        ),
+        // An app with ImageCache.swift copied in (a symbolic link to it) beside top-level names
+        // of its own, such as `open` and `Entry`: the copy must compile and work there.
+        .executableTarget(
+            name: "CopyInHost",
+            path: "ImageCacheTests/CopyInHost"
+        ),
         .testTarget(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
-            exclude: ["CrashHelper"],
+            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -1,0 +1,1 @@
+../../ImageCache.swift
