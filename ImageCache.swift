@@ -53,13 +53,24 @@ import AppKit
 /// work is queued or running. Concurrent requests for one URL share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
-/// ``callbackQueue`` (the main queue by default), always asynchronously, exactly once per
+/// ``callbackQueue`` (the main queue by default on Apple platforms, a serial queue of the
+/// instance's own on Linux), always asynchronously, exactly once per
 /// ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one dictionary
 /// lookup; it never waits for the disk or the network. Shared state lives behind one lock; disk
 /// work runs on a private serial queue, network work in `URLSession`.
 public final class ImageCache: @unchecked Sendable {
-    /// A cache named "ImageCache" in the platform's caches folder.
-    public static let shared = ImageCache(uniqueName: "ImageCache")
+    /// The program's cache: the folder `ImageCache` in a folder named after the program (its bundle
+    /// identifier, else its executable name) in the platform's caches folder, so that programs
+    /// never share it by accident: on Linux `~/.cache/<program>/ImageCache` (or under
+    /// `$XDG_CACHE_HOME`), on Apple platforms `Library/Caches/<bundle identifier>/ImageCache`.
+    public static let shared: ImageCache = {
+        let program = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        return ImageCache(uniqueName: "ImageCache", directory: cachesFolder.appendingPathComponent(folderName(for: program)))
+    }()
+
+    private static var cachesFolder: URL {
+        FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first ?? FileManager.default.temporaryDirectory
+    }
 
     /// The name given to `init`.
     public let uniqueName: String
@@ -112,11 +123,13 @@ public final class ImageCache: @unchecked Sendable {
     ///     download where URLSession enforces one (not on Linux).
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
-        let parent = directory
-            ?? FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
-            ?? FileManager.default.temporaryDirectory
-        folder = parent.appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        folder = (directory ?? Self.cachesFolder).appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
+        #if !canImport(UIKit) && !canImport(AppKit)
+        // No program is obliged to run a main queue here: a command-line tool that waits on a
+        // semaphore would never see its callbacks.
+        settings.callbackQueue = DispatchQueue(label: "ImageCache.callbacks.\(uniqueName)")
+        #endif
         let configuration: URLSessionConfiguration
         if let session {
             configuration = session.configuration
@@ -372,8 +385,9 @@ extension ImageCache {
         }
     }
 
-    /// The queue callbacks run on. `.main` by default. A Linux program that does not run the main
-    /// queue (`dispatchMain()` or `RunLoop.main.run()`) must set its own queue here.
+    /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
+    /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
+    /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
     public var callbackQueue: DispatchQueue {
         get { lock.withLock { _state.settings.callbackQueue } }
         set { lock.withLock { _state.settings.callbackQueue = newValue } }

@@ -6,7 +6,7 @@ import LoopbackServer
 enum TestImages {
     /// A 130 x 130 RGB picture: 50.9 KB, the "50 KB image" of the figures.
     static let photo = png(width: 130, height: 130, seed: 1)
-    /// An 8 x 8 RGB picture (about 270 bytes), for the 10,000-entry disk index.
+    /// An 8 x 8 RGB picture (about 270 bytes), for the 10,000-entry disk folder.
     static let thumbnail = png(width: 8, height: 8, seed: 2)
 
     /// A `width` x `height` RGB picture: a diagonal gradient tinted by `seed`.

@@ -252,8 +252,8 @@ func posixWriteAndRename(_ path: String, _ data: Data) throws {
     guard written == data.count, rename(temporary, path) == 0 else { throw BenchmarkError("write \(path) failed") }
 }
 
-/// The image files of a cache folder, by path: the index, the journal and temporary files have
-/// hidden names (`.index`, `.journal`, `.name.N.tmp`) and are left out.
+/// The image files of a cache folder, by path: temporary files have
+/// hidden names (`.name.pid.N.tmp`) and are left out.
 func imageFiles(in folder: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: folder.path)
         .filter { !$0.hasPrefix(".") }

@@ -53,7 +53,7 @@ final class StressTests: CacheTestCase {
                 case 0..<55:
                     // Fetch (fast or slow); cancel half of the fast ones with 15% odds.
                     let calls = Locked(0)
-                    let callback: (URL, ImageCache.Image?) -> Void = { _, _ in calls.mutate { $0 += 1 } }
+                    let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, _ in calls.mutate { $0 += 1 } }
                     let task = roll < 40 ? cache.fetch(url, callback: callback) : cache.slowFetch(url, callback: callback)
                     let record = Record(task, calls: calls)
                     mine.append(record)
@@ -129,7 +129,7 @@ final class StressTests: CacheTestCase {
         DispatchQueue.concurrentPerform(iterations: 400) { i in
             group.enter()
             let url = urls[i % urls.count]
-            let callback: (URL, ImageCache.Image?) -> Void = { _, _ in
+            let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, _ in
                 calls.mutate { $0[i, default: 0] += 1 }
                 group.leave()
             }

@@ -62,7 +62,7 @@ class CacheTestCase: XCTestCase {
                       file: StaticString = #filePath, line: UInt = #line) -> ImageCache.Image? {
         let done = expectation(description: "callback for \(url)")
         let result = Locked<ImageCache.Image?>(nil)
-        let callback: (URL, ImageCache.Image?) -> Void = { received, image in
+        let callback: @Sendable (URL, ImageCache.Image?) -> Void = { received, image in
             XCTAssertEqual(received, url, file: file, line: line)
             result.value = image
             done.fulfill()
