@@ -951,7 +951,7 @@ extension ImageCache {
             switch result {
             case .success(let (image, data)):
                 _state.lanes.move(download, to: .done)
-                _insert(download.key, image: image, data: data, downloadedAt: now, now: now)
+                _keepOnDisk(_insert(download.key, image: image, data: data, downloadedAt: now), usedAt: now)
                 let item = DiskStore.Item(name: DiskStore.fileName(for: download.key.string), data: data, downloadedAt: now)
                 diskQueue.async { self.disk.write(item, usedAt: now) }  // under the lock, like _keepOnDisk
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
@@ -1168,14 +1168,15 @@ extension ImageCache {
         }
     }
 
-    /// Puts a decoded image in memory, evicting the least recently used 10% first if memory is full.
-    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval, now: TimeInterval) {
+    /// Puts a decoded image in memory, evicting the least recently used 10% first if memory is full;
+    /// returns what it evicted, for `_keepOnDisk`.
+    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval) -> [DiskStore.Item] {
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
         let slot = _state.memory.insert(.init(key: key, image: image, data: data, downloadedAt: downloadedAt))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
         let cap = _state.settings.memoryMaxCount
-        guard _state.memory.count > cap else { return }
+        guard _state.memory.count > cap else { return [] }
         let batch = max(1, cap / 10)
         var evicted: [DiskStore.Item] = []
         evicted.reserveCapacity(batch)
@@ -1188,7 +1189,7 @@ extension ImageCache {
             }
             evicted.append(_evict(oldest))
         }
-        _keepOnDisk(evicted, usedAt: now)
+        return evicted
     }
 
     private func _evict(_ slot: Int) -> DiskStore.Item {
@@ -1231,7 +1232,7 @@ extension ImageCache {
         secondChance.removeObject(forKey: name)
         guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt, now: now)
+        _keepOnDisk(_insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt), usedAt: now)
         return (found.image, found.data.count)
     }
 
@@ -1272,7 +1273,7 @@ extension ImageCache {
                 return []
             }
             _state.lanes.move(download, to: .done)
-            _insert(download.key, image: hit.image, data: hit.data, downloadedAt: hit.downloadedAt, now: now)
+            _keepOnDisk(_insert(download.key, image: hit.image, data: hit.data, downloadedAt: hit.downloadedAt), usedAt: now)
             started = _startReadyDownloads()
             defer { download.waiters = [] }
             return download.waiters
@@ -2042,11 +2043,15 @@ extension ImageCache {
     }
 
     /// Puts `image` in memory as if it had just been read from disk, with the count cap and batch
-    /// eviction: the memory tier alone.
+    /// eviction: the memory tier alone. Evicted images are marked as used on disk, as they are
+    /// when their files exist (here they do not, and are not written).
     @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
         let key = Key(url)
         let now = currentTime()
-        lock.withLock { _insert(key, image: image, data: data, downloadedAt: now, now: now) }
+        lock.withLock {
+            let evicted = _insert(key, image: image, data: data, downloadedAt: now).map(\.name)
+            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted, at: now) } }
+        }
     }
 
     /// Waits until every disk operation queued so far has run.
