@@ -12,7 +12,7 @@ let package = Package(
         .target(
             name: "ImageCache",
             path: ".",
-            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md"],
+            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md", "LICENSE", "CHANGELOG.md"],
             sources: ["ImageCache.swift"]
         ),
         // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.
