@@ -12,7 +12,7 @@ let package = Package(
         .target(
             name: "ImageCache",
             path: ".",
-            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md"],
+            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md", "LICENSE", "CHANGELOG.md"],
             sources: ["ImageCache.swift"],
             // The section "For tests and benchmarks" at the end of the file; a copied file has none of it.
             swiftSettings: [.define("IMAGECACHE_TESTING")]
