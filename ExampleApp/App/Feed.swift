@@ -65,6 +65,8 @@ final class Feed: @unchecked Sendable {
         var plain: Bool
         var source: String       // where the images come from, for the header
         var clearCommand: String
+        var lastRun: Date?       // when the last run on this cache folder ended
+        var lastRunFile: URL     // where this run's end is written, for the next one
     }
 
     let queue = DispatchQueue(label: "ExampleApp.feed")
@@ -87,6 +89,8 @@ final class Feed: @unchecked Sendable {
     private var ticks = 0
     private var finished = false
     private var warmPeeks: Double?
+    /// Set when the last run ended longer ago than the time to live: every image it left has expired.
+    let expiredNote: String?
 
     init(urls: [URL], cache: ImageCache, server: LoopbackServer?, settings: Settings) {
         self.cache = cache
@@ -95,6 +99,15 @@ final class Feed: @unchecked Sendable {
         rows = urls.map { Row(url: $0, name: Self.name(of: $0, embedded: server != nil)) }
         for (index, url) in urls.enumerated() { rowsOfURL[url, default: []].append(index) }
         scroll = ScrollPlan(rows: urls.count, screenRows: Self.screenRows, seconds: settings.seconds, speed: settings.speed)
+        // The cache does not say why an image came from the network (new, expired, or evicted),
+        // so the app works out the one case that matters to its story from its own records.
+        let timeToLive = cache.imageTimeToLive
+        if let lastRun = settings.lastRun, Date().timeIntervalSince(lastRun) > timeToLive {
+            expiredNote = "last run \(Self.formatDuration(Date().timeIntervalSince(lastRun))) ago "
+                + "(over \(Self.formatDuration(timeToLive))): images expired"
+        } else {
+            expiredNote = nil
+        }
     }
 
     /// Takes over the screen (if any) and starts scrolling; the run ends after `settings.seconds`,
@@ -173,7 +186,7 @@ final class Feed: @unchecked Sendable {
             log(index, "memory", "shown from memory" + (prefetched ? ", ready thanks to prefetch" : ""))
         } else if let error = cache.error(for: url), error.isFatal {
             rows[index].state = .failed(error)
-            log(index, "failed", "shown as broken, not asked again: \(error)")
+            log(index, "failed", "shown broken, not asked again: \(error)")
         } else {
             if cache.fetching(url) { stats.dedup += 1 }
             let previous = rows[index].fetchTask
@@ -283,12 +296,12 @@ final class Feed: @unchecked Sendable {
             for index in rowsOfURL[url] ?? [] where rows[index].isWaiting {
                 rows[index].state = .retrying(error, attempt: attempt)
             }
-            log(rowsOfURL[url]?.first, "retry", "\(error); attempt \(attempt) failed, trying again in \(String(format: "%.1f", delay)) s")
+            log(rowsOfURL[url]?.first, "retry", "attempt \(attempt): \(error); again in \(String(format: "%.1f", delay)) s")
         case .failed(let url, let error):
             stats.failed += 1
             if case .unsupportedURL = error {} else { stats.requestsSeenByApp += 1 }
             stats.failures[Self.kind(of: error), default: 0] += 1
-            log(rowsOfURL[url]?.first, "failed", "\(error)" + (error.isFatal ? " (fatal: not asked again)" : ""))
+            log(rowsOfURL[url]?.first, "failed", "\(error)" + (error.isFatal ? " (fatal)" : ""))
         case .diskProblem(let problem):
             stats.diskProblems.append(problem)
             log(nil, "disk", problem)
@@ -315,22 +328,25 @@ final class Feed: @unchecked Sendable {
         timer?.cancel()
         screen?.leave()
         cache.persistCacheToDisk()
+        try? Data("\(Date().timeIntervalSince1970)\n".utf8).write(to: settings.lastRunFile)  // only for a note
         warmPeeks = measureWarmPeeks()
         output(summary(interrupted: interrupted))
         server?.stop()
         exit(interrupted ? 130 : 0)
     }
 
-    /// What the run did, for a person, then one `summary:` line of `key=value` fields for scripts
-    /// (.ci/example-check reads it).
+    /// What the run did, for a person, then `summary:` lines of `key=value` fields for scripts
+    /// (.ci/example-check reads them): `failed.KIND=N` per kind of failure. Every line fits in
+    /// 80 columns, the `summary:` lines too (a field never spans two lines), unless a path is long.
     func summary(interrupted: Bool) -> String {
         let number = { (value: Double?) in value.map { String(format: "%.1f", $0) } ?? "-" }
         let peek50 = number(stats.peekPercentile(0.5)), peek99 = number(stats.peekPercentile(0.99))
         let failures = stats.failures.sorted { $0.key < $1.key }
         let (files, bytes) = Self.folderSize(cache.folder)
+        let kept = Self.formatDuration(cache.imageTimeToLive)
         let nextStep = stats.disk > 0 && stats.disk >= 2 * stats.network
             ? "most images came from disk, where an earlier run left them"
-            : "run the same command again: the images will come from disk"
+            : "run it again within \(kept): the images will come from disk"
         var lines = [
             "",
             "ImageCache example: \(rows.count) rows, \(number(min(elapsed, settings.seconds))) s"
@@ -338,37 +354,63 @@ final class Feed: @unchecked Sendable {
             "  from      memory \(stats.memory), disk \(stats.disk), network \(stats.network); failed \(stats.failed)",
             "  failures  " + (failures.isEmpty ? "none" : failures.map { "\($0.key) \($0.value)" }.joined(separator: ", ")),
             "  requests  \(requests) made, \(stats.retries) of them retries; \(Self.formatBytes(stats.downloadedBytes)) downloaded",
-            "  saved     \(stats.dedup) requests joined a download under way; \(stats.prefetched) rows ready by prefetch",
-            "  lanes     \(stats.moved) moved to the slow lane on scrolling away; \(stats.cancelled) cancelled far off",
+            "  saved     \(stats.dedup) requests joined a download; \(stats.prefetched) rows ready by prefetch",
+            "  lanes     \(stats.moved) moved to the slow lane on scrolling away, \(stats.cancelled) cancelled",
             "  peek      p50 \(peek50) us, p99 \(peek99) us as the feed called it (\(stats.peekNanoseconds.count) calls)",
             "            p50 \(number(warmPeeks)) us in a tight loop over the rows (warm CPU caches)",
-            "  cache     \(cache.folder.path): \(files) files, \(Self.formatBytes(bytes))",
+            "  cache     " + Self.shortPath(cache.folder.path),
+            "            \(files) files, \(Self.formatBytes(bytes)), kept \(kept) (imageTimeToLive)",
+        ]
+        if let expiredNote { lines.append("            " + expiredNote) }
+        lines += [
             "            " + nextStep,
             "            clear it: " + settings.clearCommand,
         ]
         if let problem = stats.diskProblems.first {
             lines.append("  disk      \(stats.diskProblems.count) problems; the first: \(problem)")
         }
-        let fields: [(String, Any)] = [
+        var fields: [(String, Any)] = [
             ("network", stats.network), ("disk", stats.disk), ("memory", stats.memory), ("failed", stats.failed),
             ("requests", requests), ("retries", stats.retries), ("dedup", stats.dedup), ("prefetched", stats.prefetched),
             ("moved", stats.moved), ("cancelled", stats.cancelled), ("bytes", stats.downloadedBytes),
             ("peek_p50_us", peek50), ("peek_p99_us", peek99), ("peek_loop_p50_us", number(warmPeeks)),
-            ("failures", failures.isEmpty ? "none" : failures.map { "\($0.key):\($0.value)" }.joined(separator: ",")),
-            ("interrupted", interrupted ? "yes" : "no"),
         ]
-        lines.append("summary: " + fields.map { "\($0.0)=\($0.1)" }.joined(separator: " "))
+        fields += failures.map { ("failed.\($0.key)", $0.value) }
+        fields.append(("interrupted", interrupted ? "yes" : "no"))
+        var line = "summary:"
+        for field in fields.map({ "\($0.0)=\($0.1)" }) {
+            if line.count + 1 + field.count > 79, line != "summary:" {
+                lines.append(line)
+                line = "summary:"
+            }
+            line += " " + field
+        }
+        lines.append(line)
         return lines.joined(separator: "\n")
     }
 
     // MARK: Helpers
 
-    /// One line per event in --plain mode: time, row, what, details.
+    /// One line per event in --plain mode: time, row, what, details. Details that do not fit in
+    /// 80 columns go on to more lines, indented to their column, cut at spaces.
     private func log(_ row: Int?, _ what: String, _ details: String) {
         guard settings.plain else { return }
         let rowText = row.map { String(format: "row %4d", $0) } ?? "        "
-        output(String(format: "%7.2fs  ", elapsed) + rowText + "  " + what.padding(toLength: 7, withPad: " ", startingAt: 0)
-            + "  " + details)
+        let prefix = String(format: "%7.2fs  ", elapsed) + rowText + "  " + what.padding(toLength: 7, withPad: " ", startingAt: 0) + "  "
+        let width = 79 - prefix.count
+        var lines: [String] = []
+        var current = ""
+        for word in details.split(separator: " ", omittingEmptySubsequences: false) {
+            if !current.isEmpty, current.count + 1 + word.count > width {
+                lines.append(current)
+                current = String(word)
+            } else {
+                current += (current.isEmpty ? "" : " ") + word
+            }
+        }
+        lines.append(current)
+        let indent = String(repeating: " ", count: prefix.count)
+        output(prefix + lines.joined(separator: "\n" + indent))
     }
 
     private func describe(_ image: ImageCache.Image, _ url: URL) -> String {
@@ -381,6 +423,25 @@ final class Feed: @unchecked Sendable {
 
     private static func name(of url: URL, embedded: Bool) -> String {
         embedded ? url.lastPathComponent : (url.host ?? "") + (url.path.isEmpty ? "" : "/…/" + url.lastPathComponent)
+    }
+
+    /// "7 days", "1 day", "5 hours", "10 minutes", "45 s".
+    static func formatDuration(_ seconds: TimeInterval) -> String {
+        func count(_ value: Double, _ unit: String) -> String {
+            let whole = Int(value.rounded(.down))
+            return "\(whole) \(unit)\(whole == 1 ? "" : "s")"
+        }
+        if seconds >= 86_400 { return count(seconds / 86_400, "day") }
+        if seconds >= 3_600 { return count(seconds / 3_600, "hour") }
+        if seconds >= 60 { return count(seconds / 60, "minute") }
+        return "\(Int(seconds)) s"
+    }
+
+    /// `path` with the home folder written `~`, so that it takes less of an 80-column line.
+    static func shortPath(_ path: String) -> String {
+        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        guard home.count > 1, path.hasPrefix(home + "/") else { return path }
+        return "~" + path.dropFirst(home.count)
     }
 
     static func formatBytes(_ bytes: Int) -> String {

@@ -13,31 +13,39 @@ struct Options {
 
     static let defaultRows = 300
 
+    /// How long the feed's images stay valid, in seconds: a week, so that a run on another day
+    /// still finds them on disk (the cache's own default is 10 minutes).
+    static let imageTimeToLive: TimeInterval = 7 * 24 * 60 * 60
+
+    // Every line fits in 80 columns.
     static let usage = """
         Usage: swift run ExampleApp [options]
 
-        Plays a feed of remote images in the terminal, scrolling by itself, and shows what ImageCache
-        does: which rows wait, which images come from memory, disk or the network, what prefetching
-        and deduplication save, what failed and why. Without --urls it serves generated JPEG, PNG and
-        GIF images, and a few broken URLs, from a server inside the process on 127.0.0.1.
+        Plays a feed of remote images in the terminal, scrolling by itself, and shows
+        what ImageCache does: which rows wait, which images come from memory, disk or
+        the network, what prefetching and deduplication save, what failed and why.
+        Without --urls it serves generated JPEG, PNG and GIF images, and a few broken
+        URLs, from a server inside the process on 127.0.0.1.
 
-        Run it twice: the second run finds the images in the cache folder and takes them from disk.
+        Run it again: the second run finds the images in the cache folder and takes
+        them from disk. They are kept \(Feed.formatDuration(imageTimeToLive)) (imageTimeToLive).
 
         Options:
           --rows N          rows in the feed (default \(defaultRows); with --urls, one per URL)
           --seconds N       how long the run lasts, in seconds (default 40)
-          --speed X         scrolling speed: 1 scrolls to the bottom and back once in the run,
-                            2 twice, 0.5 half way down (default 1)
+          --speed X         scrolling speed: 1 scrolls to the bottom and back once
+                            in the run, 2 twice, 0.5 half way down (default 1)
           --cache-dir PATH  the folder the cache keeps its files in, under PATH/feed
                             (default \(Self.defaultCacheDirectory.path))
-          --urls FILE       one http(s) URL per line, to use real servers instead of the embedded
-                            one; blank lines and lines starting with # are ignored
+          --urls FILE       one http(s) URL per line, to use real servers instead of
+                            the embedded one; blank lines and # comments are ignored
           --plain           no screen control: one line per event, for pipes and CI
           --clear           delete the cache folder and exit
           -h, --help        show this help
 
-        Exit status: 0 done, 64 bad option, 65 no usable URL in --urls, 66 --urls file unreadable,
-        70 the embedded server could not start, 73 cache folder not writable, 130 stopped (Ctrl-C).
+        Exit status: 0 done, 64 bad option, 65 no usable URL in --urls, 66 --urls
+        file unreadable, 70 the embedded server could not start, 73 cache folder
+        not writable, 130 stopped (Ctrl-C).
         """
 
     static var defaultCacheDirectory: URL {

@@ -36,7 +36,8 @@ final class Screen: @unchecked Sendable {
 
         var title = Line()
         let text = " ImageCache feed\(dot)\(feed.rows.count) rows\(dot)\(feed.settings.source)"
-        title.add(text.padding(toLength: max(0, width), withPad: " ", startingAt: 0), "7")  // reverse video
+        // Reverse video to the right edge; a longer title is cut by `render`, with an ellipsis.
+        title.add(text.count >= width ? text : text.padding(toLength: max(0, width), withPad: " ", startingAt: 0), "7")
         lines.append(title)
         var heading = Line()
         heading.add("     row  " + pad("image", nameWidth(width)) + "  from      details", "2")
@@ -50,7 +51,7 @@ final class Screen: @unchecked Sendable {
         lines += footer
 
         // Home, then each line followed by "erase to end of line", then "erase below": no flicker.
-        let rendered = lines.prefix(height).map { $0.render(width: width, color: color) }
+        let rendered = lines.prefix(height).map { $0.render(width: width, color: color, ellipsis: unicode ? "…" : "~") }
         write("\u{1B}[H" + rendered.joined(separator: "\u{1B}[K\r\n") + "\u{1B}[K\u{1B}[J")
     }
 
@@ -90,7 +91,7 @@ final class Screen: @unchecked Sendable {
             line.add("  fetch on the fast lane " + spinner(), "2")
         case .retrying(let error, let attempt):
             line.add(pad("retrying", 8), "33")
-            line.add("  \(error): attempt \(attempt) failed, the cache tries again", "2")
+            line.add("  attempt \(attempt): \(error)", "2")
         case .scrolledAway:
             line.add(pad("waiting", 8), "2")
             line.add("  scrolled away: moved to the slow lane", "2")
@@ -99,10 +100,10 @@ final class Screen: @unchecked Sendable {
             line.add("  cancelled: far off screen", "2")
         case .image(let source, let description, let prefetched):
             line.add(pad(source.rawValue, 8), Self.style(of: source))
-            line.add("  " + description + (prefetched ? "  (prefetched)" : ""))
+            line.add("  " + description + (prefetched ? "  (prefetch)" : ""))
         case .failed(let error):
             line.add(pad("failed", 8), "31")
-            line.add("  \(error)" + (error.isFatal ? "" : ", retried when shown again"), "31")
+            line.add("  \(error)" + (error.isFatal ? "" : " (tried again when shown)"), "31")
         }
         return line
     }
@@ -138,6 +139,7 @@ final class Screen: @unchecked Sendable {
         progress.add(String(format: " %3d%%  %.1f/%.0f s  ", Int(fraction * 100), elapsed, feed.settings.seconds))
         progress.add("screen: rows \(screenRows) \(arrow)", "1")
 
+        // Five lines that fit in 80 columns with four-digit counts.
         var tiers = Line()
         tiers.add(" memory \(stats.memory)", "32")
         tiers.add("  ")
@@ -147,23 +149,32 @@ final class Screen: @unchecked Sendable {
         tiers.add("  ")
         tiers.add("failed \(stats.failed)", "31")
         tiers.add("   requests \(feed.requests)" + (feed.server.map { " (\($0.activeRequests) now)" } ?? ""), "1")
-        tiers.add("  \(Feed.formatBytes(stats.downloadedBytes))")
 
         var saved = Line()
         saved.add(" saved: dedup \(stats.dedup), prefetch \(stats.prefetched)" + dot)
         saved.add("moved \(stats.moved)" + dot + "cancelled \(stats.cancelled)" + dot, "2")
+        saved.add(Feed.formatBytes(stats.downloadedBytes) + " downloaded")
+
+        var expiry = Line()
         if let p50 = stats.peekPercentile(0.5), let p99 = stats.peekPercentile(0.99) {
             let number = { (value: Double) in String(format: value < 10 ? "%.1f" : "%.0f", value) }
-            saved.add("peek p50 \(number(p50)) p99 \(number(p99)) \(unicode ? "µs" : "us")")
+            expiry.add(" peek p50 \(number(p50)) p99 \(number(p99)) \(unicode ? "µs" : "us")" + dot)
+        } else {
+            expiry.add(" ")
+        }
+        if let note = feed.expiredNote {
+            expiry.add(note, "33")
+        } else {
+            expiry.add("images kept \(Feed.formatDuration(feed.cache.imageTimeToLive)): a rerun finds them on disk", "2")
         }
 
         var hint = Line()
         if let problem = stats.diskProblems.last {
             hint.add(" disk problem: \(problem)", "31")
         } else {
-            hint.add(" Ctrl-C stops\(dot)cache: \(feed.cache.folder.path)", "2")
+            hint.add(" Ctrl-C stops\(dot)cache: \(Feed.shortPath(feed.cache.folder.path))", "2")
         }
-        return [progress, tiers, saved, hint]
+        return [progress, tiers, saved, expiry, hint]
     }
 
     // MARK: Terminal
@@ -177,11 +188,16 @@ final class Screen: @unchecked Sendable {
             parts.append((text, style))
         }
 
-        func render(width: Int, color: Bool) -> String {
+        /// A line longer than `width` ends in "…" (or "~" when `ellipsis` says so), so that a cut
+        /// shows.
+        func render(width: Int, color: Bool, ellipsis: String = "…") -> String {
+            let total = parts.reduce(0) { $0 + $1.text.count }
+            let room = total > width ? width - 1 : width
             var out = "", used = 0
-            for part in parts where used < width {
-                let text = String(part.text.prefix(width - used))
+            for part in parts where used < room {
+                var text = String(part.text.prefix(room - used))
                 used += text.count
+                if used == room, total > width { text += ellipsis }
                 if color, let style = part.style, !text.isEmpty {
                     out += "\u{1B}[\(style)m\(text)\u{1B}[0m"
                 } else {

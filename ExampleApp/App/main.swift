@@ -21,12 +21,13 @@ if options.help {
 let directory = options.cacheDirectory ?? Options.defaultCacheDirectory
 let folder = directory.appendingPathComponent("feed", isDirectory: true)  // ImageCache's folder for the name "feed"
 let portFile = directory.appendingPathComponent("server-port")
+let lastRunFile = directory.appendingPathComponent("last-run")  // when the last run ended, for expiry
 let clearCommand = "swift run ExampleApp --clear"
     + (options.cacheDirectory.map { " --cache-dir " + Options.shellQuoted($0.path) } ?? "")
 
 if options.clear {
     var removed: [String] = []
-    for item in [folder, portFile] where FileManager.default.fileExists(atPath: item.path) {
+    for item in [folder, portFile, lastRunFile] where FileManager.default.fileExists(atPath: item.path) {
         do {
             try FileManager.default.removeItem(at: item)
             removed.append(item.path)
@@ -34,7 +35,7 @@ if options.clear {
             fail(Options.Failure(message: "cannot delete \(item.path): \(error.localizedDescription)", code: 73))
         }
     }
-    output(removed.isEmpty ? "Nothing to clear in \(directory.path)." : "Cleared \(removed.joined(separator: " and ")).")
+    output(removed.isEmpty ? "Nothing to clear in \(directory.path)." : "Cleared \(removed.joined(separator: ", ")).")
     exit(0)
 }
 
@@ -68,15 +69,25 @@ if !plain, isatty(STDOUT_FILENO) == 0 {
     warn("standard output is not a terminal: using --plain")
     plain = true
 }
+// The cache's default time to live is 10 minutes. The feed's story is "run it again: the images
+// come from disk", so it keeps them a week, as an app showing photos would.
+let timeToLive = Options.imageTimeToLive
+let lastRun = (try? String(contentsOf: lastRunFile, encoding: .utf8))
+    .flatMap { TimeInterval($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    .map { Date(timeIntervalSince1970: $0) }
 if plain {
-    output("ExampleApp: \(urls.count) rows, \(options.seconds) s, speed \(options.speed); \(source)")
+    output("ExampleApp: \(urls.count) rows, \(options.seconds) s, speed \(options.speed)")
+    output("ExampleApp: \(source)")
     output("ExampleApp: cache folder \(folder.path)")
+    output("ExampleApp: images kept \(Feed.formatDuration(timeToLive)) (imageTimeToLive)")
 }
 
 let cache = ImageCache(uniqueName: "feed", directory: directory)
+cache.imageTimeToLive = timeToLive
 let feed = Feed(urls: urls, cache: cache, server: server,
                 settings: Feed.Settings(seconds: options.seconds, speed: options.speed, plain: plain,
-                                        source: source, clearCommand: clearCommand))
+                                        source: source, clearCommand: clearCommand,
+                                        lastRun: lastRun, lastRunFile: lastRunFile))
 feed.start(screen: plain ? nil : Screen())
 dispatchMain()
 
@@ -92,8 +103,8 @@ func startServer(portFile: URL) -> LoopbackServer {
         } else {
             server = try LoopbackServer()
             if let previousPort {
-                warn("port \(previousPort) of the previous run is taken: the images on disk have other URLs, "
-                    + "and will be downloaded again")
+                // The images on disk have URLs with the old port.
+                warn("port \(previousPort) of the last run is taken: images download again")
             }
         }
     } catch {
