@@ -648,11 +648,11 @@ extension ImageCache {
     /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
     /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
     fileprivate struct Lanes {
-        private(set) var fastQueue: [Download] = []
-        private(set) var slowQueue: [Download] = []
-        private(set) var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private(set) var runningFast = 0
-        private(set) var runningSlow = 0
+        private var fastQueue: [Download] = []
+        private var slowQueue: [Download] = []
+        private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
+        private var runningFast = 0
+        private var runningSlow = 0
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
             count(download, -1)
@@ -724,7 +724,7 @@ extension ImageCache {
         let key = Key(url)
         let now = currentTime()
         var started: [Download] = []
-        var lookUp: (download: Download, timeToLive: TimeInterval)?
+        var lookUp: (download: Download, timeToLive: TimeInterval, maxBytes: Int)?
         var immediate: (result: Result<Image, Error>, bytes: Int)?
         var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
@@ -764,7 +764,7 @@ extension ImageCache {
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
             _state.entries[key] = .loading(download)
-            lookUp = (download, _state.settings.timeToLive)
+            lookUp = (download, _state.settings.timeToLive, _state.settings.maxImageBytes)
             return task
         }
         if let immediate {
@@ -772,7 +772,7 @@ extension ImageCache {
                     handler: handler)
         }
         if let lookUp {
-            diskQueue.async { self.lookUpOnDisk(lookUp.download, timeToLive: lookUp.timeToLive) }
+            diskQueue.async { self.lookUpOnDisk(lookUp.download, timeToLive: lookUp.timeToLive, maxBytes: lookUp.maxBytes) }
         }
         startNetwork(started)
         return task
@@ -1252,10 +1252,10 @@ extension ImageCache {
 
 extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    private func lookUpOnDisk(_ download: Download, timeToLive: TimeInterval) {
+    private func lookUpOnDisk(_ download: Download, timeToLive: TimeInterval, maxBytes: Int) {
         let now = currentTime()
         var hit: (image: Image, data: Data, downloadedAt: TimeInterval)?
-        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, timeToLive: timeToLive) {
+        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, timeToLive: timeToLive, maxBytes: maxBytes) {
             switch Self.decode(found.data) {
             case .success(let image): hit = (image, found.data, found.downloadedAt)
             case .failure(let error): disk.discard(found, because: "\(error)")
@@ -1346,8 +1346,8 @@ extension ImageCache {
 
         /// The file `name` if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
-        func read(_ name: String, now: TimeInterval, timeToLive: TimeInterval) -> Found? {
-            guard let directory = openFolder(create: false) else { return nil }
+        func read(_ name: String, now: TimeInterval, timeToLive: TimeInterval, maxBytes: Int) -> Found? {
+            guard var directory = openFolder(create: false) else { return nil }
             if !swept, let queue = owner?.diskQueue {
                 // Once per instance, after the first lookup is answered: expired files and a
                 // crash's temporary files go, without delaying that lookup.
@@ -1355,11 +1355,16 @@ extension ImageCache {
                 queue.async { self.reduce(to: .max, now: now, timeToLive: timeToLive) }
             }
             // O_NONBLOCK: a FIFO planted under an image's name must not block the disk queue.
-            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            var fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            if fd < 0, Foundation.errno == ENOENT, reopenIfReplaced(), let reopened = openFolder(create: false) {
+                directory = reopened
+                fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            }
             guard fd >= 0 else { return nil }
             defer { Foundation.close(fd) }
             var info = Foundation.stat()
-            guard Foundation.fstat(fd, &info) == 0, Self.isFile(info) else { return nil }
+            // Larger than any download may be: not read (a planted or damaged file), a miss.
+            guard Foundation.fstat(fd, &info) == 0, Self.isFile(info), Int64(info.st_size) <= Int64(maxBytes) else { return nil }
             guard now < Self.modified(info) + timeToLive else {
                 delete(name, ifStill: info)
                 return nil
@@ -1369,13 +1374,15 @@ extension ImageCache {
             return Found(name: name, data: data, info: info)
         }
 
-        /// Writes each image whose file is missing or older than it; marks the others as used.
+        /// Writes each image whose file is missing, of another size, or older than it; marks the
+        /// others as used.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 var info = Foundation.stat()
                 if let directory = openFolder(create: false),
                    Foundation.fstatat(directory, item.name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Self.modified(info) + 0.001 >= item.downloadedAt {
+                   Self.isFile(info), Int(info.st_size) == item.data.count,
+                   Self.modified(info) + 2 >= item.downloadedAt {  // 2 s: some file systems keep whole seconds
                     setUsed(fd: directory, name: item.name, at: now)
                 } else {
                     write(item, usedAt: now)
@@ -1391,11 +1398,10 @@ extension ImageCache {
                 #endif
                 do {
                     try writeFile(item, usedAt: now)
-                } catch let error as POSIXError where error.code == .ENOENT && directory >= 0 {
-                    // The folder was deleted under us, and every file with it: start it again.
-                    report("the folder \(folderPath) was deleted; starting it again")
-                    Foundation.close(directory)
-                    directory = -1
+                } catch let error as POSIXError where error.code == .ENOENT {
+                    // The folder was deleted (and every file with it), or our temporary file was
+                    // taken for a dead writer's: try once more, in the folder as it is now.
+                    if reopenIfReplaced() { report("the folder \(folderPath) was deleted; starting it again") }
                     try writeFile(item, usedAt: now)
                 }
                 failing = false
@@ -1458,6 +1464,7 @@ extension ImageCache {
 
         /// The image files and temporary files in the folder, with their dates; nothing else.
         func list() -> [File] {
+            _ = reopenIfReplaced()
             let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
             guard let directory = openFolder(create: false),
                   let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
@@ -1469,6 +1476,8 @@ extension ImageCache {
                 // Named ".<image>.<pid>.<random>.tmp": its writer is gone if that process is, or if
                 // it has not changed the file for an hour (the pid may have been reused).
                 let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+                // (A writer in another pid namespace may look gone: its rename then fails, and `write`
+                // tries once more.)
                 let stale = temporary && (now - Self.changed(info) > Self.staleTemporaryAge
                     || pid.map { Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH } ?? true)
                 return File(name: name, info: info, temporary: temporary, stale: stale)
@@ -1486,8 +1495,22 @@ extension ImageCache {
             Foundation.unlinkat(directory, name, 0)
         }
 
+        /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
+        /// anyone: another instance or process may have made it again); true if it did.
+        private func reopenIfReplaced() -> Bool {
+            guard directory >= 0 else { return false }
+            var open = Foundation.stat(), now = Foundation.stat()
+            let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
+                || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
+            guard gone else { return false }
+            Foundation.close(directory)
+            directory = -1
+            return true
+        }
+
         /// The folder's descriptor, opened once without following a symbolic link; with `create`,
-        /// the folder (and its parents) are made first, and it is made private to its owner.
+        /// the folder (and its parents) are made first. It must be the process's own and private
+        /// (0700 is set if it is not): a folder others can write to could be handed planted images.
         private func openFolder(create: Bool) -> Int32? {
             if directory >= 0 { return directory }
             if create {
@@ -1500,7 +1523,14 @@ extension ImageCache {
                 return nil
             }
             var info = Foundation.stat()
-            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700 { Foundation.fchmod(fd, 0o700) }
+            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
+                Foundation.fstat(fd, &info)
+            }
+            guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
+                Foundation.close(fd)
+                fail("not using \(folderPath): it belongs to another user or others may write to it")
+                return nil
+            }
             directory = fd
             return fd
         }
@@ -1513,14 +1543,20 @@ extension ImageCache {
             guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
             do {
                 try Self.writeAll(fd, item.data)
-                var times = [Self.time(now), Self.time(item.downloadedAt)]
+                lastTouch = max(now, lastTouch + 1e-6)  // as `setUsed` does: later writes are later uses
+                var times = [Self.time(lastTouch), Self.time(item.downloadedAt)]
                 guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
             } catch {
                 Foundation.close(fd)
                 Foundation.unlinkat(directory, temporary, 0)
                 throw error
             }
-            Foundation.close(fd)
+            // A network file system may report a full disk only here.
+            guard Foundation.close(fd) == 0 else {
+                let code = Self.errorCode()
+                Foundation.unlinkat(directory, temporary, 0)
+                throw POSIXError(code)
+            }
             guard Foundation.renameat(directory, temporary, directory, item.name) == 0 else {
                 let code = Self.errorCode()
                 Foundation.unlinkat(directory, temporary, 0)
@@ -2000,8 +2036,9 @@ extension ImageCache {
     @_spi(Testing) public static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
 
     /// Every broken invariant, described; empty when all hold. Checks the memory list against the
-    /// dictionary, memory against its cap, the lanes against the downloads, and that the folder
-    /// holds nothing but image files and temporary files (after queued disk work).
+    /// dictionary, memory against its cap, the downloads listed, and that the folder holds nothing
+    /// but image files and temporary files (after queued disk work). The lanes' counts need no
+    /// check: `Lanes.move` is the only way to change them.
     @_spi(Testing) public func checkInvariants() -> [String] {
         var problems: [String] = lock.withLock {
             var problems: [String] = []
@@ -2010,7 +2047,6 @@ extension ImageCache {
             if _state.memory.count > _state.settings.memoryMaxCount {
                 problems.append("memory holds \(_state.memory.count) > cap \(_state.settings.memoryMaxCount)")
             }
-            var recount = Lanes()
             var loaded = 0
             for (key, entry) in _state.entries {
                 switch entry {
@@ -2020,18 +2056,11 @@ extension ImageCache {
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
                     if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
-                    let (phase, lane) = (download.phase, download.lane)
-                    recount.move(download, to: .done)  // counts it into `recount` from nothing
-                    recount.move(download, to: phase, lane: lane)
                 case .failed:
                     break
                 }
             }
             if loaded != _state.memory.count { problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)") }
-            let lanes = _state.lanes
-            let kept = [lanes.checkingFast, lanes.fastQueue.count, lanes.slowQueue.count, lanes.runningFast, lanes.runningSlow]
-            let counted = [recount.checkingFast, recount.fastQueue.count, recount.slowQueue.count, recount.runningFast, recount.runningSlow]
-            if kept != counted { problems.append("lanes \(kept) != counted from the downloads \(counted)") }
             return problems
         }
         problems += diskQueue.sync {

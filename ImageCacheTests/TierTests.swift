@@ -292,7 +292,7 @@ final class TierTests: CacheTestCase {
         XCTAssertEqual(Set(kept), Set([urls[0], urls[9], urls[8]]))
         let visible = try? FileManager.default.contentsOfDirectory(at: cache.folder, includingPropertiesForKeys: nil,
                                                                    options: .skipsHiddenFiles)
-        XCTAssertEqual(visible?.count, 3, "the folder shows exactly the images kept (the index files are hidden)")
+        XCTAssertEqual(visible?.count, 3, "the folder shows exactly the images kept")
         assertInvariants(cache)
 
         cache.reduceDiskCache(maxImageCount: 0)

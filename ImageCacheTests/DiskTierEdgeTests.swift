@@ -1,0 +1,77 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// The disk tier's edges: a folder replaced behind an instance's back, a folder it must not trust,
+/// oversized or damaged files, and the order of use across writes.
+final class DiskTierEdgeTests: CacheTestCase {
+    func testAFolderDeletedAndMadeAgainByAnotherInstanceIsFollowed() throws {
+        let a = makeCache(), b = makeCache()
+        let first = serve("/first.png"), second = serve("/second.png")
+        XCTAssertNotNil(fetchAndWait(a, first))
+        a.persistCacheToDisk()  // `a` holds the folder open
+        try FileManager.default.removeItem(at: a.folder)
+        XCTAssertNotNil(fetchAndWait(b, second))
+        b.persistCacheToDisk()  // `b` made the folder again; `a` has written nothing since
+        XCTAssertNotNil(fetchAndWait(a, second))
+        XCTAssertEqual(server.requestCount("/second.png"), 1, "`a` reads the new folder's file")
+        a.removeAll()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: a.folder.path), [], "and empties the new folder")
+    }
+
+    func testAFolderOfAnotherUserIsNotUsed() throws {
+        try XCTSkipUnless(geteuid() == 0, "needs root to give the folder away")
+        let cache = makeCache()
+        let events = Locked([String]())
+        cache.onEvent = { event in if case .diskProblem(let text) = event { events.mutate { $0.append(text) } } }
+        try FileManager.default.createDirectory(at: cache.folder, withIntermediateDirectories: true)
+        XCTAssertEqual(chown(cache.folder.path, 65_534, 65_534), 0)
+        let url = serve("/theirs.png")
+        XCTAssertNotNil(fetchAndWait(cache, url), "served from the network all the same")
+        cache.persistCacheToDisk()
+        callbacks.sync {}
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cache.folder.path), [], "nothing written there")
+        XCTAssertTrue(events.value.contains { $0.contains("belongs to another user") }, "\(events.value)")
+    }
+
+    func testAFileLargerThanMaxImageBytesIsAMiss() throws {
+        let url = serve("/big.png")
+        populate([url])
+        let cache = makeCache()
+        cache.maxImageBytes = fixture("photo.png").count + 100
+        let handle = try FileHandle(forWritingTo: fileURL(cache, for: url))
+        handle.seekToEndOfFile()
+        handle.write(Data(count: 1_000))  // bytes after IEND: a valid PNG, but over the limit
+        handle.closeFile()
+        XCTAssertEqual(fetchAndWait(cache, url)?.data, fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/big.png"), 2, "fetched again rather than read")
+    }
+
+    func testPersistWritesAgainAFileThatWasEmptied() throws {
+        let cache = makeCache()
+        let url = serve("/emptied.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.persistCacheToDisk()
+        try Data().write(to: fileURL(cache, for: url))  // a fresh date, the wrong size
+        cache.persistCacheToDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+    }
+
+    func testAnImageWrittenAtEvictionKeepsItsPlaceInTheOrderOfUse() {
+        let clock = TestClock()  // never moves: only the order of calls tells uses apart
+        let cache = makeCache(clock: clock)
+        cache.imageMemoryMaxCount = 2
+        let a = serve("/a.png"), x = serve("/x.png"), b = serve("/b.png"), c = serve("/c.png"), d = serve("/d.png")
+        XCTAssertNotNil(fetchAndWait(cache, a))
+        XCTAssertNotNil(fetchAndWait(cache, x))
+        cache.injectDiskWriteError(.ENOSPC)
+        XCTAssertNotNil(fetchAndWait(cache, b))  // not written when it arrives
+        cache.injectDiskWriteError(nil)
+        XCTAssertNotNil(fetchAndWait(cache, c))
+        XCTAssertNotNil(fetchAndWait(cache, d))  // b is evicted, and written then
+        cache.reduceDiskCache(maxImageCount: 3)
+        let kept = [a, x, b, c, d].filter { FileManager.default.fileExists(atPath: fileURL(cache, for: $0).path) }
+        XCTAssertEqual(kept, [b, c, d])
+    }
+}
