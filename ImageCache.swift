@@ -1401,7 +1401,7 @@ extension ImageCache {
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
-                    if reopenIfReplaced() { report("the folder \(folderPath) was deleted; starting it again") }
+                    _ = reopenIfReplaced()
                     try writeFile(item, usedAt: now)
                 }
                 failing = false
@@ -1503,6 +1503,7 @@ extension ImageCache {
             let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
                 || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
             guard gone else { return false }
+            report("the folder \(folderPath) was deleted or replaced; using the one there now")
             Foundation.close(directory)
             directory = -1
             return true
