@@ -83,10 +83,8 @@ public final class ImageCache: @unchecked Sendable {
     private let lock = NSLock()
     @exclusivity(unchecked) private var _state: State
 
-    // NSCache alone cannot bound the second chance: on Linux it evicts the newest entry first, and
-    // an insert walks its cost-sorted list. It holds the images, so that the system may reclaim
-    // them on Apple platforms, and `State.secondChanceOrder` keeps the last few.
-    private let secondChance = NSCache<NSString, SecondChance>()
+    // Images evicted lately; `State.secondChanceOrder` bounds it. Guarded by `lock`.
+    private let secondChance = SecondChanceShelf()
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
@@ -294,7 +292,7 @@ extension ImageCache {
     public func remove(_ url: URL) {
         let key = Key(url)
         let stopped: Stopped? = lock.withLock {
-            secondChance.removeObject(forKey: key.string as NSString)
+            secondChance.removeObject(forKey: key.string)
             let name = DiskStore.fileName(for: key.string)
             diskQueue.async { self.disk.remove(name) }
             return _forget(key)
@@ -1027,6 +1025,15 @@ extension ImageCache {
     /// the event handler first, in the same block as the first queue's callbacks.
     private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        if tasks.count == 1 {  // a memory hit, say: no grouping to pay for
+            let task = tasks[0]
+            task.queue.async {
+                if let event, let handler { handler(event) }
+                self.complete(task, result.value)
+            }
+            return
+        }
         var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
         for task in tasks {
             if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
@@ -1035,20 +1042,22 @@ extension ImageCache {
                 byQueue.append((task.queue, [task]))
             }
         }
-        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         for (index, group) in byQueue.enumerated() {
             group.queue.async {
                 if index == 0, let event, let handler { handler(event) }
-                for task in group.tasks {
-                    let due: Bool = self.lock.withLock {
-                        guard task.state == .waiting else { return false }
-                        task.state = .delivered
-                        return true
-                    }
-                    if due { task.completion?(result.value) }
-                }
+                for task in group.tasks { self.complete(task, result.value) }
             }
         }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
+    private func complete(_ task: FetchTask, _ result: Result<Image, Error>) {
+        let due: Bool = lock.withLock {
+            guard task.state == .waiting else { return false }
+            task.state = .delivered
+            return true
+        }
+        if due { task.completion?(result) }
     }
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
@@ -1074,6 +1083,27 @@ extension ImageCache {
             self.serial = serial
         }
     }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// An `NSCache`, so that the system may take the images back under memory pressure.
+    fileprivate final class SecondChanceShelf {
+        private let cache = NSCache<NSString, SecondChance>()
+        func object(forKey key: String) -> SecondChance? { cache.object(forKey: key as NSString) }
+        func setObject(_ object: SecondChance, forKey key: String) { cache.setObject(object, forKey: key as NSString) }
+        func removeObject(forKey key: String) { cache.removeObject(forKey: key as NSString) }
+        func removeAllObjects() { cache.removeAllObjects() }
+    }
+    #else
+    /// A dictionary: no system takes memory back here, and corelibs' `NSCache` would cost ~3 us an
+    /// insert (it keeps a cost-sorted list) and evict the newest entry first.
+    fileprivate final class SecondChanceShelf {
+        private var items: [String: SecondChance] = [:]
+        func object(forKey key: String) -> SecondChance? { items[key] }
+        func setObject(_ object: SecondChance, forKey key: String) { items[key] = object }
+        func removeObject(forKey key: String) { items[key] = nil }
+        func removeAllObjects() { items = [:] }
+    }
+    #endif
 
     /// Memory entries in a doubly linked list threaded through an array, most recent first, so
     /// that a use and an eviction cost O(1) with no allocation and no reference counting.
@@ -1181,8 +1211,8 @@ extension ImageCache {
         var evicted: [DiskStore.Item] = []
         evicted.reserveCapacity(batch)
         while evicted.count < batch, let oldest = _state.memory.tail {
-            // Only the batch's 8 most recent go to the second chance: an NSCache insert costs
-            // ~3 us on Linux, and the second chance is for what was just evicted.
+            // Only the batch's 8 most recent go to the second chance: it is for what was just
+            // evicted, and an NSCache insert is not cheap.
             if batch - evicted.count <= min(8, _secondChanceLimit), let image = _state.memory[oldest].image {
                 let slot = _state.memory[oldest]
                 _keepSecondChance(slot.key.string, image: image, data: slot.data, downloadedAt: slot.downloadedAt)
@@ -1217,19 +1247,17 @@ extension ImageCache {
     private func _keepSecondChance(_ key: String, image: Image, data: Data, downloadedAt: TimeInterval) {
         _state.serial += 1
         let serial = _state.serial
-        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: serial), forKey: key as NSString)
+        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: serial), forKey: key)
         _state.secondChanceOrder.append((key, serial))
         while _state.secondChanceOrder.count > _secondChanceLimit, let (oldKey, serial) = _state.secondChanceOrder.popFirst() {
-            let name = oldKey as NSString
-            if secondChance.object(forKey: name)?.serial == serial { secondChance.removeObject(forKey: name) }
+            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
         }
     }
 
     /// The `NSCache` second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        let name = key.string as NSString
-        guard let found = secondChance.object(forKey: name) else { return nil }
-        secondChance.removeObject(forKey: name)
+        guard let found = secondChance.object(forKey: key.string) else { return nil }
+        secondChance.removeObject(forKey: key.string)
         guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
         _keepOnDisk(_insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt), usedAt: now)
