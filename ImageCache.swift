@@ -766,8 +766,8 @@ extension ImageCache {
             return task
         }
         if let immediate {
-            deliver([task], immediate.result, event: Self.event(immediate.result, url, from: .memory, bytes: immediate.bytes),
-                    handler: handler)
+            let event = handler == nil ? nil : Self.event(immediate.result, url, from: .memory, bytes: immediate.bytes)
+            deliver([task], immediate.result, event: event, handler: handler)
         }
         if let lookUp {
             diskQueue.async { self.lookUpOnDisk(lookUp.download, timeToLive: lookUp.timeToLive, maxBytes: lookUp.maxBytes) }
@@ -950,7 +950,7 @@ extension ImageCache {
             case .success(let (image, data)):
                 _state.lanes.move(download, to: .done)
                 _keepOnDisk(_insert(download.key, image: image, data: data, downloadedAt: now), usedAt: now)
-                let item = DiskStore.Item(name: DiskStore.fileName(for: download.key.string), data: data, downloadedAt: now)
+                let item = DiskStore.Item(url: download.key.string, data: data, downloadedAt: now)
                 diskQueue.async { self.disk.write(item, usedAt: now) }  // under the lock, like _keepOnDisk
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
@@ -1168,7 +1168,8 @@ extension ImageCache {
 
         /// What the disk needs to keep a slot's image.
         func item(_ index: Int) -> DiskStore.Item {
-            DiskStore.Item(slots[index])
+            let slot = slots[index]
+            return DiskStore.Item(url: slot.key.string, data: slot.data, downloadedAt: slot.downloadedAt)
         }
 
         /// - Complexity: O(count).
@@ -1225,7 +1226,7 @@ extension ImageCache {
     private func _evict(_ slot: Int) -> DiskStore.Item {
         let gone = _state.memory.remove(slot)
         _state.entries[gone.key] = nil
-        return DiskStore.Item(gone)
+        return DiskStore.Item(url: gone.key.string, data: gone.data, downloadedAt: gone.downloadedAt)
     }
 
     private func _removeFromMemory(_ key: Key, slot: Int) {
@@ -1328,19 +1329,11 @@ extension ImageCache {
     fileprivate final class DiskStore: @unchecked Sendable {  // confined to the disk queue
         /// An image to keep on disk.
         struct Item {
-            let name: String
+            let url: String
             let data: Data
             let downloadedAt: TimeInterval
-
-            init(name: String, data: Data, downloadedAt: TimeInterval) {
-                self.name = name
-                self.data = data
-                self.downloadedAt = downloadedAt
-            }
-
-            init(_ slot: MemoryList.Slot) {
-                self.init(name: fileName(for: slot.key.string), data: slot.data, downloadedAt: slot.downloadedAt)
-            }
+            // Hashed on the disk queue, not under the lock where the item is made.
+            var name: String { fileName(for: url) }
         }
 
         /// A file as read: its bytes, and its dates and inode (which a later delete checks).
@@ -1406,12 +1399,13 @@ extension ImageCache {
         /// others as used.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
+                let name = item.name
                 var info = Foundation.stat()
                 if let directory = openFolder(create: false),
-                   Foundation.fstatat(directory, item.name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                   Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
                    Self.isFile(info), Int(info.st_size) == item.data.count,
                    Self.modified(info) + 2 >= item.downloadedAt {  // 2 s: some file systems keep whole seconds
-                    setUsed(fd: directory, name: item.name, at: now)
+                    setUsed(fd: directory, name: name, at: now)
                 } else {
                     write(item, usedAt: now)
                 }
@@ -1567,7 +1561,8 @@ extension ImageCache {
         private func writeFile(_ item: Item, usedAt now: TimeInterval) throws {
             guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
             // Hidden, unique across processes, and beside its final name.
-            let temporary = ".\(item.name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            let name = item.name
+            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
             do {
@@ -1586,7 +1581,7 @@ extension ImageCache {
                 Foundation.unlinkat(directory, temporary, 0)
                 throw POSIXError(code)
             }
-            guard Foundation.renameat(directory, temporary, directory, item.name) == 0 else {
+            guard Foundation.renameat(directory, temporary, directory, name) == 0 else {
                 let code = Self.errorCode()
                 Foundation.unlinkat(directory, temporary, 0)
                 throw POSIXError(code)
@@ -2107,8 +2102,8 @@ extension ImageCache {
         let key = Key(url)
         let now = currentTime()
         lock.withLock {
-            let evicted = _insert(key, image: image, data: data, downloadedAt: now).map(\.name)
-            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted, at: now) } }
+            let evicted = _insert(key, image: image, data: data, downloadedAt: now)
+            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.name), at: now) } }
         }
     }
 
