@@ -226,7 +226,7 @@ func residentGrowth(_ config: Config) throws -> [Row] {
                 floor: result.floor, goal: "<= cap x image size x 1.5 = \(Report.format(budget)) MB",
                 pass: { _ in result.ours.median <= budget },
                 notes: ["VmRSS after minus VmRSS before the first 50 KB image (after a warm-up with thumbnails), in a fresh "
-                        + "child process for each round and side; fetches 8 at a time; the second-chance NSCache may hold "
+                        + "child process for each round and side; fetches 8 at a time; the second chance may hold "
                         + "20 more images"])]
 }
 
