@@ -1321,8 +1321,8 @@ extension ImageCache {
     /// Safe for several processes on one folder, without fsync: a file is written under a unique
     /// temporary name and renamed, so a reader sees a whole file or none; a file is deleted for
     /// being old or unused only if it is still the one that was judged (same inode and date), so a
-    /// file another process has just written is not; temporary files are deleted only when they
-    /// have not changed for an hour (a crash's left-overs, never a write under way). A file that
+    /// file another process has just written is not; a temporary file is deleted only when the
+    /// process named in it is gone or it has not changed for an hour (a crash's left-overs). A file that
     /// does not decode (a write torn by power loss) is a miss, and is deleted. Nothing is opened
     /// through a symbolic link: the folder is opened once with `O_NOFOLLOW`, and every file in it
     /// relative to that descriptor, also with `O_NOFOLLOW`.
