@@ -142,7 +142,7 @@ public final class ImageCache: @unchecked Sendable {
         let urlSession = Self.makeSession(configuration, timeout: settings.requestTimeout, delegate: receiver)
         _state = State(settings: settings, session: urlSession)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
-        disk = DiskStore(folder: folder)
+        disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         receiver.cache = self
         observeSystemEvents()
@@ -166,13 +166,16 @@ public final class ImageCache: @unchecked Sendable {
         var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
-        var secondChanceOrder = FIFO<(key: String, serial: UInt64)>()
+        var secondChanceOrder = FIFO<(key: String, serial: UInt64, cost: Int)>()
+        var secondChanceBytes = 0  // the costs in `secondChanceOrder`
     }
 
     /// What the public properties set.
     private struct Settings {
         var timeToLive: TimeInterval = 600
         var memoryMaxCount = 100
+        var memoryMaxBytes = ImageCache.defaultMemoryMaxBytes
+        var diskMaxBytes = 256 * 1024 * 1024
         var maxConcurrentDownloads = 6
         var maxFailuresRemembered = 1_000
         var requestTimeout: TimeInterval = 30
@@ -300,18 +303,19 @@ extension ImageCache {
         finishStopped([stopped].compactMap { $0 })
     }
 
-    /// Forgets everything, in memory and on disk, and returns when the disk is empty. Downloads
-    /// in flight are cancelled and their callbacks run with nil. Another process's write that is
-    /// under way at that moment may still land.
-    public func removeAll() {
+    /// Forgets everything, in memory and on disk. Downloads in flight are cancelled and their
+    /// callbacks run with nil. Returns when the disk is empty; given a `completion`, returns at
+    /// once (memory is empty then) and runs it on ``callbackQueue`` when the disk is. Another
+    /// process's write that is under way at that moment may still land.
+    public func removeAll(completion: (@Sendable () -> Void)? = nil) {
         let stopped: [Stopped] = lock.withLock {
-            secondChance.removeAllObjects()
+            _forgetSecondChances()
             // Queued under the lock, so that no write of an image forgotten here can follow it.
             diskQueue.async { self.disk.removeAll() }
             return _state.entries.keys.compactMap { _forget($0) }
         }
         finishStopped(stopped)
-        diskQueue.sync {}
+        finishDiskWork(completion)
     }
 
     /// Empties memory; the disk keeps everything (an image whose file is missing is written
@@ -320,39 +324,51 @@ extension ImageCache {
     public func purgeMemory() {
         let now = currentTime()
         lock.withLock {
-            var evicted: [DiskStore.Item] = []
+            var evicted: [MemoryList.Slot] = []
             while let oldest = _state.memory.tail { evicted.append(_evict(oldest)) }
-            secondChance.removeAllObjects()
+            _forgetSecondChances()
             _keepOnDisk(evicted, usedAt: now)
         }
     }
 
-    /// Makes sure every image in memory is on disk, with how recently it was used, and returns
-    /// when that (and every disk operation queued before) is done. Images are written as they
-    /// arrive, so this only writes again what could not be written then or was deleted since.
-    public func persistCacheToDisk() {
+    /// Makes sure every image in memory is on disk, with how recently it was used. Images are
+    /// written as they arrive, so this only writes again what could not be written then, or was
+    /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
+    /// platforms memory keeps the decoded image alone once its bytes are on disk). Returns when
+    /// done, with every disk operation queued before; given a `completion`, returns at once and
+    /// runs it on ``callbackQueue`` when done.
+    public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
         lock.withLock {
-            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory.item($0) }, usedAt: now)
+            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
         }
-        diskQueue.sync {}
+        finishDiskWork(completion)
     }
 
-    /// Keeps the `maxImageCount` most recently used images on disk and deletes the rest; expired
-    /// images go first. Images in memory count as used now, in their order of use. Returns when
-    /// done. Memory is not changed.
+    /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
+    /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
+    /// count as used now, in their order of use; memory is not changed. Returns when done; given a
+    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
+    /// within ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
-    public func reduceDiskCache(maxImageCount: Int) {
+    public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max, completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
-        let (recency, ttl) = lock.withLock {
-            (_state.memory.indicesFromLeastRecent().map { DiskStore.fileName(for: _state.memory[$0].key.string) },
-             _state.settings.timeToLive)
+        let recency = lock.withLock {
+            _state.memory.indicesFromLeastRecent().map { DiskStore.fileName(for: _state.memory[$0].key.string) }
         }
-        diskQueue.sync {
-            disk.touch(recency, at: now)
-            disk.reduce(to: max(0, maxImageCount), now: now, timeToLive: ttl)
+        diskQueue.async {
+            self.disk.touch(recency, at: now)
+            self.disk.reduce(maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes), now: now)
         }
+        finishDiskWork(completion)
+    }
+
+    /// Waits for the disk work queued so far, or has `completion` run on ``callbackQueue`` after it.
+    private func finishDiskWork(_ completion: (@Sendable () -> Void)?) {
+        guard let completion else { return diskQueue.sync {} }
+        let queue = callbackQueue
+        diskQueue.async { queue.async(execute: completion) }
     }
 }
 
@@ -363,22 +379,60 @@ extension ImageCache {
     /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
         get { lock.withLock { _state.settings.timeToLive } }
-        set { lock.withLock { _state.settings.timeToLive = max(1, newValue.isNaN ? 1 : newValue) } }
+        set {
+            lock.withLock {
+                let timeToLive = max(1, newValue.isNaN ? 1 : newValue)
+                _state.settings.timeToLive = timeToLive
+                diskQueue.async { self.disk.timeToLive = timeToLive }  // ordered with the lookups that follow
+            }
+        }
     }
 
-    /// How many images memory holds. 100 by default; values below 1 are clamped to 1. Lowering it
-    /// evicts the least recently used images at once.
+    /// How many images memory holds, the second chance included: the most that ``peek(_:)`` can
+    /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
+    /// recently used tenth leaves in one batch; lowering it evicts at once.
     public var imageMemoryMaxCount: Int {
         get { lock.withLock { _state.settings.memoryMaxCount } }
+        set { setMemoryLimits { $0.memoryMaxCount = max(1, newValue) } }
+    }
+
+    /// How many bytes of images memory holds, the second chance included. An image costs its
+    /// decoded size on Apple platforms (width x height x 4 bytes), its downloaded bytes on Linux.
+    /// When it is passed, the least recently used images leave down to 90% of it. One image that
+    /// costs more than a quarter of it is delivered but not kept in memory (the disk keeps it).
+    /// By default a tenth of the device's physical memory, at most 512 MiB; values below 1 are
+    /// clamped to 1. Lowering it evicts at once.
+    public var imageMemoryMaxBytes: Int {
+        get { lock.withLock { _state.settings.memoryMaxBytes } }
+        set { setMemoryLimits { $0.memoryMaxBytes = max(1, newValue) } }
+    }
+
+    private func setMemoryLimits(_ change: (inout Settings) -> Void) {
+        let now = currentTime()
+        lock.withLock {
+            change(&_state.settings)
+            _keepOnDisk(_evictOverLimits(), usedAt: now)
+        }
+    }
+
+    /// A tenth of physical memory, at most 512 MiB.
+    private static let defaultMemoryMaxBytes = Int(min(ProcessInfo.processInfo.physicalMemory / 10, 512 * 1024 * 1024))
+
+    /// How many bytes the image files on disk may take. 256 MiB by default; values below 1 are
+    /// clamped to 1. The disk queue enforces it after each write that passes it, deleting expired
+    /// images and then the least recently used ones down to 90% of it, so the folder passes it by
+    /// at most the writes under way. Each process sharing a folder counts what it writes and
+    /// recounts the folder when it enforces the limit.
+    public var diskMaxBytes: Int {
+        get { lock.withLock { _state.settings.diskMaxBytes } }
         set {
-            let now = currentTime()
             lock.withLock {
-                _state.settings.memoryMaxCount = max(1, newValue)
-                var evicted: [DiskStore.Item] = []
-                while _state.memory.count > _state.settings.memoryMaxCount, let oldest = _state.memory.tail {
-                    evicted.append(_evict(oldest))
+                let maxBytes = max(1, newValue)
+                _state.settings.diskMaxBytes = maxBytes
+                diskQueue.async {
+                    self.disk.maxBytes = maxBytes
+                    self.disk.reduce(maxBytes: maxBytes, now: self.currentTime())
                 }
-                _keepOnDisk(evicted, usedAt: now)
             }
         }
     }
@@ -722,7 +776,7 @@ extension ImageCache {
         let key = Key(url)
         let now = currentTime()
         var started: [Download] = []
-        var lookUp: (download: Download, timeToLive: TimeInterval, maxBytes: Int)?
+        var lookUp: (download: Download, maxBytes: Int)?
         var immediate: (result: Result<Image, Error>, bytes: Int)?
         var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
@@ -732,7 +786,7 @@ extension ImageCache {
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive:
                 _state.memory.moveToFront(slot)
-                immediate = (.success(_state.memory.image(slot)), _state.memory[slot].data.count)
+                immediate = (.success(_state.memory.image(slot)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
                 _removeFromMemory(key, slot: slot)
@@ -762,7 +816,7 @@ extension ImageCache {
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
             _state.entries[key] = .loading(download)
-            lookUp = (download, _state.settings.timeToLive, _state.settings.maxImageBytes)
+            lookUp = (download, _state.settings.maxImageBytes)
             return task
         }
         if let immediate {
@@ -770,7 +824,7 @@ extension ImageCache {
             deliver([task], immediate.result, event: event, handler: handler)
         }
         if let lookUp {
-            diskQueue.async { self.lookUpOnDisk(lookUp.download, timeToLive: lookUp.timeToLive, maxBytes: lookUp.maxBytes) }
+            diskQueue.async { self.lookUpOnDisk(lookUp.download, maxBytes: lookUp.maxBytes) }
         }
         startNetwork(started)
         return task
@@ -949,9 +1003,11 @@ extension ImageCache {
             switch result {
             case .success(let (image, data)):
                 _state.lanes.move(download, to: .done)
-                _keepOnDisk(_insert(download.key, image: image, data: data, downloadedAt: now), usedAt: now)
-                let item = DiskStore.Item(url: download.key.string, data: data, downloadedAt: now)
-                diskQueue.async { self.disk.write(item, usedAt: now) }  // under the lock, like _keepOnDisk
+                _keepOnDisk(_insert(download.key, image: image, data: data, size: data.count, downloadedAt: now), usedAt: now)
+                let item = DiskStore.Item(url: download.key.string, data: data, size: data.count, downloadedAt: now)
+                diskQueue.async {  // under the lock, like _keepOnDisk
+                    if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: now) }
+                }
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
                 retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: retryAfter), error)
@@ -1072,14 +1128,10 @@ extension ImageCache {
 
 extension ImageCache {
     fileprivate final class SecondChance {
-        let image: Image
-        let data: Data
-        let downloadedAt: TimeInterval
+        let slot: MemoryList.Slot
         let serial: UInt64
-        init(image: Image, data: Data, downloadedAt: TimeInterval, serial: UInt64) {
-            self.image = image
-            self.data = data
-            self.downloadedAt = downloadedAt
+        init(_ slot: MemoryList.Slot, serial: UInt64) {
+            self.slot = slot
             self.serial = serial
         }
     }
@@ -1111,16 +1163,24 @@ extension ImageCache {
         struct Slot {
             var key: Key
             var image: Image?
-            var data: Data
+            var data: Data?  // the downloaded bytes, until they are known to be on disk
+            var size: Int  // of the downloaded bytes
+            var cost: Int  // what the image costs in memory, in bytes
             var downloadedAt: TimeInterval
             var previous = -1
             var next = -1
+
+            /// What the disk needs to keep this image: the downloaded bytes if memory still has them.
+            var item: DiskStore.Item {
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)), size: size, downloadedAt: downloadedAt)
+            }
         }
         private var slots: [Slot] = []
         private var free: [Int] = []
         private var head = -1
         private var last = -1
         private(set) var count = 0
+        private(set) var bytes = 0  // the sum of the costs
 
         var tail: Int? { last < 0 ? nil : last }
 
@@ -1140,6 +1200,7 @@ extension ImageCache {
             }
             link(index)
             count += 1
+            bytes += slot.cost
             return index
         }
 
@@ -1147,10 +1208,11 @@ extension ImageCache {
         @discardableResult
         mutating func remove(_ index: Int) -> Slot {
             unlink(index)
-            var slot = Slot(key: Key(string: ""), image: nil, data: Data(), downloadedAt: 0)
+            var slot = Slot(key: Key(string: ""), image: nil, data: nil, size: 0, cost: 0, downloadedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
             count -= 1
+            bytes -= slot.cost
             return slot
         }
 
@@ -1164,12 +1226,6 @@ extension ImageCache {
         func image(_ index: Int) -> Image {
             guard let image = slots[index].image else { preconditionFailure("ImageCache: image of a freed slot") }
             return image
-        }
-
-        /// What the disk needs to keep a slot's image.
-        func item(_ index: Int) -> DiskStore.Item {
-            let slot = slots[index]
-            return DiskStore.Item(url: slot.key.string, data: slot.data, downloadedAt: slot.downloadedAt)
         }
 
         /// - Complexity: O(count).
@@ -1199,34 +1255,53 @@ extension ImageCache {
         }
     }
 
-    /// Puts a decoded image in memory, evicting the least recently used 10% first if memory is full;
-    /// returns what it evicted, for `_keepOnDisk`.
-    private func _insert(_ key: Key, image: Image, data: Data, downloadedAt: TimeInterval) -> [DiskStore.Item] {
+    /// Puts an image in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `_keepOnDisk`. An image that costs more than a quarter of the byte budget is not kept.
+    private func _insert(_ key: Key, image: Image, data: Data?, size: Int, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
+        let cost = Self.memoryCost(of: image)
+        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+            if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
+            return []
+        }
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
-        let slot = _state.memory.insert(.init(key: key, image: image, data: data, downloadedAt: downloadedAt))
+        let slot = _state.memory.insert(.init(key: key, image: image, data: data, size: size, cost: cost, downloadedAt: downloadedAt))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
-        let cap = _state.settings.memoryMaxCount
-        guard _state.memory.count > cap else { return [] }
-        let batch = max(1, cap / 10)
-        var evicted: [DiskStore.Item] = []
-        evicted.reserveCapacity(batch)
-        while evicted.count < batch, let oldest = _state.memory.tail {
-            // Only the batch's 8 most recent go to the second chance: it is for what was just
-            // evicted, and an NSCache insert is not cheap.
-            if batch - evicted.count <= min(8, _secondChanceLimit), let image = _state.memory[oldest].image {
-                let slot = _state.memory[oldest]
-                _keepSecondChance(slot.key.string, image: image, data: slot.data, downloadedAt: slot.downloadedAt)
+        return _evictOverLimits()
+    }
+
+    /// When memory is over its count or byte limit, evicts the least recently used images in one
+    /// batch: a tenth of the count cap over the cap, down to 90% of the byte budget over that. The batch's 8
+    /// most recent go to the second chance, which shares both limits with memory.
+    private func _evictOverLimits() -> [MemoryList.Slot] {
+        let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
+        var evicted: [MemoryList.Slot] = []
+        let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
+        if overCount || overBytes {
+            let batch = max(1, cap / 10)
+            while let oldest = _state.memory.tail, _state.memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && _state.memory.bytes > budget - budget / 10) {
+                evicted.append(_evict(oldest))
             }
-            evicted.append(_evict(oldest))
+            // Only the most recent few: the second chance is for what was just evicted, and an
+            // NSCache insert is not cheap.
+            for slot in evicted.suffix(8) { _keepSecondChance(slot) }
+        }
+        // Everything `peek` can return stays within the limits: memory first, the second chance after.
+        while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
+                || _state.memory.count + _state.secondChanceOrder.count > cap
+                || _state.memory.bytes + _state.secondChanceBytes > budget,
+              let (oldKey, serial, cost) = _state.secondChanceOrder.popFirst() {
+            _state.secondChanceBytes -= cost
+            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
         }
         return evicted
     }
 
-    private func _evict(_ slot: Int) -> DiskStore.Item {
+    private func _evict(_ slot: Int) -> MemoryList.Slot {
         let gone = _state.memory.remove(slot)
         _state.entries[gone.key] = nil
-        return DiskStore.Item(url: gone.key.string, data: gone.data, downloadedAt: gone.downloadedAt)
+        return gone
     }
 
     private func _removeFromMemory(_ key: Key, slot: Int) {
@@ -1237,32 +1312,45 @@ extension ImageCache {
     /// Queues the one disk write path: each image is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     /// Queued under the lock, so that it is ordered with `remove` and `removeAll`.
-    private func _keepOnDisk(_ items: [DiskStore.Item], usedAt now: TimeInterval) {
-        guard !items.isEmpty else { return }
+    private func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
+        guard !slots.isEmpty else { return }
+        let items = slots.map(\.item)
         diskQueue.async { self.disk.keep(items, usedAt: now) }
     }
 
-    /// How many evicted images the second chance keeps: a fifth of the cap, at most 64.
-    private var _secondChanceLimit: Int { min(64, max(1, _state.settings.memoryMaxCount / 5)) }
-
-    private func _keepSecondChance(_ key: String, image: Image, data: Data, downloadedAt: TimeInterval) {
+    /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
+    /// until it is popped (a record whose image left early still counts: the bound errs low).
+    private func _keepSecondChance(_ slot: MemoryList.Slot) {
         _state.serial += 1
-        let serial = _state.serial
-        secondChance.setObject(SecondChance(image: image, data: data, downloadedAt: downloadedAt, serial: serial), forKey: key)
-        _state.secondChanceOrder.append((key, serial))
-        while _state.secondChanceOrder.count > _secondChanceLimit, let (oldKey, serial) = _state.secondChanceOrder.popFirst() {
-            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
-        }
+        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key.string)
+        _state.secondChanceOrder.append((slot.key.string, _state.serial, slot.cost))
+        _state.secondChanceBytes += slot.cost
     }
 
-    /// The `NSCache` second chance: an image evicted lately comes back into memory.
+    private func _forgetSecondChances() {
+        secondChance.removeAllObjects()
+        _state.secondChanceOrder = FIFO()
+        _state.secondChanceBytes = 0
+    }
+
+    /// The second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard let found = secondChance.object(forKey: key.string) else { return nil }
+        guard let found = secondChance.object(forKey: key.string)?.slot, let image = found.image else { return nil }
         secondChance.removeObject(forKey: key.string)
         guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, image: found.image, data: found.data, downloadedAt: found.downloadedAt), usedAt: now)
-        return (found.image, found.data.count)
+        _keepOnDisk(_insert(key, image: image, data: found.data, size: found.size, downloadedAt: found.downloadedAt), usedAt: now)
+        return (image, found.size)
+    }
+
+    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
+    /// does not hold them itself (it does on Linux).
+    private func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
+        lock.withLock {
+            if case .loaded(let slot)? = _state.entries[key], _state.memory[slot].downloadedAt == downloadedAt {
+                _state.memory[slot].data = nil
+            }
+        }
     }
 
     private func _setFailed(_ key: Key, _ error: Error) {
@@ -1281,10 +1369,10 @@ extension ImageCache {
 
 extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    private func lookUpOnDisk(_ download: Download, timeToLive: TimeInterval, maxBytes: Int) {
+    private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
         var hit: (image: Image, data: Data, downloadedAt: TimeInterval)?
-        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, timeToLive: timeToLive, maxBytes: maxBytes) {
+        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch Self.decode(found.data) {
             case .success(let image): hit = (image, found.data, found.downloadedAt)
             case .failure(let error): disk.discard(found, because: "\(error)")
@@ -1302,7 +1390,7 @@ extension ImageCache {
                 return []
             }
             _state.lanes.move(download, to: .done)
-            _keepOnDisk(_insert(download.key, image: hit.image, data: hit.data, downloadedAt: hit.downloadedAt), usedAt: now)
+            _keepOnDisk(_insert(download.key, image: hit.image, data: nil, size: hit.data.count, downloadedAt: hit.downloadedAt), usedAt: now)
             started = _startReadyDownloads()
             defer { download.waiters = [] }
             return download.waiters
@@ -1330,7 +1418,8 @@ extension ImageCache {
         /// An image to keep on disk.
         struct Item {
             let url: String
-            let data: Data
+            let data: Data?  // nil: memory no longer has the bytes (they were written)
+            let size: Int
             let downloadedAt: TimeInterval
             // Hashed on the disk queue, not under the lock where the item is made.
             var name: String { fileName(for: url) }
@@ -1351,14 +1440,19 @@ extension ImageCache {
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
         private var swept = false
+        private var knownBytes: Int?  // the images' bytes when last counted, plus what was written since
+        var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
+        var maxBytes: Int
         #if IMAGECACHE_TESTING
         var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
         #endif
         private static let staleTemporaryAge: TimeInterval = 3_600
 
-        init(folder: URL) {
+        init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
             self.folder = folder
             folderPath = folder.path
+            self.timeToLive = timeToLive
+            self.maxBytes = maxBytes
         }
 
         deinit {
@@ -1367,13 +1461,13 @@ extension ImageCache {
 
         /// The file `name` if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
-        func read(_ name: String, now: TimeInterval, timeToLive: TimeInterval, maxBytes: Int) -> Found? {
+        func read(_ name: String, now: TimeInterval, maxBytes: Int) -> Found? {
             guard var directory = openFolder(create: false) else { return nil }
             if !swept, let queue = owner?.diskQueue {
                 // Once per instance, after the first lookup is answered: expired files and a
                 // crash's temporary files go, without delaying that lookup.
                 swept = true
-                queue.async { self.reduce(to: .max, now: now, timeToLive: timeToLive) }
+                queue.async { self.reduce(now: now) }
             }
             // O_NONBLOCK: a FIFO planted under an image's name must not block the disk queue.
             var fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
@@ -1403,33 +1497,40 @@ extension ImageCache {
                 var info = Foundation.stat()
                 if let directory = openFolder(create: false),
                    Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Int(info.st_size) == item.data.count,
+                   Self.isFile(info), Int64(info.st_size) == Int64(item.size),
                    Self.modified(info) + 2 >= item.downloadedAt {  // 2 s: some file systems keep whole seconds
                     setUsed(fd: directory, name: name, at: now)
-                } else {
+                } else if item.data != nil {
                     write(item, usedAt: now)
                 }
             }
         }
 
-        /// Writes one image under a temporary name and renames it into place.
-        func write(_ item: Item, usedAt now: TimeInterval) {
+        /// Writes one image under a temporary name and renames it into place; true if it did. If the
+        /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
+        @discardableResult
+        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+            guard let data = item.data else { return false }
             do {
                 #if IMAGECACHE_TESTING
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    try writeFile(item, usedAt: now)
+                    try writeFile(item.name, data, item.downloadedAt, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    try writeFile(item, usedAt: now)
+                    try writeFile(item.name, data, item.downloadedAt, usedAt: now)
                 }
                 failing = false
             } catch {
                 fail("cannot write \(folderPath)/\(item.name): \(Self.describe(error)); serving from memory and the network")
+                return false
             }
+            knownBytes = knownBytes.map { $0 + item.size }
+            if knownBytes ?? .max > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
+            return true
         }
 
         /// Marks files as used, in the order given (the last is the most recent).
@@ -1454,9 +1555,9 @@ extension ImageCache {
             for file in list() where !file.temporary || file.stale { delete(file.name, ifStill: nil) }
         }
 
-        /// Deletes expired images and stale temporary files, then all but the `maxCount` most
-        /// recently used images.
-        func reduce(to maxCount: Int, now: TimeInterval, timeToLive: TimeInterval) {
+        /// Deletes expired images and stale temporary files, then the least recently used images
+        /// beyond the `maxCount` or `maxBytes` most recent.
+        func reduce(maxCount: Int = .max, maxBytes: Int = .max, now: TimeInterval) {
             var live: [File] = []
             for file in list() {
                 if file.temporary {
@@ -1467,9 +1568,17 @@ extension ImageCache {
                     live.append(file)
                 }
             }
-            guard live.count > maxCount else { return }
             live.sort { Self.used($0.info) > Self.used($1.info) }
-            for file in live[maxCount...] { delete(file.name, ifStill: file.info) }
+            var (kept, bytes) = (0, 0)
+            for file in live {
+                let size = Int(clamping: Int64(file.info.st_size))
+                if kept < maxCount, size <= maxBytes - bytes {
+                    (kept, bytes) = (kept + 1, bytes + size)
+                } else {
+                    delete(file.name, ifStill: file.info)
+                }
+            }
+            knownBytes = bytes
         }
 
         /// How many images the folder holds (expired ones included), for tests and statistics.
@@ -1558,17 +1667,16 @@ extension ImageCache {
             return fd
         }
 
-        private func writeFile(_ item: Item, usedAt now: TimeInterval) throws {
+        private func writeFile(_ name: String, _ data: Data, _ downloadedAt: TimeInterval, usedAt now: TimeInterval) throws {
             guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
             // Hidden, unique across processes, and beside its final name.
-            let name = item.name
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
             do {
-                try Self.writeAll(fd, item.data)
+                try Self.writeAll(fd, data)
                 lastTouch = max(now, lastTouch + 1e-6)  // as `setUsed` does: later writes are later uses
-                var times = [Self.time(lastTouch), Self.time(item.downloadedAt)]
+                var times = [Self.time(lastTouch), Self.time(downloadedAt)]
                 guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
             } catch {
                 Foundation.close(fd)
@@ -1957,6 +2065,28 @@ extension ImageCache {
         #endif
     }
 
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes, its
+    /// bytes on Linux.
+    fileprivate static func memoryCost(of image: Image) -> Int {
+        #if canImport(UIKit)
+        let pixels = Double(image.size.width * image.scale) * Double(image.size.height * image.scale)
+        #elseif canImport(AppKit)
+        let pixels = Double(image.representations.map { $0.pixelsWide * $0.pixelsHigh }.max() ?? 0)
+        #else
+        let pixels = Double(image.data.count) / 4
+        #endif
+        return Int(min(pixels * 4, Double(Int.max / 2)))
+    }
+
+    /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
+    fileprivate static func downloadedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit) || canImport(AppKit)
+        return nil
+        #else
+        return image.data
+        #endif
+    }
+
     /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
     private static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -2043,6 +2173,9 @@ extension ImageCache {
     /// How many images memory holds now.
     @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
 
+    /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
+    @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
+
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string } }
@@ -2068,8 +2201,11 @@ extension ImageCache {
             var problems: [String] = []
             let order = _state.memory.indicesFromLeastRecent()
             if order.count != _state.memory.count { problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)") }
-            if _state.memory.count > _state.settings.memoryMaxCount {
-                problems.append("memory holds \(_state.memory.count) > cap \(_state.settings.memoryMaxCount)")
+            if _state.memory.count + _state.secondChanceOrder.count > _state.settings.memoryMaxCount {
+                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count) > cap \(_state.settings.memoryMaxCount)")
+            }
+            if _state.memory.bytes + _state.secondChanceBytes > _state.settings.memoryMaxBytes {
+                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes) > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0
             for (key, entry) in _state.entries {
@@ -2102,9 +2238,14 @@ extension ImageCache {
         let key = Key(url)
         let now = currentTime()
         lock.withLock {
-            let evicted = _insert(key, image: image, data: data, downloadedAt: now)
+            let evicted = _insert(key, image: image, data: nil, size: data.count, downloadedAt: now).map(\.item)
             if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.name), at: now) } }
         }
+    }
+
+    /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
+    @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
+        diskQueue.async { gate.wait() }
     }
 
     /// Waits until every disk operation queued so far has run.

@@ -98,38 +98,49 @@ final class RegressionTests: CacheTestCase {
     }
 
     func testSecondChanceServesAnEvictedImageAndPersistWritesIt() {
+        // Given a cap of 20: the 21st image evicts a batch of 2 (a tenth), and the second chance
+        // may keep what memory leaves free under the cap: one image, the batch's most recent.
         let cache = makeCache()
-        cache.imageMemoryMaxCount = 10
-        let urls = (0..<11).map { serve("/sc\($0).png") }
+        cache.imageMemoryMaxCount = 20
+        let urls = (0..<21).map { serve("/sc\($0).png") }
         for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
-        XCTAssertFalse(cache.memoryURLs.contains(urls[0].absoluteString), "evicted")
+        XCTAssertFalse(cache.memoryURLs.contains(urls[1].absoluteString), "evicted")
         cache.reduceDiskCache(maxImageCount: 0)
         // The disk is empty; memory, second chance included, is not changed by reduceDiskCache.
-        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: urls[0]).path))
-        XCTAssertEqual(cache.peek(urls[0])?.data, fixture("photo.png"), "back from the second chance")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: urls[1]).path))
+        XCTAssertNil(cache.peek(urls[0]), "no room left under the cap for the batch's older image")
+        XCTAssertEqual(cache.peek(urls[1])?.data, fixture("photo.png"), "back from the second chance")
         cache.persistCacheToDisk()
-        XCTAssertEqual(try? Data(contentsOf: fileURL(cache, for: urls[0])), fixture("photo.png"), "persist writes it again")
-        XCTAssertEqual(server.requestCount("/sc0.png"), 1)
+        XCTAssertEqual(try? Data(contentsOf: fileURL(cache, for: urls[1])), fixture("photo.png"), "persist writes it again")
+        XCTAssertEqual(server.requestCount("/sc1.png"), 1)
 
-        let more = (0..<11).map { serve("/more\($0).png") }
+        let more = (0..<21).map { serve("/more\($0).png") }
         for url in more { XCTAssertNotNil(fetchAndWait(cache, url)) }
-        XCTAssertEqual(cache.peek(more[0])?.data, fixture("photo.png"), "served from the second chance")
-        XCTAssertEqual(server.requestCount("/more0.png"), 1)
-        cache.persistCacheToDisk()
-        assertInvariants(cache)
         cache.remove(more[1])
         XCTAssertNil(cache.peek(more[1]), "remove clears the second chance")
+        assertInvariants(cache)
+    }
+
+    func testEverythingPeekCanReturnIsWithinTheCountCap() {
+        // Given a cap of 10 and 30 images fetched (the second chance is part of memory's cap)
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 10
+        let urls = (0..<30).map { serve("/cap\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        // Then at most 10 are peekable (most recent first, so that a second chance coming back
+        // into memory cannot push out one not yet counted)
+        XCTAssertEqual(urls.reversed().filter { cache.peek($0) != nil }.count, 10)
+        assertInvariants(cache)
     }
 
     func testSecondChanceNeverServesAnExpiredImage() {
         let clock = TestClock()
         let cache = makeCache(clock: clock)
-        cache.imageMemoryMaxCount = 1
-        let a = serve("/a.png"), b = serve("/b.png")
-        XCTAssertNotNil(fetchAndWait(cache, a))
-        XCTAssertNotNil(fetchAndWait(cache, b))  // a goes to the second chance
+        cache.imageMemoryMaxCount = 20
+        let urls = (0..<21).map { serve("/exp\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }  // urls[1] goes to the second chance
         clock.advance(601)
-        XCTAssertNil(cache.peek(a))
+        XCTAssertNil(cache.peek(urls[1]))
     }
 
     func testWhenCancelReturnsIsCancelledSaysWhetherTheCallbackCanStillRun() {

@@ -1,0 +1,149 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// Memory in bytes, disk in bytes, and maintenance that does not block (issue 10).
+final class BoundsTests: CacheTestCase {
+    private var imageSize: Int { fixture("photo.png").count }  // 1,086 bytes; an image's cost on Linux
+
+    private func folderBytes(_ cache: ImageCache) -> Int {
+        cache.drainDisk()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: cache.folder.path)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: cache.folder.appendingPathComponent(name).path)[.size]) as? Int
+            return total + (size ?? 0)
+        }
+    }
+
+    func testMemoryByteBudgetEvictsLeastRecentlyUsedDownToNinetyPercent() {
+        // Given a budget of ten images' bytes and no count limit in the way
+        let cache = makeCache()
+        cache.imageMemoryMaxBytes = 10 * imageSize
+        let urls = (0..<25).map { serve("/b\($0).png") }
+        // When 25 images are fetched
+        for url in urls {
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            XCTAssertLessThanOrEqual(cache.memoryBytes, 10 * imageSize)
+        }
+        // Then memory, second chance included, stays within the budget, and the most recent stay
+        assertInvariants(cache)
+        XCTAssertEqual(cache.memoryBytes, cache.memoryCount * imageSize)
+        XCTAssertEqual(cache.memoryURLs.last, urls.last?.absoluteString)
+        XCTAssertLessThanOrEqual(urls.reversed().filter { cache.peek($0) != nil }.count, 10)
+        XCTAssertNotNil(cache.peek(urls[24]))
+        XCTAssertNil(cache.peek(urls[0]))
+    }
+
+    func testAnImageOverAQuarterOfTheBudgetIsDeliveredButNotKeptInMemory() {
+        // Given a budget whose quarter is smaller than one image
+        let cache = makeCache()
+        cache.imageMemoryMaxBytes = 4 * imageSize - 4
+        let url = serve("/big.png")
+        // Then the image is delivered, not kept in memory, and kept on disk
+        XCTAssertEqual(fetchAndWait(cache, url)?.data, fixture("photo.png"))
+        XCTAssertEqual(cache.memoryCount, 0)
+        XCTAssertNil(cache.peek(url))
+        XCTAssertFalse(cache.fetching(url))
+        cache.drainDisk()
+        XCTAssertEqual(try? Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        XCTAssertEqual(server.requestCount("/big.png"), 1, "the second fetch reads the disk")
+        assertInvariants(cache)
+    }
+
+    func testLoweringTheByteBudgetEvictsAtOnce() {
+        let cache = makeCache()
+        let urls = (0..<10).map { serve("/l\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        XCTAssertEqual(cache.memoryCount, 10)
+        cache.imageMemoryMaxBytes = 5 * imageSize
+        XCTAssertLessThanOrEqual(cache.memoryBytes, 5 * imageSize)
+        XCTAssertEqual(cache.memoryURLs.last, urls.last?.absoluteString, "the most recent stays")
+        assertInvariants(cache)
+    }
+
+    func testTheDefaultByteBudgetComesFromPhysicalMemory() {
+        let cache = makeCache()
+        let expected = min(ProcessInfo.processInfo.physicalMemory / 10, 512 * 1024 * 1024)
+        XCTAssertEqual(UInt64(cache.imageMemoryMaxBytes), expected)
+        XCTAssertEqual(cache.diskMaxBytes, 256 * 1024 * 1024)
+    }
+
+    func testDiskStaysWithinItsByteLimitLeastRecentlyUsedFirst() {
+        // Given a disk limit of ten images
+        let cache = makeCache()
+        cache.diskMaxBytes = 10 * imageSize
+        let urls = (0..<30).map { serve("/d\($0).png") }
+        // When 30 are downloaded, the folder never holds more than the limit once the writes are done
+        for url in urls {
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            XCTAssertLessThanOrEqual(folderBytes(cache), 10 * imageSize)
+        }
+        // Then the newest are on disk and the oldest are not
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fileURL(cache, for: urls[29]).path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: urls[0]).path))
+        XCTAssertGreaterThanOrEqual(cache.diskCount, 8, "down to 90% of the limit, not further")
+        assertInvariants(cache)
+    }
+
+    func testEnforcingTheDiskLimitSweepsExpiredFilesFirst() {
+        // Given 5 images that have expired and a limit that the next writes pass
+        let clock = TestClock()
+        let cache = makeCache(clock: clock)
+        let old = (0..<5).map { serve("/old\($0).png") }
+        for url in old { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        clock.advance(601)
+        cache.diskMaxBytes = 100 * imageSize
+        // Expired files go at once when the limit is set (the sweep runs on the disk queue)
+        cache.drainDisk()
+        XCTAssertEqual(cache.diskCount, 0)
+        // And a written image is not swept while it is fresh
+        let new = serve("/new.png")
+        XCTAssertNotNil(fetchAndWait(cache, new))
+        XCTAssertEqual(cache.diskCount, 1)
+    }
+
+    func testReduceDiskCacheByBytesKeepsTheMostRecentlyUsed() {
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 1
+        let urls = (0..<6).map { serve("/r\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        cache.reduceDiskCache(maxBytes: 3 * imageSize)
+        XCTAssertEqual(cache.diskCount, 3)
+        for url in urls[3...] { XCTAssertTrue(FileManager.default.fileExists(atPath: fileURL(cache, for: url).path)) }
+        cache.reduceDiskCache(maxImageCount: 2, maxBytes: .max)
+        XCTAssertEqual(cache.diskCount, 2)
+        cache.reduceDiskCache(maxBytes: imageSize - 1)
+        XCTAssertEqual(cache.diskCount, 0, "no image fits in fewer bytes than its own")
+    }
+
+    func testMaintenanceHasFormsThatDoNotWaitForTheDisk() {
+        // Given a disk queue held up, so that a blocking call could not return
+        let cache = makeCache()
+        let url = serve("/m.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        let gate = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: gate)
+        // When each non-blocking form is called
+        let order = Locked<[String]>([])
+        let done = expectation(description: "three completions")
+        done.expectedFulfillmentCount = 3
+        let returned = expectation(description: "the calls returned")
+        DispatchQueue.global().async {
+            cache.persistCacheToDisk { dispatchPrecondition(condition: .onQueue(self.callbacks)); order.mutate { $0.append("persist") }; done.fulfill() }
+            cache.reduceDiskCache(maxImageCount: 5) { order.mutate { $0.append("reduce") }; done.fulfill() }
+            cache.removeAll { dispatchPrecondition(condition: .onQueue(self.callbacks)); order.mutate { $0.append("remove") }; done.fulfill() }
+            returned.fulfill()
+        }
+        // Then they return while the disk is held, memory is already empty, and the completions
+        // run on the callback queue, in order, once the disk work is done
+        wait(for: [returned], timeout: 10)
+        XCTAssertEqual(order.value, [])
+        XCTAssertNil(cache.peek(url))
+        gate.signal()
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(order.value, ["persist", "reduce", "remove"])
+        XCTAssertEqual(cache.diskCount, 0)
+    }
+}
