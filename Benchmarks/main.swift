@@ -24,6 +24,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("diskwrite", diskWriteThroughput),
     ("tenthousand", tenThousandOnDisk),
     ("resident", residentGrowth),
+    ("disklimit", diskLimitKept),
 ]
 
 func usage() -> Never {
