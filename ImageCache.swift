@@ -195,28 +195,64 @@ extension ImageCache {
     /// called), with `url` and the image, or nil if it could not be had (see ``error(for:)``),
     /// unless the returned task is cancelled first (see ``FetchTask/cancel()``). Fetching a URL
     /// that waits on the slow lane moves that download to the fast lane.
+    /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
+    ///   when the URL changes but the image does not (a signed URL's token, say): URLs fetched
+    ///   under one key share one entry, and one URL under two keys makes two.
     @discardableResult
-    public func fetch(_ url: URL, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(url, lane: .fast, completion: callback.map { Self.adapt(url, $0) })
+    public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
+        fetch(url, key: key, slow: false, completion: Self.adapt(url, callback))
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
-    /// while no fast work is queued or running. Same callback contract as ``fetch(_:callback:)``.
+    /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
-    public func slowFetch(_ url: URL, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(url, lane: .slow, completion: callback.map { Self.adapt(url, $0) })
+    public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
+        fetch(url, key: key, slow: true, completion: Self.adapt(url, callback))
+    }
+
+    /// Fetches an image and says where it came from, or why it could not be had.
+    ///
+    /// `completion` runs once on ``callbackQueue`` unless the task is cancelled first, with the
+    /// image and its ``Source``, or an ``Error`` whose ``Error/isFatal`` says whether trying again
+    /// can help. `onRetry` runs on ``callbackQueue`` before each retry, with the error that caused
+    /// it and the number of the attempt that failed (from 1).
+    @discardableResult
+    public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
+                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        request(url, key: key, .image, lane: slow ? .slow : .fast, onRetry: onRetry) { completion($0.flatMap { Self.resolve($0, .image) }) }
+    }
+
+    /// Fetches any data, with the same tiers, lanes and single download per key as images: the
+    /// bytes are kept on disk as downloaded, and memory keeps what `decode` made of them (for
+    /// the memory budget, a value costs its bytes). An error thrown by `decode` fails the fetch
+    /// with ``Error/decodingFailed(_:)``, which is fatal. Pass `{ $0 }` for the bytes themselves.
+    ///
+    /// ```swift
+    /// cache.fetch(feedURL, decode: { try JSONDecoder().decode(Feed.self, from: $0) }) { result in
+    ///     if case .success(let fetched) = result { show(fetched.value) }
+    /// }
+    /// ```
+    /// Memory reuses an entry only for the type that made it; another type decodes the bytes.
+    @discardableResult
+    public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
+                             decode: @escaping @Sendable (Data) throws -> Value,
+                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        let decoder = Decoder.value(decode)
+        return request(url, key: key, decoder, lane: slow ? .slow : .fast, onRetry: onRetry) { completion($0.flatMap { Self.resolve($0, decoder) }) }
     }
 
     /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
     /// why the image could not be had, or ``Error/cancelled`` when the calling task is cancelled
     /// first.
-    public func image(for url: URL, slow: Bool = false) async throws -> Image {
+    public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
         let box = TaskBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
-                let task = request(url, lane: slow ? .slow : .fast, queue: .global()) { result in
-                    continuation.resume(with: result.map(Unchecked.init).mapError { $0 })
+                let task = request(url, key: key, .image, lane: slow ? .slow : .fast, queue: .global()) { result in
+                    continuation.resume(with: result.flatMap { Self.resolve($0, .image) }.map { Unchecked($0.value) }.mapError { $0 })
                 } onCancel: {
                     continuation.resume(throwing: Error.cancelled)
                 }
@@ -227,12 +263,33 @@ extension ImageCache {
         }.value
     }
 
+    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
+    /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
+    /// without the network, and callers waiting for a download under `key` get it at once (the
+    /// download stops). An image must be whole (the structural check or the system decoder).
+    public func store(_ data: Data, for key: String) {
+        let payload = (try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, image: nil, value: Box(data))
+        let now = currentTime()
+        let waiting: Stopped? = lock.withLock {
+            let stopped = _forget(Key(string: key))
+            _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
+            let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
+            diskQueue.async { self.disk.write(item, usedAt: now) }
+            return stopped
+        }
+        guard let waiting else { return }
+        let started = lock.withLock { _startReadyDownloads() }
+        waiting.task?.cancel()
+        deliver(waiting.waiters, .success(Delivery(payload: payload, source: .memory)))
+        startNetwork(started)
+    }
+
     /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
     ///
     /// A download that is already running is left to finish: stopping it would throw away the
     /// bytes already received. Nothing happens if `url` is not being fetched.
-    public func moveToSlowQueue(_ url: URL) {
-        let key = Key(url)
+    public func moveToSlowQueue(_ url: URL, key: String? = nil) {
+        let key = Key(string: key ?? url.absoluteString)
         let started: [Download] = lock.withLock {
             guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
             if case .running = download.phase { return [] }
@@ -247,14 +304,19 @@ extension ImageCache {
     ///
     /// - Complexity: O(1): one lock, one dictionary lookup.
     public func peek(_ url: URL) -> Image? {
-        let key = Key(url)
+        peek(key: url.absoluteString)
+    }
+
+    /// The image cached under `key`, as ``peek(_:)`` finds it.
+    public func peek(key: String) -> Image? {
+        let key = Key(string: key)
         let now = currentTime()
         return lock.withLock {
             switch _state.entries[key] {
             case .loaded(let slot)?:
                 if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
                     _state.memory.moveToFront(slot)
-                    return _state.memory.image(slot)
+                    return _state.memory[slot].image
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
@@ -271,6 +333,11 @@ extension ImageCache {
         error(for: url) != nil
     }
 
+    /// True when the last fetch under `key` failed; cleared when it is fetched again or removed.
+    public func failedToFetch(key: String) -> Bool {
+        error(forKey: key) != nil
+    }
+
     /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry.
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
@@ -283,9 +350,13 @@ extension ImageCache {
     /// Why the last fetch of `url` failed, or nil if it did not fail (or was fetched again or
     /// removed since). The error's ``Error/isFatal`` says whether trying again can help.
     public func error(for url: URL) -> ImageCache.Error? {
-        let key = Key(url)
-        return lock.withLock {
-            if case .failed(let error, _)? = _state.entries[key] { return error }
+        error(forKey: url.absoluteString)
+    }
+
+    /// Why the last fetch under `key` failed, as ``error(for:)`` says.
+    public func error(forKey key: String) -> ImageCache.Error? {
+        lock.withLock {
+            if case .failed(let error, _)? = _state.entries[Key(string: key)] { return error }
             return nil
         }
     }
@@ -293,7 +364,12 @@ extension ImageCache {
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
     /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
     public func remove(_ url: URL) {
-        let key = Key(url)
+        remove(key: url.absoluteString)
+    }
+
+    /// Forgets what is cached under `key`, as ``remove(_:)`` does.
+    public func remove(key: String) {
+        let key = Key(string: key)
         let stopped: Stopped? = lock.withLock {
             secondChance.removeObject(forKey: key.string)
             let name = DiskStore.fileName(for: key.string)
@@ -559,12 +635,15 @@ extension ImageCache {
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
+        /// The decoder given to ``ImageCache/fetch(_:key:slow:decode:onRetry:completion:)`` threw
+        /// this error (described).
+        case decodingFailed(String)
 
         /// True when trying the same URL again cannot help: a 4xx other than 408 and 429, an
         /// unsupported URL, a body that is not an image or is broken.
         public var isFatal: Bool {
             switch self {
-            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody, .tooLarge:
+            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody, .tooLarge, .decodingFailed:
                 return true
             case .httpStatus(let code):
                 // 3xx here is not a redirect URLSession could follow; 5xx, 408 and 429 may pass.
@@ -595,6 +674,7 @@ extension ImageCache {
             case .corruptImage(let format, let what): return "corrupt \(format.rawValue) image: \(what)"
             case .tooLarge(let limit): return "too large: the response is over the \(limit)-byte limit"
             case .cancelled: return "cancelled"
+            case .decodingFailed(let what): return "the decoder failed: \(what)"
             }
         }
     }
@@ -606,6 +686,14 @@ extension ImageCache {
     /// Where a delivered image came from.
     public enum Source: String, Sendable {
         case memory, disk, network
+    }
+
+    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
+    /// entry delivered because the network failed).
+    public struct Fetched<Value>: @unchecked Sendable {  // a value is handed to one callback queue
+        public let value: Value
+        public let source: Source
+        public let isStale: Bool
     }
 
     /// Something the cache did; see ``ImageCache/onEvent``.
@@ -637,25 +725,84 @@ extension ImageCache {
 // MARK: - Queues and fetching
 
 extension ImageCache {
-    /// A request made by ``ImageCache/fetch(_:callback:)`` or ``ImageCache/slowFetch(_:callback:)``.
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    fileprivate struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+    }
+
+    /// A decoded value that is not an image, with its type.
+    fileprivate final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    fileprivate struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        let decode: @Sendable (Data) -> Result<Payload, Error>
+
+        static let image = Decoder(type: nil) { data in ImageCache.decode(data).map { Payload(bytes: data, image: $0) } }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }.mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+
+    /// What a download or a memory hit hands to each waiter.
+    fileprivate struct Delivery {
+        let payload: Payload
+        let source: Source
+        var isStale = false
+    }
+
+    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
+    /// its decoder's reading of the bytes (a download shared by requests for two types).
+    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data())
+        return payload.flatMap { payload in
+            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
+            }
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
     public final class FetchTask: @unchecked Sendable {
         /// The URL that was requested.
         public let url: URL
+        fileprivate let key: Key
         fileprivate let cache: ImageCache
         fileprivate let queue: DispatchQueue
-        fileprivate let completion: (@Sendable (Result<Image, ImageCache.Error>) -> Void)?
+        fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
+        fileprivate let onRetry: (@Sendable (ImageCache.Error, Int) -> Void)?
         fileprivate var state = State.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate enum State { case waiting, delivered, cancelled }
 
-        fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
-                         completion: (@Sendable (Result<Image, ImageCache.Error>) -> Void)?, onCancel: (@Sendable () -> Void)?) {
+        fileprivate init(url: URL, key: Key, cache: ImageCache, queue: DispatchQueue,
+                         completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
+                         onCancel: (@Sendable () -> Void)?, onRetry: (@Sendable (ImageCache.Error, Int) -> Void)?) {
             self.url = url
+            self.key = key
             self.cache = cache
             self.queue = queue
             self.completion = completion
             self.onCancel = onCancel
+            self.onRetry = onRetry
         }
 
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
@@ -686,14 +833,16 @@ extension ImageCache {
         let url: URL
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.done
+        let decoder: Decoder  // the first requester's; the others' decode the bytes themselves
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
-        init(key: Key, url: URL, lane: Lane) {
+        init(key: Key, url: URL, lane: Lane, decoder: Decoder) {
             self.key = key
             self.url = url
             self.lane = lane
+            self.decoder = decoder
         }
     }
 
@@ -760,33 +909,30 @@ extension ImageCache {
         case failed(Error, serial: UInt64)
     }
 
-    private static func adapt(_ url: URL, _ callback: @escaping @Sendable (URL, Image?) -> Void)
-        -> @Sendable (Result<Image, Error>) -> Void {
-        return { result in
-            switch result {
-            case .success(let image): callback(url, image)
-            case .failure: callback(url, nil)
-            }
-        }
+    private static func adapt(_ url: URL, _ callback: (@Sendable (URL, Image?) -> Void)?)
+        -> @Sendable (Result<Fetched<Image>, Error>) -> Void {
+        return { result in callback?(url, try? result.get().value) }
     }
 
-    private func request(_ url: URL, lane: Lane, queue: DispatchQueue? = nil,
-                         completion: (@Sendable (Result<Image, Error>) -> Void)?,
+    private func request(_ url: URL, key: String?, _ decoder: Decoder, lane: Lane, queue: DispatchQueue? = nil,
+                         onRetry: (@Sendable (Error, Int) -> Void)? = nil,
+                         completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
-        let key = Key(url)
+        let key = Key(string: key ?? url.absoluteString)
         let now = currentTime()
         var started: [Download] = []
         var lookUp: (download: Download, maxBytes: Int)?
-        var immediate: (result: Result<Image, Error>, bytes: Int)?
+        var immediate: (result: Result<Delivery, Error>, bytes: Int)?
         var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
-            let task = FetchTask(url: url, cache: self, queue: queue ?? _state.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel)
+            let task = FetchTask(url: url, key: key, cache: self, queue: queue ?? _state.settings.callbackQueue,
+                                 completion: completion, onCancel: onCancel, onRetry: onRetry)
             handler = _state.settings.onEvent
             switch _state.entries[key] {
-            case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive:
+            case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
+                    && decoder.made(_state.memory[slot].payload):
                 _state.memory.moveToFront(slot)
-                immediate = (.success(_state.memory.image(slot)), _state.memory[slot].size)
+                immediate = (.success(Delivery(payload: _state.memory[slot].payload, source: .memory)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
                 _removeFromMemory(key, slot: slot)
@@ -807,11 +953,11 @@ extension ImageCache {
                 immediate = (.failure(error), 0)
                 return task
             }
-            if let found = _secondChance(key, now: now) {
-                immediate = (.success(found.image), found.bytes)
+            if decoder.type == nil, let found = _secondChance(key, now: now) {
+                immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
                 return task
             }
-            let download = Download(key: key, url: url, lane: lane)
+            let download = Download(key: key, url: url, lane: lane, decoder: decoder)
             download.waiters.append(task)
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
@@ -831,7 +977,7 @@ extension ImageCache {
     }
 
     fileprivate func cancel(_ task: FetchTask) {
-        let key = Key(task.url)
+        let key = task.key
         let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
             guard task.state == .waiting else { return (false, nil) }
             task.state = .cancelled
@@ -981,16 +1127,16 @@ extension ImageCache {
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
         guard let transfer = lock.withLock({ _state.transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
-        let result: Result<(Image, Data), Error>
+        let result: Result<Payload, Error>
         if let failure = transfer.failure {
             result = .failure(failure)
         } else {
-            result = Self.validate(data: transfer.data, response: transfer.response, error: error)
+            result = Self.validate(data: transfer.data, response: transfer.response, error: error).flatMap(transfer.download.decoder.decode)
         }
         networkFinished(transfer.download, result, retryAfter: Self.retryAfter(transfer.response))
     }
 
-    private func networkFinished(_ download: Download, _ result: Result<(Image, Data), Error>, retryAfter: TimeInterval?) {
+    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, retryAfter: TimeInterval?) {
         let now = currentTime()
         var started: [Download] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
@@ -1001,10 +1147,10 @@ extension ImageCache {
                   case .running = download.phase else { return nil }
             let policy = _state.settings.retryPolicy
             switch result {
-            case .success(let (image, data)):
+            case .success(let payload):
                 _state.lanes.move(download, to: .done)
-                _keepOnDisk(_insert(download.key, image: image, data: data, size: data.count, downloadedAt: now), usedAt: now)
-                let item = DiskStore.Item(url: download.key.string, data: data, size: data.count, downloadedAt: now)
+                _keepOnDisk(_insert(download.key, payload, downloadedAt: now), usedAt: now)
+                let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
                 diskQueue.async {  // under the lock, like _keepOnDisk
                     if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: now) }
                 }
@@ -1016,19 +1162,18 @@ extension ImageCache {
                 _setFailed(download.key, error)
             }
             started = _startReadyDownloads()
-            guard retry == nil else { return [] }
-            defer { download.waiters = [] }
+            defer { if retry == nil { download.waiters = [] } }
             return download.waiters
         }
         guard let waiters else { return }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
+            for task in waiters { if let onRetry = task.onRetry { task.queue.async { onRetry(retry.error, retry.attempt) } } }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
-            var bytes = 0
-            if case .success(let (_, data)) = result { bytes = data.count }
-            deliver(waiters, result.map { $0.0 }, event: Self.event(result, download.url, from: .network, bytes: bytes),
-                    handler: handler)
+            let bytes = (try? result.get().bytes?.count) ?? 0
+            deliver(waiters, result.map { Delivery(payload: $0, source: .network) },
+                    event: Self.event(result, download.url, from: .network, bytes: bytes ?? 0), handler: handler)
         }
         startNetwork(started)
     }
@@ -1044,8 +1189,8 @@ extension ImageCache {
         startNetwork(started)
     }
 
-    /// Checks a finished transfer and decodes its body.
-    private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<(Image, Data), Error> {
+    /// Checks a finished transfer: its status, and that its body is whole.
+    private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<Data, Error> {
         let expected = response?.expectedContentLength ?? -1
         if let error {
             let code = (error as? URLError)?.code ?? .unknown
@@ -1062,7 +1207,7 @@ extension ImageCache {
         if expected > 0, Int64(data.count) < expected {
             return .failure(.truncatedBody(expected: expected, received: data.count))
         }
-        return decode(data).map { ($0, data) }
+        return data.isEmpty ? .failure(.emptyBody) : .success(data)
     }
 
     /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -1079,7 +1224,7 @@ extension ImageCache {
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
     /// the event handler first, in the same block as the first queue's callbacks.
-    private func deliver(_ tasks: [FetchTask], _ result: Result<Image, Error>,
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         if tasks.count == 1 {  // a memory hit, say: no grouping to pay for
@@ -1107,13 +1252,13 @@ extension ImageCache {
     }
 
     /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
-    private func complete(_ task: FetchTask, _ result: Result<Image, Error>) {
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
         let due: Bool = lock.withLock {
             guard task.state == .waiting else { return false }
             task.state = .delivered
             return true
         }
-        if due { task.completion?(result) }
+        if due { task.completion(result) }
     }
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
@@ -1163,6 +1308,7 @@ extension ImageCache {
         struct Slot {
             var key: Key
             var image: Image?
+            var value: Box?  // what a decoder other than the image's made
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
@@ -1170,7 +1316,9 @@ extension ImageCache {
             var previous = -1
             var next = -1
 
-            /// What the disk needs to keep this image: the downloaded bytes if memory still has them.
+            var payload: Payload { Payload(bytes: data, image: image, value: value) }
+
+            /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
                 DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)), size: size, downloadedAt: downloadedAt)
             }
@@ -1208,7 +1356,7 @@ extension ImageCache {
         @discardableResult
         mutating func remove(_ index: Int) -> Slot {
             unlink(index)
-            var slot = Slot(key: Key(string: ""), image: nil, data: nil, size: 0, cost: 0, downloadedAt: 0)
+            var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
             count -= 1
@@ -1255,17 +1403,19 @@ extension ImageCache {
         }
     }
 
-    /// Puts an image in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An image that costs more than a quarter of the byte budget is not kept.
-    private func _insert(_ key: Key, image: Image, data: Data?, size: Int, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
-        let cost = Self.memoryCost(of: image)
+    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    private func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
+        let size = size ?? payload.bytes?.count ?? 0
+        let cost = payload.image.map(Self.memoryCost(of:)) ?? size
         guard cost <= _state.settings.memoryMaxBytes / 4 else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
-        let slot = _state.memory.insert(.init(key: key, image: image, data: data, size: size, cost: cost, downloadedAt: downloadedAt))
+        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, data: payload.bytes,
+                                              size: size, cost: cost, downloadedAt: downloadedAt))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
         return _evictOverLimits()
     }
@@ -1285,7 +1435,7 @@ extension ImageCache {
             }
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
-            for slot in evicted.suffix(8) { _keepSecondChance(slot) }
+            for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
         }
         // Everything `peek` can return stays within the limits: memory first, the second chance after.
         while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
@@ -1339,7 +1489,7 @@ extension ImageCache {
         secondChance.removeObject(forKey: key.string)
         guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, image: image, data: found.data, size: found.size, downloadedAt: found.downloadedAt), usedAt: now)
+        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt), usedAt: now)
         return (image, found.size)
     }
 
@@ -1371,10 +1521,10 @@ extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
     private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
-        var hit: (image: Image, data: Data, downloadedAt: TimeInterval)?
+        var hit: (payload: Payload, downloadedAt: TimeInterval)?
         if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
-            switch Self.decode(found.data) {
-            case .success(let image): hit = (image, found.data, found.downloadedAt)
+            switch download.decoder.decode(found.data) {
+            case .success(let payload): hit = (payload, found.downloadedAt)
             case .failure(let error): disk.discard(found, because: "\(error)")
             }
         }
@@ -1390,13 +1540,16 @@ extension ImageCache {
                 return []
             }
             _state.lanes.move(download, to: .done)
-            _keepOnDisk(_insert(download.key, image: hit.image, data: nil, size: hit.data.count, downloadedAt: hit.downloadedAt), usedAt: now)
+            var kept = hit.payload
+            kept.bytes = nil  // they are on disk
+            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt), usedAt: now)
             started = _startReadyDownloads()
             defer { download.waiters = [] }
             return download.waiters
         }
         if let waiters, let hit {
-            deliver(waiters, .success(hit.image), event: .served(download.url, from: .disk, bytes: hit.data.count), handler: handler)
+            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk)),
+                    event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
     }
@@ -2238,7 +2391,7 @@ extension ImageCache {
         let key = Key(url)
         let now = currentTime()
         lock.withLock {
-            let evicted = _insert(key, image: image, data: nil, size: data.count, downloadedAt: now).map(\.item)
+            let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
             if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.name), at: now) } }
         }
     }
