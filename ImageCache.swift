@@ -1748,9 +1748,11 @@ extension ImageCache {
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
-        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
         func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
-        func le32(_ i: Int) -> Int { le16(i) | le16(i + 2) << 16 }
+        // 32-bit fields stay unsigned: up to 2^32 - 1, more than `Int` holds on watchOS (arm64_32).
+        // They are compared with what is left (`count - offset`), never added to an offset unchecked.
+        func be32(_ i: Int) -> UInt32 { UInt32(be16(i)) << 16 | UInt32(be16(i + 2)) }
+        func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
 
         func starts(with prefix: [UInt8]) -> Bool { matches(prefix, at: 0) }
         func matches(_ pattern: [UInt8], at offset: Int) -> Bool {
@@ -1764,12 +1766,13 @@ extension ImageCache {
                 return .failure(.corruptImage(.png, "no IHDR header"))
             }
             let (width, height) = (be32(16), be32(20))
-            guard width > 0, height > 0 else { return .failure(.corruptImage(.png, "zero size")) }
+            guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
+                return .failure(.corruptImage(.png, "size \(width)x\(height) out of range"))
+            }
             var offset = 8
-            while offset + 12 <= count {
-                let length = be32(offset)
-                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, width, height)) }
-                offset += 12 + length
+            while count - offset >= 12, be32(offset) <= count - offset - 12 {
+                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height))) }
+                offset += 12 + Int(be32(offset))
             }
             return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
         }
@@ -1800,7 +1803,7 @@ extension ImageCache {
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
-                guard length >= 2, offset + 2 + length <= count else { break }
+                guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
                     guard width > 0, height > 0 else { return .failure(.corruptImage(.jpeg, "zero size")) }
@@ -1838,7 +1841,7 @@ extension ImageCache {
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
                 case 0x2C:
-                    guard offset + 10 <= count else { return truncatedGIF() }
+                    guard count - offset >= 10 else { return truncatedGIF() }
                     let packed = byte(offset + 9)
                     offset += 10
                     if packed & 0x80 != 0 { offset += 3 << ((packed & 0x07) + 1) }
@@ -1870,16 +1873,16 @@ extension ImageCache {
         }
 
         func webp() -> Info {
-            let riffSize = le32(4)
-            guard riffSize + 8 <= count else {
-                return .failure(.corruptImage(.webp, "RIFF says \(riffSize + 8) bytes, got \(count) (truncated)"))
+            let riffSize = le32(4)  // the bytes after the first 8
+            guard riffSize <= count - 8 else {
+                return .failure(.corruptImage(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)"))
             }
             guard count >= 30 else { return .failure(.corruptImage(.webp, "header cut short")) }
             var size: (Int, Int)?
             if matches(Array("VP8 ".utf8), at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
                 size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
             } else if matches(Array("VP8L".utf8), at: 12), byte(20) == 0x2F {
-                let bits = le32(21)
+                let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
                 size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
             } else if matches(Array("VP8X".utf8), at: 12) {
                 size = (le24(24) + 1, le24(27) + 1)

@@ -66,6 +66,90 @@ final class FormatTests: CacheTestCase {
         }
     }
 
+    // MARK: Lengths near 2^31 and 2^32 (a 32-bit `Int` on watchOS must neither trap nor stop advancing)
+
+    func testPNGChunkLengthsNear2To31And2To32AreCorrupt() {
+        let original = fixture("photo.png")
+        for offset in [33, original.count - 12] {  // the chunk after IHDR, and IEND
+            for length: UInt32 in [0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0xFFFF_FFF0] {
+                let data = patched(original, at: offset, length, bigEndian: true)
+                guard case .corruptImage(.png, let reason)? = ImageCache.decode(data).failure else {
+                    return XCTFail("chunk length \(length) at \(offset): \(ImageCache.decode(data))")
+                }
+                XCTAssertTrue(reason.contains("ends before IEND"), reason)
+            }
+        }
+    }
+
+    func testWebPRIFFSizesNear2To31And2To32AreCorrupt() {
+        for size: UInt32 in [0x7FFF_FFF8, 0xFFFF_FFF8, 0xFFFF_FFFF] {
+            let data = patched(fixture("lossy.webp"), at: 4, size, bigEndian: false)
+            guard case .corruptImage(.webp, let reason)? = ImageCache.decode(data).failure else {
+                return XCTFail("RIFF size \(size): \(ImageCache.decode(data))")
+            }
+            XCTAssertEqual(reason, "RIFF says \(UInt64(size) + 8) bytes, got 1460 (truncated)")
+        }
+    }
+
+    func testPNGSizesPastTheFormatsLimitAreCorrupt() {
+        for (offset, value): (Int, UInt32) in [(16, 0xFFFF_FFFF), (20, 0xFFFF_FFFF), (16, 0x8000_0000), (20, 0)] {
+            let data = patched(fixture("photo.png"), at: offset, value, bigEndian: true)
+            guard case .corruptImage(.png, let reason)? = ImageCache.decode(data).failure else {
+                return XCTFail("\(value) at \(offset): \(ImageCache.decode(data))")
+            }
+            XCTAssertTrue(reason.contains("out of range"), reason)
+        }
+    }
+
+    func testLengthFieldsNear2To31And2To32NeverTrapOrHang() {
+        var generator = SplitMix(seed: 4)
+        let near: [UInt32] = [0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0xFFFF_FFF0, 0x7FFF_FFF8, 0xFFFF_FFF8]
+        for name in ["photo.png", "tiny.png", "photo.jpg", "progressive.jpg", "palette.gif", "animated.gif",
+                     "lossy.webp", "lossless.webp", "alpha.webp"] {
+            let original = fixture(name)
+            let fields = lengthFields(original)
+            for _ in 0..<300 {
+                var data = original
+                for _ in 0...(generator.next() % 3) {
+                    // Half the writes hit a real length field, half land anywhere.
+                    let offset = generator.next() % 2 == 0 && !fields.isEmpty
+                        ? fields[Int(generator.next() % UInt64(fields.count))]
+                        : Int(generator.next() % UInt64(data.count - 3))
+                    let value = near[Int(generator.next() % UInt64(near.count))] &- UInt32(generator.next() % 16)
+                    data = patched(data, at: offset, value, bigEndian: generator.next() % 2 == 0)
+                }
+                _ = ImageCache.decode(data)  // must return, never trap
+            }
+        }
+    }
+
+    /// `data` with the four bytes at `offset` replaced by `value`.
+    private func patched(_ data: Data, at offset: Int, _ value: UInt32, bigEndian: Bool) -> Data {
+        var data = data
+        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        data.replaceSubrange(offset..<offset + 4, with: bigEndian ? bytes.reversed() : bytes)
+        return data
+    }
+
+    /// Where a PNG's chunk lengths and a WebP's RIFF and chunk sizes are.
+    private func lengthFields(_ data: Data) -> [Int] {
+        let bytes = [UInt8](data)
+        func field(_ i: Int, bigEndian: Bool) -> Int {
+            let value = (0..<4).reduce(0) { $0 | Int(bytes[i + $1]) << (8 * $1) }
+            return bigEndian ? Int(UInt32(value).byteSwapped) : value
+        }
+        var fields: [Int] = []
+        if bytes.starts(with: [0x89, 0x50]) {
+            var offset = 8
+            while offset + 12 <= bytes.count { fields.append(offset); offset += 12 + field(offset, bigEndian: true) }
+        } else if bytes.starts(with: Array("RIFF".utf8)) {
+            fields = [4]
+            var offset = 12
+            while offset + 8 <= bytes.count { fields.append(offset + 4); offset += 8 + (field(offset + 4, bigEndian: false) + 1) / 2 * 2 }
+        }
+        return fields
+    }
+
     func testDescribesWhatIsNotAnImage() {
         XCTAssertEqual(ImageCache.decode(Data("{\"error\": 1}".utf8)).failure, .notAnImage("JSON-like text"))
         XCTAssertEqual(ImageCache.decode(Data("  <html><body>".utf8)).failure, .notAnImage("an HTML page"))
