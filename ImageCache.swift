@@ -1403,7 +1403,7 @@ extension ImageCache {
                 var info = Foundation.stat()
                 if let directory = openFolder(create: false),
                    Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Int(info.st_size) == item.data.count,
+                   Self.isFile(info), Int64(info.st_size) == Int64(item.data.count),
                    Self.modified(info) + 2 >= item.downloadedAt {  // 2 s: some file systems keep whole seconds
                     setUsed(fd: directory, name: name, at: now)
                 } else {
@@ -1663,7 +1663,8 @@ extension ImageCache {
 
         private static func time(_ seconds: TimeInterval) -> Foundation.timespec {
             let whole = seconds.rounded(.down)
-            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+            // Clamped: `Int(_:)` traps past `Int.max`, which is in 2038 where `Int` is 32 bits.
+            return Foundation.timespec(tv_sec: Int(min(whole, TimeInterval(Int.max).nextDown)), tv_nsec: Int((seconds - whole) * 1e9))
         }
 
         /// Reads `count` bytes into fresh memory without zero-filling it first.

@@ -58,6 +58,15 @@ final class DiskTierEdgeTests: CacheTestCase {
         XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
     }
 
+    func testAClockPastIntMaxSecondsStillWritesFiles() throws {
+        // Where `Int` is 32 bits, `Int.max` seconds is in 2038; here it is 9.2e18 s.
+        let cache = makeCache(clock: TestClock(1e19))
+        let url = serve("/future.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.drainDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+    }
+
     func testAnImageWrittenAtEvictionKeepsItsPlaceInTheOrderOfUse() {
         let clock = TestClock()  // never moves: only the order of calls tells uses apart
         let cache = makeCache(clock: clock)
