@@ -1006,7 +1006,7 @@ extension ImageCache {
         if expected > 0, Int64(data.count) < expected {
             return .failure(.truncatedBody(expected: expected, received: data.count))
         }
-        return decode(data).map { ($0, data) }
+        return decode(data).map { ($0.image, $0.data) }
     }
 
     /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -1286,7 +1286,7 @@ extension ImageCache {
         var hit: (image: Image, data: Data, downloadedAt: TimeInterval)?
         if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, timeToLive: timeToLive, maxBytes: maxBytes) {
             switch Self.decode(found.data) {
-            case .success(let image): hit = (image, found.data, found.downloadedAt)
+            case .success(let decoded): hit = (decoded.image, decoded.data, found.downloadedAt)
             case .failure(let error): disk.discard(found, because: "\(error)")
             }
         }
@@ -1708,23 +1708,29 @@ extension ImageCache {
         case png, jpeg, gif, webp
     }
 
-    /// Checks that `data` is a whole image of a known format and decodes it for the platform.
-    static func decode(_ data: Data) -> Result<Image, Error> {
-        switch inspect(data) {
-        case .success(let info):
+    /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
+    ///
+    /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
+    /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
+    /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
+    static func decode(_ data: Data) -> Result<(image: Image, data: Data), Error> {
+        inspect(data).flatMap { info in
+            // A copy, not a slice: a slice would keep the padding's memory alive.
+            let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(UIKit) || canImport(AppKit)
-            guard let image = Image(data: data) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
-            return .success(image)
+            guard let image = Image(data: trimmed) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            return .success((image, trimmed))
             #else
-            return .success(Image(data: data, format: info.format, width: info.width, height: info.height))
+            return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
             #endif
-        case .failure(let error):
-            return .failure(error)
         }
     }
 
-    /// What the header and structure of `data` say: format and size, or why it is not a whole image.
-    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int), Error> {
+    /// What the header and structure of `data` say: format, size and `end`, where the image ends
+    /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
+    /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
+    /// ends first). Or why `data` does not start with a whole image.
+    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int, end: Int), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -1744,7 +1750,7 @@ extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -1772,8 +1778,9 @@ extension ImageCache {
             }
             var offset = 8
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
-                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height))) }
-                offset += 12 + Int(be32(offset))
+                let end = offset + 12 + Int(be32(offset))
+                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
+                offset = end
             }
             return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
         }
@@ -1800,7 +1807,7 @@ extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return .failure(.corruptImage(.jpeg, "no frame header")) }
-                    return .success((.jpeg, width, height))
+                    return .success((.jpeg, width, height, offset + 2))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -1837,7 +1844,7 @@ extension ImageCache {
                 switch byte(offset) {
                 case 0x3B:
                     guard frames > 0 else { return .failure(.corruptImage(.gif, "no frames")) }
-                    return .success((.gif, width, height))
+                    return .success((.gif, width, height, offset + 1))
                 case 0x21:
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
@@ -1854,7 +1861,7 @@ extension ImageCache {
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
-            return frames > 0 && offset == count ? .success((.gif, width, height)) : truncatedGIF()
+            return frames > 0 && offset == count ? .success((.gif, width, height, count)) : truncatedGIF()
         }
 
         private func truncatedGIF() -> Info {
@@ -1891,7 +1898,7 @@ extension ImageCache {
             guard let (width, height) = size, width > 0, height > 0 else {
                 return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
             }
-            return .success((.webp, width, height))
+            return .success((.webp, width, height, min(count, 8 + Int(riffSize) + Int(riffSize & 1))))
         }
 
         /// A short description of bytes that are not an image, for error messages.
@@ -1926,7 +1933,7 @@ extension ImageCache {
         /// The formats an image can be in (``ImageCache/Format``).
         public typealias Format = ImageCache.Format
 
-        /// The original bytes, as downloaded.
+        /// The image's bytes as downloaded, without any that followed its end.
         public let data: Data
         /// The format the bytes are in.
         public let format: Format
@@ -1935,10 +1942,11 @@ extension ImageCache {
         /// Height in pixels, from the header.
         public let height: Int
 
-        /// Decodes `data`; nil when it is not a whole PNG, JPEG, GIF or WebP image.
+        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// Bytes after the image's end are dropped.
         public init?(data: Data) {
-            guard case .success(let image) = ImageCache.decode(data) else { return nil }
-            self = image
+            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            self = decoded.image
         }
 
         fileprivate init(data: Data, format: Format, width: Int, height: Int) {

@@ -48,6 +48,21 @@ final class DiskTierEdgeTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/big.png"), 2, "fetched again rather than read")
     }
 
+    func testAFileWithBytesAfterTheImageIsReadAsTheImageAlone() throws {
+        let url = serve("/padded-on-disk.png")
+        populate([url])
+        let cache = makeCache()
+        let handle = try FileHandle(forWritingTo: fileURL(cache, for: url))
+        handle.seekToEndOfFile()
+        handle.write(Data(repeating: 0xA5, count: 4_000))  // written by an older version, say
+        handle.closeFile()
+
+        XCTAssertEqual(fetchAndWait(cache, url)?.data, fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/padded-on-disk.png"), 1, "read from disk")
+        cache.persistCacheToDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"), "and written again without them")
+    }
+
     func testPersistWritesAgainAFileThatWasEmptied() throws {
         let cache = makeCache()
         let url = serve("/emptied.png")

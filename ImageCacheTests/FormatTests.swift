@@ -66,6 +66,75 @@ final class FormatTests: CacheTestCase {
         }
     }
 
+    // MARK: Bytes after the image
+
+    private let everyFixture = ["photo.png", "tiny.png", "photo.jpg", "progressive.jpg", "palette.gif", "animated.gif",
+                                "lossy.webp", "lossless.webp", "alpha.webp"]
+
+    func testEveryFixtureFollowedByRandomBytesDecodesToExactlyTheFixture() {
+        var generator = SplitMix(seed: 5)
+        let padding = randomBytes(1024 * 1024, &generator)
+        for name in everyFixture {
+            let original = fixture(name)
+            for count in [4 * 1024, padding.count] {
+                guard case .success(let decoded) = ImageCache.decode(original + padding.prefix(count)) else {
+                    return XCTFail("\(name) + \(count) bytes rejected")
+                }
+                XCTAssertEqual(decoded.data, original, "\(name) + \(count) bytes")
+                XCTAssertEqual(decoded.image.data, original, "\(name) + \(count) bytes")
+            }
+        }
+    }
+
+    func testAMotionPhotoIsTrimmedToItsJPEG() {
+        // A JPEG, then the MP4 a motion photo appends: an `ftyp` box, then an `mdat` box.
+        var generator = SplitMix(seed: 6)
+        let jpeg = fixture("photo.jpg")
+        let mp4 = Data([0, 0, 0, 0x18]) + Data("ftypmp42".utf8) + Data([0, 0, 0, 0]) + Data("isommp42".utf8)
+            + Data([0, 0, 0x10, 0x08]) + Data("mdat".utf8) + randomBytes(4096, &generator)
+        guard case .success(let decoded) = ImageCache.decode(jpeg + mp4) else { return XCTFail("motion photo rejected") }
+        XCTAssertEqual(decoded.data, jpeg)
+        XCTAssertEqual(decoded.image.format, .jpeg)
+        XCTAssertEqual(decoded.image.width, 120)
+    }
+
+    func testBytesAfterACutImageDoNotMakeItWhole() {
+        var generator = SplitMix(seed: 7)
+        for name in everyFixture {
+            let data = fixture(name)
+            // Cuts that lose more than the end marker: a PNG cut in IEND's CRC has all its pixels.
+            for length in stride(from: 0, to: data.count - 12, by: 5) {
+                let cut = data.prefix(length)
+                // WebP's end is its RIFF size: what fills the missing bytes cannot be told from them.
+                let zeros = name.hasSuffix(".webp") ? data.count - length - 1 : 4096
+                XCTAssertNil(ImageCache.Image(data: cut + Data(count: zeros)), "\(name) cut at \(length), then zeros")
+                if name.hasSuffix(".png") {  // random bytes do not make a chunk called IEND where one starts
+                    XCTAssertNil(ImageCache.Image(data: cut + randomBytes(4096, &generator)), "\(name) cut at \(length)")
+                }
+            }
+        }
+    }
+
+    func testAGIFWithoutTrailerEndsAtItsLastWholeFrame() {
+        let gif = fixture("palette.gif").dropLast()  // without its trailer, 0x3B
+        guard case .success(let decoded) = ImageCache.decode(gif) else { return XCTFail("GIF without trailer rejected") }
+        XCTAssertEqual(decoded.data, gif)
+    }
+
+    func testAWebPWithAnOddRIFFSizeEndsAfterItsPadByteIfThere() {
+        // RIFF pads an odd size with one byte. Shorten the RIFF size by one: the old last byte is now that pad.
+        let webp = fixture("lossy.webp")
+        let odd = patched(webp, at: 4, UInt32(webp.count - 9), bigEndian: false)
+        XCTAssertEqual(ImageCache.decode(odd + Data([1, 2, 3])).success?.data, odd, "the pad byte is kept")
+        XCTAssertEqual(ImageCache.decode(odd).success?.data, odd, "and may be missing at the very end")
+    }
+
+    private func randomBytes(_ count: Int, _ generator: inout SplitMix) -> Data {
+        var data = Data(capacity: count + 8)
+        while data.count < count { withUnsafeBytes(of: generator.next()) { data.append(contentsOf: $0) } }
+        return data.prefix(count)
+    }
+
     // MARK: Lengths near 2^31 and 2^32 (a 32-bit `Int` on watchOS must neither trap nor stop advancing)
 
     func testPNGChunkLengthsNear2To31And2To32AreCorrupt() {
@@ -118,7 +187,9 @@ final class FormatTests: CacheTestCase {
                     let value = near[Int(generator.next() % UInt64(near.count))] &- UInt32(generator.next() % 16)
                     data = patched(data, at: offset, value, bigEndian: generator.next() % 2 == 0)
                 }
-                _ = ImageCache.decode(data)  // must return, never trap
+                if case .success(let decoded) = ImageCache.decode(data) {  // returns, never traps
+                    XCTAssertEqual(decoded.data, data.prefix(decoded.data.count), "the image is a prefix of the bytes")
+                }
             }
         }
     }
@@ -162,6 +233,11 @@ final class FormatTests: CacheTestCase {
 extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
+        return nil
+    }
+
+    var success: Success? {
+        if case .success(let value) = self { return value }
         return nil
     }
 }
