@@ -1898,7 +1898,7 @@ extension ImageCache {
             guard let (width, height) = size, width > 0, height > 0 else {
                 return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
             }
-            return .success((.webp, width, height, min(count, 8 + Int(riffSize) + Int(riffSize & 1))))
+            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))))
         }
 
         /// A short description of bytes that are not an image, for error messages.
