@@ -748,7 +748,7 @@ extension ImageCache {
         let type: ObjectIdentifier?  // nil for the image
         let decode: @Sendable (Data) -> Result<Payload, Error>
 
-        static let image = Decoder(type: nil) { data in ImageCache.decode(data).map { Payload(bytes: data, image: $0) } }
+        static let image = Decoder(type: nil) { data in ImageCache.decode(data).map { Payload(bytes: $0.data, image: $0.image) } }
 
         static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
             Decoder(type: ObjectIdentifier(Value.self)) { data in
@@ -1924,7 +1924,8 @@ extension ImageCache {
 
         private static func time(_ seconds: TimeInterval) -> Foundation.timespec {
             let whole = seconds.rounded(.down)
-            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+            // Clamped: `Int(_:)` traps past `Int.max`, which is in 2038 where `Int` is 32 bits.
+            return Foundation.timespec(tv_sec: Int(min(whole, TimeInterval(Int.max).nextDown)), tv_nsec: Int((seconds - whole) * 1e9))
         }
 
         /// Reads `count` bytes into fresh memory without zero-filling it first.
@@ -1968,23 +1969,29 @@ extension ImageCache {
         case png, jpeg, gif, webp
     }
 
-    /// Checks that `data` is a whole image of a known format and decodes it for the platform.
-    static func decode(_ data: Data) -> Result<Image, Error> {
-        switch inspect(data) {
-        case .success(let info):
+    /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
+    ///
+    /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
+    /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
+    /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
+    static func decode(_ data: Data) -> Result<(image: Image, data: Data), Error> {
+        inspect(data).flatMap { info in
+            // A copy, not a slice: a slice would keep the padding's memory alive.
+            let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(UIKit) || canImport(AppKit)
-            guard let image = Image(data: data) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
-            return .success(image)
+            guard let image = Image(data: trimmed) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            return .success((image, trimmed))
             #else
-            return .success(Image(data: data, format: info.format, width: info.width, height: info.height))
+            return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
             #endif
-        case .failure(let error):
-            return .failure(error)
         }
     }
 
-    /// What the header and structure of `data` say: format and size, or why it is not a whole image.
-    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int), Error> {
+    /// What the header and structure of `data` say: format, size and `end`, where the image ends
+    /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
+    /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
+    /// ends first). Or why `data` does not start with a whole image.
+    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int, end: Int), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -2004,14 +2011,16 @@ extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
-        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
         func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
-        func le32(_ i: Int) -> Int { le16(i) | le16(i + 2) << 16 }
+        // 32-bit fields stay unsigned: up to 2^32 - 1, more than `Int` holds on watchOS (arm64_32).
+        // They are compared with what is left (`count - offset`), never added to an offset unchecked.
+        func be32(_ i: Int) -> UInt32 { UInt32(be16(i)) << 16 | UInt32(be16(i + 2)) }
+        func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
 
         func starts(with prefix: [UInt8]) -> Bool { matches(prefix, at: 0) }
         func matches(_ pattern: [UInt8], at offset: Int) -> Bool {
@@ -2025,12 +2034,14 @@ extension ImageCache {
                 return .failure(.corruptImage(.png, "no IHDR header"))
             }
             let (width, height) = (be32(16), be32(20))
-            guard width > 0, height > 0 else { return .failure(.corruptImage(.png, "zero size")) }
+            guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
+                return .failure(.corruptImage(.png, "size \(width)x\(height) out of range"))
+            }
             var offset = 8
-            while offset + 12 <= count {
-                let length = be32(offset)
-                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, width, height)) }
-                offset += 12 + length
+            while count - offset >= 12, be32(offset) <= count - offset - 12 {
+                let end = offset + 12 + Int(be32(offset))
+                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
+                offset = end
             }
             return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
         }
@@ -2057,11 +2068,11 @@ extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return .failure(.corruptImage(.jpeg, "no frame header")) }
-                    return .success((.jpeg, width, height))
+                    return .success((.jpeg, width, height, offset + 2))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
-                guard length >= 2, offset + 2 + length <= count else { break }
+                guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
                     guard width > 0, height > 0 else { return .failure(.corruptImage(.jpeg, "zero size")) }
@@ -2094,12 +2105,12 @@ extension ImageCache {
                 switch byte(offset) {
                 case 0x3B:
                     guard frames > 0 else { return .failure(.corruptImage(.gif, "no frames")) }
-                    return .success((.gif, width, height))
+                    return .success((.gif, width, height, offset + 1))
                 case 0x21:
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
                 case 0x2C:
-                    guard offset + 10 <= count else { return truncatedGIF() }
+                    guard count - offset >= 10 else { return truncatedGIF() }
                     let packed = byte(offset + 9)
                     offset += 10
                     if packed & 0x80 != 0 { offset += 3 << ((packed & 0x07) + 1) }
@@ -2111,7 +2122,7 @@ extension ImageCache {
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
-            return frames > 0 && offset == count ? .success((.gif, width, height)) : truncatedGIF()
+            return frames > 0 && offset == count ? .success((.gif, width, height, count)) : truncatedGIF()
         }
 
         private func truncatedGIF() -> Info {
@@ -2131,16 +2142,16 @@ extension ImageCache {
         }
 
         func webp() -> Info {
-            let riffSize = le32(4)
-            guard riffSize + 8 <= count else {
-                return .failure(.corruptImage(.webp, "RIFF says \(riffSize + 8) bytes, got \(count) (truncated)"))
+            let riffSize = le32(4)  // the bytes after the first 8
+            guard riffSize <= count - 8 else {
+                return .failure(.corruptImage(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)"))
             }
             guard count >= 30 else { return .failure(.corruptImage(.webp, "header cut short")) }
             var size: (Int, Int)?
             if matches(Array("VP8 ".utf8), at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
                 size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
             } else if matches(Array("VP8L".utf8), at: 12), byte(20) == 0x2F {
-                let bits = le32(21)
+                let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
                 size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
             } else if matches(Array("VP8X".utf8), at: 12) {
                 size = (le24(24) + 1, le24(27) + 1)
@@ -2148,7 +2159,7 @@ extension ImageCache {
             guard let (width, height) = size, width > 0, height > 0 else {
                 return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
             }
-            return .success((.webp, width, height))
+            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))))
         }
 
         /// A short description of bytes that are not an image, for error messages.
@@ -2183,7 +2194,7 @@ extension ImageCache {
         /// The formats an image can be in (``ImageCache/Format``).
         public typealias Format = ImageCache.Format
 
-        /// The original bytes, as downloaded.
+        /// The image's bytes as downloaded, without any that followed its end.
         public let data: Data
         /// The format the bytes are in.
         public let format: Format
@@ -2192,10 +2203,11 @@ extension ImageCache {
         /// Height in pixels, from the header.
         public let height: Int
 
-        /// Decodes `data`; nil when it is not a whole PNG, JPEG, GIF or WebP image.
+        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// Bytes after the image's end are dropped.
         public init?(data: Data) {
-            guard case .success(let image) = ImageCache.decode(data) else { return nil }
-            self = image
+            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            self = decoded.image
         }
 
         fileprivate init(data: Data, format: Format, width: Int, height: Int) {

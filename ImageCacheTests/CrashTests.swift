@@ -11,11 +11,10 @@ final class CrashTests: CacheTestCase {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("CrashHelper")
     }
 
-    /// A distinct, valid PNG for image `i`: the fixture, then ~50 KB after IEND that says `i`.
+    /// A distinct, valid PNG of ~50 KB for image `i` (`i` < 256): every pixel's bytes are `i`.
+    /// (Not bytes after IEND: the cache drops those.)
     private func body(_ i: Int) -> Data {
-        var data = fixture("photo.png")
-        data.append(Data(String(repeating: "image \(i);", count: 50_000 / 10).utf8))
-        return data
+        PNGEncoder.rgb(width: 120, height: 140, pixels: [UInt8](repeating: UInt8(i), count: 120 * 140 * 3))
     }
 
     func testSIGKILLWhileWritingNeverLeavesACorruptImage() throws {

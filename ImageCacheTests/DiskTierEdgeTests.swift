@@ -48,6 +48,21 @@ final class DiskTierEdgeTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/big.png"), 2, "fetched again rather than read")
     }
 
+    func testAFileWithBytesAfterTheImageIsReadAsTheImageAlone() throws {
+        let url = serve("/padded-on-disk.png")
+        populate([url])
+        let cache = makeCache()
+        let handle = try FileHandle(forWritingTo: fileURL(cache, for: url))
+        handle.seekToEndOfFile()
+        handle.write(Data(repeating: 0xA5, count: 4_000))  // written by an older version, say
+        handle.closeFile()
+
+        XCTAssertEqual(fetchAndWait(cache, url)?.data, fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/padded-on-disk.png"), 1, "read from disk")
+        cache.persistCacheToDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"), "and written again without them")
+    }
+
     func testPersistWritesAgainAFileThatWasEmptied() throws {
         let cache = makeCache()
         let url = serve("/emptied.png")
@@ -56,6 +71,23 @@ final class DiskTierEdgeTests: CacheTestCase {
         try Data().write(to: fileURL(cache, for: url))  // a fresh date, the wrong size
         cache.persistCacheToDisk()
         XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+    }
+
+    func testAClockPastIntMaxSecondsStillWritesFiles() throws {
+        // Where `Int` is 32 bits, `Int.max` seconds is in 2038; here it is 9.2e18 s. The file
+        // system clamps such dates (ext4 stops in 2446), so the file may then be swept as expired
+        // by the disk limit's first count: what matters is that writing neither traps nor fails.
+        let cache = makeCache(clock: TestClock(1e19))
+        let problems = Locked<[String]>([])
+        cache.onEvent = { if case .diskProblem(let text) = $0 { problems.mutate { $0.append(text) } } }
+        let url = serve("/future.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.drainDisk()
+        cache.persistCacheToDisk()
+        let flushed = expectation(description: "events delivered")
+        cache.callbackQueue.async { flushed.fulfill() }
+        wait(for: [flushed], timeout: 5)
+        XCTAssertEqual(problems.value, [], "the write succeeded")
     }
 
     func testAnImageWrittenAtEvictionKeepsItsPlaceInTheOrderOfUse() {

@@ -27,6 +27,24 @@ final class FetchTests: CacheTestCase {
         XCTAssertFalse(cache.failedToFetch(url))
     }
 
+    func testBytesAfterTheImageAreNeitherDeliveredNorCached() throws {
+        let cache = makeCache()
+        let served = Locked<Int?>(nil)
+        cache.onEvent = { event in if case .served(_, from: .network, let bytes) = event { served.value = bytes } }
+        var generator = SplitMix(seed: 8)
+        let png = fixture("photo.png")
+        let padding = Data((0..<1_000_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+        server.set("/padded.png", .ok(png + padding))
+        let url = server.url("/padded.png")
+
+        XCTAssertEqual(fetchAndWait(cache, url)?.data, png)
+        cache.drainDisk()
+
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), png, "the file holds the PNG alone")
+        XCTAssertEqual(cache.peek(url)?.data, png, "and so does memory")
+        XCTAssertEqual(served.value, png.count, "the event counts the PNG's bytes")
+    }
+
     func testMemoryHitCallbackRunsLaterNotOnTheCallersStack() {
         let cache = makeCache()
         let url = serve("/photo.png")
