@@ -268,7 +268,18 @@ extension ImageCache {
     /// without the network, and callers waiting for a download under `key` get it at once (the
     /// download stops). An image must be whole (the structural check or the system decoder).
     public func store(_ data: Data, for key: String) {
-        let payload = (try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, image: nil, value: Box(data))
+        store((try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+    }
+
+    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this
+    /// image, the disk its bytes (on Apple platforms a PNG encoding). Throws
+    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, and stores nothing then.
+    public func store(_ image: Image, for key: String) throws {
+        guard let bytes = Self.encodedBytes(of: image) else { throw Error.notAnImage("an image that cannot be encoded as PNG") }
+        store(Payload(bytes: bytes, image: image), for: key)
+    }
+
+    private func store(_ payload: Payload, for key: String) {
         let now = currentTime()
         let waiting: Stopped? = lock.withLock {
             let stopped = _forget(Key(string: key))
@@ -1171,9 +1182,9 @@ extension ImageCache {
             for task in waiters { if let onRetry = task.onRetry { task.queue.async { onRetry(retry.error, retry.attempt) } } }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
-            let bytes = (try? result.get().bytes?.count) ?? 0
+            let bytes = (try? result.get().bytes?.count ?? 0) ?? 0
             deliver(waiters, result.map { Delivery(payload: $0, source: .network) },
-                    event: Self.event(result, download.url, from: .network, bytes: bytes ?? 0), handler: handler)
+                    event: Self.event(result, download.url, from: .network, bytes: bytes), handler: handler)
         }
         startNetwork(started)
     }
@@ -2247,6 +2258,17 @@ extension ImageCache {
     fileprivate static func downloadedBytes(of image: Image) -> Data? {
         #if canImport(UIKit) || canImport(AppKit)
         return nil
+        #else
+        return image.data
+        #endif
+    }
+
+    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
+    fileprivate static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        return image.pngData()
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap { NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:]) }
         #else
         return image.data
         #endif

@@ -58,7 +58,7 @@ class CacheTestCase: XCTestCase {
     }
 
     /// Fetches and waits for the callback; fails the test if it does not come.
-    func fetchAndWait(_ cache: ImageCache, _ url: URL, slow: Bool = false, timeout: TimeInterval = 10,
+    func fetchAndWait(_ cache: ImageCache, _ url: URL, key: String? = nil, slow: Bool = false, timeout: TimeInterval = 10,
                       file: StaticString = #filePath, line: UInt = #line) -> ImageCache.Image? {
         let done = expectation(description: "callback for \(url)")
         let result = Locked<ImageCache.Image?>(nil)
@@ -67,7 +67,7 @@ class CacheTestCase: XCTestCase {
             result.value = image
             done.fulfill()
         }
-        if slow { cache.slowFetch(url, callback: callback) } else { cache.fetch(url, callback: callback) }
+        if slow { cache.slowFetch(url, key: key, callback: callback) } else { cache.fetch(url, key: key, callback: callback) }
         wait(for: [done], timeout: timeout)
         return result.value
     }

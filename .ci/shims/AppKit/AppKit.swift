@@ -29,6 +29,38 @@ open class NSImage: NSObject {
     }
     open var isValid: Bool { fatalError("AppKit shim") }
     open var tiffRepresentation: Data? { fatalError("AppKit shim") }
+    open var representations: [NSImageRep] { fatalError("AppKit shim") }
+}
+
+/// `open class NSImageRep : NSObject, NSCopying, NSCoding` in the SDK.
+open class NSImageRep: NSObject {
+    open var pixelsWide: Int {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+    open var pixelsHigh: Int {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+}
+
+/// `open class NSBitmapImageRep : NSImageRep, NSSecureCoding` in the SDK.
+open class NSBitmapImageRep: NSImageRep {
+    public init?(data: Data) { fatalError("AppKit shim") }
+
+    public enum FileType: UInt, @unchecked Sendable {
+        case tiff = 0, bmp = 1, gif = 2, jpeg = 3, png = 4, jpeg2000 = 5
+    }
+
+    public struct PropertyKey: Hashable, Equatable, RawRepresentable, @unchecked Sendable {
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public let rawValue: String
+    }
+
+    open func representation(using storageType: NSBitmapImageRep.FileType, properties: [NSBitmapImageRep.PropertyKey: Any]) -> Data? {
+        fatalError("AppKit shim")
+    }
 }
 
 // Sendable. SDKs up to Xcode 16 mark NSImage explicitly non-Sendable ("conformance of 'NSImage' to

@@ -1,0 +1,205 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// Keys, any data, stored entries, and results that say where they came from (issue 11).
+final class EntryTests: CacheTestCase {
+    private struct Feed: Codable, Equatable { var title: String; var items: [Int] }
+
+    /// Fetches with the result form and waits for it.
+    private func fetchResult<Value>(_ cache: ImageCache, _ url: URL, key: String? = nil,
+                                    decode: @escaping @Sendable (Data) throws -> Value,
+                                    file: StaticString = #filePath, line: UInt = #line) -> Result<ImageCache.Fetched<Value>, ImageCache.Error>? {
+        let done = expectation(description: "result for \(url)")
+        let result = Locked<Result<ImageCache.Fetched<Value>, ImageCache.Error>?>(nil)
+        cache.fetch(url, key: key, decode: decode) { received in
+            result.value = received
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        return result.value
+    }
+
+    private func fetchImageResult(_ cache: ImageCache, _ url: URL, key: String? = nil) -> Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>? {
+        let done = expectation(description: "result for \(url)")
+        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
+        cache.fetch(url, key: key) { received in
+            result.value = received
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        return result.value
+    }
+
+    // MARK: Keys
+
+    func testTwoURLsUnderOneKeyShareOneEntry() {
+        // Given a signed URL whose token changes on every request
+        let cache = makeCache()
+        let first = serve("/avatar.png?token=1"), second = serve("/avatar.png?token=2")
+        XCTAssertNotNil(fetchAndWait(cache, first, key: "avatar"))
+        // Then the second URL under the same key is the same entry: no request
+        XCTAssertEqual(try fetchImageResult(cache, second, key: "avatar")?.get().source, .memory)
+        XCTAssertEqual(server.totalRequests, 1)
+        XCTAssertNotNil(cache.peek(key: "avatar"))
+        XCTAssertNil(cache.peek(first), "the URL itself is not a key here")
+        // And a new instance finds it on disk under the key
+        cache.drainDisk()
+        let next = makeCache()
+        XCTAssertEqual(try fetchImageResult(next, second, key: "avatar")?.get().source, .disk)
+        XCTAssertEqual(server.totalRequests, 1)
+        // And remove(key:) forgets it in every tier
+        next.remove(key: "avatar")
+        next.drainDisk()
+        XCTAssertNil(next.peek(key: "avatar"))
+        XCTAssertEqual(next.diskCount, 0)
+    }
+
+    func testOneURLUnderTwoKeysIsTwoEntries() {
+        let cache = makeCache()
+        let url = serve("/shared.png")
+        XCTAssertNotNil(fetchAndWait(cache, url, key: "a"))
+        XCTAssertNotNil(fetchAndWait(cache, url, key: "b"))
+        XCTAssertEqual(server.requestCount("/shared.png"), 2)
+        XCTAssertEqual(cache.diskCount, 2)
+        cache.remove(key: "a")
+        XCTAssertNil(cache.peek(key: "a"))
+        XCTAssertNotNil(cache.peek(key: "b"))
+    }
+
+    func testAKeyCannotLeaveTheFolder() throws {
+        let cache = makeCache()
+        let url = serve("/escape.png")
+        XCTAssertNotNil(fetchAndWait(cache, url, key: "../../../escape.png"))
+        cache.drainDisk()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.appendingPathComponent("escape.png").path))
+        let names = try FileManager.default.contentsOfDirectory(atPath: cache.folder.path)
+        XCTAssertEqual(names.filter { !$0.hasPrefix(".") }.count, 1)
+        XCTAssertEqual(names.first?.count, 16, "a hash of the key")
+    }
+
+    func testFailuresAreFoundByKey() {
+        let cache = makeCache()
+        server.set("/missing.png", .status(404))
+        XCTAssertNil(fetchAndWait(cache, server.url("/missing.png"), key: "k"))
+        XCTAssertTrue(cache.failedToFetch(key: "k"))
+        XCTAssertEqual(cache.error(forKey: "k"), .httpStatus(404))
+        XCTAssertFalse(cache.failedToFetch(server.url("/missing.png")))
+    }
+
+    // MARK: Any data
+
+    func testCachesRawDataInEveryTier() throws {
+        let cache = makeCache()
+        let body = Data("not an image, and that is fine".utf8)
+        server.set("/notes.txt", .ok(body, contentType: "text/plain"))
+        let url = server.url("/notes.txt")
+        let first = try XCTUnwrap(fetchResult(cache, url, decode: { $0 })).get()
+        XCTAssertEqual(first.value, body)
+        XCTAssertEqual(first.source, .network)
+        XCTAssertEqual(try fetchResult(cache, url, decode: { $0 })?.get().source, .memory)
+        cache.drainDisk()
+        XCTAssertEqual(try fetchResult(makeCache(), url, decode: { $0 })?.get().source, .disk)
+        XCTAssertEqual(server.requestCount("/notes.txt"), 1)
+        XCTAssertNil(cache.peek(url), "peek returns images only")
+    }
+
+    func testDecodesJSONAndADecodeErrorIsAFatalFailureThatNamesIt() throws {
+        let cache = makeCache()
+        let feed = Feed(title: "news", items: [1, 2, 3])
+        server.set("/feed.json", .ok(try JSONEncoder().encode(feed), contentType: "application/json"))
+        server.set("/broken.json", .ok(Data("{\"title\": 1}".utf8), contentType: "application/json"))
+        let decode: @Sendable (Data) throws -> Feed = { try JSONDecoder().decode(Feed.self, from: $0) }
+        XCTAssertEqual(try fetchResult(cache, server.url("/feed.json"), decode: decode)?.get().value, feed)
+        XCTAssertEqual(try fetchResult(cache, server.url("/feed.json"), decode: decode)?.get().source, .memory)
+
+        guard case .failure(let error)? = fetchResult(cache, server.url("/broken.json"), decode: decode),
+              case .decodingFailed(let text) = error else { return XCTFail("expected a decoding failure") }
+        XCTAssertTrue(error.isFatal)
+        XCTAssertTrue(text.contains("title"), text)
+        XCTAssertEqual(cache.error(for: server.url("/broken.json")), error)
+        XCTAssertEqual(server.requestCount("/broken.json"), 1, "a fatal failure is not retried")
+    }
+
+    func testAnImageAndItsBytesRequestedTogetherShareOneDownload() throws {
+        let cache = makeCache()
+        let url = serve("/both.png", delay: 0.2)
+        let done = expectation(description: "both")
+        done.expectedFulfillmentCount = 2
+        let bytes = Locked<Data?>(nil), image = Locked<ImageCache.Image?>(nil)
+        cache.fetch(url) { _, received in image.value = received; done.fulfill() }
+        cache.fetch(url, decode: { $0 }) { result in bytes.value = try? result.get().value; done.fulfill() }
+        wait(for: [done], timeout: 10)
+        XCTAssertNotNil(image.value)
+        XCTAssertEqual(bytes.value, fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/both.png"), 1)
+    }
+
+    // MARK: Store
+
+    func testStoredDataIsReadBackWithoutTheNetwork() throws {
+        let cache = makeCache()
+        cache.store(fixture("photo.png"), for: "picked")
+        cache.store(Data("{}".utf8), for: "draft")
+        let nowhere = server.url("/never-served")
+        XCTAssertNotNil(cache.peek(key: "picked"), "an image is kept as an image")
+        XCTAssertEqual(try fetchImageResult(cache, nowhere, key: "picked")?.get().source, .memory)
+        XCTAssertEqual(try fetchResult(cache, nowhere, key: "draft", decode: { $0 })?.get().value, Data("{}".utf8))
+        cache.drainDisk()
+        let next = makeCache()
+        XCTAssertEqual(try fetchImageResult(next, nowhere, key: "picked")?.get().source, .disk)
+        XCTAssertEqual(try fetchResult(next, nowhere, key: "draft", decode: { $0 })?.get().source, .disk)
+        XCTAssertEqual(server.totalRequests, 0)
+    }
+
+    func testStoringAnImageServesItAndItsBytes() throws {
+        let cache = makeCache()
+        let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.jpg")))
+        try cache.store(image, for: "upload")
+        XCTAssertEqual(cache.peek(key: "upload"), image)
+        cache.drainDisk()
+        XCTAssertEqual(try fetchResult(makeCache(), server.url("/none"), key: "upload", decode: { $0 })?.get().value, fixture("photo.jpg"))
+        XCTAssertEqual(server.totalRequests, 0)
+    }
+
+    func testStoringAnswersFetchesThatWaitForTheKey() throws {
+        let cache = makeCache()
+        var slow = LoopbackServer.Response.ok(fixture("photo.jpg"))
+        slow.behavior = .neverAnswer
+        server.set("/slow.png", slow)
+        let done = expectation(description: "answered by store")
+        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
+        cache.fetch(server.url("/slow.png"), key: "k") { result.value = $0; done.fulfill() }
+        XCTAssertTrue(server.waitForRequests("/slow.png", count: 1, timeout: 10))
+        cache.store(fixture("photo.png"), for: "k")
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(try result.value?.get().value.data, fixture("photo.png"))
+        XCTAssertFalse(cache.fetching(server.url("/slow.png")))
+        assertInvariants(cache)
+    }
+
+    // MARK: Results
+
+    func testResultsSayWhereAndRetriesAreAnnouncedPerRequest() throws {
+        let cache = makeCache()
+        server.set("/flaky.png", sequence: [.status(503), .status(500), .ok(fixture("photo.png"))])
+        let url = server.url("/flaky.png")
+        let retries = Locked<[Int]>([])
+        let done = expectation(description: "result")
+        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
+        cache.fetch(url, onRetry: { error, attempt in
+            XCTAssertFalse(error.isFatal)
+            retries.mutate { $0.append(attempt) }
+        }) { result.value = $0; done.fulfill() }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(retries.value, [1, 2])
+        XCTAssertEqual(try result.value?.get().source, .network)
+        XCTAssertEqual(try fetchImageResult(cache, url)?.get().source, .memory)
+
+        server.set("/gone.png", .status(404))
+        guard case .failure(let error)? = fetchImageResult(cache, server.url("/gone.png")) else { return XCTFail("expected a failure") }
+        XCTAssertEqual(error, .httpStatus(404))
+        XCTAssertTrue(error.isFatal)
+    }
+}
