@@ -165,6 +165,7 @@ public final class ImageCache: @unchecked Sendable {
         var lanes = Lanes()
         var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
+        var counts = Statistics()  // its counters; the sizes are filled in by `statistics()`
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
         var secondChanceOrder = FIFO<(key: String, serial: UInt64, cost: Int)>()
         var secondChanceBytes = 0  // the costs in `secondChanceOrder`
@@ -176,6 +177,8 @@ public final class ImageCache: @unchecked Sendable {
         var memoryMaxCount = 100
         var memoryMaxBytes = ImageCache.defaultMemoryMaxBytes
         var diskMaxBytes = 256 * 1024 * 1024
+        var usesServerMaxAge = false
+        var servesStaleWhenOffline = false
         var maxConcurrentDownloads = 6
         var maxFailuresRemembered = 1_000
         var requestTimeout: TimeInterval = 30
@@ -323,16 +326,20 @@ extension ImageCache {
         let key = Key(string: key)
         let now = currentTime()
         return lock.withLock {
+            _state.counts.peeks += 1
             switch _state.entries[key] {
             case .loaded(let slot)?:
                 if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
                     _state.memory.moveToFront(slot)
+                    _state.counts.peekHits += 1
                     return _state.memory[slot].image
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
             case nil:
-                return _secondChance(key, now: now)?.image
+                let found = _secondChance(key, now: now)?.image
+                _state.counts.peekHits += found == nil ? 0 : 1
+                return found
             case .loading?, .failed?:
                 return nil
             }
@@ -520,6 +527,28 @@ extension ImageCache {
                     self.disk.maxBytes = maxBytes
                     self.disk.reduce(maxBytes: maxBytes, now: self.currentTime())
                 }
+            }
+        }
+    }
+
+    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
+    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
+    /// in memory only.)
+    public var usesServerMaxAge: Bool {
+        get { lock.withLock { _state.settings.usesServerMaxAge } }
+        set { lock.withLock { _state.settings.usesServerMaxAge = newValue } }
+    }
+
+    /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
+    /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
+    /// `reduceDiskCache` still delete the least recently used).
+    public var servesStaleWhenOffline: Bool {
+        get { lock.withLock { _state.settings.servesStaleWhenOffline } }
+        set {
+            lock.withLock {
+                _state.settings.servesStaleWhenOffline = newValue
+                diskQueue.async { self.disk.keepsExpired = newValue }
             }
         }
     }
@@ -723,6 +752,43 @@ extension ImageCache {
 }
 
 extension ImageCache {
+    /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
+    public struct Statistics: Sendable, Equatable {
+        /// Calls of `fetch`, `slowFetch` and `image(for:)`.
+        public var requests = 0
+        /// Requests answered from memory (second chance included), and from disk.
+        public var memoryHits = 0, diskHits = 0
+        /// Downloads that went to the network: neither memory nor disk had the entry.
+        public var misses = 0
+        /// Requests that joined a download already under way instead of making their own.
+        public var deduplicated = 0
+        /// Entries renewed by a `304 Not Modified`, without a body.
+        public var revalidated = 0
+        /// Bytes of the bodies downloaded and kept.
+        public var bytesDownloaded = 0
+        /// Fetches that ended in a failure, and images evicted from memory by its limits.
+        public var failures = 0, evictions = 0
+        /// Calls of `peek`, and those that returned an image.
+        public var peeks = 0, peekHits = 0
+        /// What memory holds now: entries and their cost in bytes (second chance not included).
+        public var memoryCount = 0, memoryBytes = 0
+        /// What the folder holds now: entry files and their bytes.
+        public var diskFiles = 0, diskBytes = 0
+    }
+
+    /// A snapshot of the counters and sizes. The counters cost one addition each under the lock
+    /// the cache takes anyway; the disk sizes come from listing the folder, after the disk work
+    /// queued so far (O(files); do not call it per frame).
+    public func statistics() -> Statistics {
+        var snapshot = lock.withLock {
+            var counts = _state.counts
+            (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
+            return counts
+        }
+        (snapshot.diskFiles, snapshot.diskBytes) = diskQueue.sync { disk.sizes() }
+        return snapshot
+    }
+
     /// The event that delivering `result` to callers stands for (none for a cancellation).
     private static func event<T>(_ result: Result<T, Error>, _ url: URL, from source: Source, bytes: Int) -> Event? {
         switch result {
@@ -767,7 +833,8 @@ extension ImageCache {
             }
         }
 
-        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+        func made(_ payload: Payload) -> Bool { made(image: payload.image, value: payload.value) }
+        func made(image: Image?, value: Box?) -> Bool { type == value?.type && (type != nil || image != nil) }
     }
 
     /// What a download or a memory hit hands to each waiter.
@@ -845,6 +912,7 @@ extension ImageCache {
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.done
         let decoder: Decoder  // the first requester's; the others' decode the bytes themselves
+        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
@@ -939,10 +1007,12 @@ extension ImageCache {
             let task = FetchTask(url: url, key: key, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel, onRetry: onRetry)
             handler = _state.settings.onEvent
+            _state.counts.requests += 1
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
-                    && decoder.made(_state.memory[slot].payload):
+                    && decoder.made(image: _state.memory[slot].image, value: _state.memory[slot].value):
                 _state.memory.moveToFront(slot)
+                _state.counts.memoryHits += 1
                 immediate = (.success(Delivery(payload: _state.memory[slot].payload, source: .memory)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
@@ -950,6 +1020,7 @@ extension ImageCache {
             case .loading(let download)?:
                 download.waiters.append(task)
                 task.download = download
+                _state.counts.deduplicated += 1
                 if lane == .fast, download.lane == .slow {
                     _state.lanes.move(download, to: download.phase, lane: .fast)
                     started = _startReadyDownloads()
@@ -965,6 +1036,7 @@ extension ImageCache {
                 return task
             }
             if decoder.type == nil, let found = _secondChance(key, now: now) {
+                _state.counts.memoryHits += 1
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
                 return task
             }
@@ -1093,6 +1165,7 @@ extension ImageCache {
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
             let task: URLSessionDataTask? = lock.withLock {
                 guard case .running(nil) = download.phase else { return nil }
+                download.stale?.found.validators?.ask(&request)
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
                 let task = _state.session.dataTask(with: request)
                 _state.lanes.move(download, to: .running(task))
@@ -1113,7 +1186,7 @@ extension ImageCache {
         transfer.response = response
         transfer.expect(response.expectedContentLength)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200
-        if !(200..<300).contains(status) {
+        if !(200..<300).contains(status), status != 304 {
             transfer.failure = .httpStatus(status)
         } else if response.expectedContentLength > Int64(transfer.limit) {
             transfer.failure = .tooLarge(limit: transfer.limit)
@@ -1139,16 +1212,21 @@ extension ImageCache {
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
         guard let transfer = lock.withLock({ _state.transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
         let result: Result<Payload, Error>
+        let stale = lock.withLock { transfer.download.stale }
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && stale != nil
         if let failure = transfer.failure {
             result = .failure(failure)
+        } else if notModified, let stale {
+            result = .success(stale.payload)
         } else {
             result = Self.validate(data: transfer.data, response: transfer.response, error: error).flatMap(transfer.download.decoder.decode)
         }
-        networkFinished(transfer.download, result, retryAfter: Self.retryAfter(transfer.response))
+        networkFinished(transfer.download, result, response: transfer.response, notModified: notModified)
     }
 
-    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, retryAfter: TimeInterval?) {
+    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, response: URLResponse?, notModified: Bool) {
         let now = currentTime()
+        var delivery = result.map { Delivery(payload: $0, source: .network) }
         var started: [Download] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
         var handler: (@Sendable (Event) -> Void)?
@@ -1157,17 +1235,34 @@ extension ImageCache {
             guard case .loading(let entry)? = _state.entries[download.key], entry === download,
                   case .running = download.phase else { return nil }
             let policy = _state.settings.retryPolicy
+            let offline = _state.settings.servesStaleWhenOffline ? download.stale : nil
             switch result {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
-                _keepOnDisk(_insert(download.key, payload, downloadedAt: now), usedAt: now)
-                let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
-                diskQueue.async {  // under the lock, like _keepOnDisk
-                    if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: now) }
+                let policy = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+                // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
+                let downloadedAt = policy.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
+                _keepOnDisk(_insert(download.key, payload, downloadedAt: downloadedAt), usedAt: now)
+                if notModified, let found = download.stale?.found {
+                    _state.counts.revalidated += 1
+                    diskQueue.async { self.disk.renew(found, at: downloadedAt) }
+                } else if policy.noStore {
+                    diskQueue.async { self.disk.remove(DiskStore.fileName(for: download.key.string)) }
+                } else {
+                    _state.counts.bytesDownloaded += payload.bytes?.count ?? 0
+                    let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                              downloadedAt: downloadedAt, validators: Validators(response))
+                    diskQueue.async {  // under the lock, like _keepOnDisk
+                        if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: downloadedAt) }
+                    }
                 }
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
-                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: retryAfter), error)
+                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: Self.retryAfter(response)), error)
+            case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
+                _state.lanes.move(download, to: .done)
+                _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
+                delivery = offline.map { .success(Delivery(payload: $0.payload, source: .disk, isStale: true)) } ?? delivery
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
@@ -1182,9 +1277,9 @@ extension ImageCache {
             for task in waiters { if let onRetry = task.onRetry { task.queue.async { onRetry(retry.error, retry.attempt) } } }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
-            let bytes = (try? result.get().bytes?.count ?? 0) ?? 0
-            deliver(waiters, result.map { Delivery(payload: $0, source: .network) },
-                    event: Self.event(result, download.url, from: .network, bytes: bytes), handler: handler)
+            let bytes = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+            let source = (try? delivery.get().source) ?? .network
+            deliver(waiters, delivery, event: Self.event(delivery, download.url, from: source, bytes: bytes), handler: handler)
         }
         startNetwork(started)
     }
@@ -1219,6 +1314,80 @@ extension ImageCache {
             return .failure(.truncatedBody(expected: expected, received: data.count))
         }
         return data.isEmpty ? .failure(.emptyBody) : .success(data)
+    }
+
+    /// What a server said to revalidate an entry with. The disk keeps it in the file's extended
+    /// attribute `user.imagecache.validators`, set before the file is renamed into place; where
+    /// the file system keeps none (older tmpfs), an expired entry is downloaded again.
+    fileprivate struct Validators {
+        let etag: String?, lastModified: String?
+        private static let attribute = "user.imagecache.validators"
+
+        init?(etag: String?, lastModified: String?) {
+            guard etag != nil || lastModified != nil else { return nil }
+            (self.etag, self.lastModified) = (etag, lastModified)
+        }
+
+        init?(_ response: URLResponse?) {
+            let http = response as? HTTPURLResponse
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"), lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
+        }
+
+        init?(fd: Int32) {
+            var buffer = [UInt8](repeating: 0, count: 2_048)
+            let count = Self.get(fd, &buffer, buffer.count)
+            let lines = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).components(separatedBy: "\n") : []
+            guard lines.count == 2 else { return nil }
+            self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        func write(to fd: Int32) {
+            let value = Array("\(etag ?? "")\n\(lastModified ?? "")".utf8)
+            Self.set(fd, value, value.count)
+        }
+
+        /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
+        func ask(_ request: inout URLRequest) {
+            request.setValue(etag, forHTTPHeaderField: "If-None-Match")
+            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+        }
+
+        #if canImport(Darwin)
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+            Darwin.fgetxattr(fd, attribute, buffer, count, 0, 0)
+        }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int) {
+            _ = Darwin.fsetxattr(fd, attribute, value, count, 0, 0)
+        }
+        #else
+        // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
+        private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self)
+        }
+        private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32).self)
+        }
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+            getxattr.map { $0(fd, attribute, buffer, count) } ?? -1
+        }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int) {
+            _ = setxattr.map { $0(fd, attribute, value, count, 0) }
+        }
+        #endif
+    }
+
+    /// What a response's `Cache-Control` says about keeping it.
+    fileprivate struct CachePolicy {
+        var noStore = false
+        var maxAge: TimeInterval?  // only when the cache is told to use it
+
+        init(_ response: URLResponse?, usesMaxAge: Bool) {
+            let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased() ?? ""
+            for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                if directive == "no-store" { noStore = true }
+                if usesMaxAge, directive.hasPrefix("max-age="), let seconds = TimeInterval(directive.dropFirst(8)) { maxAge = max(0, seconds) }
+            }
+        }
     }
 
     /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -1444,6 +1613,7 @@ extension ImageCache {
                     || (overBytes && _state.memory.bytes > budget - budget / 10) {
                 evicted.append(_evict(oldest))
             }
+            _state.counts.evictions += evicted.count
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
@@ -1518,6 +1688,7 @@ extension ImageCache {
         _state.serial += 1
         let serial = _state.serial
         _state.entries[key] = .failed(error, serial: serial)
+        _state.counts.failures += 1
         _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
         while _state.failureOrder.count > _state.settings.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
@@ -1533,8 +1704,10 @@ extension ImageCache {
     private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
         var hit: (payload: Payload, downloadedAt: TimeInterval)?
+        var stale: (payload: Payload, found: DiskStore.Found)?
         if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch download.decoder.decode(found.data) {
+            case .success(let payload) where found.expired: stale = (payload, found)
             case .success(let payload): hit = (payload, found.downloadedAt)
             case .failure(let error): disk.discard(found, because: "\(error)")
             }
@@ -1546,10 +1719,13 @@ extension ImageCache {
             guard case .loading(let entry)? = _state.entries[download.key], entry === download,
                   case .checkingDisk = download.phase else { return nil }
             guard let hit else {
+                download.stale = stale
                 _state.lanes.move(download, to: .queued)
+                _state.counts.misses += 1
                 started = _startReadyDownloads()
                 return []
             }
+            _state.counts.diskHits += download.waiters.count
             _state.lanes.move(download, to: .done)
             var kept = hit.payload
             kept.bytes = nil  // they are on disk
@@ -1585,6 +1761,7 @@ extension ImageCache {
             let data: Data?  // nil: memory no longer has the bytes (they were written)
             let size: Int
             let downloadedAt: TimeInterval
+            var validators: Validators?
             // Hashed on the disk queue, not under the lock where the item is made.
             var name: String { fileName(for: url) }
         }
@@ -1594,6 +1771,8 @@ extension ImageCache {
             let name: String
             let data: Data
             let info: Foundation.stat
+            var validators: Validators?
+            var expired = false
             var downloadedAt: TimeInterval { DiskStore.modified(info) }
         }
 
@@ -1607,6 +1786,7 @@ extension ImageCache {
         private var knownBytes: Int?  // the images' bytes when last counted, plus what was written since
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
+        var keepsExpired = false
         #if IMAGECACHE_TESTING
         var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
         #endif
@@ -1644,13 +1824,25 @@ extension ImageCache {
             var info = Foundation.stat()
             // Larger than any download may be: not read (a planted or damaged file), a miss.
             guard Foundation.fstat(fd, &info) == 0, Self.isFile(info), Int64(info.st_size) <= Int64(maxBytes) else { return nil }
-            guard now < Self.modified(info) + timeToLive else {
+            let validators = Validators(fd: fd)
+            let expired = now >= Self.modified(info) + timeToLive
+            // An expired file stays only to be revalidated, or to be served when offline.
+            guard !expired || validators != nil || keepsExpired else {
                 delete(name, ifStill: info)
                 return nil
             }
             guard let data = Self.readAll(fd, count: Int(info.st_size)) else { return nil }
-            setUsed(fd: fd, name: nil, at: now)
-            return Found(name: name, data: data, info: info)
+            if !expired { setUsed(fd: fd, name: nil, at: now) }
+            return Found(name: name, data: data, info: info, validators: validators, expired: expired)
+        }
+
+        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
+        /// that was read.
+        func renew(_ found: Found, at now: TimeInterval) {
+            guard let directory = openFolder(create: false), isStill(found.name, found.info, in: directory) else { return }
+            lastTouch = max(now, lastTouch + 1e-6)
+            var times = [Self.time(lastTouch), Self.time(now)]
+            Foundation.utimensat(directory, found.name, &times, AT_SYMLINK_NOFOLLOW)
         }
 
         /// Writes each image whose file is missing, of another size, or older than it; marks the
@@ -1680,12 +1872,12 @@ extension ImageCache {
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    try writeFile(item.name, data, item.downloadedAt, usedAt: now)
+                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    try writeFile(item.name, data, item.downloadedAt, usedAt: now)
+                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -1726,7 +1918,7 @@ extension ImageCache {
             for file in list() {
                 if file.temporary {
                     if file.stale { delete(file.name, ifStill: file.info) }
-                } else if now >= Self.modified(file.info) + timeToLive {
+                } else if now >= Self.modified(file.info) + timeToLive, !keepsExpired {
                     delete(file.name, ifStill: file.info)
                 } else {
                     live.append(file)
@@ -1745,8 +1937,10 @@ extension ImageCache {
             knownBytes = bytes
         }
 
-        /// How many images the folder holds (expired ones included), for tests and statistics.
-        var fileCount: Int { list().filter { !$0.temporary }.count }
+        /// How many entry files the folder holds (expired ones included), and their bytes.
+        func sizes() -> (files: Int, bytes: Int) {
+            list().filter { !$0.temporary }.reduce((0, 0)) { ($0.0 + 1, $0.1 + Int(clamping: Int64($1.info.st_size))) }
+        }
 
         // MARK: Files
 
@@ -1782,12 +1976,15 @@ extension ImageCache {
         /// Deletes `name` if it is still the file that was judged (nil: whatever it is).
         private func delete(_ name: String, ifStill judged: Foundation.stat?) {
             guard let directory = openFolder(create: false) else { return }
-            if let judged {
-                var info = Foundation.stat()
-                guard Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_ino == judged.st_ino,
-                      Self.modified(info) == Self.modified(judged) else { return }
-            }
+            if let judged, !isStill(name, judged, in: directory) { return }
             Foundation.unlinkat(directory, name, 0)
+        }
+
+        /// True if `name` is still the file `judged` describes (same inode and date).
+        private func isStill(_ name: String, _ judged: Foundation.stat, in directory: Int32) -> Bool {
+            var info = Foundation.stat()
+            return Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_ino == judged.st_ino
+                && Self.modified(info) == Self.modified(judged)
         }
 
         /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
@@ -1831,7 +2028,8 @@ extension ImageCache {
             return fd
         }
 
-        private func writeFile(_ name: String, _ data: Data, _ downloadedAt: TimeInterval, usedAt now: TimeInterval) throws {
+        private func writeFile(_ name: String, _ data: Data, _ downloadedAt: TimeInterval, _ validators: Validators?,
+                               usedAt now: TimeInterval) throws {
             guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
             // Hidden, unique across processes, and beside its final name.
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
@@ -1839,6 +2037,7 @@ extension ImageCache {
             guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
             do {
                 try Self.writeAll(fd, data)
+                validators?.write(to: fd)
                 lastTouch = max(now, lastTouch + 1e-6)  // as `setUsed` does: later writes are later uses
                 var times = [Self.time(lastTouch), Self.time(downloadedAt)]
                 guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
@@ -2369,7 +2568,7 @@ extension ImageCache {
     }
 
     /// How many image files the folder holds, after the disk work queued so far.
-    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.fileCount } }
+    @_spi(Testing) public var diskCount: Int { statistics().diskFiles }
 
     /// Makes every disk write fail with `code` (nil: work again).
     @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {
