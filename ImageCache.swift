@@ -808,6 +808,7 @@ extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
+        var noStore = false  // the server said `Cache-Control: no-store`: memory only
     }
 
     /// A decoded value that is not an image, with its type.
@@ -1242,6 +1243,8 @@ extension ImageCache {
                 let policy = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = policy.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
+                var payload = payload
+                payload.noStore = policy.noStore
                 _keepOnDisk(_insert(download.key, payload, downloadedAt: downloadedAt), usedAt: now)
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated += 1
@@ -1489,6 +1492,7 @@ extension ImageCache {
             var key: Key
             var image: Image?
             var value: Box?  // what a decoder other than the image's made
+            var noStore = false
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
@@ -1496,7 +1500,7 @@ extension ImageCache {
             var previous = -1
             var next = -1
 
-            var payload: Payload { Payload(bytes: data, image: image, value: value) }
+            var payload: Payload { Payload(bytes: data, image: image, value: value, noStore: noStore) }
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
@@ -1594,8 +1598,8 @@ extension ImageCache {
         }
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
-        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, data: payload.bytes,
-                                              size: size, cost: cost, downloadedAt: downloadedAt))
+        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, noStore: payload.noStore,
+                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
         return _evictOverLimits()
     }
@@ -1644,8 +1648,8 @@ extension ImageCache {
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     /// Queued under the lock, so that it is ordered with `remove` and `removeAll`.
     private func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        guard !slots.isEmpty else { return }
-        let items = slots.map(\.item)
+        let items = slots.filter { !$0.noStore }.map(\.item)
+        guard !items.isEmpty else { return }
         diskQueue.async { self.disk.keep(items, usedAt: now) }
     }
 
@@ -1918,7 +1922,7 @@ extension ImageCache {
             for file in list() {
                 if file.temporary {
                     if file.stale { delete(file.name, ifStill: file.info) }
-                } else if now >= Self.modified(file.info) + timeToLive, !keepsExpired {
+                } else if now >= Self.modified(file.info) + timeToLive, !keepsExpired, !canRevalidate(file.name) {
                     delete(file.name, ifStill: file.info)
                 } else {
                     live.append(file)
@@ -1978,6 +1982,14 @@ extension ImageCache {
             guard let directory = openFolder(create: false) else { return }
             if let judged, !isStill(name, judged, in: directory) { return }
             Foundation.unlinkat(directory, name, 0)
+        }
+
+        /// True if the server gave `name` validators: expired, it is kept to be revalidated.
+        private func canRevalidate(_ name: String) -> Bool {
+            guard let directory = openFolder(create: false) else { return false }
+            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            defer { if fd >= 0 { Foundation.close(fd) } }
+            return fd >= 0 && Validators(fd: fd) != nil
         }
 
         /// True if `name` is still the file `judged` describes (same inode and date).

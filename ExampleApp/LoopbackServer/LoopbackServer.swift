@@ -170,6 +170,13 @@ public final class LoopbackServer: @unchecked Sendable {
         state.lock.withLock { state.lastHeaders[path] }
     }
 
+    /// How many requests for this path carried `If-None-Match` or `If-Modified-Since`, and how many
+    /// of those were answered `304 Not Modified` (a response whose `ETag` or `Last-Modified` header
+    /// matches is answered so, without its body).
+    public func conditionalCount(_ path: String) -> (asked: Int, notModified: Int) {
+        state.lock.withLock { (state.conditionalCounts[path, default: 0], state.notModifiedCounts[path, default: 0]) }
+    }
+
     public var totalRequests: Int {
         state.lock.withLock { state.totalRequests }
     }
@@ -206,6 +213,8 @@ public final class LoopbackServer: @unchecked Sendable {
         state.lock.withLock {
             state.requestCounts.removeAll()
             state.disconnectCounts.removeAll()
+            state.conditionalCounts.removeAll()
+            state.notModifiedCounts.removeAll()
             state.totalRequests = 0
             state.maxActive = state.active
         }
@@ -262,6 +271,8 @@ public final class LoopbackServer: @unchecked Sendable {
         var handler: (@Sendable (String) -> Response?)?
         var requestCounts: [String: Int] = [:]
         var lastHeaders: [String: [String: String]] = [:]
+        var conditionalCounts: [String: Int] = [:]
+        var notModifiedCounts: [String: Int] = [:]
         var disconnectCounts: [String: Int] = [:]
         var totalRequests = 0
         var active = 0
@@ -372,7 +383,18 @@ public final class LoopbackServer: @unchecked Sendable {
                 sequencePositions[path] = position + 1
                 return (sequence[min(position, sequence.count - 1)], nil, self.fallback)
             }
-            return routed ?? handler?(path) ?? fallback
+            let response = routed ?? handler?(path) ?? fallback
+            // A conditional request whose validator matches the response's gets 304 and no body.
+            let etag = response.headers.first { $0.key.lowercased() == "etag" }?.value
+            let modified = response.headers.first { $0.key.lowercased() == "last-modified" }?.value
+            let asked = headers["if-none-match"] != nil || headers["if-modified-since"] != nil
+            let current = headers["if-none-match"].map { $0 == etag } ?? (headers["if-modified-since"].map { $0 == modified } ?? false)
+            lock.withLock {
+                if asked { conditionalCounts[path, default: 0] += 1 }
+                if asked && current { notModifiedCounts[path, default: 0] += 1 }
+            }
+            guard asked, current, response.status == 200 else { return response }
+            return Response(status: 304, headers: response.headers.filter { $0.key.lowercased() != "content-type" })
         }
 
         private func countDisconnect(_ path: String) {
