@@ -117,8 +117,8 @@ public final class ImageCache: @unchecked Sendable {
     ///     proxies) the cache downloads with. The cache makes its own session from that
     ///     configuration, with its own delegate, so that it can stop a response that is too large
     ///     before reading it all; the given session's delegate is not called. By default: no
-    ///     `URLCache` (the cache is the cache), 16 connections per host, and a 120-second limit per
-    ///     download where URLSession enforces one (not on Linux).
+    ///     `URLCache` (the cache is the cache) and 16 connections per host. A given configuration's
+    ///     request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
         folder = (directory ?? Self.cachesFolder).appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
@@ -132,12 +132,12 @@ public final class ImageCache: @unchecked Sendable {
         if let session {
             configuration = session.configuration
             settings.requestTimeout = max(1, configuration.timeoutIntervalForRequest)
+            settings.downloadTimeLimit = max(1, configuration.timeoutIntervalForResource)
         } else {
             configuration = URLSessionConfiguration.default
             configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
             configuration.httpMaximumConnectionsPerHost = 16
-            configuration.timeoutIntervalForResource = 120
         }
         let urlSession = Self.makeSession(configuration, timeout: settings.requestTimeout, delegate: receiver)
         _state = State(settings: settings, session: urlSession)
@@ -182,6 +182,7 @@ public final class ImageCache: @unchecked Sendable {
         var maxConcurrentDownloads = 6
         var maxFailuresRemembered = 1_000
         var requestTimeout: TimeInterval = 30
+        var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
         var callbackQueue = DispatchQueue.main
@@ -588,6 +589,16 @@ extension ImageCache {
             }
             old.finishTasksAndInvalidate()
         }
+    }
+
+    /// Seconds one download attempt may take, from its request to its last byte. 120 by default;
+    /// values below 1 are clamped to 1. When `init` is given a session, its configuration's
+    /// `timeoutIntervalForResource` is the default. The cache enforces it, on Linux too: an attempt
+    /// still running then fails with `.network(.timedOut, …)`, which ``retryPolicy`` may retry with
+    /// a limit of its own. A change applies to attempts that start after it.
+    public var downloadTimeLimit: TimeInterval {
+        get { lock.withLock { _state.settings.downloadTimeLimit } }
+        set { lock.withLock { _state.settings.downloadTimeLimit = max(1, newValue.isNaN ? 120 : newValue) } }
     }
 
     private static func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval, delegate: Receiver) -> URLSession {
@@ -1126,6 +1137,7 @@ extension ImageCache {
         var response: URLResponse?
         var data = Data()
         var failure: Error?  // set when the cache stopped the transfer itself
+        var timedOut: Error?  // set when its time limit passed; guarded by the cache's lock
 
         init(download: Download, limit: Int) {
             self.download = download
@@ -1170,7 +1182,19 @@ extension ImageCache {
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
                 let task = _state.session.dataTask(with: request)
                 _state.lanes.move(download, to: .running(task))
-                _state.transfers[ObjectIdentifier(task)] = Transfer(download: download, limit: limit)
+                let transfer = Transfer(download: download, limit: limit), seconds = _state.settings.downloadTimeLimit
+                _state.transfers[ObjectIdentifier(task)] = transfer
+                // Weakly: a finished transfer's bytes must not wait here for the deadline.
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self, weak task, weak transfer] in
+                    guard let self, let task, let transfer else { return }
+                    let running: Bool = lock.withLock {  // marked only while `completed` has not taken it
+                        guard _state.transfers[ObjectIdentifier(task)] === transfer else { return false }
+                        let limit = String(format: "%g", seconds)
+                        transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
+                        return true
+                    }
+                    if running { task.cancel() }  // `completed` then reports `timedOut`
+                }
                 return task
             }
             task?.resume()
@@ -1211,11 +1235,13 @@ extension ImageCache {
     }
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
-        guard let transfer = lock.withLock({ _state.transfers.removeValue(forKey: ObjectIdentifier(task)) }) else { return }
+        guard let (transfer, timedOut) = lock.withLock({
+            _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
+        }) else { return }
         let result: Result<Payload, Error>
         let stale = lock.withLock { transfer.download.stale }
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && stale != nil
-        if let failure = transfer.failure {
+        if let failure = transfer.failure ?? timedOut {  // URLSession reports a timed-out attempt as cancelled
             result = .failure(failure)
         } else if notModified, let stale {
             result = .success(stale.payload)

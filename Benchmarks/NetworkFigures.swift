@@ -168,6 +168,52 @@ func urgentUnderBacklog(_ config: Config) throws -> [Row] {
                         + "images meanwhile (median); the rest was cancelled"])]
 }
 
+// MARK: - Urgent fetch behind drip-fed responses
+
+/// How long an urgent fetch waits while six drip-fed responses (one byte every 200 ms) hold every
+/// fast-lane slot, against the time limit per download, whose first expiry frees a slot.
+func urgentBehindDripFed(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("drip")
+    defer { scratch.remove() }
+    let server = try makeServer()
+    defer { server.stop() }
+    let limit: TimeInterval = 1
+    let cache = makeCache("drip", in: scratch)
+    cache.downloadTimeLimit = limit
+    cache.retryPolicy = .never
+    var drip = LoopbackServer.Response.ok(TestImages.photo)
+    drip.behavior = .slowBody(chunkSize: 1, interval: 0.2)
+    try cache.fetchOne(server.url("/warm-up.png"))  // the first fetch after launch is another figure
+    var delays: [Double] = []
+    for round in 0..<config.pick(quick: 2, full: 5) {
+        let urls = (0..<6).map { server.url("/drip/\(round)/\($0).png") }
+        urls.forEach { server.set($0.path, drip) }
+        let drips = Countdown(urls.count)
+        for url in urls { cache.fetch(url) { _, image in drips.done(ok: image == nil) } }
+        for url in urls where !server.waitForRequests(url.path, count: 1, timeout: 60) {
+            throw BenchmarkError("the drip-fed request \(url.path) did not arrive")
+        }
+        // Every fast-lane slot is held now.
+        delays.append(try seconds { try cache.fetchOne(server.url("/urgent/\(round).png")) })
+        try drips.wait("six drip-fed fetches (expected to fail)")
+        for url in urls {
+            guard case .network(.timedOut, _)? = cache.error(for: url) else {
+                throw BenchmarkError("\(url.path): expected a timeout, got \(String(describing: cache.error(for: url)))")
+            }
+        }
+    }
+    let hours = Double(TestImages.photo.count) * 0.2 / 3600
+    return [Row(figure: "six drip-fed responses hold every fast-lane slot: delay of an urgent fetch", unit: "s",
+                ours: Stats(delays), floorName: "`downloadTimeLimit`, the time limit per download attempt",
+                floor: Stats([limit]), goal: "<= the limit", pass: { $0! <= 1 },
+                notes: ["the urgent fetch is issued once the server has all six drip-fed requests (one byte every 200 ms "
+                        + "of a \(Report.format(Double(TestImages.photo.count) / 1000)) KB image, about \(Report.format(hours)) "
+                        + "hours each); `maxConcurrentDownloads` 6, no retries; every drip-fed fetch ends in `.timedOut`",
+                        "delay minus the limit, per round: " + delays.map { Report.format(($0 - limit) * 1e3) + " ms" }
+                            .joined(separator: ", ") + " (the deadlines start as the drip-fed requests are made, "
+                            + "before the urgent fetch is issued)"])]
+}
+
 // MARK: - One URL, many fetches
 
 /// 1,000 fetches of one URL issued at once: one request, and all callbacks about as soon as a

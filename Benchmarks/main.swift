@@ -20,6 +20,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("diskhit", diskHitToCallback),
     ("network", networkMissThroughput),
     ("urgent", urgentUnderBacklog),
+    ("drip", urgentBehindDripFed),
     ("dedup", manyFetchesOfOneURL),
     ("diskwrite", diskWriteThroughput),
     ("tenthousand", tenThousandOnDisk),
