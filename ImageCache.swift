@@ -204,14 +204,14 @@ extension ImageCache {
     ///   under one key share one entry, and one URL under two keys makes two.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        fetch(url, key: key, slow: false, completion: Self.adapt(url, callback))
+        request(url, key: key, .image, lane: .fast) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        fetch(url, key: key, slow: true, completion: Self.adapt(url, callback))
+        request(url, key: key, .image, lane: .slow) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -224,7 +224,7 @@ extension ImageCache {
     public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
                       onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
                       completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
-        request(url, key: key, .image, lane: slow ? .slow : .fast, onRetry: onRetry) { completion($0.flatMap { Self.resolve($0, .image) }) }
+        request(url, key: key, .image, lane: slow ? .slow : .fast, onRetry: onRetry) { completion(Self.image($0)) }
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
@@ -256,7 +256,7 @@ extension ImageCache {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
                 let task = request(url, key: key, .image, lane: slow ? .slow : .fast, queue: .global()) { result in
-                    continuation.resume(with: result.flatMap { Self.resolve($0, .image) }.map { Unchecked($0.value) }.mapError { $0 })
+                    continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
                 } onCancel: {
                     continuation.resume(throwing: Error.cancelled)
                 }
@@ -1000,9 +1000,13 @@ extension ImageCache {
         case failed(Error, serial: UInt64)
     }
 
-    private static func adapt(_ url: URL, _ callback: (@Sendable (URL, Image?) -> Void)?)
-        -> @Sendable (Result<Fetched<Image>, Error>) -> Void {
-        return { result in callback?(url, try? result.get().value) }
+    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
+    /// with a request for another type). No generic cast: the memory-hit path runs it.
+    private static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
+        result.flatMap { delivery in
+            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+        }
     }
 
     private func request(_ url: URL, key: String?, _ decoder: Decoder, lane: Lane, queue: DispatchQueue? = nil,
