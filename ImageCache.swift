@@ -1584,12 +1584,6 @@ extension ImageCache {
             link(index)
         }
 
-        /// The image of a live slot (freed slots drop theirs so that memory is released).
-        func image(_ index: Int) -> Image {
-            guard let image = slots[index].image else { preconditionFailure("ImageCache: image of a freed slot") }
-            return image
-        }
-
         /// - Complexity: O(count).
         func indicesFromLeastRecent() -> [Int] {
             var result: [Int] = []
