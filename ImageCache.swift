@@ -327,19 +327,19 @@ extension ImageCache {
         let key = Key(string: key)
         let now = currentTime()
         return lock.withLock {
-            _state.counts.peeks += 1
+            _state.counts.peeks &+= 1
             switch _state.entries[key] {
             case .loaded(let slot)?:
                 if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
                     _state.memory.moveToFront(slot)
-                    _state.counts.peekHits += 1
+                    _state.counts.peekHits &+= 1
                     return _state.memory[slot].image
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
             case nil:
                 let found = _secondChance(key, now: now)?.image
-                _state.counts.peekHits += found == nil ? 0 : 1
+                _state.counts.peekHits &+= found == nil ? 0 : 1
                 return found
             case .loading?, .failed?:
                 return nil
@@ -764,6 +764,7 @@ extension ImageCache {
 
 extension ImageCache {
     /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
+    /// Counters wrap around past `Int.max` (2^31 - 1 where `Int` is 32 bits) rather than trap.
     public struct Statistics: Sendable, Equatable {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
@@ -1023,12 +1024,12 @@ extension ImageCache {
             let task = FetchTask(url: url, key: key, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel, onRetry: onRetry)
             handler = _state.settings.onEvent
-            _state.counts.requests += 1
+            _state.counts.requests &+= 1
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
                     && decoder.made(image: _state.memory[slot].image, value: _state.memory[slot].value):
                 _state.memory.moveToFront(slot)
-                _state.counts.memoryHits += 1
+                _state.counts.memoryHits &+= 1
                 immediate = (.success(Delivery(payload: _state.memory[slot].payload, source: .memory)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
@@ -1036,7 +1037,7 @@ extension ImageCache {
             case .loading(let download)?:
                 download.waiters.append(task)
                 task.download = download
-                _state.counts.deduplicated += 1
+                _state.counts.deduplicated &+= 1
                 if lane == .fast, download.lane == .slow {
                     _state.lanes.move(download, to: download.phase, lane: .fast)
                     started = _startReadyDownloads()
@@ -1052,7 +1053,7 @@ extension ImageCache {
                 return task
             }
             if decoder.type == nil, let found = _secondChance(key, now: now) {
-                _state.counts.memoryHits += 1
+                _state.counts.memoryHits &+= 1
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
                 return task
             }
@@ -1277,12 +1278,12 @@ extension ImageCache {
                 payload.noStore = policy.noStore
                 _keepOnDisk(_insert(download.key, payload, downloadedAt: downloadedAt), usedAt: now)
                 if notModified, let found = download.stale?.found {
-                    _state.counts.revalidated += 1
+                    _state.counts.revalidated &+= 1
                     diskQueue.async { self.disk.renew(found, at: downloadedAt) }
                 } else if policy.noStore {
                     diskQueue.async { self.disk.remove(DiskStore.fileName(for: download.key.string)) }
                 } else {
-                    _state.counts.bytesDownloaded += payload.bytes?.count ?? 0
+                    _state.counts.bytesDownloaded &+= payload.bytes?.count ?? 0
                     let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
                                               downloadedAt: downloadedAt, validators: Validators(response))
                     diskQueue.async {  // under the lock, like _keepOnDisk
@@ -1641,7 +1642,7 @@ extension ImageCache {
                     || (overBytes && _state.memory.bytes > budget - budget / 10) {
                 evicted.append(_evict(oldest))
             }
-            _state.counts.evictions += evicted.count
+            _state.counts.evictions &+= evicted.count
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
@@ -1716,7 +1717,7 @@ extension ImageCache {
         _state.serial += 1
         let serial = _state.serial
         _state.entries[key] = .failed(error, serial: serial)
-        _state.counts.failures += 1
+        _state.counts.failures &+= 1
         _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
         while _state.failureOrder.count > _state.settings.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
@@ -1749,11 +1750,11 @@ extension ImageCache {
             guard let hit else {
                 download.stale = stale
                 _state.lanes.move(download, to: .queued)
-                _state.counts.misses += 1
+                _state.counts.misses &+= 1
                 started = _startReadyDownloads()
                 return []
             }
-            _state.counts.diskHits += download.waiters.count
+            _state.counts.diskHits &+= download.waiters.count
             _state.lanes.move(download, to: .done)
             var kept = hit.payload
             kept.bytes = nil  // they are on disk
@@ -1912,7 +1913,7 @@ extension ImageCache {
                 fail("cannot write \(folderPath)/\(item.name): \(Self.describe(error)); serving from memory and the network")
                 return false
             }
-            knownBytes = knownBytes.map { $0 + item.size }
+            knownBytes = knownBytes.map { Int(clamping: Int64($0) + Int64(item.size)) }
             if knownBytes ?? .max > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
             return true
         }
@@ -1967,7 +1968,8 @@ extension ImageCache {
 
         /// How many entry files the folder holds (expired ones included), and their bytes.
         func sizes() -> (files: Int, bytes: Int) {
-            list().filter { !$0.temporary }.reduce((0, 0)) { ($0.0 + 1, $0.1 + Int(clamping: Int64($1.info.st_size))) }
+            let files = list().filter { !$0.temporary }
+            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + Int64($1.info.st_size) }))
         }
 
         // MARK: Files
