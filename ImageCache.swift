@@ -289,7 +289,7 @@ extension ImageCache {
             let stopped = _forget(Key(string: key))
             _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
-            diskQueue.async { self.disk.write(item, usedAt: now) }
+            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
             return stopped
         }
         guard let waiting else { return }
@@ -331,9 +331,10 @@ extension ImageCache {
             switch _state.entries[key] {
             case .loaded(let slot)?:
                 if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
+                    guard let image = _state.memory[slot].image else { return nil }  // data, not an image
                     _state.memory.moveToFront(slot)
                     _state.counts.peekHits &+= 1
-                    return _state.memory[slot].image
+                    return image
                 }
                 _removeFromMemory(key, slot: slot)
                 return nil
