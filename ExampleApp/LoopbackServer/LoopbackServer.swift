@@ -165,6 +165,11 @@ public final class LoopbackServer: @unchecked Sendable {
         state.lock.withLock { state.requestCounts[path, default: 0] }
     }
 
+    /// The headers of the last request received for this path, names lowercased; nil before the first.
+    public func lastRequestHeaders(_ path: String) -> [String: String]? {
+        state.lock.withLock { state.lastHeaders[path] }
+    }
+
     public var totalRequests: Int {
         state.lock.withLock { state.totalRequests }
     }
@@ -237,6 +242,7 @@ public final class LoopbackServer: @unchecked Sendable {
         var method: String
         var path: String
         var closeAfter: Bool
+        var headers: [String: String]
     }
 
     private enum WaitOutcome {
@@ -255,6 +261,7 @@ public final class LoopbackServer: @unchecked Sendable {
         var fallback: Response = .status(404)
         var handler: (@Sendable (String) -> Response?)?
         var requestCounts: [String: Int] = [:]
+        var lastHeaders: [String: [String: String]] = [:]
         var disconnectCounts: [String: Int] = [:]
         var totalRequests = 0
         var active = 0
@@ -346,16 +353,17 @@ public final class LoopbackServer: @unchecked Sendable {
             var buffer: [UInt8] = []
             while !isStopped {
                 guard let request = readRequest(fd, &buffer) else { return }
-                let response = beginRequest(path: request.path)
+                let response = beginRequest(path: request.path, headers: request.headers)
                 let keepOpen = respond(fd, request: request, response: response)
                 lock.withLock { active -= 1 }
                 if !keepOpen { return }
             }
         }
 
-        private func beginRequest(path: String) -> Response {
+        private func beginRequest(path: String, headers: [String: String]) -> Response {
             let (routed, handler, fallback) = lock.withLock { () -> (Response?, (@Sendable (String) -> Response?)?, Response) in
                 requestCounts[path, default: 0] += 1
+                lastHeaders[path] = headers
                 totalRequests += 1
                 active += 1
                 maxActive = max(maxActive, active)
@@ -468,7 +476,8 @@ public final class LoopbackServer: @unchecked Sendable {
                         guard receive(fd, &buffer) else { return nil }
                     }
                     buffer.removeFirst(parsed.bodyLength)
-                    return Request(method: parsed.method, path: parsed.path, closeAfter: parsed.closeAfter)
+                    return Request(method: parsed.method, path: parsed.path, closeAfter: parsed.closeAfter,
+                                   headers: parsed.headers)
                 }
                 if buffer.count > 1 << 20 { return nil }  // absurd header size
                 guard receive(fd, &buffer) else { return nil }
@@ -551,6 +560,7 @@ public final class LoopbackServer: @unchecked Sendable {
             var path: String
             var closeAfter: Bool
             var bodyLength: Int
+            var headers: [String: String]
         }
 
         private static func headerEnd(_ buffer: [UInt8]) -> Int? {
@@ -585,10 +595,12 @@ public final class LoopbackServer: @unchecked Sendable {
 
             var connection = ""
             var bodyLength = 0
+            var headers: [String: String] = [:]
             for line in lines.dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[name] = headers[name].map { "\($0), \(value)" } ?? value  // repeated fields join (RFC 9110 §5.3)
                 switch name {
                 case "connection": connection = value.lowercased()
                 case "content-length": bodyLength = max(0, Int(value) ?? 0)
@@ -603,7 +615,7 @@ public final class LoopbackServer: @unchecked Sendable {
             } else {
                 closeAfter = false
             }
-            return ParsedHead(method: method, path: target, closeAfter: closeAfter, bodyLength: bodyLength)
+            return ParsedHead(method: method, path: target, closeAfter: closeAfter, bodyLength: bodyLength, headers: headers)
         }
 
         private static func reasonPhrase(_ status: Int) -> String {
