@@ -880,6 +880,7 @@ extension ImageCache {
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
             let task: URLSessionDataTask? = lock.withLock {
                 guard case .running(nil) = download.phase else { return nil }
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
