@@ -989,9 +989,12 @@ extension ImageCache {
         startNetwork(started)
     }
 
-    /// Checks a finished transfer and decodes its body.
+    /// Checks a finished transfer and decodes its body. A body sent compressed (a server that
+    /// ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length says nothing of it.
     private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<(Image, Data), Error> {
-        let expected = response?.expectedContentLength ?? -1
+        let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+        let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
+        let expected = identity ? response?.expectedContentLength ?? -1 : -1
         if let error {
             let code = (error as? URLError)?.code ?? .unknown
             if code == .cancelled { return .failure(.cancelled) }
