@@ -54,4 +54,43 @@ final class CompressedTransferTests: CacheTestCase {
         // Then
         XCTAssertEqual(cache.error(for: url), .truncatedBody(expected: Int64(fixture("photo.jpg").count), received: 500))
     }
+
+    func testGzipBombFailsAsTooLargeAndTheCacheStaysUsable() {
+        // Given: 149 KB on the wire, 150 MiB inflated, and the default 20 MiB limit
+        let cache = makeCache()
+        XCTAssertEqual(cache.maxImageBytes, 20 * 1024 * 1024)
+        XCTAssertLessThan(fixture("gzip-bomb-150MiB.gz").count, cache.maxImageBytes)
+        server.set("/bomb.png", gzipped("gzip-bomb-150MiB.gz"))
+        let bomb = server.url("/bomb.png")
+        // When
+        XCTAssertNil(fetchAndWait(cache, bomb, timeout: 30))
+        // Then: refused for its inflated size, once, and nothing kept
+        XCTAssertEqual(cache.error(for: bomb), .tooLarge(limit: 20 * 1024 * 1024))
+        XCTAssertEqual(cache.error(for: bomb)?.isFatal, true)
+        XCTAssertEqual(server.requestCount("/bomb.png"), 1)
+        XCTAssertNil(cache.peek(bomb))
+        // And the next fetches work, a compressed one included
+        XCTAssertEqual(fetchAndWait(cache, serve("/photo.png"))?.data, fixture("photo.png"))
+        server.set("/gzipped.png", gzipped("photo.png.gz"))
+        XCTAssertEqual(fetchAndWait(cache, server.url("/gzipped.png"))?.data, fixture("photo.png"))
+        cache.persistCacheToDisk()
+        XCTAssertEqual(cache.diskCount, 2)
+        assertInvariants(cache)
+    }
+
+    func testGzipBombIsStoppedAtTheInflatedLimitNotReadToTheEnd() {
+        // Given: the bomb sent 4 KB at a time (each inflates to about 4 MiB), and a 1 MB limit
+        // that its compressed bytes (149 KB) never reach
+        let cache = makeCache()
+        cache.maxImageBytes = 1_000_000
+        cache.retryPolicy = .never
+        var slow = gzipped("gzip-bomb-150MiB.gz")
+        slow.behavior = .slowBody(chunkSize: 4_096, interval: 0.05)
+        server.set("/bomb.png", slow)
+        // When
+        XCTAssertNil(fetchAndWait(cache, server.url("/bomb.png"), timeout: 20))
+        // Then: the cache closed the connection long before the 38th chunk
+        XCTAssertEqual(cache.error(for: server.url("/bomb.png")), .tooLarge(limit: 1_000_000))
+        XCTAssertTrue(server.waitForDisconnects("/bomb.png", count: 1, timeout: 5))
+    }
 }
