@@ -909,7 +909,9 @@ extension ImageCache {
             transfer.failure = .tooLarge(limit: transfer.limit)
         }
         guard transfer.failure == nil else {
-            task.cancel()  // swift-corelibs-foundation ignores the `.cancel` disposition
+            // corelibs' cancel() waits while libcurl inflates the burst it is in; this queue must go on dropping
+            // chunks meanwhile (a 149 KB gzip bomb piled up 170 MB), so not here, nor on a GCD worker that can starve it.
+            Thread.detachNewThread { task.cancel() }  // corelibs ignores the `.cancel` disposition
             return .cancel
         }
         return .allow
@@ -917,10 +919,10 @@ extension ImageCache {
 
     fileprivate func received(_ data: Data, for task: URLSessionDataTask) {
         guard let transfer = transfer(for: task) else { return }
-        guard transfer.failure == nil else { task.cancel(); return }
+        guard transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
         guard transfer.data.count + data.count <= transfer.limit else {
             transfer.failure = .tooLarge(limit: transfer.limit)
-            task.cancel()
+            Thread.detachNewThread { task.cancel() }  // off this queue, as above
             return
         }
         transfer.data.append(data)
