@@ -434,7 +434,7 @@ extension ImageCache {
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
-    /// or its received bytes pass the limit, without reading the rest.
+    /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
         get { lock.withLock { _state.settings.maxImageBytes } }
         set { lock.withLock { _state.settings.maxImageBytes = max(1, newValue) } }
