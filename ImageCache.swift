@@ -616,7 +616,7 @@ extension ImageCache {
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
-    /// or its received bytes pass the limit, without reading the rest.
+    /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
         get { lock.withLock { _state.settings.maxImageBytes } }
         set { lock.withLock { _state.settings.maxImageBytes = max(1, newValue) } }
@@ -1182,6 +1182,7 @@ extension ImageCache {
         for download in downloads {
             var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
             request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
             let task: URLSessionDataTask? = lock.withLock {
                 guard case .running(nil) = download.phase else { return nil }
                 download.stale?.found.validators?.ask(&request)
@@ -1223,7 +1224,9 @@ extension ImageCache {
             transfer.failure = .tooLarge(limit: transfer.limit)
         }
         guard transfer.failure == nil else {
-            task.cancel()  // swift-corelibs-foundation ignores the `.cancel` disposition
+            // corelibs' cancel() waits while libcurl inflates the burst it is in; this queue must go on dropping
+            // chunks meanwhile (a 149 KB gzip bomb piled up 170 MB), so not here, nor on a GCD worker that can starve it.
+            Thread.detachNewThread { task.cancel() }  // corelibs ignores the `.cancel` disposition
             return .cancel
         }
         return .allow
@@ -1231,10 +1234,10 @@ extension ImageCache {
 
     fileprivate func received(_ data: Data, for task: URLSessionDataTask) {
         guard let transfer = transfer(for: task) else { return }
-        guard transfer.failure == nil else { task.cancel(); return }
+        guard transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
         guard transfer.data.count + data.count <= transfer.limit else {
             transfer.failure = .tooLarge(limit: transfer.limit)
-            task.cancel()
+            Thread.detachNewThread { task.cancel() }  // off this queue, as above
             return
         }
         transfer.data.append(data)
@@ -1330,9 +1333,13 @@ extension ImageCache {
         startNetwork(started)
     }
 
-    /// Checks a finished transfer: its status, and that its body is whole.
+    /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
+    /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
+    /// says nothing of it.
     private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<Data, Error> {
-        let expected = response?.expectedContentLength ?? -1
+        let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+        let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
+        let expected = identity ? response?.expectedContentLength ?? -1 : -1
         if let error {
             let code = (error as? URLError)?.code ?? .unknown
             if code == .cancelled { return .failure(.cancelled) }

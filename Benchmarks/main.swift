@@ -26,6 +26,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("tenthousand", tenThousandOnDisk),
     ("resident", residentGrowth),
     ("disklimit", diskLimitKept),
+    ("gzipbomb", gzipBombPeak),
 ]
 
 func usage() -> Never {
@@ -51,10 +52,10 @@ while let argument = arguments.popFirst() {
     case "--only": only = Set(value(arguments.popFirst()).split(separator: ",").map(String.init))
     case "--directory": scratchParent = URL(fileURLWithPath: value(arguments.popFirst()), isDirectory: true)
     case "--child":
-        // A child process of the resident-memory figure.
+        // A child process of the resident-memory figure, or of the gzip bomb's (its number is the limit).
         guard let kind = arguments.popFirst(), let count = arguments.popFirst().flatMap({ Int($0) }) else { usage() }
         do {
-            try residentChild(kind, count: count)
+            try kind.hasPrefix("gzip-") ? gzipBombChild(kind, limit: count) : residentChild(kind, count: count)
             exit(0)
         } catch {
             print("error: \(error)")
