@@ -204,14 +204,14 @@ extension ImageCache {
     ///   under one key share one entry, and one URL under two keys makes two.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(url, key: key, .image, lane: .fast) { result in callback?(url, try? Self.image(result).get().value) }
+        request(url, key: key, .image, lane: .fast) { result in callback?(url, Self.imageOrNil(result)) }
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(url, key: key, .image, lane: .slow) { result in callback?(url, try? Self.image(result).get().value) }
+        request(url, key: key, .image, lane: .slow) { result in callback?(url, Self.imageOrNil(result)) }
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -875,7 +875,6 @@ extension ImageCache {
     public final class FetchTask: @unchecked Sendable {
         /// The URL that was requested.
         public let url: URL
-        fileprivate let key: Key
         fileprivate let cache: ImageCache
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
@@ -885,11 +884,10 @@ extension ImageCache {
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate enum State { case waiting, delivered, cancelled }
 
-        fileprivate init(url: URL, key: Key, cache: ImageCache, queue: DispatchQueue,
+        fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
                          onCancel: (@Sendable () -> Void)?, onRetry: (@Sendable (ImageCache.Error, Int) -> Void)?) {
             self.url = url
-            self.key = key
             self.cache = cache
             self.queue = queue
             self.completion = completion
@@ -1002,8 +1000,15 @@ extension ImageCache {
         case failed(Error, serial: UInt64)
     }
 
+    /// The image of a delivery, for the callback forms, with as few copies as can be: the memory-hit
+    /// path runs it.
+    private static func imageOrNil(_ result: Result<Delivery, Error>) -> Image? {
+        guard case .success(let delivery) = result else { return nil }
+        return delivery.payload.image ?? (try? resolve(delivery, .image).get().value)
+    }
+
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast: the memory-hit path runs it.
+    /// with a request for another type). No generic cast where it holds one.
     private static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = delivery.payload.image else { return resolve(delivery, .image) }
@@ -1022,7 +1027,7 @@ extension ImageCache {
         var immediate: (result: Result<Delivery, Error>, bytes: Int)?
         var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
-            let task = FetchTask(url: url, key: key, cache: self, queue: queue ?? _state.settings.callbackQueue,
+            let task = FetchTask(url: url, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel, onRetry: onRetry)
             handler = _state.settings.onEvent
             _state.counts.requests &+= 1
@@ -1031,7 +1036,9 @@ extension ImageCache {
                     && decoder.made(image: _state.memory[slot].image, value: _state.memory[slot].value):
                 _state.memory.moveToFront(slot)
                 _state.counts.memoryHits &+= 1
-                immediate = (.success(Delivery(payload: _state.memory[slot].payload, source: .memory)), _state.memory[slot].size)
+                // No bytes: the entry is of the requested type.
+                let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
+                immediate = (.success(Delivery(payload: payload, source: .memory)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
                 _removeFromMemory(key, slot: slot)
@@ -1068,7 +1075,7 @@ extension ImageCache {
         }
         if let immediate {
             let event = handler == nil ? nil : Self.event(immediate.result, url, from: .memory, bytes: immediate.bytes)
-            deliver([task], immediate.result, event: event, handler: handler)
+            deliver(task, immediate.result, event: event, handler: handler)
         }
         if let lookUp {
             diskQueue.async { self.lookUpOnDisk(lookUp.download, maxBytes: lookUp.maxBytes) }
@@ -1078,15 +1085,14 @@ extension ImageCache {
     }
 
     fileprivate func cancel(_ task: FetchTask) {
-        let key = task.key
         let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
             guard task.state == .waiting else { return (false, nil) }
             task.state = .cancelled
-            guard let download = task.download, case .loading(let entry)? = _state.entries[key], entry === download else {
+            guard let download = task.download, case .loading(let entry)? = _state.entries[download.key], entry === download else {
                 return (true, nil)
             }
             download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty ? _forget(key) : nil)
+            return (true, download.waiters.isEmpty ? _forget(download.key) : nil)
         }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
@@ -1448,15 +1454,8 @@ extension ImageCache {
     /// the event handler first, in the same block as the first queue's callbacks.
     private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        if tasks.count == 1 {  // a memory hit, say: no grouping to pay for
-            let task = tasks[0]
-            task.queue.async {
-                if let event, let handler { handler(event) }
-                self.complete(task, result.value)
-            }
-            return
-        }
         var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
         for task in tasks {
             if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
@@ -1470,6 +1469,15 @@ extension ImageCache {
                 if index == 0, let event, let handler { handler(event) }
                 for task in group.tasks { self.complete(task, result.value) }
             }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
         }
     }
 
