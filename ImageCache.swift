@@ -270,22 +270,26 @@ extension ImageCache {
     /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
     /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
     /// without the network, and callers waiting for a download under `key` get it at once (the
-    /// download stops). An image must be whole (the structural check or the system decoder).
-    public func store(_ data: Data, for key: String) {
-        store((try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+    /// download stops). Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger
+    /// than ``maxImageBytes`` (no lookup would read it back).
+    public func store(_ data: Data, for key: String) throws {
+        try store((try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
     }
 
     /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this
     /// image, the disk its bytes (on Apple platforms a PNG encoding). Throws
-    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, and stores nothing then.
+    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``,
+    /// and stores nothing then.
     public func store(_ image: Image, for key: String) throws {
         guard let bytes = Self.encodedBytes(of: image) else { throw Error.notAnImage("an image that cannot be encoded as PNG") }
-        store(Payload(bytes: bytes, image: image), for: key)
+        try store(Payload(bytes: bytes, image: image), for: key)
     }
 
-    private func store(_ payload: Payload, for key: String) {
+    private func store(_ payload: Payload, for key: String) throws {
         let now = currentTime()
-        let waiting: Stopped? = lock.withLock {
+        let waiting: Stopped? = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
             let stopped = _forget(Key(string: key))
             _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
@@ -497,10 +501,10 @@ extension ImageCache {
     /// When it is passed, the least recently used images leave down to 90% of it. One image that
     /// costs more than a quarter of it is delivered but not kept in memory (the disk keeps it).
     /// By default a tenth of the device's physical memory, at most 512 MiB; values below 1 are
-    /// clamped to 1. Lowering it evicts at once.
+    /// clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
     public var imageMemoryMaxBytes: Int {
         get { lock.withLock { _state.settings.memoryMaxBytes } }
-        set { setMemoryLimits { $0.memoryMaxBytes = max(1, newValue) } }
+        set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
     }
 
     private func setMemoryLimits(_ change: (inout Settings) -> Void) {
@@ -769,7 +773,9 @@ extension ImageCache {
     public struct Statistics: Sendable, Equatable {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
-        /// Requests answered from memory (second chance included), and from disk.
+        /// Requests answered from memory (second chance included), and lookups answered from disk.
+        /// Each request counts once: in `memoryHits`, `diskHits`, `misses` or `deduplicated` (or,
+        /// for an unsupported URL, in `failures` alone).
         public var memoryHits = 0, diskHits = 0
         /// Downloads that went to the network: neither memory nor disk had the entry.
         public var misses = 0
@@ -779,7 +785,8 @@ extension ImageCache {
         public var revalidated = 0
         /// Bytes of the bodies downloaded and kept.
         public var bytesDownloaded = 0
-        /// Fetches that ended in a failure, and images evicted from memory by its limits.
+        /// Downloads and lookups that ended in a failure (each counted once, however many requests
+        /// waited for it), and entries evicted from memory by its limits.
         public var failures = 0, evictions = 0
         /// Calls of `peek`, and those that returned an image.
         public var peeks = 0, peekHits = 0
@@ -856,11 +863,13 @@ extension ImageCache {
         let payload: Payload
         let source: Source
         var isStale = false
+        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
     /// its decoder's reading of the bytes (a download shared by requests for two types).
     fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
         let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
             : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data())
         return payload.flatMap { payload in
@@ -1253,7 +1262,8 @@ extension ImageCache {
         guard let (transfer, timedOut) = lock.withLock({
             _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
         }) else { return }
-        let result: Result<Payload, Error>
+        var result: Result<Payload, Error>
+        var bytes: Data?  // whole, for waiters of another type when the download's decoder fails
         let stale = lock.withLock { transfer.download.stale }
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && stale != nil
         if let failure = transfer.failure ?? timedOut {  // URLSession reports a timed-out attempt as cancelled
@@ -1261,12 +1271,14 @@ extension ImageCache {
         } else if notModified, let stale {
             result = .success(stale.payload)
         } else {
-            result = Self.validate(data: transfer.data, response: transfer.response, error: error).flatMap(transfer.download.decoder.decode)
+            result = Self.validate(data: transfer.data, response: transfer.response, error: error).map { bytes = $0; return $0 }
+                .flatMap(transfer.download.decoder.decode)
         }
-        networkFinished(transfer.download, result, response: transfer.response, notModified: notModified)
+        networkFinished(transfer.download, result, bytes: bytes, response: transfer.response, notModified: notModified)
     }
 
-    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, response: URLResponse?, notModified: Bool) {
+    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
+                                 response: URLResponse?, notModified: Bool) {
         let now = currentTime()
         var delivery = result.map { Delivery(payload: $0, source: .network) }
         var started: [Download] = []
@@ -1286,10 +1298,11 @@ extension ImageCache {
                 let downloadedAt = policy.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
                 var payload = payload
                 payload.noStore = policy.noStore
+                if notModified || policy.noStore { payload.bytes = nil }  // on disk already, or never to be
                 _keepOnDisk(_insert(download.key, payload, downloadedAt: downloadedAt), usedAt: now)
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
-                    diskQueue.async { self.disk.renew(found, at: downloadedAt) }
+                    diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, usedAt: now) }
                 } else if policy.noStore {
                     diskQueue.async { self.disk.remove(DiskStore.fileName(for: download.key.string)) }
                 } else {
@@ -1310,6 +1323,9 @@ extension ImageCache {
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
+                if let bytes {  // waiters of another type decode the bytes themselves
+                    delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network, failed: (download.decoder.type, error)))
+                }
             }
             started = _startReadyDownloads()
             defer { if retry == nil { download.waiters = [] } }
@@ -1318,12 +1334,15 @@ extension ImageCache {
         guard let waiters else { return }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
-            for task in waiters { if let onRetry = task.onRetry { task.queue.async { onRetry(retry.error, retry.attempt) } } }
+            for task in waiters {
+                if let onRetry = task.onRetry { task.queue.async { if !task.isCancelled { onRetry(retry.error, retry.attempt) } } }
+            }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
-            let bytes = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
-            deliver(waiters, delivery, event: Self.event(delivery, download.url, from: source, bytes: bytes), handler: handler)
+            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+            deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size), handler: handler)
         }
         startNetwork(started)
     }
@@ -1433,7 +1452,11 @@ extension ImageCache {
             let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased() ?? ""
             for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
                 if directive == "no-store" { noStore = true }
-                if usesMaxAge, directive.hasPrefix("max-age="), let seconds = TimeInterval(directive.dropFirst(8)) { maxAge = max(0, seconds) }
+                let digits = directive.dropFirst(8)  // after "max-age="
+                // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
+                if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) {
+                    maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+                }
             }
         }
     }
@@ -1633,6 +1656,7 @@ extension ImageCache {
     private func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
+        if _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key.string) }  // an older entry of the key
         guard cost <= _state.settings.memoryMaxBytes / 4 else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
@@ -1666,7 +1690,7 @@ extension ImageCache {
         // Everything `peek` can return stays within the limits: memory first, the second chance after.
         while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
                 || _state.memory.count + _state.secondChanceOrder.count > cap
-                || _state.memory.bytes + _state.secondChanceBytes > budget,
+                || _state.secondChanceBytes > budget - _state.memory.bytes,
               let (oldKey, serial, cost) = _state.secondChanceOrder.popFirst() {
             _state.secondChanceBytes -= cost
             if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
@@ -1754,7 +1778,10 @@ extension ImageCache {
             switch download.decoder.decode(found.data) {
             case .success(let payload) where found.expired: stale = (payload, found)
             case .success(let payload): hit = (payload, found.downloadedAt)
-            case .failure(let error): disk.discard(found, because: "\(error)")
+            case .failure(let error):
+                // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
+                if case .corruptImage = error { disk.discard(found, because: "\(error)") }
+                if case .emptyBody = error { disk.discard(found, because: "\(error)") }
             }
         }
         var started: [Download] = []
@@ -1770,7 +1797,7 @@ extension ImageCache {
                 started = _startReadyDownloads()
                 return []
             }
-            _state.counts.diskHits &+= download.waiters.count
+            _state.counts.diskHits &+= 1
             _state.lanes.move(download, to: .done)
             var kept = hit.payload
             kept.bytes = nil  // they are on disk
@@ -1883,23 +1910,23 @@ extension ImageCache {
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
         /// that was read.
-        func renew(_ found: Found, at now: TimeInterval) {
+        func renew(_ found: Found, downloadedAt: TimeInterval, usedAt now: TimeInterval) {
             guard let directory = openFolder(create: false), isStill(found.name, found.info, in: directory) else { return }
             lastTouch = max(now, lastTouch + 1e-6)
-            var times = [Self.time(lastTouch), Self.time(now)]
+            var times = [Self.time(lastTouch), Self.time(downloadedAt)]
             Foundation.utimensat(directory, found.name, &times, AT_SYMLINK_NOFOLLOW)
         }
 
-        /// Writes each image whose file is missing, of another size, or older than it; marks the
-        /// others as used.
+        /// Writes each image whose file is missing or older than it (or as old, of another size);
+        /// marks the others as used. A newer file (another process's, say) is left as it is.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 let name = item.name
                 var info = Foundation.stat()
                 if let directory = openFolder(create: false),
                    Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Int64(info.st_size) == Int64(item.size),
-                   Self.modified(info) + 2 >= item.downloadedAt {  // 2 s: some file systems keep whole seconds
+                   Self.isFile(info), Self.modified(info) > item.downloadedAt + 2  // 2 s: some file systems keep whole seconds
+                    || (Int64(info.st_size) == Int64(item.size) && Self.modified(info) + 2 >= item.downloadedAt) {
                     setUsed(fd: directory, name: name, at: now)
                 } else if item.data != nil {
                     write(item, usedAt: now)
@@ -2187,9 +2214,10 @@ extension ImageCache {
         #endif
 
         private static func time(_ seconds: TimeInterval) -> Foundation.timespec {
+            // Clamped: `Int(_:)` traps past `Int.max` (2038 where `Int` is 32 bits), and on NaN.
+            let seconds = seconds.isNaN ? 0 : min(max(seconds, 0), TimeInterval(Int.max).nextDown)
             let whole = seconds.rounded(.down)
-            // Clamped: `Int(_:)` traps past `Int.max`, which is in 2038 where `Int` is 32 bits.
-            return Foundation.timespec(tv_sec: Int(min(whole, TimeInterval(Int.max).nextDown)), tv_nsec: Int((seconds - whole) * 1e9))
+            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
         }
 
         /// Reads `count` bytes into fresh memory without zero-filling it first.

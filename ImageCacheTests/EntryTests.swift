@@ -140,8 +140,8 @@ final class EntryTests: CacheTestCase {
 
     func testStoredDataIsReadBackWithoutTheNetwork() throws {
         let cache = makeCache()
-        cache.store(fixture("photo.png"), for: "picked")
-        cache.store(Data("{}".utf8), for: "draft")
+        try cache.store(fixture("photo.png"), for: "picked")
+        try cache.store(Data("{}".utf8), for: "draft")
         let nowhere = server.url("/never-served")
         XCTAssertNotNil(cache.peek(key: "picked"), "an image is kept as an image")
         XCTAssertEqual(try fetchImageResult(cache, nowhere, key: "picked")?.get().source, .memory)
@@ -172,7 +172,7 @@ final class EntryTests: CacheTestCase {
         let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
         cache.fetch(server.url("/slow.png"), key: "k") { result.value = $0; done.fulfill() }
         XCTAssertTrue(server.waitForRequests("/slow.png", count: 1, timeout: 10))
-        cache.store(fixture("photo.png"), for: "k")
+        try cache.store(fixture("photo.png"), for: "k")
         wait(for: [done], timeout: 10)
         XCTAssertEqual(try result.value?.get().value.data, fixture("photo.png"))
         XCTAssertFalse(cache.fetching(server.url("/slow.png")))
