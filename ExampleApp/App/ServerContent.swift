@@ -24,6 +24,10 @@ final class ServerContent: @unchecked Sendable {
     /// Bodies are sent 16 KB every 10 ms: about 1.6 MB/s per connection.
     static let chunk: (size: Int, interval: TimeInterval) = (16_384, 0.01)
 
+    /// The row whose image the server says to keep 2 seconds (`Cache-Control: max-age=2`; the
+    /// feed's cache obeys it): a second run revalidates it.
+    static let shortLivedRow = 3
+
     /// The path of row `row`'s image, e.g. "/photos/0042.jpg" or "/broken/0010-not-found.jpg".
     static func path(row: Int) -> String {
         let number = String(format: "%04d", row)
@@ -65,6 +69,10 @@ final class ServerContent: @unchecked Sendable {
             let format = (name as NSString).pathExtension
             guard ["jpg", "png", "gif"].contains(format) else { return nil }
             response = .ok(image(row: row, format: format), contentType: format == "jpg" ? "image/jpeg" : "image/\(format)")
+            // Each image has a validator, so that an expired one is revalidated (a 304, no body);
+            // one row's image expires within seconds, to show that on the second run.
+            response.headers["ETag"] = "\"\(row)-\(format)\""
+            if row == Self.shortLivedRow { response.headers["Cache-Control"] = "max-age=2" }
         }
         response.delay = Self.latency()
         response.behavior = .slowBody(chunkSize: Self.chunk.size, interval: Self.chunk.interval)

@@ -84,6 +84,7 @@ if plain {
 
 let cache = ImageCache(uniqueName: "feed", directory: directory)
 cache.imageTimeToLive = timeToLive
+cache.usesServerMaxAge = true  // row 3's server says max-age=2: the next run revalidates it (a 304)
 let feed = Feed(urls: urls, cache: cache, server: server,
                 settings: Feed.Settings(seconds: options.seconds, speed: options.speed, plain: plain,
                                         source: source, clearCommand: clearCommand,
