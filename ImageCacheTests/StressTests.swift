@@ -52,9 +52,15 @@ final class StressTests: CacheTestCase {
                 switch roll {
                 case 0..<55:
                     // Fetch (fast or slow); cancel half of the fast ones with 15% odds.
+                    // Every form: callbacks, results under a key two URLs share, and data with a decoder.
                     let calls = Locked(0)
                     let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, _ in calls.mutate { $0 += 1 } }
-                    let task = roll < 40 ? cache.fetch(url, callback: callback) : cache.slowFetch(url, callback: callback)
+                    let task: ImageCache.FetchTask
+                    switch random.next() % 4 {
+                    case 0: task = cache.fetch(url, key: "k\(url.path.count % 3)", slow: roll >= 40) { _ in calls.mutate { $0 += 1 } }
+                    case 1: task = cache.fetch(url, slow: roll >= 40, decode: { $0.count }) { _ in calls.mutate { $0 += 1 } }
+                    default: task = roll < 40 ? cache.fetch(url, callback: callback) : cache.slowFetch(url, callback: callback)
+                    }
                     let record = Record(task, calls: calls)
                     mine.append(record)
                     if roll >= 25, roll < 40 {
@@ -69,17 +75,25 @@ final class StressTests: CacheTestCase {
                     _ = (cache.fetching(url), cache.failedToFetch(url), cache.error(for: url))
                 case 85..<90:
                     cache.remove(url)
-                case 90..<93:
+                case 90..<92:
                     cache.purgeMemory()
+                case 92:
+                    try? cache.store(fixture("photo.jpg"), for: "k\(random.next() % 3)")
                 case 93..<96:
                     cache.persistCacheToDisk()
                 case 96:
-                    cache.reduceDiskCache(maxImageCount: 20)
+                    switch random.next() % 3 {
+                    case 0: cache.reduceDiskCache(maxImageCount: 20)
+                    case 1: cache.reduceDiskCache(maxBytes: 20_000) {}
+                    default: _ = cache.statistics()
+                    }
                 case 97:
                     // Settings change under load too (a new session, a wider lane, a smaller cap).
-                    switch random.next() % 3 {
+                    switch random.next() % 5 {
                     case 0: cache.requestTimeout = Double(5 + random.next() % 5)
                     case 1: cache.maxConcurrentDownloads = Int(1 + random.next() % 8)
+                    case 2: cache.imageMemoryMaxBytes = Int(3_000 + random.next() % 20_000)
+                    case 3: cache.diskMaxBytes = Int(10_000 + random.next() % 40_000)
                     default: cache.imageMemoryMaxCount = Int(5 + random.next() % 11)
                     }
                 default:
