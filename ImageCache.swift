@@ -29,6 +29,9 @@ import UIKit
 #elseif canImport(AppKit)
 import AppKit
 #endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
 
 /// A cache of remote images: memory, then disk, then network, with one download per URL.
 ///
@@ -2196,17 +2199,29 @@ extension ImageCache {
     /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
     /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
-    static func decode(_ data: Data) -> Result<(image: Image, data: Data), Error> {
-        inspect(data).flatMap { info in
+    static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil) -> Result<(image: Image, data: Data), Error> {
+        let checked = inspect(data)
+        #if canImport(ImageIO)
+        // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
+        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size) { return .success((image, data)) }
+        #endif
+        return checked.flatMap { info in
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
-            #if canImport(UIKit) || canImport(AppKit)
-            guard let image = Image(data: trimmed) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            #if canImport(ImageIO)
+            guard let image = bitmap(trimmed, filling: size) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
             return .success((image, trimmed))
             #else
             return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
             #endif
         }
+    }
+
+    /// The size an image is decoded at to fill `size`: scaled down until one side fits, never up.
+    static func decodedSize(width: Int, height: Int, filling size: (width: Int, height: Int)?) -> (width: Int, height: Int) {
+        guard let size, width > 0, height > 0 else { return (width, height) }
+        let scale = min(1, max(Double(size.width) / Double(width), Double(size.height) / Double(height)))
+        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
     /// What the header and structure of `data` say: format, size and `end`, where the image ends
@@ -2451,6 +2466,23 @@ extension ImageCache {
         observers.append(observer)
         #endif
     }
+
+    #if canImport(ImageIO)
+    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// queue or URLSession's, never the main one), scaled down to fill `size` if it is larger.
+    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?) -> Image? {
+        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+              let header = CGImageSourceCreateImageAtIndex(source, 0, nil) else { return nil }  // no pixels decoded yet
+        let fit = decodedSize(width: header.width, height: header.height, filling: size)
+        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
+                                        kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        #if canImport(UIKit)
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { UIImage(cgImage: $0) }
+        #else
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { NSImage(cgImage: $0, size: .zero) }
+        #endif
+    }
+    #endif
 
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes, its
     /// bytes on Linux.
