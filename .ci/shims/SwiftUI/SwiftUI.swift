@@ -7,10 +7,12 @@
 // `View` and `StateObject` are `@MainActor`); add only what the checked code uses; mark API newer than
 // the package's deployment targets with its `@available`.
 
+// SwiftUI re-exports UIKit (iOS) or AppKit (macOS), and with them Foundation: a file that imports
+// SwiftUI alone can use URL and UIImage.
 #if canImport(UIKit)
-import UIKit
+@_exported import UIKit
 #elseif canImport(AppKit)
-import AppKit
+@_exported import AppKit
 #endif
 
 // MARK: - Views
@@ -63,6 +65,7 @@ extension Never: View {
 }
 
 extension View {
+    nonisolated public func scaledToFill() -> some View { self }
     nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
 
