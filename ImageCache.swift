@@ -1666,7 +1666,7 @@ extension ImageCache {
     /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
     /// until it is popped (a record whose image left early still counts: the bound errs low).
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
-        guard !slot.key.string.utf8.contains(0) else { return }  // not a size of an image: `remove` could not find it
+        guard !slot.key.string.utf8.contains(0) else { return }  // no sizes: `remove(key:)` could not find them here
         _state.serial += 1
         secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key.string)
         _state.secondChanceOrder.append((slot.key.string, _state.serial, slot.cost))
@@ -2552,13 +2552,13 @@ extension ImageCache {
 
 #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
 #if canImport(UIKit)
-private typealias PlatformImageView = UIImageView
+extension ImageCache { fileprivate typealias ImageView = UIImageView }
 #else
-private typealias PlatformImageView = NSImageView
+extension ImageCache { fileprivate typealias ImageView = NSImageView }
 #endif
 
 // The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
-extension PlatformImageView: @preconcurrency ImageCache.ImageTarget {
+extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// Whether the view is in a window.
     public var isDisplayed: Bool { window != nil }
 
