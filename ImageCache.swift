@@ -29,6 +29,12 @@ import UIKit
 #elseif canImport(AppKit)
 import AppKit
 #endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
 
 /// A cache of remote images: memory, then disk, then network, with one download per URL.
 ///
@@ -287,15 +293,18 @@ extension ImageCache {
 
     private func store(_ payload: Payload, for key: String) throws {
         let now = currentTime()
+        var sizes: [Stopped] = []
         let waiting: Stopped? = try lock.withLock {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
+            sizes = _forgetSizes(of: Key(string: key))
             let stopped = _forget(Key(string: key))
             _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
             diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
             return stopped
         }
+        finishStopped(sizes)
         guard let waiting else { return }
         let started = lock.withLock { _startReadyDownloads() }
         waiting.task?.cancel()
@@ -394,13 +403,13 @@ extension ImageCache {
     /// Forgets what is cached under `key`, as ``remove(_:)`` does.
     public func remove(key: String) {
         let key = Key(string: key)
-        let stopped: Stopped? = lock.withLock {
+        let stopped: [Stopped] = lock.withLock {
             secondChance.removeObject(forKey: key.string)
             let name = DiskStore.fileName(for: key.string)
             diskQueue.async { self.disk.remove(name) }
-            return _forget(key)
+            return [_forget(key)].compactMap { $0 } + _forgetSizes(of: key)
         }
-        finishStopped([stopped].compactMap { $0 })
+        finishStopped(stopped)
     }
 
     /// Forgets everything, in memory and on disk. Downloads in flight are cancelled and their
@@ -420,7 +429,7 @@ extension ImageCache {
 
     /// Empties memory; the disk keeps everything (an image whose file is missing is written
     /// again), and downloads in flight go on and deliver their images. Called on a memory warning
-    /// under UIKit.
+    /// under UIKit. Targets of a ``Binder`` that are not displayed let their images go.
     public func purgeMemory() {
         let now = currentTime()
         lock.withLock {
@@ -429,6 +438,7 @@ extension ImageCache {
             _forgetSecondChances()
             _keepOnDisk(evicted, usedAt: now)
         }
+        NotificationCenter.default.post(name: Self.memoryPurged, object: self)  // for the binders
     }
 
     /// Makes sure every image in memory is on disk, with how recently it was used. Images are
@@ -1721,6 +1731,7 @@ extension ImageCache {
     /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
     /// until it is popped (a record whose image left early still counts: the bound errs low).
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
+        guard !slot.key.string.utf8.contains(0) else { return }  // no sizes: `remove(key:)` could not find them here
         _state.serial += 1
         secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key.string)
         _state.secondChanceOrder.append((slot.key.string, _state.serial, slot.cost))
@@ -2167,6 +2178,7 @@ extension ImageCache {
         static func fileName(for url: String) -> String {
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
             for byte in url.utf8 {
+                if byte == 0 { break }  // a memory key with a size shares its key's file (see `memoryKey`)
                 hash ^= UInt64(byte)
                 hash = hash &* 0x0000_0100_0000_01b3
             }
@@ -2266,17 +2278,29 @@ extension ImageCache {
     /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
     /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
-    static func decode(_ data: Data) -> Result<(image: Image, data: Data), Error> {
-        inspect(data).flatMap { info in
+    static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil) -> Result<(image: Image, data: Data), Error> {
+        let checked = inspect(data)
+        #if canImport(ImageIO)
+        // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
+        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size) { return .success((image, data)) }
+        #endif
+        return checked.flatMap { info in
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
-            #if canImport(UIKit) || canImport(AppKit)
-            guard let image = Image(data: trimmed) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            #if canImport(ImageIO)
+            guard let image = bitmap(trimmed, filling: size) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
             return .success((image, trimmed))
             #else
             return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
             #endif
         }
+    }
+
+    /// The size an image is decoded at to fill `size`: scaled down until one side fits, never up.
+    static func decodedSize(width: Int, height: Int, filling size: (width: Int, height: Int)?) -> (width: Int, height: Int) {
+        guard let size, width > 0, height > 0 else { return (width, height) }
+        let scale = min(1, max(Double(size.width) / Double(width), Double(size.height) / Double(height)))
+        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
     /// What the header and structure of `data` say: format, size and `end`, where the image ends
@@ -2470,6 +2494,215 @@ extension ImageCache {
     }
 }
 
+// MARK: - Binding
+
+extension ImageCache {
+    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
+    public protocol ImageTarget: AnyObject {
+        /// The image shown; nil shows none.
+        var image: Image? { get set }
+        /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
+        var isDisplayed: Bool { get }
+    }
+
+    /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
+    /// new binding replaces the request, and no callback of an earlier one touches the target; an
+    /// image in memory is set at once, inside `bind`, without the placeholder; a failure leaves the
+    /// failure image (else the placeholder) and ``state`` says why; on `purgeMemory()`, a target not
+    /// displayed lets its image go until it is bound again.
+    ///
+    /// **Thread safety.** A binder belongs to the serial queue it is made with (the main queue for
+    /// views): call it there; it sets the target there, and its requests' callbacks run there.
+    public final class Binder: @unchecked Sendable {
+        /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
+        /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
+        public enum State: Sendable, Equatable {
+            case idle, placeholder, loading, image(Source), failed(Error)
+        }
+
+        /// What the target shows now.
+        public private(set) var state = State.idle
+        private let queue: DispatchQueue
+        private weak var target: ImageTarget?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache)?
+        private var task: FetchTask?
+        private var generation = 0  // of the binding: a callback of an earlier one is ignored
+        private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        private var observer: NSObjectProtocol?
+
+        /// A binder for `target`, which it holds weakly, used on `queue`.
+        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            (self.target, self.queue) = (target, queue)
+            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil, queue: nil) { [weak self] note in
+                guard let self, let cache = note.object as? ImageCache else { return }
+                queue.async { self.purged(cache) }
+            }
+        }
+
+        deinit {
+            task?.cancel()
+            observer.map(NotificationCenter.default.removeObserver)
+        }
+
+        /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
+        /// at once if it is in memory, else the placeholder until it comes. Given `pixelSize`, Apple
+        /// platforms decode it to fill that, as an entry of its own in memory. Returns the request.
+        @discardableResult
+        public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
+            dispatchPrecondition(condition: .onQueue(queue))
+            let previous = task
+            defer { previous?.cancel() }  // after the new request, which may share its download
+            generation += 1
+            task = nil
+            binding = (placeholder, failureImage, cache)
+            guard let url else { show(placeholder, .placeholder); return nil }
+            let size = ImageCache.pixels(pixelSize)
+            let memoryKey = ImageCache.memoryKey(key ?? url.absoluteString, filling: size)
+            if let image = cache.peek(key: memoryKey) { show(image, .image(.memory)); return nil }
+            show(placeholder, .loading)
+            let generation = generation
+            let decoder = size == nil ? Decoder.image
+                : Decoder(type: nil) { ImageCache.decode($0, filling: size).map { Payload(bytes: $0.data, image: $0.image) } }
+            task = cache.request(url, key: memoryKey, decoder, lane: .fast, queue: queue, completion: { [weak self] result in
+                self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
+            }, onCancel: { [weak self] in self?.finished(generation, nil) })
+            return task
+        }
+
+        /// Cancels the load under way, if any; what the target shows stays (`loading` becomes `idle`).
+        public func cancel() {
+            dispatchPrecondition(condition: .onQueue(queue))
+            generation += 1
+            task?.cancel()
+            task = nil
+            if case .loading = state { state = .idle }
+        }
+
+        /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
+        private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
+            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            task = nil
+            switch result {
+            case .success(let fetched)?: show(fetched.value, .image(fetched.source))
+            case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
+            case nil: state = .idle
+            }
+        }
+
+        private func purged(_ cache: ImageCache) {
+            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
+            show(binding?.placeholder, .placeholder)
+        }
+
+        private func show(_ image: Image?, _ state: State) {
+            self.state = state
+            target?.image = image
+        }
+    }
+
+    fileprivate static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
+
+    /// A target size in whole pixels; nil for none, or one that is empty or absurd.
+    static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
+        guard let size, (1...100_000).contains(size.width), (1...100_000).contains(size.height) else { return nil }
+        return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
+    }
+
+    /// `key`, NUL, `size`: memory keeps an entry per size, the disk one file (`fileName` stops at NUL).
+    static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> String {
+        size.map { "\(key)\u{0}\($0.width)x\($0.height)" } ?? key
+    }
+
+    /// Forgets the images of `key` decoded to a size (see `memoryKey`), when `key` is removed or replaced.
+    private func _forgetSizes(of key: Key) -> [Stopped] {
+        _state.entries.keys.filter { $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
+    }
+}
+
+#if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+#if canImport(UIKit)
+extension ImageCache { fileprivate typealias ImageView = UIImageView }
+#else
+extension ImageCache { fileprivate typealias ImageView = NSImageView }
+#endif
+
+// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
+extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
+    /// Whether the view is in a window.
+    public var isDisplayed: Bool { window != nil }
+
+    /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
+    /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
+    /// `targetSize` (points; the view's bounds by default), or `failureImage` (else `placeholder`)
+    /// if it cannot be had. Returns the request, if one was made.
+    @discardableResult
+    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
+                         targetSize: CGSize? = nil, cache: ImageCache = .shared) -> ImageCache.FetchTask? {
+        let size = targetSize ?? bounds.size
+        #if canImport(UIKit)
+        let pixels = CGSize(width: size.width * contentScaleFactor, height: size.height * contentScaleFactor)
+        #else
+        let pixels = convertToBacking(size)
+        #endif
+        return imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels, cache: cache)
+    }
+
+    /// Cancels the load under way, if any; what the view shows stays.
+    public func cancelImageLoad() { imageBinder.cancel() }
+
+    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
+    public var imageBinder: ImageCache.Binder {
+        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
+        let binder = ImageCache.Binder(self)
+        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        return binder
+    }
+
+    private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+}
+#endif
+
+#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
+extension ImageCache {
+    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
+    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    public struct RemoteImage: View {
+        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
+        @StateObject private var target = Target()
+
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:)``.
+        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared) {
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
+        }
+
+        public var body: some View {
+            #if canImport(UIKit)
+            let image = SwiftUI.Image(uiImage: target.image ?? Image())
+            #else
+            let image = SwiftUI.Image(nsImage: target.image ?? Image())
+            #endif
+            return image.resizable()
+                .onAppear { target.isDisplayed = true; bind() }
+                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+                .onChange(of: url) { _ in bind() }
+        }
+
+        private func bind() {
+            target.binder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixelSize, cache: cache)
+        }
+
+        private final class Target: ObservableObject, ImageTarget {
+            @Published var image: Image?
+            var isDisplayed = false
+            lazy var binder = Binder(self)
+        }
+    }
+}
+#endif
+
 // MARK: - Platform support
 
 extension ImageCache {
@@ -2521,6 +2754,23 @@ extension ImageCache {
         observers.append(observer)
         #endif
     }
+
+    #if canImport(ImageIO)
+    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// queue or URLSession's, never the main one), scaled down to fill `size` if it is larger.
+    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?) -> Image? {
+        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+              let header = CGImageSourceCreateImageAtIndex(source, 0, nil) else { return nil }  // no pixels decoded yet
+        let fit = decodedSize(width: header.width, height: header.height, filling: size)
+        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
+                                        kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        #if canImport(UIKit)
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { UIImage(cgImage: $0) }
+        #else
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { NSImage(cgImage: $0, size: .zero) }
+        #endif
+    }
+    #endif
 
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes, its
     /// bytes on Linux.

@@ -5,14 +5,19 @@ import LoopbackServer
 
 /// A feed of image rows that scrolls by itself and uses the cache the way a table view does:
 ///
-/// - a row that scrolls onto the screen asks memory first, with `peek` (the `cellForRow` pattern),
-///   and fetches only on a miss, unless its last fetch failed for good (`error(for:)?.isFatal`);
+/// - each row has a display target (`RowImage`, what its cell shows) and an `ImageCache.Binder`;
+///   a row that scrolls onto the screen binds its URL (the `cellForRow` pattern): an image in
+///   memory is set at once, else the binder loads it, unless its last fetch failed for good
+///   (`error(for:)?.isFatal`);
 /// - rows about to scroll in are fetched ahead with `slowFetch` (`prefetchRowsAt`);
 /// - a row that scrolls off the screen while its image is still coming goes to the slow lane
-///   with `moveToSlowQueue`, and a row far away has its requests cancelled.
+///   with `moveToSlowQueue`, and a row far away has its load cancelled;
+/// - halfway through, a memory warning (`purgeMemory()`): rows off screen let their images go, and
+///   take them back from disk when they scroll on screen again.
 ///
-/// Everything here runs on `queue`, which is also the cache's `callbackQueue`: the cache's
-/// callbacks and events, the scrolling, the drawing. So the feed's state needs no lock.
+/// Everything here runs on `queue`, which is also the cache's `callbackQueue` and the binders'
+/// queue: the cache's callbacks and events, the binders, the scrolling, the drawing. So the feed's
+/// state needs no lock.
 final class Feed: @unchecked Sendable {
     /// Rows on the simulated phone screen, rows prefetched ahead of it, and the distance from it
     /// beyond which a row's requests are cancelled.
@@ -29,32 +34,47 @@ final class Feed: @unchecked Sendable {
         case cancelled         // far off screen: its requests were cancelled
         case image(ImageCache.Source, String, prefetched: Bool)
         case failed(ImageCache.Error)
+        case released          // off screen at the memory warning: its image was let go
+    }
+
+    /// What a row's cell shows, as an image view would: its binder sets it, on the feed's queue.
+    final class RowImage: ImageCache.ImageTarget {
+        var image: ImageCache.Image? { didSet { changed?() } }
+        var isDisplayed = false
+        var changed: (() -> Void)?
     }
 
     struct Row {
         let url: URL
         let name: String
+        let image = RowImage()
+        let binder: ImageCache.Binder
         var state = RowState.blank
-        var fetchTask: ImageCache.FetchTask?
         var prefetchTask: ImageCache.FetchTask?
         /// Its image arrived by prefetch while it was off screen, and it has not been shown since.
         var readyBeforeShown = false
 
-        var isWaiting: Bool { fetchTask != nil || prefetchTask != nil }
+        init(url: URL, name: String, queue: DispatchQueue) {
+            (self.url, self.name) = (url, name)
+            binder = ImageCache.Binder(image, queue: queue)  // holds `image` weakly: the row keeps it
+        }
+
+        var isLoading: Bool { binder.state == .loading }
+        var isWaiting: Bool { isLoading || prefetchTask != nil }
     }
 
     struct Stats {
         var memory = 0, disk = 0, network = 0, failed = 0
         var requestsSeenByApp = 0  // used when no embedded server counts requests
-        var retries = 0, dedup = 0, prefetched = 0, moved = 0, cancelled = 0
+        var retries = 0, dedup = 0, prefetched = 0, moved = 0, cancelled = 0, released = 0
         var downloadedBytes = 0
         var failures: [String: Int] = [:]
         var diskProblems: [String] = []
-        var peekNanoseconds: [UInt64] = []
+        var bindNanoseconds: [UInt64] = []  // binding a row: a memory lookup, and the image set on a hit
 
-        func peekPercentile(_ fraction: Double) -> Double? {
-            guard !peekNanoseconds.isEmpty else { return nil }
-            let sorted = peekNanoseconds.sorted()
+        func bindPercentile(_ fraction: Double) -> Double? {
+            guard !bindNanoseconds.isEmpty else { return nil }
+            let sorted = bindNanoseconds.sorted()
             return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction))]) / 1_000
         }
     }
@@ -88,6 +108,7 @@ final class Feed: @unchecked Sendable {
     private var start = DispatchTime.now()
     private var ticks = 0
     private var finished = false
+    private var warned = false  // the memory warning, halfway through
     private var warmPeeks: Double?
     /// Set when the last run ended longer ago than the time to live: every image it left has expired.
     let expiredNote: String?
@@ -96,7 +117,7 @@ final class Feed: @unchecked Sendable {
         self.cache = cache
         self.server = server
         self.settings = settings
-        rows = urls.map { Row(url: $0, name: Self.name(of: $0, embedded: server != nil)) }
+        rows = urls.map { [queue] in Row(url: $0, name: Self.name(of: $0, embedded: server != nil), queue: queue) }
         for (index, url) in urls.enumerated() { rowsOfURL[url, default: []].append(index) }
         scroll = ScrollPlan(rows: urls.count, screenRows: Self.screenRows, seconds: settings.seconds, speed: settings.speed)
         // The cache does not say why an image came from the network (new, expired, or evicted),
@@ -127,6 +148,7 @@ final class Feed: @unchecked Sendable {
             screen?.enter()
             cache.callbackQueue = queue
             cache.onEvent = { [unowned self] event in handle(event) }
+            for index in rows.indices { rows[index].image.changed = { [unowned self] in imageChanged(index) } }
             start = DispatchTime.now()
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now(), repeating: .milliseconds(50), leeway: .milliseconds(5))
@@ -151,6 +173,12 @@ final class Feed: @unchecked Sendable {
         guard !finished else { return }
         let now = elapsed
         if now >= settings.seconds { return finish(interrupted: false) }
+        if !warned, now >= settings.seconds / 2 {
+            // As UIKit's memory warning does: the binders of rows off screen let their images go.
+            warned = true
+            cache.purgeMemory()
+            log(nil, "memory", "memory warning: purgeMemory(); rows off screen let their images go")
+        }
         let position = scroll.position(at: now)
         goingDown = position.goingDown
         let top = min(max(0, Int(position.top)), max(0, rows.count - Self.screenRows))
@@ -175,29 +203,51 @@ final class Feed: @unchecked Sendable {
         if ticks % 2 == 0 { screen?.draw(self) }
     }
 
-    /// `tableView(_:cellForRowAt:)`: memory first; a miss fetches, unless the URL failed for good.
+    /// `tableView(_:cellForRowAt:)`: the row's binder sets an image in memory at once, else loads
+    /// it; a URL that failed for good is not asked again.
     private func cellForRow(_ index: Int) {
         let url = rows[index].url
-        if let image = timedPeek(url) {
-            stats.memory += 1
-            let prefetched = rows[index].readyBeforeShown
-            if prefetched { stats.prefetched += 1 }
-            rows[index].state = .image(.memory, describe(image, url), prefetched: prefetched)
-            log(index, "memory", "shown from memory" + (prefetched ? ", ready thanks to prefetch" : ""))
-        } else if let error = cache.error(for: url), error.isFatal {
+        rows[index].image.isDisplayed = true
+        if let error = cache.error(for: url), error.isFatal {
             rows[index].state = .failed(error)
             log(index, "failed", "shown broken, not asked again: \(error)")
         } else {
-            if cache.fetching(url) { stats.dedup += 1 }
-            let previous = rows[index].fetchTask
-            rows[index].fetchTask = cache.fetch(url) { [unowned self] _, image in
-                delivered(index, image, prefetch: false)
+            let joins = cache.fetching(url)
+            let before = DispatchTime.now().uptimeNanoseconds
+            rows[index].binder.bind(url, cache: cache)
+            stats.bindNanoseconds.append(DispatchTime.now().uptimeNanoseconds - before)
+            if case .image(.memory) = rows[index].binder.state, let image = rows[index].image.image {
+                stats.memory += 1
+                let prefetched = rows[index].readyBeforeShown
+                if prefetched { stats.prefetched += 1 }
+                rows[index].state = .image(.memory, describe(image, url), prefetched: prefetched)
+                log(index, "memory", "shown from memory, at once" + (prefetched ? ", ready thanks to prefetch" : ""))
+            } else {
+                if joins { stats.dedup += 1 }
+                rows[index].state = .loading
+                log(index, "miss", "not in memory: the binder loads it")
             }
-            previous?.cancel()  // after the new request joined it, so the download keeps a waiter
-            rows[index].state = .loading
-            log(index, "miss", "not in memory: fetch")
         }
         rows[index].readyBeforeShown = false
+    }
+
+    /// The row's binder set its image: the one loaded, the placeholder (none here) on a failure, or
+    /// none after the memory warning.
+    private func imageChanged(_ index: Int) {
+        let url = rows[index].url
+        switch rows[index].binder.state {
+        case .image(let source):
+            guard let image = rows[index].image.image else { return }
+            rows[index].state = .image(source, describe(image, url), prefetched: false)
+        case .failed(let error):
+            rows[index].state = .failed(error)
+        case .placeholder:
+            stats.released += 1
+            rows[index].state = .released
+            log(index, "release", "off screen at the memory warning: image let go")
+        case .idle, .loading:
+            break  // the placeholder (none here) while loading
+        }
     }
 
     /// `tableView(_:prefetchRowsAt:)`: ask ahead, on the slow lane.
@@ -206,14 +256,15 @@ final class Feed: @unchecked Sendable {
         guard !rows[index].isWaiting, cache.error(for: url)?.isFatal != true else { return }
         if cache.fetching(url) { stats.dedup += 1 }
         rows[index].prefetchTask = cache.slowFetch(url) { [unowned self] _, image in
-            delivered(index, image, prefetch: true)
+            prefetched(index, image)
         }
         if case .image = rows[index].state {} else { rows[index].state = .prefetching }
     }
 
     /// The row left the screen while its image was still coming: let what is on screen go first.
     private func scrolledAway(_ index: Int) {
-        guard rows[index].fetchTask != nil else { return }
+        rows[index].image.isDisplayed = false
+        guard rows[index].isLoading else { return }
         cache.moveToSlowQueue(rows[index].url)
         stats.moved += 1
         rows[index].state = .scrolledAway
@@ -222,9 +273,8 @@ final class Feed: @unchecked Sendable {
 
     /// The row is far away: nobody will see it soon, so stop waiting for it.
     private func cancelFarRow(_ index: Int) {
-        rows[index].fetchTask?.cancel()
+        rows[index].binder.cancel()
         rows[index].prefetchTask?.cancel()
-        rows[index].fetchTask = nil
         rows[index].prefetchTask = nil
         stats.cancelled += 1
         switch rows[index].state {
@@ -234,32 +284,24 @@ final class Feed: @unchecked Sendable {
         log(index, "cancel", "far off screen: requests cancelled")
     }
 
-    /// A fetch or prefetch callback: the image, or nil and `error(for:)` says why.
-    private func delivered(_ index: Int, _ image: ImageCache.Image?, prefetch: Bool) {
-        if prefetch { rows[index].prefetchTask = nil } else { rows[index].fetchTask = nil }
+    /// A prefetch callback: the image, or nil and `error(for:)` says why. A row on screen shows
+    /// what its binder sets.
+    private func prefetched(_ index: Int, _ image: ImageCache.Image?) {
+        rows[index].prefetchTask = nil
         let url = rows[index].url
+        guard !visible.contains(index) else { return }
         guard let image else {
             if let error = cache.error(for: url) { rows[index].state = .failed(error) }
             return
         }
         let source = lastSource[url] ?? .memory  // the event of this delivery came just before it
-        let onScreen = visible.contains(index)
-        if prefetch, !onScreen, source != .memory { rows[index].readyBeforeShown = true }
-        rows[index].state = .image(source, describe(image, url), prefetched: prefetch && !onScreen)
-        // A table view reloads the row here, and `cellForRow` peeks again: a memory hit.
-        if onScreen { _ = timedPeek(url) }
-    }
-
-    private func timedPeek(_ url: URL) -> ImageCache.Image? {
-        let before = DispatchTime.now().uptimeNanoseconds
-        let image = cache.peek(url)
-        stats.peekNanoseconds.append(DispatchTime.now().uptimeNanoseconds - before)
-        return image
+        if source != .memory { rows[index].readyBeforeShown = true }
+        rows[index].state = .image(source, describe(image, url), prefetched: true)
     }
 
     /// The p50 of `peek` in a tight loop over every row, in microseconds. The feed's own timings
-    /// are taken as a table view calls `peek`: on a thread that has just woken for the next
-    /// frame, whose CPU caches have gone cold. Here the caches are warm. (After the cache has
+    /// are taken as a table view binds a row: on a thread that has just woken for the next frame,
+    /// whose CPU caches have gone cold. Here the caches are warm. (After the cache has
     /// been persisted: these uses change the recency order, which is not saved again.)
     private func measureWarmPeeks() -> Double? {
         var samples: [UInt64] = []
@@ -340,7 +382,7 @@ final class Feed: @unchecked Sendable {
     /// 80 columns, the `summary:` lines too (a field never spans two lines), unless a path is long.
     func summary(interrupted: Bool) -> String {
         let number = { (value: Double?) in value.map { String(format: "%.1f", $0) } ?? "-" }
-        let peek50 = number(stats.peekPercentile(0.5)), peek99 = number(stats.peekPercentile(0.99))
+        let bind50 = number(stats.bindPercentile(0.5)), bind99 = number(stats.bindPercentile(0.99))
         let failures = stats.failures.sorted { $0.key < $1.key }
         let (files, bytes) = Self.folderSize(cache.folder)
         let kept = Self.formatDuration(cache.imageTimeToLive)
@@ -356,8 +398,9 @@ final class Feed: @unchecked Sendable {
             "  requests  \(requests) made, \(stats.retries) of them retries; \(Self.formatBytes(stats.downloadedBytes)) downloaded",
             "  saved     \(stats.dedup) requests joined a download; \(stats.prefetched) rows ready by prefetch",
             "  lanes     \(stats.moved) moved to the slow lane on scrolling away, \(stats.cancelled) cancelled",
-            "  peek      p50 \(peek50) us, p99 \(peek99) us as the feed called it (\(stats.peekNanoseconds.count) calls)",
-            "            p50 \(number(warmPeeks)) us in a tight loop over the rows (warm CPU caches)",
+            "  memory    \(stats.released) rows off screen let their images go at the memory warning",
+            "  bind      p50 \(bind50) us, p99 \(bind99) us as the feed bound rows (\(stats.bindNanoseconds.count) binds)",
+            "  peek      p50 \(number(warmPeeks)) us in a tight loop over the rows (warm CPU caches)",
             "  cache     " + Self.shortPath(cache.folder.path),
             "            \(files) files, \(Self.formatBytes(bytes)), kept \(kept) (imageTimeToLive)",
         ]
@@ -372,8 +415,9 @@ final class Feed: @unchecked Sendable {
         var fields: [(String, Any)] = [
             ("network", stats.network), ("disk", stats.disk), ("memory", stats.memory), ("failed", stats.failed),
             ("requests", requests), ("retries", stats.retries), ("dedup", stats.dedup), ("prefetched", stats.prefetched),
-            ("moved", stats.moved), ("cancelled", stats.cancelled), ("bytes", stats.downloadedBytes),
-            ("peek_p50_us", peek50), ("peek_p99_us", peek99), ("peek_loop_p50_us", number(warmPeeks)),
+            ("moved", stats.moved), ("cancelled", stats.cancelled), ("released", stats.released),
+            ("bytes", stats.downloadedBytes), ("bind_p50_us", bind50), ("bind_p99_us", bind99),
+            ("peek_loop_p50_us", number(warmPeeks)),
         ]
         fields += failures.map { ("failed.\($0.key)", $0.value) }
         fields.append(("interrupted", interrupted ? "yes" : "no"))

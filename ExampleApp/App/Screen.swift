@@ -104,6 +104,9 @@ final class Screen: @unchecked Sendable {
         case .failed(let error):
             line.add(pad("failed", 8), "31")
             line.add("  \(error)" + (error.isFatal ? "" : " (tried again when shown)"), "31")
+        case .released:
+            line.add(pad("released", 8), "35")
+            line.add("  memory warning: let go off screen, back from disk when shown", "2")
         }
         return line
     }
@@ -156,9 +159,9 @@ final class Screen: @unchecked Sendable {
         saved.add(Feed.formatBytes(stats.downloadedBytes) + " downloaded")
 
         var expiry = Line()
-        if let p50 = stats.peekPercentile(0.5), let p99 = stats.peekPercentile(0.99) {
+        if let p50 = stats.bindPercentile(0.5), let p99 = stats.bindPercentile(0.99) {
             let number = { (value: Double) in String(format: value < 10 ? "%.1f" : "%.0f", value) }
-            expiry.add(" peek p50 \(number(p50)) p99 \(number(p99)) \(unicode ? "µs" : "us")" + dot)
+            expiry.add(" bind p50 \(number(p50)) p99 \(number(p99)) \(unicode ? "µs" : "us")" + dot)
         } else {
             expiry.add(" ")
         }

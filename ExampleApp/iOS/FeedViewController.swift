@@ -2,11 +2,16 @@
 // into an app that has ImageCache (as a Swift package, or with ImageCache.swift copied in) and
 // show it with `FeedViewController(urls: yourImageURLs)`.
 //
-// - cellForRowAt: `peek` first (memory only, never waits); on a miss show a placeholder, or the
-//   broken image if the last fetch failed, and `fetch`; the callback reloads the row.
-// - prefetchRowsAt: `slowFetch`, which waits while the rows on screen download.
+// - cellForRowAt: `setImage(with:)` on the cell's image view. Its binder never shows the wrong image
+//   in a reused cell (the new binding replaces the old request), sets an image that is in memory at
+//   once (no placeholder flash), shows the broken image if the image cannot be had, and decodes
+//   off the main thread to fill the image view (80 points square: its bounds).
+// - didSelectRowAt: a row whose image failed says why (the binder's state).
+// - prefetchRowsAt: `slowFetch`, which waits while the rows on screen download, and leaves the file
+//   on disk for the row to decode at its size.
 // - cancelPrefetchingForRowsAt: rows that may still come back go to the slow lane
 //   (`moveToSlowQueue`); rows far from the screen are cancelled.
+// - didEndDisplaying: a row that scrolled away stops loading (`cancelImageLoad`).
 #if canImport(UIKit)
 import UIKit
 #if canImport(ImageCache)
@@ -17,10 +22,8 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
     private let urls: [URL]
     private let placeholder = UIImage(systemName: "photo")
     private let brokenImage = UIImage(systemName: "exclamationmark.triangle")
-    /// Requests made for rows, so that rows far from the screen can be cancelled.
-    private var fetches: [IndexPath: ImageCache.FetchTask] = [:]
     private var prefetches: [IndexPath: ImageCache.FetchTask] = [:]
-    /// Rows further than this from the screen have their requests cancelled.
+    /// Rows further than this from the screen have their prefetches cancelled.
     private let cancelDistance = 30
 
     init(urls: [URL]) {
@@ -34,7 +37,7 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
 
     override func viewDidLoad() {
         super.viewDidLoad()
-        tableView.register(UITableViewCell.self, forCellReuseIdentifier: "cell")
+        tableView.register(PhotoCell.self, forCellReuseIdentifier: "cell")
         tableView.prefetchDataSource = self
         tableView.rowHeight = 88
     }
@@ -44,35 +47,29 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
     }
 
     override func tableView(_ tableView: UITableView, cellForRowAt indexPath: IndexPath) -> UITableViewCell {
-        let cell = tableView.dequeueReusableCell(withIdentifier: "cell", for: indexPath)
+        let cell = tableView.dequeueReusableCell(withIdentifier: "cell", for: indexPath) as! PhotoCell
         let url = urls[indexPath.row]
         cell.textLabel?.text = url.lastPathComponent
-        if let image = ImageCache.shared.peek(url) {
-            cell.imageView?.image = image
-        } else {
-            if let error = ImageCache.shared.error(for: url) {
-                cell.imageView?.image = brokenImage
-                cell.textLabel?.text = "\(url.lastPathComponent): \(error)"
-            } else {
-                cell.imageView?.image = placeholder
-            }
-            let previous = fetches[indexPath]
-            fetches[indexPath] = ImageCache.shared.fetch(url) { [weak self] _, image in
-                // Callbacks are @Sendable; this one runs on the main queue (the default callbackQueue).
-                MainActor.assumeIsolated {
-                    self?.fetches[indexPath] = nil
-                    guard image != nil else { return }
-                    self?.tableView.reloadRows(at: [indexPath], with: .none)
-                }
-            }
-            previous?.cancel()  // after the new fetch, which shares the same download
-        }
+        cell.photo.setImage(with: url, placeholder: placeholder, failureImage: brokenImage)
         return cell
+    }
+
+    override func tableView(_ tableView: UITableView, didSelectRowAt indexPath: IndexPath) {
+        tableView.deselectRow(at: indexPath, animated: true)
+        guard let cell = tableView.cellForRow(at: indexPath) as? PhotoCell,
+              case .failed(let error) = cell.photo.imageBinder.state else { return }
+        cell.textLabel?.text = "\(urls[indexPath.row].lastPathComponent): \(error)"
+    }
+
+    override func tableView(_ tableView: UITableView, didEndDisplaying cell: UITableViewCell, forRowAt indexPath: IndexPath) {
+        // Scrolled off screen while its image was still coming: let the rows on screen go first.
+        (cell as? PhotoCell)?.photo.cancelImageLoad()
     }
 
     func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
         for indexPath in indexPaths where prefetches[indexPath] == nil {
             prefetches[indexPath] = ImageCache.shared.slowFetch(urls[indexPath.row]) { [weak self] _, _ in
+                // Callbacks are @Sendable; this one runs on the main queue (the default callbackQueue).
                 MainActor.assumeIsolated { self?.prefetches[indexPath] = nil }
             }
         }
@@ -83,17 +80,34 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
         for indexPath in indexPaths {
             let distance = visible.map { abs($0 - indexPath.row) }.min() ?? .max
             if distance > cancelDistance {
-                fetches.removeValue(forKey: indexPath)?.cancel()
                 prefetches.removeValue(forKey: indexPath)?.cancel()
             } else {
                 ImageCache.shared.moveToSlowQueue(urls[indexPath.row])
             }
         }
     }
+}
 
-    override func tableView(_ tableView: UITableView, didEndDisplaying cell: UITableViewCell, forRowAt indexPath: IndexPath) {
-        // Scrolled off screen while its image was still coming: let the rows on screen go first.
-        if fetches[indexPath] != nil { ImageCache.shared.moveToSlowQueue(urls[indexPath.row]) }
+/// A row with an 80-point square photo (its frame is set at once, so that `setImage` knows the size
+/// to decode at from the first binding) and the text beside it.
+final class PhotoCell: UITableViewCell {
+    let photo = UIImageView(frame: CGRect(x: 4, y: 4, width: 80, height: 80))
+
+    override init(style: UITableViewCell.CellStyle, reuseIdentifier: String?) {
+        super.init(style: style, reuseIdentifier: reuseIdentifier)
+        photo.contentMode = .scaleAspectFill
+        photo.clipsToBounds = true
+        contentView.addSubview(photo)
+    }
+
+    required init?(coder: NSCoder) {
+        fatalError("PhotoCell is made in code")
+    }
+
+    override func layoutSubviews() {
+        super.layoutSubviews()
+        let bounds = contentView.bounds
+        textLabel?.frame = CGRect(x: 96, y: 0, width: max(0, bounds.width - 104), height: bounds.height)
     }
 }
 #endif

@@ -7,7 +7,8 @@
 // what the checked code uses; declare only API available at the package's deployment target
 // (macOS 10.15). Workarounds for what Swift source cannot say are marked SHIM:.
 
-@_exported import Foundation  // AppKit re-exports Foundation (and CoreGraphics: CGFloat, NSSize, ...).
+@_exported import Foundation  // AppKit re-exports Foundation (and with it ObjectiveC's functions, below)
+@_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, NSSize are Foundation's here
 
 /// `open class NSImage : NSObject` in the SDK; not `@MainActor`.
 /// Designated initializers are `init(size:)` and `init?(coder:)`; `init?(data:)`,
@@ -21,6 +22,8 @@ open class NSImage: NSObject {
     public convenience init?(data: Data) { fatalError("AppKit shim") }
     public convenience init?(contentsOfFile fileName: String) { fatalError("AppKit shim") }
     public convenience init?(contentsOf url: URL) { fatalError("AppKit shim") }
+    /// `size` `.zero` takes the CGImage's size in pixels, as points.
+    public convenience init(cgImage: CGImage, size: NSSize) { fatalError("AppKit shim") }
 
     /// The size of the image, in points.
     open var size: NSSize {
@@ -75,6 +78,68 @@ extension NSImage: @unchecked Sendable {}
 @available(*, unavailable)
 extension NSImage: @unchecked Sendable {}
 #endif
+
+// MARK: - Views (main-actor isolated, as in the SDK)
+
+@MainActor
+open class NSResponder: NSObject {
+    public override init() { super.init() }
+}
+
+@MainActor
+open class NSWindow: NSResponder {}
+
+/// Designated: `init(frame:)` and `init?(coder:)`.
+@MainActor
+open class NSView: NSResponder {
+    public init(frame frameRect: NSRect) { super.init() }
+    public required init?(coder: NSCoder) { fatalError("AppKit shim") }
+
+    open var bounds: NSRect {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+    open var window: NSWindow? { fatalError("AppKit shim") }
+    /// Converts a size from the view's coordinates (points) to the backing store's (pixels).
+    @available(macOS 10.7, *)
+    open func convertToBacking(_ size: NSSize) -> NSSize { fatalError("AppKit shim") }
+}
+
+@MainActor
+open class NSControl: NSView {
+    public override init(frame frameRect: NSRect) { super.init(frame: frameRect) }
+    public required init?(coder: NSCoder) { fatalError("AppKit shim") }
+}
+
+@MainActor
+open class NSImageView: NSControl {
+    public override init(frame frameRect: NSRect) { super.init(frame: frameRect) }
+    public required init?(coder: NSCoder) { fatalError("AppKit shim") }
+
+    open var image: NSImage? {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+}
+
+// MARK: - Associated objects (the ObjectiveC module, which Foundation re-exports on Apple platforms)
+
+// SHIM: declared here, since swift-corelibs-foundation has no ObjectiveC module to re-export.
+public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
+    case OBJC_ASSOCIATION_ASSIGN = 0
+    case OBJC_ASSOCIATION_RETAIN_NONATOMIC = 1
+    case OBJC_ASSOCIATION_COPY_NONATOMIC = 3
+    case OBJC_ASSOCIATION_RETAIN = 769
+    case OBJC_ASSOCIATION_COPY = 771
+}
+
+public func objc_setAssociatedObject(_ object: Any, _ key: UnsafeRawPointer, _ value: Any?, _ policy: objc_AssociationPolicy) {
+    fatalError("AppKit shim")
+}
+
+public func objc_getAssociatedObject(_ object: Any, _ key: UnsafeRawPointer) -> Any? {
+    fatalError("AppKit shim")
+}
 
 // MARK: - IndexPath (AppKit's Swift overlay adds items, for NSCollectionView, to Foundation's IndexPath)
 

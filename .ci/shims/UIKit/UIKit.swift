@@ -11,7 +11,8 @@
 //   a newer API is guarded by `#available`; keep such API out of the shim where possible.
 // - Where Swift source cannot say what the Objective-C importer says, the workaround is marked SHIM:.
 
-@_exported import Foundation  // UIKit re-exports Foundation (and CoreGraphics: CGFloat, CGSize, ...).
+@_exported import Foundation  // UIKit re-exports Foundation (and with it ObjectiveC's functions, below)
+@_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, CGSize are Foundation's here
 
 // MARK: - Images (thread-safe, not main-actor isolated)
 
@@ -29,6 +30,7 @@ open class UIImage: NSObject, @unchecked Sendable {
     public init?(data: Data) { fatalError("UIKit shim") }
     @available(iOS 6.0, *)
     public init?(data: Data, scale: CGFloat) { fatalError("UIKit shim") }
+    public init(cgImage: CGImage) { fatalError("UIKit shim") }
 
     /// The logical size, in points.
     open var size: CGSize { fatalError("UIKit shim") }
@@ -119,6 +121,12 @@ open class UIView: UIResponder {
         set { fatalError("UIKit shim") }
     }
     open var superview: UIView? { fatalError("UIKit shim") }
+    open var window: UIWindow? { fatalError("UIKit shim") }
+    @available(iOS 4.0, *)
+    open var contentScaleFactor: CGFloat {
+        get { fatalError("UIKit shim") }
+        set { fatalError("UIKit shim") }
+    }
     open var subviews: [UIView] { fatalError("UIKit shim") }
     open func addSubview(_ view: UIView) { fatalError("UIKit shim") }
     open func removeFromSuperview() { fatalError("UIKit shim") }
@@ -143,6 +151,12 @@ extension UIView {
         case bottomLeft = 11
         case bottomRight = 12
     }
+}
+
+@MainActor
+open class UIWindow: UIView {
+    public override init(frame: CGRect) { super.init(frame: frame) }
+    public required init?(coder: NSCoder) { fatalError("UIKit shim") }
 }
 
 @MainActor
@@ -479,4 +493,23 @@ extension IndexPath {
         get { self[1] }
         set { self[1] = newValue }
     }
+}
+
+// MARK: - Associated objects (the ObjectiveC module, which Foundation re-exports on Apple platforms)
+
+// SHIM: declared here, since swift-corelibs-foundation has no ObjectiveC module to re-export.
+public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
+    case OBJC_ASSOCIATION_ASSIGN = 0
+    case OBJC_ASSOCIATION_RETAIN_NONATOMIC = 1
+    case OBJC_ASSOCIATION_COPY_NONATOMIC = 3
+    case OBJC_ASSOCIATION_RETAIN = 769
+    case OBJC_ASSOCIATION_COPY = 771
+}
+
+public func objc_setAssociatedObject(_ object: Any, _ key: UnsafeRawPointer, _ value: Any?, _ policy: objc_AssociationPolicy) {
+    fatalError("UIKit shim")
+}
+
+public func objc_getAssociatedObject(_ object: Any, _ key: UnsafeRawPointer) -> Any? {
+    fatalError("UIKit shim")
 }

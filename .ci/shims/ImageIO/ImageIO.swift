@@ -1,0 +1,31 @@
+// A signature-only stand-in for Apple's ImageIO, so that `swiftc` on Linux can check the
+// `#if canImport(ImageIO)` code of ImageCache.swift. It is compiled into a module named ImageIO by
+// .ci/shims/build; nothing here ever runs (every body traps). Rules: as for the UIKit shim (mirror
+// Apple's Swift declarations, iOS 18 / macOS 15 SDK; add only what the checked code uses).
+
+@_exported import CoreGraphics  // ImageIO's headers import CoreGraphics
+
+/// `class CGImageSource` in the SDK: a CoreFoundation type, imported as a class.
+public final class CGImageSource {
+    private init() { fatalError("ImageIO shim") }
+}
+
+public func CGImageSourceCreateWithData(_ data: CFData, _ options: CFDictionary?) -> CGImageSource? {
+    fatalError("ImageIO shim")
+}
+
+public func CGImageSourceCreateImageAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage? {
+    fatalError("ImageIO shim")
+}
+
+public func CGImageSourceCreateThumbnailAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage? {
+    fatalError("ImageIO shim")
+}
+
+// `public let kCGImageSource...: CFString` in the SDK (imported C constants, readable from any thread).
+// SHIM: `nonisolated(unsafe)`, because NSString is not Sendable here and Swift source cannot declare
+// an imported constant.
+nonisolated(unsafe) public let kCGImageSourceShouldCacheImmediately: CFString = "kCGImageSourceShouldCacheImmediately"
+nonisolated(unsafe) public let kCGImageSourceCreateThumbnailFromImageAlways: CFString = "kCGImageSourceCreateThumbnailFromImageAlways"
+nonisolated(unsafe) public let kCGImageSourceCreateThumbnailWithTransform: CFString = "kCGImageSourceCreateThumbnailWithTransform"
+nonisolated(unsafe) public let kCGImageSourceThumbnailMaxPixelSize: CFString = "kCGImageSourceThumbnailMaxPixelSize"

@@ -1,0 +1,143 @@
+// A signature-only stand-in for Apple's SwiftUI, so that `swiftc` on Linux can check the
+// `#if canImport(SwiftUI)` code of ImageCache.swift. .ci/shims/build compiles it into a module named
+// SwiftUI twice: against the UIKit shim (iOS) and against the AppKit shim (macOS). Nothing here ever
+// runs (every body traps, or returns `self` where an opaque `some View` needs a value).
+//
+// Rules: as for the UIKit shim. Mirror Apple's Swift declarations (the iOS 18 / macOS 15 SDK, where
+// `View` and `StateObject` are `@MainActor`); add only what the checked code uses; mark API newer than
+// the package's deployment targets with its `@available`.
+
+// SwiftUI re-exports UIKit (iOS) or AppKit (macOS), and with them Foundation: a file that imports
+// SwiftUI alone can use URL and UIImage.
+#if canImport(UIKit)
+@_exported import UIKit
+#elseif canImport(AppKit)
+@_exported import AppKit
+#endif
+
+// MARK: - Views
+
+@MainActor @preconcurrency
+public protocol View {
+    associatedtype Body: View
+    @ViewBuilder @MainActor @preconcurrency var body: Self.Body { get }
+}
+
+/// SHIM: only the one-view block the checked code needs.
+@resultBuilder
+public struct ViewBuilder {
+    public static func buildBlock<Content: View>(_ content: Content) -> Content { content }
+}
+
+extension Never: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+}
+
+/// `@frozen public struct Image : Equatable, Sendable` in the SDK, a `View` whose `Body` is `Never`.
+/// SHIM: Equatable is left out.
+@frozen public struct Image: Sendable, View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+
+    #if canImport(UIKit)
+    public init(uiImage: UIImage) { fatalError("SwiftUI shim") }
+    #elseif canImport(AppKit)
+    public init(nsImage: NSImage) { fatalError("SwiftUI shim") }
+    #endif
+
+    public enum ResizingMode: Sendable {
+        case tile
+        case stretch
+    }
+
+    public func resizable(capInsets: EdgeInsets = EdgeInsets(), resizingMode: Image.ResizingMode = .stretch) -> Image {
+        fatalError("SwiftUI shim")
+    }
+}
+
+@frozen public struct EdgeInsets: Equatable, Sendable {
+    public var top: CGFloat, leading: CGFloat, bottom: CGFloat, trailing: CGFloat
+    public init(top: CGFloat, leading: CGFloat, bottom: CGFloat, trailing: CGFloat) {
+        (self.top, self.leading, self.bottom, self.trailing) = (top, leading, bottom, trailing)
+    }
+    public init() { self.init(top: 0, leading: 0, bottom: 0, trailing: 0) }
+}
+
+extension View {
+    nonisolated public func scaledToFill() -> some View { self }
+    nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
+    nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
+
+    @available(iOS, introduced: 14.0, deprecated: 17.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
+    @available(macOS, introduced: 11.0, deprecated: 14.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
+    @available(tvOS, introduced: 14.0, deprecated: 17.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
+    @available(watchOS, introduced: 7.0, deprecated: 10.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
+    nonisolated public func onChange<V>(of value: V, perform action: @escaping (_ newValue: V) -> Void) -> some View where V: Equatable {
+        self
+    }
+}
+
+// MARK: - State
+
+/// SHIM: `DynamicProperty` has a requirement `mutating func update()` with a default; nothing here calls it.
+public protocol DynamicProperty {}
+
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+@MainActor @preconcurrency @frozen @propertyWrapper
+public struct StateObject<ObjectType>: DynamicProperty where ObjectType: ObservableObject {
+    nonisolated public init(wrappedValue thunk: @autoclosure @escaping () -> ObjectType) { fatalError("SwiftUI shim") }
+    @MainActor @preconcurrency public var wrappedValue: ObjectType { fatalError("SwiftUI shim") }
+}
+
+@frozen @propertyWrapper
+public struct Environment<Value>: DynamicProperty {
+    public init(_ keyPath: KeyPath<EnvironmentValues, Value>) { fatalError("SwiftUI shim") }
+    public var wrappedValue: Value { fatalError("SwiftUI shim") }
+}
+
+public struct EnvironmentValues {
+    /// The display scale of this environment: 2 or 3 on iPhones.
+    public var displayScale: CGFloat {
+        get { fatalError("SwiftUI shim") }
+        set { fatalError("SwiftUI shim") }
+    }
+}
+
+// MARK: - From Combine, which SwiftUI re-exports
+
+/// SHIM: Combine's `ObservableObject` requires `ObjectWillChangePublisher: Publisher` with
+/// `Failure == Never`; this shim has no `Publisher`, so the constraint is left out.
+public protocol ObservableObject: AnyObject {
+    associatedtype ObjectWillChangePublisher = ObservableObjectPublisher
+    var objectWillChange: Self.ObjectWillChangePublisher { get }
+}
+
+extension ObservableObject where Self.ObjectWillChangePublisher == ObservableObjectPublisher {
+    public var objectWillChange: ObservableObjectPublisher { fatalError("SwiftUI shim") }
+}
+
+final public class ObservableObjectPublisher {
+    public init() {}
+}
+
+/// Like Combine's: usable only on properties of classes (the `_enclosingInstance` subscript).
+@propertyWrapper
+public struct Published<Value> {
+    public init(wrappedValue: Value) { fatalError("SwiftUI shim") }
+
+    @available(*, unavailable, message: "@Published is only available on properties of classes")
+    public var wrappedValue: Value {
+        get { fatalError("SwiftUI shim") }
+        set { fatalError("SwiftUI shim") }
+    }
+
+    public static subscript<EnclosingSelf: AnyObject>(
+        _enclosingInstance object: EnclosingSelf,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Published<Value>>
+    ) -> Value {
+        get { fatalError("SwiftUI shim") }
+        set { fatalError("SwiftUI shim") }
+    }
+}

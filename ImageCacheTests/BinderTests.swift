@@ -1,0 +1,368 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// A display target as a view is one, for the binder on Linux. Used on the binder's queue only
+/// (the tests' `callbacks`), which its setter checks.
+final class TestTarget: ImageCache.ImageTarget {
+    let queue: DispatchQueue
+    var isDisplayed = true
+    /// The width of the image of the URL it was bound to last, set by the test as it binds.
+    var expected: Int?
+    /// Every image set, by width (nil: none).
+    private(set) var history: [Int?] = []
+    /// Images set that are not the latest binding's (the placeholder and failure image aside).
+    private(set) var wrong = 0
+    /// Called after each image is set.
+    var onSet: ((ImageCache.Image?) -> Void)?
+
+    init(queue: DispatchQueue) { self.queue = queue }
+
+    var image: ImageCache.Image? {
+        didSet {
+            dispatchPrecondition(condition: .onQueue(queue))
+            history.append(image?.width)
+            if let width = image?.width, width < BinderTests.placeholderWidth, width != expected { wrong += 1 }
+            onSet?(image)
+        }
+    }
+}
+
+/// The binder: never the wrong image, no flicker, failures, memory warnings, sized images (issue 12).
+final class BinderTests: CacheTestCase {
+    static let placeholderWidth = 9_001, failureWidth = 9_002
+    private lazy var placeholder = image(width: Self.placeholderWidth)
+    private lazy var failureImage = image(width: Self.failureWidth)
+
+    /// photo.png with another width in its header: a different image to tell URLs apart by (the
+    /// structural check reads the size and does not check the header's CRC).
+    private func png(width: Int) -> Data {
+        var data = fixture("photo.png")
+        data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
+        return data
+    }
+
+    private func image(width: Int) -> ImageCache.Image {
+        guard let image = ImageCache.Image(data: png(width: width)) else { fatalError("not an image") }
+        return image
+    }
+
+    /// Serves an image `width` pixels wide at `path`, answered after `delay` seconds.
+    private func serveImage(_ path: String, width: Int, delay: TimeInterval = 0) -> URL {
+        server.set(path, LoopbackServer.Response(body: png(width: width), delay: delay))
+        return server.url(path)
+    }
+
+    private func makeTarget() -> (TestTarget, ImageCache.Binder) {
+        let target = TestTarget(queue: callbacks)
+        return (target, ImageCache.Binder(target, queue: callbacks))
+    }
+
+    // MARK: Never the wrong image
+
+    func testRebindingOneTargetToAHundredURLsShowsOnlyTheLastURLsImage() {
+        // Given 100 URLs, each with its own image, half answered at once, half after random delays
+        // of up to 50 ms
+        let cache = makeCache()
+        let urls = (0..<100).map { serveImage("/rebind\($0).png", width: 1_000 + $0, delay: Bool.random() ? 0 : .random(in: 0...0.05)) }
+        let (target, binder) = makeTarget()
+        let last = expectation(description: "the last URL's image")
+        target.onSet = { if $0?.width == 1_099 { last.fulfill() } }
+
+        // When one target is bound to each in quick succession, as a cell is in a fast scroll (the
+        // short random pauses only vary the timing, so that some answers land between two bindings)
+        for (index, url) in urls.enumerated() {
+            callbacks.sync {
+                target.expected = 1_000 + index
+                binder.bind(url, placeholder: placeholder, cache: cache)
+            }
+            if Int.random(in: 0..<3) == 0 { Thread.sleep(forTimeInterval: .random(in: 0...0.006)) }
+        }
+        wait(for: [last], timeout: 10)
+
+        // Then the last URL's image is the one set at the end, and no image of an earlier binding
+        // was ever set after a newer binding was made
+        let (history, wrong, ignored, state) = callbacks.sync { (target.history, target.wrong, binder.ignoredCallbacks, binder.state) }
+        XCTAssertEqual(wrong, 0, "images of an earlier binding set after a newer one")
+        XCTAssertEqual(history.last, 1_099)
+        guard case .image(.network) = state else { return XCTFail("state \(state)") }
+        // Each of the 99 earlier bindings either showed its image while it was the latest, or was
+        // cancelled by the next one: its callback (the cancellation) came after and was ignored.
+        let shownWhileLatest = Set(history.compactMap { $0 }.filter { $0 < Self.placeholderWidth }).count - 1
+        XCTAssertEqual(shownWhileLatest + ignored, 99)
+        print("BinderTests: 100 bindings of one target; \(shownWhileLatest) earlier images came while their binding was the latest;"
+              + " \(ignored) stale callbacks (cancellations of earlier bindings) arrived after a newer binding and were ignored;"
+              + " \(wrong) images of an earlier binding set after a newer one")
+        assertInvariants(cache)
+    }
+
+    func testFiftyTargetsSharingTenURLsEachShowTheirLastURLsImage() {
+        // Given 10 URLs with random delays, and 50 targets, as 50 cells of a table of 10 images
+        let cache = makeCache()
+        let urls = (0..<10).map { serveImage("/shared\($0).png", width: 2_000 + $0, delay: .random(in: 0...0.05)) }
+        let pairs = (0..<50).map { _ in makeTarget() }
+        let done = expectation(description: "every target shows its last URL's image")
+        done.expectedFulfillmentCount = 50
+
+        // When each is bound to URL i % 10, then rebound to URL (i + 1) % 10, as reused cells are
+        callbacks.sync {
+            for (index, (target, binder)) in pairs.enumerated() {
+                target.expected = 2_000 + index % 10
+                binder.bind(urls[index % 10], placeholder: placeholder, cache: cache)
+            }
+        }
+        callbacks.sync {
+            for (index, (target, binder)) in pairs.enumerated() {
+                target.expected = 2_000 + (index + 1) % 10
+                var fulfilled = false
+                target.onSet = { image in
+                    if image?.width == target.expected, !fulfilled { fulfilled = true; done.fulfill() }
+                }
+                binder.bind(urls[(index + 1) % 10], placeholder: placeholder, cache: cache)
+            }
+        }
+        wait(for: [done], timeout: 10)
+
+        // Then every target shows its last URL's image, none ever showed an image of a URL it was
+        // no longer bound to, and each URL was downloaded once: a rebinding joins the download
+        // before it leaves the old one
+        let (wrong, ignored, finals) = callbacks.sync {
+            (pairs.map { $0.0.wrong }.reduce(0, +), pairs.map { $0.1.ignoredCallbacks }.reduce(0, +), pairs.map { $0.0.history.last ?? nil })
+        }
+        XCTAssertEqual(wrong, 0)
+        XCTAssertEqual(finals, (0..<50).map { 2_000 + ($0 + 1) % 10 })
+        for index in 0..<10 { XCTAssertEqual(server.requestCount("/shared\(index).png"), 1, "URL \(index)") }
+        print("BinderTests: 50 targets on 10 URLs, each bound twice; \(ignored) stale callbacks arrived and were ignored;"
+              + " \(wrong) images of an earlier binding set after a newer one")
+        assertInvariants(cache)
+    }
+
+    // MARK: No flicker
+
+    func testAnImageInMemoryIsSetInsideBindAndThePlaceholderNever() {
+        // Given an image in memory
+        let cache = makeCache()
+        let url = serveImage("/memory.png", width: 3_000)
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        let (target, binder) = makeTarget()
+
+        // When a target is bound to it with a placeholder
+        let (task, history, state) = callbacks.sync {
+            target.expected = 3_000
+            let task = binder.bind(url, placeholder: placeholder, cache: cache)
+            return (task, target.history, binder.state)  // read in the same block: before any callback could run
+        }
+
+        // Then the image is set before `bind` returns, the placeholder is never set, nothing is requested
+        XCTAssertNil(task)
+        XCTAssertEqual(history, [3_000])
+        guard case .image(.memory) = state else { return XCTFail("state \(state)") }
+        XCTAssertEqual(server.requestCount("/memory.png"), 1)
+
+        // And an image not in memory shows the placeholder until it comes
+        let other = serveImage("/other.png", width: 3_001)
+        let shown = expectation(description: "the other image")
+        target.onSet = { if $0?.width == 3_001 { shown.fulfill() } }
+        let before = callbacks.sync { () -> [Int?] in
+            target.expected = 3_001
+            XCTAssertNotNil(binder.bind(other, placeholder: placeholder, cache: cache))
+            return target.history
+        }
+        XCTAssertEqual(before, [3_000, Self.placeholderWidth])
+        wait(for: [shown], timeout: 10)
+        XCTAssertEqual(callbacks.sync { target.history }, [3_000, Self.placeholderWidth, 3_001])
+    }
+
+    // MARK: Failure
+
+    func testAFailureLeavesTheFailureImageOrThePlaceholderAndSaysWhy() {
+        // Given two URLs that answer 404
+        let cache = makeCache()
+        server.set("/gone.png", .status(404))
+        server.set("/gone-too.png", .status(404))
+        let (target, binder) = makeTarget()
+        let (plain, plainBinder) = makeTarget()
+        let failed = expectation(description: "both failed")
+        failed.expectedFulfillmentCount = 2
+        target.onSet = { if $0?.width == Self.failureWidth { failed.fulfill() } }
+        plain.onSet = { _ in if case .failed = plainBinder.state { failed.fulfill() } }
+
+        // When one target is bound with a failure image and one with a placeholder only
+        callbacks.sync {
+            binder.bind(server.url("/gone.png"), placeholder: placeholder, failureImage: failureImage, cache: cache)
+            plainBinder.bind(server.url("/gone-too.png"), placeholder: placeholder, cache: cache)
+        }
+        wait(for: [failed], timeout: 10)
+
+        // Then the failure image stays, else the placeholder, and each binder says why
+        let (history, plainHistory, state, plainState) = callbacks.sync { (target.history, plain.history, binder.state, plainBinder.state) }
+        XCTAssertEqual(history, [Self.placeholderWidth, Self.failureWidth])
+        XCTAssertEqual(plainHistory, [Self.placeholderWidth, Self.placeholderWidth])
+        guard case .failed(.httpStatus(404)) = state, case .failed(.httpStatus(404)) = plainState else {
+            return XCTFail("states \(state), \(plainState)")
+        }
+    }
+
+    func testCancellingKeepsWhatTheTargetShowsAndNoCallbackFollows() {
+        // Given a target loading an image that the server is holding back
+        let cache = makeCache()
+        let url = serveImage("/slow.png", width: 3_100, delay: 30)
+        let (target, binder) = makeTarget()
+        let task = callbacks.sync { binder.bind(url, placeholder: placeholder, cache: cache) }
+        XCTAssertTrue(server.waitForRequests("/slow.png", count: 1, timeout: 5))
+
+        // When its load is cancelled
+        callbacks.sync { binder.cancel() }
+
+        // Then the request is cancelled (its callback never runs), the placeholder stays, and the
+        // binder is idle
+        XCTAssertEqual(task?.isCancelled, true)
+        XCTAssertTrue(server.waitForDisconnects("/slow.png", count: 1, timeout: 5), "the download stops")
+        let (history, state) = callbacks.sync { (target.history, binder.state) }
+        XCTAssertEqual(history, [Self.placeholderWidth])
+        guard case .idle = state else { return XCTFail("state \(state)") }
+    }
+
+    func testATaskCancelledDirectlyLeavesTheBinderIdle() {
+        // Given a target loading a slow image
+        let cache = makeCache()
+        let url = serveImage("/direct.png", width: 3_200, delay: 30)
+        let (_, binder) = makeTarget()
+        let task = callbacks.sync { binder.bind(url, cache: cache) }
+
+        // When the returned task is cancelled, not the binder
+        task?.cancel()
+
+        // Then the binder hears of it on its queue (where `cancel` sent the notice) and is idle
+        guard case .idle = callbacks.sync(execute: { binder.state }) else { return XCTFail("not idle") }
+    }
+
+    // MARK: Memory warning
+
+    func testTargetsNotDisplayedLetTheirImagesGoOnPurgeAndTakeThemBackWhenDisplayedAgain() {
+        // Given two targets showing images, one displayed and one not, and a third on another cache
+        let cache = makeCache(), otherCache = makeCache("other")
+        let shownURL = serveImage("/shown.png", width: 4_000), hiddenURL = serveImage("/hidden.png", width: 4_001)
+        let (shown, shownBinder) = makeTarget(), (hidden, hiddenBinder) = makeTarget(), (other, otherBinder) = makeTarget()
+        let loaded = expectation(description: "three images")
+        loaded.expectedFulfillmentCount = 3
+        for target in [shown, hidden, other] { target.onSet = { if (4_000..<5_000).contains($0?.width ?? 0) { loaded.fulfill() } } }
+        callbacks.sync {
+            shownBinder.bind(shownURL, placeholder: placeholder, cache: cache)
+            hiddenBinder.bind(hiddenURL, placeholder: placeholder, cache: cache)
+            otherBinder.bind(hiddenURL, placeholder: placeholder, cache: otherCache)
+            hidden.isDisplayed = false
+            other.isDisplayed = false
+        }
+        wait(for: [loaded], timeout: 10)
+        callbacks.sync { for target in [shown, hidden, other] { target.onSet = nil } }
+
+        // When the cache purges its memory (a memory warning)
+        cache.purgeMemory()
+        callbacks.sync {}  // the binders hear of it on their queue, after the purge
+
+        // Then the target not displayed shows its placeholder; the displayed one, and the one on
+        // the other cache, keep their images
+        callbacks.sync {
+            XCTAssertEqual(hidden.history.last, Self.placeholderWidth)
+            if case .placeholder = hiddenBinder.state {} else { XCTFail("state \(hiddenBinder.state)") }
+            XCTAssertEqual(shown.history.last, 4_000)
+            XCTAssertEqual(other.history.last, 4_001)
+        }
+
+        // And when it is displayed again and bound again (as `cellForRow` or `onAppear` does), it
+        // takes its image back from disk: memory no longer has it, and the network is not asked
+        let back = expectation(description: "the image again")
+        let task = callbacks.sync { () -> ImageCache.FetchTask? in
+            hidden.isDisplayed = true
+            hidden.expected = 4_001
+            hidden.onSet = { if $0?.width == 4_001 { back.fulfill() } }
+            return hiddenBinder.bind(hiddenURL, placeholder: placeholder, cache: cache)
+        }
+        XCTAssertNotNil(task, "not from memory")
+        wait(for: [back], timeout: 10)
+        guard case .image(.disk) = callbacks.sync(execute: { hiddenBinder.state }) else { return XCTFail("not from disk") }
+        XCTAssertEqual(server.requestCount("/hidden.png"), 2, "one per cache")
+    }
+
+    // MARK: Sized images
+
+    func testTheDecodedSizeFillsTheTargetAndIsNeverLarger() {
+        // A 4000x3000 photo filling a 100-point square cell at 3x (300x300 pixels) is decoded at
+        // 400x300: 480 KB of bitmap instead of 48 MB.
+        let photo = ImageCache.decodedSize(width: 4_000, height: 3_000, filling: (300, 300))
+        XCTAssertTrue(photo == (400, 300), "\(photo)")
+        XCTAssertEqual(photo.width * photo.height * 4, 480_000)
+        let tall = ImageCache.decodedSize(width: 1_000, height: 4_000, filling: (300, 200))
+        XCTAssertTrue(tall == (300, 1_200), "\(tall)")
+        // Never up: an image smaller than its target, or without one, is decoded at its size.
+        XCTAssertTrue(ImageCache.decodedSize(width: 200, height: 100, filling: (300, 300)) == (200, 100))
+        XCTAssertTrue(ImageCache.decodedSize(width: 200, height: 100, filling: nil) == (200, 100))
+        // Target sizes: whole pixels, rounded up; none for an empty, absurd or missing size.
+        XCTAssertTrue(ImageCache.pixels(CGSize(width: 99.2, height: 100)).map { $0 == (100, 100) } ?? false)
+        XCTAssertNil(ImageCache.pixels(CGSize(width: 0, height: 100)))
+        XCTAssertNil(ImageCache.pixels(CGSize(width: CGFloat.nan, height: 100)))
+        XCTAssertNil(ImageCache.pixels(CGSize(width: CGFloat.infinity, height: 100)))
+        XCTAssertNil(ImageCache.pixels(nil))
+        // Memory keys: the key alone without a size.
+        XCTAssertEqual(ImageCache.memoryKey("k", filling: (100, 50)), "k\u{0}100x50")
+        XCTAssertEqual(ImageCache.memoryKey("k", filling: nil), "k")
+    }
+
+    func testEachSizeHasItsOwnMemoryEntryAndAllShareOneFileAndOneDownload() {
+        // Given an image bound at 100x100 pixels
+        let cache = makeCache()
+        let url = serveImage("/sized.png", width: 5_000)
+        let (small, smallBinder) = makeTarget(), (tiny, tinyBinder) = makeTarget()
+        let first = expectation(description: "the first size")
+        small.onSet = { if $0?.width == 5_000 { first.fulfill() } }
+        callbacks.sync { _ = smallBinder.bind(url, pixelSize: CGSize(width: 100, height: 100), cache: cache) }
+        wait(for: [first], timeout: 10)
+
+        // When a second target binds it at 50x50
+        let second = expectation(description: "the second size")
+        tiny.onSet = { if $0?.width == 5_000 { second.fulfill() } }
+        callbacks.sync { _ = tinyBinder.bind(url, pixelSize: CGSize(width: 50, height: 50), cache: cache) }
+        wait(for: [second], timeout: 10)
+
+        // Then memory has an entry per size, each counted against the budget (on Linux an image
+        // costs its bytes), the disk one file, and the second size came from that file
+        let key = url.absoluteString
+        cache.drainDisk()
+        XCTAssertEqual(Set(cache.memoryURLs), [key + "\u{0}100x100", key + "\u{0}50x50"])
+        XCTAssertEqual(cache.memoryBytes, 2 * png(width: 5_000).count)
+        XCTAssertEqual(cache.diskCount, 1)
+        XCTAssertEqual(server.requestCount("/sized.png"), 1)
+        guard case .image(.disk) = callbacks.sync(execute: { tinyBinder.state }) else { return XCTFail("not from disk") }
+        XCTAssertNil(cache.peek(url), "the image at its own size is not in memory")
+
+        // And removing the URL forgets every size
+        cache.remove(url)
+        XCTAssertNil(cache.peek(key: key + "\u{0}100x100"))
+        XCTAssertNil(cache.peek(key: key + "\u{0}50x50"))
+        XCTAssertEqual(cache.memoryCount, 0)
+        assertInvariants(cache)
+    }
+
+    func testStoringAKeyReplacesItsSizesInMemory() throws {
+        // Given an image bound at a size
+        let cache = makeCache()
+        let url = serveImage("/replaced.png", width: 6_000)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "the image")
+        target.onSet = { if $0?.width == 6_000 { shown.fulfill() } }
+        callbacks.sync { _ = binder.bind(url, pixelSize: CGSize(width: 80, height: 80), cache: cache) }
+        wait(for: [shown], timeout: 10)
+
+        // When new bytes are stored under its key
+        try cache.store(png(width: 6_001), for: url.absoluteString)
+
+        // Then binding it again at that size shows the new image (read from the new file)
+        let again = expectation(description: "the new image")
+        target.onSet = { if $0?.width == 6_001 { again.fulfill() } }
+        callbacks.sync { target.expected = 6_001; binder.bind(url, pixelSize: CGSize(width: 80, height: 80), cache: cache) }
+        wait(for: [again], timeout: 10)
+        XCTAssertEqual(server.requestCount("/replaced.png"), 1)
+    }
+}
