@@ -1307,9 +1307,10 @@ extension ImageCache {
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = policy.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
                 var payload = payload
+                let size = payload.bytes?.count
                 payload.noStore = policy.noStore
                 if notModified || policy.noStore { payload.bytes = nil }  // on disk already, or never to be
-                _keepOnDisk(_insert(download.key, payload, downloadedAt: downloadedAt), usedAt: now)
+                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt), usedAt: now)
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
                     diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, usedAt: now) }

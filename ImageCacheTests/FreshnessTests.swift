@@ -174,3 +174,26 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/slow.png"), 1)
     }
 }
+
+extension FreshnessTests {
+    func testAnEntryIsRevalidatedAgainAndAgainAcrossLaunches() throws {
+        // Given an image the server keeps 2 s (max-age, obeyed) and tags with an ETag
+        let clock = TestClock()
+        var response = LoopbackServer.Response.ok(fixture("photo.png"))
+        response.headers["ETag"] = "\"v1\""
+        response.headers["Cache-Control"] = "max-age=2"
+        server.set("/again.png", response)
+        let url = server.url("/again.png")
+        for launch in 0..<3 {
+            let cache = makeCache(clock: clock)
+            cache.usesServerMaxAge = true
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            cache.purgeMemory()
+            clock.advance(3)
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            cache.persistCacheToDisk()
+            XCTAssertEqual(server.conditionalCount("/again.png").notModified, 2 * launch + 1, "launch \(launch)")
+            clock.advance(3)
+        }
+    }
+}

@@ -66,6 +66,7 @@ final class Feed: @unchecked Sendable {
     struct Stats {
         var memory = 0, disk = 0, network = 0, failed = 0
         var requestsSeenByApp = 0  // used when no embedded server counts requests
+        var revalidated = 0  // 304s: an expired image renewed without its body
         var retries = 0, dedup = 0, prefetched = 0, moved = 0, cancelled = 0, released = 0
         var downloadedBytes = 0
         var failures: [String: Int] = [:]
@@ -100,6 +101,7 @@ final class Feed: @unchecked Sendable {
     private var prefetchBand = 0..<0
     private var rowsOfURL: [URL: [Int]] = [:]
     private var lastSource: [URL: ImageCache.Source] = [:]
+    private var notModified: [URL: Int] = [:]  // the 304s the embedded server counted, by URL
     private var lastBytes: [URL: Int] = [:]
     private let scroll: ScrollPlan
     private var screen: Screen?
@@ -329,6 +331,12 @@ final class Feed: @unchecked Sendable {
             case .network:
                 stats.network += 1
                 stats.requestsSeenByApp += 1
+                if let server, server.conditionalCount(url.path).notModified > (notModified[url] ?? 0) {
+                    notModified[url] = server.conditionalCount(url.path).notModified
+                    stats.revalidated += 1
+                    log(rowsOfURL[url]?.first, "304", "expired, revalidated: the server said 304 Not Modified, no body")
+                    return
+                }
                 stats.downloadedBytes += bytes
             }
             log(rowsOfURL[url]?.first, source.rawValue, "\(Self.formatBytes(bytes)) from \(source.rawValue)")
@@ -399,6 +407,8 @@ final class Feed: @unchecked Sendable {
             "  saved     \(stats.dedup) requests joined a download; \(stats.prefetched) rows ready by prefetch",
             "  lanes     \(stats.moved) moved to the slow lane on scrolling away, \(stats.cancelled) cancelled",
             "  memory    \(stats.released) rows off screen let their images go at the memory warning",
+            "  revalid.  \(stats.revalidated) expired images renewed by a 304, without their bodies",
+            "  stats     " + Self.describe(cache.statistics()).joined(separator: "\n            "),
             "  bind      p50 \(bind50) us, p99 \(bind99) us as the feed bound rows (\(stats.bindNanoseconds.count) binds)",
             "  peek      p50 \(number(warmPeeks)) us in a tight loop over the rows (warm CPU caches)",
             "  cache     " + Self.shortPath(cache.folder.path),
@@ -416,6 +426,7 @@ final class Feed: @unchecked Sendable {
             ("network", stats.network), ("disk", stats.disk), ("memory", stats.memory), ("failed", stats.failed),
             ("requests", requests), ("retries", stats.retries), ("dedup", stats.dedup), ("prefetched", stats.prefetched),
             ("moved", stats.moved), ("cancelled", stats.cancelled), ("released", stats.released),
+            ("revalidated", stats.revalidated),
             ("bytes", stats.downloadedBytes), ("bind_p50_us", bind50), ("bind_p99_us", bind99),
             ("peek_loop_p50_us", number(warmPeeks)),
         ]
@@ -458,11 +469,20 @@ final class Feed: @unchecked Sendable {
     }
 
     private func describe(_ image: ImageCache.Image, _ url: URL) -> String {
+        let renewed = notModified[url] != nil ? "  revalidated (304)" : ""
         #if canImport(UIKit) || canImport(AppKit)
-        return "\(Int(image.size.width))x\(Int(image.size.height))  \(Self.formatBytes(lastBytes[url] ?? 0))"
+        return "\(Int(image.size.width))x\(Int(image.size.height))  \(Self.formatBytes(lastBytes[url] ?? 0))" + renewed
         #else
-        return "\(image.format.rawValue) \(image.width)x\(image.height)  \(Self.formatBytes(image.data.count))"
+        return "\(image.format.rawValue) \(image.width)x\(image.height)  \(Self.formatBytes(image.data.count))" + renewed
         #endif
+    }
+
+    /// The cache's own `statistics()`, in two lines of a few words.
+    static func describe(_ stats: ImageCache.Statistics) -> [String] {
+        ["cache.statistics(): \(stats.requests) requests, memory \(stats.memoryHits), disk \(stats.diskHits),",
+         "network \(stats.misses), joined \(stats.deduplicated); \(stats.revalidated) revalidated, "
+            + "\(stats.evictions) evicted, \(stats.failures) failed",
+         "holds \(stats.memoryCount) in memory, \(stats.diskFiles) files (\(formatBytes(stats.diskBytes)))"]
     }
 
     private static func name(of url: URL, embedded: Bool) -> String {

@@ -154,7 +154,7 @@ final class Screen: @unchecked Sendable {
         tiers.add("   requests \(feed.requests)" + (feed.server.map { " (\($0.activeRequests) now)" } ?? ""), "1")
 
         var saved = Line()
-        saved.add(" saved: dedup \(stats.dedup), prefetch \(stats.prefetched)" + dot)
+        saved.add(" saved: dedup \(stats.dedup), prefetch \(stats.prefetched), 304s \(stats.revalidated)" + dot)
         saved.add("moved \(stats.moved)" + dot + "cancelled \(stats.cancelled)" + dot, "2")
         saved.add(Feed.formatBytes(stats.downloadedBytes) + " downloaded")
 
