@@ -298,6 +298,7 @@ extension ImageCache {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
             sizes = _forgetSizes(of: Key(string: key))
+            secondChance.removeObject(forKey: key)  // an older image of the key
             let stopped = _forget(Key(string: key))
             _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
@@ -1079,6 +1080,9 @@ extension ImageCache {
                 immediate = (.failure(error), 0)
                 return task
             }
+            // An image evicted lately comes back; a request for another type forgets it (its
+            // entry will replace it).
+            if decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key.string) }
             if decoder.type == nil, let found = _secondChance(key, now: now) {
                 _state.counts.memoryHits &+= 1
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
@@ -1667,7 +1671,6 @@ extension ImageCache {
     private func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        if _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key.string) }  // an older entry of the key
         guard cost <= _state.settings.memoryMaxBytes / 4 else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
@@ -1908,8 +1911,8 @@ extension ImageCache {
             var info = Foundation.stat()
             // Larger than any download may be: not read (a planted or damaged file), a miss.
             guard Foundation.fstat(fd, &info) == 0, Self.isFile(info), Int64(info.st_size) <= Int64(maxBytes) else { return nil }
-            let validators = Validators(fd: fd)
             let expired = now >= Self.modified(info) + timeToLive
+            let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(name, ifStill: info)
