@@ -293,23 +293,23 @@ extension ImageCache {
 
     private func store(_ payload: Payload, for key: String) throws {
         let now = currentTime()
-        var sizes: [Stopped] = []
-        let waiting: Stopped? = try lock.withLock {
+        // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
+        let waiting: [Stopped] = try lock.withLock {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            sizes = _forgetSizes(of: Key(string: key))
+            let stopped = _forgetSizes(of: Key(string: key)) + [_forget(Key(string: key))].compactMap { $0 }
             secondChance.removeObject(forKey: key)  // an older image of the key
-            let stopped = _forget(Key(string: key))
             _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
             diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
             return stopped
         }
-        finishStopped(sizes)
-        guard let waiting else { return }
+        guard !waiting.isEmpty else { return }
         let started = lock.withLock { _startReadyDownloads() }
-        waiting.task?.cancel()
-        deliver(waiting.waiters, .success(Delivery(payload: payload, source: .memory)))
+        for stopped in waiting {
+            stopped.task?.cancel()
+            deliver(stopped.waiters, .success(Delivery(payload: payload, source: .memory)))
+        }
         startNetwork(started)
     }
 
@@ -2528,7 +2528,7 @@ extension ImageCache {
         public private(set) var state = State.idle
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache)?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: String?)?
         private var task: FetchTask?
         private var generation = 0  // of the binding: a callback of an earlier one is ignored
         private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -2555,17 +2555,23 @@ extension ImageCache {
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
+            let size = ImageCache.pixels(pixelSize)
+            let memoryKey = url.map { ImageCache.memoryKey(key ?? $0.absoluteString, filling: size) }
+            var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
+            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache { showing = true }
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
+            let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
-            binding = (placeholder, failureImage, cache)
-            guard let url else { show(placeholder, .placeholder); return nil }
-            let size = ImageCache.pixels(pixelSize)
-            let memoryKey = ImageCache.memoryKey(key ?? url.absoluteString, filling: size)
-            if let image = cache.peek(key: memoryKey) { show(image, .image(.memory)); return nil }
-            show(placeholder, .loading)
-            let generation = generation
+            binding = (placeholder, failureImage, cache, memoryKey)
+            guard let url, let memoryKey else { show(placeholder, .placeholder); return nil }
+            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
+            if let image = cache.peek(key: memoryKey) ?? (size == nil ? nil : cache.peek(key: key ?? url.absoluteString)) {
+                show(image, .image(.memory))
+                return nil
+            }
+            if showing { state = .loading } else { show(placeholder, .loading) }
             let decoder = size == nil ? Decoder.image
                 : Decoder(type: nil) { ImageCache.decode($0, filling: size).map { Payload(bytes: $0.data, image: $0.image) } }
             task = cache.request(url, key: memoryKey, decoder, lane: .fast, queue: queue, completion: { [weak self] result in
@@ -2589,8 +2595,8 @@ extension ImageCache {
             task = nil
             switch result {
             case .success(let fetched)?: show(fetched.value, .image(fetched.source))
+            case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
-            case nil: state = .idle
             }
         }
 
@@ -2633,8 +2639,10 @@ extension ImageCache { fileprivate typealias ImageView = NSImageView }
 
 // The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
 extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
-    /// Whether the view is in a window.
-    public var isDisplayed: Bool { window != nil }
+    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
+    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
+    /// warning rather than show its placeholder until it is bound again.
+    public var isDisplayed: Bool { true }
 
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
@@ -2645,7 +2653,10 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
                          targetSize: CGSize? = nil, cache: ImageCache = .shared) -> ImageCache.FetchTask? {
         let size = targetSize ?? bounds.size
         #if canImport(UIKit)
-        let pixels = CGSize(width: size.width * contentScaleFactor, height: size.height * contentScaleFactor)
+        // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
+        // window, where the bounds are rarely laid out either.)
+        let scale = max(1, traitCollection.displayScale)
+        let pixels = CGSize(width: size.width * scale, height: size.height * scale)
         #else
         let pixels = convertToBacking(size)
         #endif

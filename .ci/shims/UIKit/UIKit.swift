@@ -86,6 +86,12 @@ extension UIApplication {
 /// The importer makes NSObject's `init()` a convenience initializer: `UIView()` works, but a subclass's
 /// designated initializer must call `super.init(frame:)`, not `super.init()`.
 /// SHIM: `required init?(coder:)` stands in for the NSCoding conformance.
+/// `open class UITraitCollection : NSObject, NSCopying, NSSecureCoding, @unchecked Sendable` in the SDK.
+open class UITraitCollection: NSObject, @unchecked Sendable {
+    /// The scale of the display, or 0 when it is not specified.
+    open var displayScale: CGFloat { fatalError("UIKit shim") }
+}
+
 @MainActor
 open class UIView: UIResponder {
     public init(frame: CGRect) { super.init() }
@@ -128,6 +134,8 @@ open class UIView: UIResponder {
         set { fatalError("UIKit shim") }
     }
     open var subviews: [UIView] { fatalError("UIKit shim") }
+    /// From `UITraitEnvironment`, which UIView adopts.
+    open var traitCollection: UITraitCollection { fatalError("UIKit shim") }
     open func addSubview(_ view: UIView) { fatalError("UIKit shim") }
     open func removeFromSuperview() { fatalError("UIKit shim") }
     open func setNeedsLayout() { fatalError("UIKit shim") }
