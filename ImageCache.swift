@@ -1053,7 +1053,7 @@ extension ImageCache {
             _state.counts.requests &+= 1
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
-                    && decoder.made(image: _state.memory[slot].image, value: _state.memory[slot].value):
+                    && decoder.type == _state.memory[slot].type:
                 _state.memory.moveToFront(slot)
                 _state.counts.memoryHits &+= 1
                 // No bytes: the entry is of the requested type.
@@ -1586,6 +1586,7 @@ extension ImageCache {
             var key: Key
             var image: Image?
             var value: Box?  // what a decoder other than the image's made
+            var type: ObjectIdentifier? { value?.type }  // nil for an image, as `Decoder.type`
             var noStore = false
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
