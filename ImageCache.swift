@@ -36,7 +36,8 @@ import ImageIO
 import SwiftUI
 #endif
 
-/// A cache of remote images: memory, then disk, then network, with one download per URL.
+/// A cache of remote images (or any data): memory, then disk, then network, with one download per
+/// key (the URL by default).
 ///
 /// ```swift
 /// ImageCache.shared.fetch(url) { url, image in
@@ -46,17 +47,18 @@ import SwiftUI
 /// cell.imageView?.image = ImageCache.shared.peek(url) ?? placeholder
 /// ```
 ///
-/// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images in least-recently-used order; when
-/// it is full, the least recently used 10% leave in one batch (into an `NSCache` second chance).
-/// Disk holds the original downloaded bytes in `directory/uniqueName`, one file per URL named by a
-/// stable hash, written as soon as an image arrives. There is no index: a file's modification date
-/// is when its image was downloaded and its access date when it was last used, so nothing is loaded
-/// before the first lookup, and several processes may share one folder. Every image expires
-/// ``imageTimeToLive`` seconds after it was downloaded, in both tiers.
+/// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images and ``imageMemoryMaxBytes`` bytes in
+/// least-recently-used order, an `NSCache` second chance included; past a limit, the least recently
+/// used leave in one batch. Disk holds the downloaded bytes in `directory/uniqueName`, one file per
+/// key named by a stable hash, written as soon as they arrive, within ``diskMaxBytes``. There is no
+/// index: a file's modification date is when it was downloaded and its access date when it was last
+/// used, so nothing is loaded before the first lookup, and several processes may share one folder.
+/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded, in both tiers, and is
+/// then revalidated if the server gave an `ETag` or `Last-Modified`.
 ///
-/// **Queues.** ``fetch(_:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads`` at
-/// once); ``slowFetch(_:callback:)`` on a slow lane, one at a time, that starts nothing while fast
-/// work is queued or running. Concurrent requests for one URL share one download.
+/// **Queues.** ``fetch(_:key:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads``
+/// at once); ``slowFetch(_:key:callback:)`` on a slow lane, one at a time, that starts nothing while
+/// fast work is queued or running. Concurrent requests for one key share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
 /// ``callbackQueue`` (the main queue by default on Apple platforms, a serial queue of the
