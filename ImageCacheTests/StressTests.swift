@@ -107,8 +107,11 @@ final class StressTests: CacheTestCase {
             records.mutate { $0 += mine }
         }
 
-        // Let every download end (the longest delay is 40 ms), then drain the callback queue.
+        // Let every download end (the longest delay is 40 ms), then drain the callback queue. The
+        // downloads under the keys "k0"..."k2" are not found by URL: wait until every request has
+        // been answered or cancelled (a lost callback makes this time out, and the checks below fail).
         XCTAssertTrue(eventually(10) { urls.allSatisfy { !cache.fetching($0) } })
+        XCTAssertTrue(eventually(10) { records.value.allSatisfy { $0.task.isCancelled || $0.calls.value > 0 } })
         callbacks.sync {}
         let all = records.value
         XCTAssertGreaterThan(all.count, 100)
