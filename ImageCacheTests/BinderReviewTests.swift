@@ -3,33 +3,9 @@ import XCTest
 @_spi(Testing) @testable import ImageCache
 import LoopbackServer
 
-/// Review of issue 12 (binder, sized keys): each test states the promised behaviour and fails on main.
-final class BinderReviewTests: CacheTestCase {
-    private static let placeholderWidth = 9_001, failureWidth = 9_002
-    private lazy var placeholder = image(width: Self.placeholderWidth)
-    private lazy var failureImage = image(width: Self.failureWidth)
-
-    private func png(width: Int) -> Data {
-        var data = fixture("photo.png")
-        data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
-        return data
-    }
-
-    private func image(width: Int) -> ImageCache.Image {
-        guard let image = ImageCache.Image(data: png(width: width)) else { fatalError("not an image") }
-        return image
-    }
-
-    private func serveImage(_ path: String, width: Int, delay: TimeInterval = 0) -> URL {
-        server.set(path, LoopbackServer.Response(body: png(width: width), delay: delay))
-        return server.url(path)
-    }
-
-    private func makeTarget() -> (TestTarget, ImageCache.Binder) {
-        let target = TestTarget(queue: callbacks)
-        return (target, ImageCache.Binder(target, queue: callbacks))
-    }
-
+/// What a review of issue 12 (binder, sized keys) found: each test states the promised behaviour and
+/// failed before its fix.
+final class BinderReviewTests: BinderTestCase {
     /// `store(_:for:)` promises: "callers waiting for a download under `key` get it at once". A binder
     /// with a pixel size (what `setImage` always uses once the view is laid out) gets `.cancelled`
     /// instead, and shows its failure image, although the image is right there.

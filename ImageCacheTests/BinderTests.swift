@@ -23,42 +23,45 @@ final class TestTarget: ImageCache.ImageTarget {
         didSet {
             dispatchPrecondition(condition: .onQueue(queue))
             history.append(image?.width)
-            if let width = image?.width, width < BinderTests.placeholderWidth, width != expected { wrong += 1 }
+            if let width = image?.width, width < BinderTestCase.placeholderWidth, width != expected { wrong += 1 }
             onSet?(image)
         }
     }
 }
 
-/// The binder: never the wrong image, no flicker, failures, memory warnings, sized images (issue 12).
-final class BinderTests: CacheTestCase {
+/// What the binder tests share: images told apart by their width, a placeholder and a failure image.
+class BinderTestCase: CacheTestCase {
     static let placeholderWidth = 9_001, failureWidth = 9_002
-    private lazy var placeholder = image(width: Self.placeholderWidth)
-    private lazy var failureImage = image(width: Self.failureWidth)
+    lazy var placeholder = image(width: Self.placeholderWidth)
+    lazy var failureImage = image(width: Self.failureWidth)
 
     /// photo.png with another width in its header: a different image to tell URLs apart by (the
     /// structural check reads the size and does not check the header's CRC).
-    private func png(width: Int) -> Data {
+    func png(width: Int) -> Data {
         var data = fixture("photo.png")
         data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
         return data
     }
 
-    private func image(width: Int) -> ImageCache.Image {
+    func image(width: Int) -> ImageCache.Image {
         guard let image = ImageCache.Image(data: png(width: width)) else { fatalError("not an image") }
         return image
     }
 
     /// Serves an image `width` pixels wide at `path`, answered after `delay` seconds.
-    private func serveImage(_ path: String, width: Int, delay: TimeInterval = 0) -> URL {
+    func serveImage(_ path: String, width: Int, delay: TimeInterval = 0) -> URL {
         server.set(path, LoopbackServer.Response(body: png(width: width), delay: delay))
         return server.url(path)
     }
 
-    private func makeTarget() -> (TestTarget, ImageCache.Binder) {
+    func makeTarget() -> (TestTarget, ImageCache.Binder) {
         let target = TestTarget(queue: callbacks)
         return (target, ImageCache.Binder(target, queue: callbacks))
     }
+}
 
+/// The binder: never the wrong image, no flicker, failures, memory warnings, sized images (issue 12).
+final class BinderTests: BinderTestCase {
     // MARK: Never the wrong image
 
     func testRebindingOneTargetToAHundredURLsShowsOnlyTheLastURLsImage() {
