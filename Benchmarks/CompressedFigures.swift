@@ -49,22 +49,8 @@ func gzipBombPeak(_ config: Config) throws -> [Row] {
 
 /// Runs this program again as a gzip-bomb child; returns what it prints ("growth BYTES", "ms N").
 private func runBombChild(_ kind: String, limit: Int) throws -> (growth: Double, milliseconds: Double) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executablePath())
-    process.arguments = ["--directory", scratchParent.path, "--child", kind, String(limit)]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: output, as: UTF8.self)
-    func value(_ key: String) -> Double? {
-        text.split(separator: "\n").last(where: { $0.hasPrefix(key + " ") }).flatMap { Double($0.dropFirst(key.count + 1)) }
-    }
-    guard process.terminationStatus == 0, let growth = value("growth"), let milliseconds = value("ms") else {
-        throw BenchmarkError("child \(kind) \(limit) failed (status \(process.terminationStatus)): \(text)")
-    }
-    return (growth / 1e6, milliseconds)
+    let values = try runChild(["--child", kind, String(limit)], printing: ["growth", "ms"])
+    return (values["growth", default: 0] / 1e6, values["ms", default: 0])
 }
 
 /// The child process of `gzipBombPeak`: fetches the bomb one way with `limit` and prints

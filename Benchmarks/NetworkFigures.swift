@@ -261,8 +261,8 @@ func residentGrowth(_ config: Config) throws -> [Row] {
     let cap = 100  // images of 50 KB in the 5 MB budget
     var ours: [Double] = [], floor: [Double] = []
     for _ in 0..<config.pick(quick: 1, full: 3) {
-        ours.append(try runChild(["--child", "resident-ours", String(count)]))
-        floor.append(try runChild(["--child", "resident-floor", String(count)]))
+        ours.append(try runChild(["--child", "resident-ours", String(count)], printing: ["growth"])["growth", default: 0] / 1e6)
+        floor.append(try runChild(["--child", "resident-floor", String(count)], printing: ["growth"])["growth", default: 0] / 1e6)
     }
     let budget = Double(cap * TestImages.photo.count) * 1.5 / 1e6
     let result = (ours: Stats(ours), floor: Stats(floor))
@@ -278,8 +278,9 @@ func residentGrowth(_ config: Config) throws -> [Row] {
                         + "buffers of their own (with MALLOC_ARENA_MAX=2 both sides grow ~10.5 MB)"])]
 }
 
-/// Runs this program again with `arguments` and returns the number it prints ("growth BYTES"), in MB.
-private func runChild(_ arguments: [String]) throws -> Double {
+/// Runs this program again with `arguments` and returns the numbers it prints, one "NAME NUMBER"
+/// line each (the last line of a name counts); throws unless it exits with 0 and printed `names`.
+func runChild(_ arguments: [String], printing names: [String]) throws -> [String: Double] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executablePath())
     process.arguments = ["--directory", scratchParent.path] + arguments
@@ -289,12 +290,15 @@ private func runChild(_ arguments: [String]) throws -> Double {
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let text = String(decoding: output, as: UTF8.self)
-    guard process.terminationStatus == 0,
-          let line = text.split(separator: "\n").last(where: { $0.hasPrefix("growth ") }),
-          let bytes = Double(line.dropFirst("growth ".count)) else {
+    var values: [String: Double] = [:]
+    for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        if parts.count == 2, let number = Double(parts[1]) { values[String(parts[0])] = number }
+    }
+    guard process.terminationStatus == 0, names.allSatisfy({ values[$0] != nil }) else {
         throw BenchmarkError("child \(arguments.joined(separator: " ")) failed (status \(process.terminationStatus)): \(text)")
     }
-    return bytes / 1e6
+    return values
 }
 
 /// The child process of `residentGrowth`: fetches `count` images one way and prints "growth BYTES".
