@@ -796,7 +796,7 @@ extension ImageCache {
         public var deduplicated = 0
         /// Entries renewed by a `304 Not Modified`, without a body.
         public var revalidated = 0
-        /// Bytes of the bodies downloaded and kept.
+        /// Bytes of the bodies downloaded and accepted (a `304` has none).
         public var bytesDownloaded = 0
         /// Downloads and lookups that ended in a failure (each counted once, however many requests
         /// waited for it), and entries evicted from memory by its limits.
@@ -867,8 +867,7 @@ extension ImageCache {
             }
         }
 
-        func made(_ payload: Payload) -> Bool { made(image: payload.image, value: payload.value) }
-        func made(image: Image?, value: Box?) -> Bool { type == value?.type && (type != nil || image != nil) }
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
     }
 
     /// What a download or a memory hit hands to each waiter.
@@ -1318,21 +1317,21 @@ extension ImageCache {
             switch result {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
-                let policy = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+                let cacheControl = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
-                let downloadedAt = policy.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
+                let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
                 var payload = payload
                 let size = payload.bytes?.count
-                payload.noStore = policy.noStore
-                if notModified || policy.noStore { payload.bytes = nil }  // on disk already, or never to be
+                payload.noStore = cacheControl.noStore
+                if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
                 _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt), usedAt: now)
+                if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
                     diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, usedAt: now) }
-                } else if policy.noStore {
+                } else if cacheControl.noStore {
                     diskQueue.async { self.disk.remove(DiskStore.fileName(for: download.key.string)) }
                 } else {
-                    _state.counts.bytesDownloaded &+= payload.bytes?.count ?? 0
                     let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
                                               downloadedAt: downloadedAt, validators: Validators(response))
                     diskQueue.async {  // under the lock, like _keepOnDisk
@@ -1345,7 +1344,7 @@ extension ImageCache {
             case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
                 _state.lanes.move(download, to: .done)
                 _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
-                delivery = offline.map { .success(Delivery(payload: $0.payload, source: .disk, isStale: true)) } ?? delivery
+                if let offline { delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true)) }
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
@@ -1807,8 +1806,10 @@ extension ImageCache {
             case .success(let payload): hit = (payload, found.downloadedAt)
             case .failure(let error):
                 // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
-                if case .corruptImage = error { disk.discard(found, because: "\(error)") }
-                if case .emptyBody = error { disk.discard(found, because: "\(error)") }
+                switch error {
+                case .corruptImage, .emptyBody: disk.discard(found, because: "\(error)")
+                default: break
+                }
             }
         }
         var started: [Download] = []

@@ -78,6 +78,7 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertNotNil(cache.peek(url))
         cache.persistCacheToDisk()
         XCTAssertEqual(cache.diskCount, 0)
+        XCTAssertEqual(cache.statistics().bytesDownloaded, fixture("photo.png").count, "downloaded, if not kept on disk")
         XCTAssertEqual(try result(makeCache(), url)?.get().source, .network)
     }
 
