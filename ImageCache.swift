@@ -162,6 +162,7 @@ public final class ImageCache: @unchecked Sendable {
         // invalidating synchronously would wait for the queue it runs on.
         let session = _state.session
         DispatchQueue.global().async { session.invalidateAndCancel() }
+        _state.deadlineTimer?.cancel()
     }
 
     /// All the state `lock` guards.
@@ -172,6 +173,8 @@ public final class ImageCache: @unchecked Sendable {
         var memory = MemoryList()
         var lanes = Lanes()
         var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
+        var deadlineTimer: DispatchSourceTimer?  // see `_setTimer(for:)`
+        var nextDeadline: DispatchTime?  // what it is set for; nil when idle
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var counts = Statistics()  // its counters; the sizes are filled in by `statistics()`
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
@@ -1169,16 +1172,18 @@ extension ImageCache {
     /// The bytes of one network attempt, filled on the session's serial delegate queue.
     fileprivate final class Transfer: @unchecked Sendable {
         let download: Download
+        let task: URLSessionDataTask
         let limit: Int
+        let seconds: TimeInterval  // its time limit, from its start to `deadline`
+        let deadline: DispatchTime
         var response: URLResponse?
         var data = Data()
         var failure: Error?  // set when the cache stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the cache's lock
-        var deadline: DispatchSourceTimer?  // cancelled when the transfer completes; guarded by the lock
 
-        init(download: Download, limit: Int) {
-            self.download = download
-            self.limit = limit
+        init(download: Download, task: URLSessionDataTask, limit: Int, seconds: TimeInterval) {
+            (self.download, self.task, self.limit, self.seconds) = (download, task, limit, seconds)
+            deadline = .now() + seconds
         }
 
         /// Sizes the buffer once when the length is announced (growing it by doubling would keep
@@ -1220,28 +1225,46 @@ extension ImageCache {
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
                 let task = _state.session.dataTask(with: request)
                 _state.lanes.move(download, to: .running(task))
-                let transfer = Transfer(download: download, limit: limit), seconds = _state.settings.downloadTimeLimit
+                let transfer = Transfer(download: download, task: task, limit: limit, seconds: _state.settings.downloadTimeLimit)
                 _state.transfers[ObjectIdentifier(task)] = transfer
-                // A timer that `completed` cancels: 10,000 downloads leave no 10,000 blocks waiting
-                // for their deadlines. Weakly: a finished transfer's bytes must not wait for it.
-                let deadline = DispatchSource.makeTimerSource(queue: .global())
-                deadline.schedule(deadline: .now() + seconds)
-                deadline.setEventHandler { [weak self, weak task, weak transfer] in
-                    guard let self, let task, let transfer else { return }
-                    let running: Bool = lock.withLock {  // marked only while `completed` has not taken it
-                        guard _state.transfers[ObjectIdentifier(task)] === transfer else { return false }
-                        let limit = String(format: "%g", seconds)
-                        transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
-                        return true
-                    }
-                    if running { task.cancel() }  // `completed` then reports `timedOut`
-                }
-                transfer.deadline = deadline
-                deadline.resume()
+                _setTimer(for: transfer.deadline)
                 return task
             }
             task?.resume()
         }
+    }
+
+    /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
+    /// deadline it is set for. One timer, not one per transfer: a transfer then costs no timer of
+    /// its own to make and cancel (on Linux each pokes the dispatch manager thread), and 10,000
+    /// downloads leave no 10,000 timers behind.
+    private func _setTimer(for deadline: DispatchTime) {
+        if let next = _state.nextDeadline, next <= deadline { return }
+        _state.nextDeadline = deadline
+        if let timer = _state.deadlineTimer { return timer.schedule(deadline: deadline) }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.setEventHandler { [weak self] in self?.deadlinesPassed() }
+        timer.schedule(deadline: deadline)
+        timer.resume()
+        _state.deadlineTimer = timer
+    }
+
+    /// Stops the transfers whose time limit has passed (`completed` then reports `timedOut`), and
+    /// sets the timer for the next deadline, if any transfer is left.
+    private func deadlinesPassed() {
+        let now = DispatchTime.now()
+        let late: [URLSessionDataTask] = lock.withLock {
+            _state.nextDeadline = nil
+            var late: [URLSessionDataTask] = []
+            for transfer in _state.transfers.values where transfer.timedOut == nil {
+                guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
+                let limit = String(format: "%g", transfer.seconds)
+                transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
+                late.append(transfer.task)
+            }
+            return late
+        }
+        for task in late { task.cancel() }
     }
 
     private func transfer(for task: URLSessionTask) -> Transfer? {
@@ -1281,10 +1304,7 @@ extension ImageCache {
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
         guard let (transfer, timedOut) = lock.withLock({
-            _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { transfer in
-                transfer.deadline?.cancel()
-                return (transfer, transfer.timedOut)
-            }
+            _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
         }) else { return }
         var result: Result<Payload, Error>
         var bytes: Data?  // whole, for waiters of another type when the download's decoder fails

@@ -102,6 +102,28 @@ final class DeadlineTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testALimitLoweredWhileADownloadRunsAppliesToTheNextOneAtOnce() {
+        // Given a download running under a 60-second limit (one timer serves every deadline)
+        let cache = makeLimitedCache()
+        cache.downloadTimeLimit = 60
+        let long = serveDripFed("/drip/long.png")
+        let images = Locked<[URL: ImageCache.Image?]>([:])
+        let longDone = fetchExpecting(cache, long, images)
+        XCTAssertTrue(server.waitForRequests("/drip/long.png", count: 1, timeout: 10))
+        // When the limit drops to 1 second and another drip-fed download starts
+        cache.downloadTimeLimit = 1
+        let short = serveDripFed("/drip/short.png")
+        let shortDone = fetchExpecting(cache, short, images)
+        // Then the second fails at its own deadline, long before the first's, which runs on
+        wait(for: [shortDone], timeout: 10)
+        assertTimedOut(cache.error(for: short))
+        XCTAssertTrue(cache.fetching(long))
+        cache.remove(long)
+        wait(for: [longDone], timeout: 10)
+        XCTAssertEqual(images.value[long], .some(nil))
+        assertInvariants(cache)
+    }
+
     func testEachRetryGetsADeadlineOfItsOwn() {
         // Given one retry after a short wait
         let cache = makeLimitedCache(retryPolicy: ImageCache.RetryPolicy(maxRetries: 1, baseDelay: 0.01))
