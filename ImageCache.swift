@@ -215,14 +215,14 @@ extension ImageCache {
     ///   under one key share one entry, and one URL under two keys makes two.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(url, key: key, .image, lane: .fast) { result in callback?(url, Self.imageOrNil(result)) }
+        request(url, key: key, .image, lane: .fast) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(url, key: key, .image, lane: .slow) { result in callback?(url, Self.imageOrNil(result)) }
+        request(url, key: key, .image, lane: .slow) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -309,13 +309,7 @@ extension ImageCache {
             diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
             return stopped
         }
-        guard !waiting.isEmpty else { return }
-        let started = lock.withLock { _startReadyDownloads() }
-        for stopped in waiting {
-            stopped.task?.cancel()
-            deliver(stopped.waiters, .success(Delivery(payload: payload, source: .memory)))
-        }
-        startNetwork(started)
+        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
     }
 
     /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
@@ -1024,13 +1018,6 @@ extension ImageCache {
         case failed(Error, serial: UInt64)
     }
 
-    /// The image of a delivery, for the callback forms, with as few copies as can be: the memory-hit
-    /// path runs it.
-    private static func imageOrNil(_ result: Result<Delivery, Error>) -> Image? {
-        guard case .success(let delivery) = result else { return nil }
-        return delivery.payload.image ?? (try? resolve(delivery, .image).get().value)
-    }
-
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
     /// with a request for another type). No generic cast where it holds one.
     private static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
@@ -1152,14 +1139,14 @@ extension ImageCache {
         return nil
     }
 
-    /// Cancels the network tasks of stopped downloads, delivers nil to whoever still waits, and
-    /// starts what the freed slots allow.
-    private func finishStopped(_ stopped: [Stopped]) {
+    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
+    /// default) to whoever still waits, and starts what the freed slots allow.
+    private func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
         guard !stopped.isEmpty else { return }
         let started = lock.withLock { _startReadyDownloads() }
         for item in stopped {
             item.task?.cancel()
-            deliver(item.waiters, .failure(.cancelled))
+            deliver(item.waiters, result)
         }
         startNetwork(started)
     }
