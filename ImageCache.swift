@@ -294,16 +294,17 @@ extension ImageCache {
     }
 
     private func store(_ payload: Payload, for key: String) throws {
+        let key = Key(string: key)
         let now = currentTime()
         // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
         let waiting: [Stopped] = try lock.withLock {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetSizes(of: Key(string: key)) + [_forget(Key(string: key))].compactMap { $0 }
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
-            let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
-            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key.string)  // an older image of the key
+            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
+            let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
+            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(key, downloadedAt: now) } }
             return stopped
         }
         guard !waiting.isEmpty else { return }
@@ -410,7 +411,7 @@ extension ImageCache {
             secondChance.removeObject(forKey: key.string)
             let name = DiskStore.fileName(for: key.string)
             diskQueue.async { self.disk.remove(name) }
-            return [_forget(key)].compactMap { $0 } + _forgetSizes(of: key)
+            return _forgetWithSizes(key)
         }
         finishStopped(stopped)
     }
@@ -1607,9 +1608,9 @@ extension ImageCache {
         private var free: [Int] = []
         private var head = -1
         private var last = -1
-        private(set) var count = 0
         private(set) var bytes = 0  // the sum of the costs
 
+        var count: Int { slots.count - free.count }
         var tail: Int? { last < 0 ? nil : last }
 
         subscript(index: Int) -> Slot {
@@ -1627,7 +1628,6 @@ extension ImageCache {
                 slots.append(slot)
             }
             link(index)
-            count += 1
             bytes += slot.cost
             return index
         }
@@ -1639,7 +1639,6 @@ extension ImageCache {
             var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
-            count -= 1
             bytes -= slot.cost
             return slot
         }
@@ -1723,16 +1722,15 @@ extension ImageCache {
         return evicted
     }
 
+    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
+    @discardableResult
     private func _evict(_ slot: Int) -> MemoryList.Slot {
         let gone = _state.memory.remove(slot)
         _state.entries[gone.key] = nil
         return gone
     }
 
-    private func _removeFromMemory(_ key: Key, slot: Int) {
-        _state.entries[key] = nil
-        _state.memory.remove(slot)
-    }
+    private func _removeFromMemory(_ key: Key, slot: Int) { _evict(slot) }
 
     /// Queues the one disk write path: each image is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
@@ -2637,9 +2635,9 @@ extension ImageCache {
         size.map { "\(key)\u{0}\($0.width)x\($0.height)" } ?? key
     }
 
-    /// Forgets the images of `key` decoded to a size (see `memoryKey`), when `key` is removed or replaced.
-    private func _forgetSizes(of key: Key) -> [Stopped] {
-        _state.entries.keys.filter { $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
+    /// Forgets `key` and its images decoded to a size (see `memoryKey`), when `key` is removed or replaced.
+    private func _forgetWithSizes(_ key: Key) -> [Stopped] {
+        _state.entries.keys.filter { $0 == key || $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
     }
 }
 
