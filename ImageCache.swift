@@ -494,11 +494,7 @@ extension ImageCache {
     public var imageTimeToLive: TimeInterval {
         get { lock.withLock { _state.settings.timeToLive } }
         set {
-            lock.withLock {
-                let timeToLive = max(1, newValue.isNaN ? 1 : newValue)
-                _state.settings.timeToLive = timeToLive
-                diskQueue.async { self.disk.timeToLive = timeToLive }  // ordered with the lookups that follow
-            }
+            change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in disk.timeToLive = timeToLive }
         }
     }
 
@@ -521,6 +517,16 @@ extension ImageCache {
         set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
     }
 
+    /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, queued under
+    /// the lock so that it is ordered with the disk work that follows.
+    private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                         disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+        lock.withLock {
+            _state.settings[keyPath: setting] = value
+            if let disk { diskQueue.async { disk(self.disk, value) } }
+        }
+    }
+
     private func setMemoryLimits(_ change: (inout Settings) -> Void) {
         let now = currentTime()
         lock.withLock {
@@ -540,13 +546,9 @@ extension ImageCache {
     public var diskMaxBytes: Int {
         get { lock.withLock { _state.settings.diskMaxBytes } }
         set {
-            lock.withLock {
-                let maxBytes = max(1, newValue)
-                _state.settings.diskMaxBytes = maxBytes
-                diskQueue.async {
-                    self.disk.maxBytes = maxBytes
-                    self.disk.reduce(maxBytes: maxBytes, now: self.currentTime())
-                }
+            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
+                disk.maxBytes = maxBytes
+                disk.reduce(maxBytes: maxBytes, now: self.currentTime())
             }
         }
     }
@@ -556,7 +558,7 @@ extension ImageCache {
     /// in memory only.)
     public var usesServerMaxAge: Bool {
         get { lock.withLock { _state.settings.usesServerMaxAge } }
-        set { lock.withLock { _state.settings.usesServerMaxAge = newValue } }
+        set { change(\.usesServerMaxAge, to: newValue) }
     }
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
@@ -565,12 +567,7 @@ extension ImageCache {
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
         get { lock.withLock { _state.settings.servesStaleWhenOffline } }
-        set {
-            lock.withLock {
-                _state.settings.servesStaleWhenOffline = newValue
-                diskQueue.async { self.disk.keepsExpired = newValue }
-            }
-        }
+        set { change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired } }
     }
 
     /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
@@ -578,7 +575,7 @@ extension ImageCache {
     /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
     public var callbackQueue: DispatchQueue {
         get { lock.withLock { _state.settings.callbackQueue } }
-        set { lock.withLock { _state.settings.callbackQueue = newValue } }
+        set { change(\.callbackQueue, to: newValue) }
     }
 
     /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
@@ -617,7 +614,7 @@ extension ImageCache {
     /// a limit of its own. A change applies to attempts that start after it.
     public var downloadTimeLimit: TimeInterval {
         get { lock.withLock { _state.settings.downloadTimeLimit } }
-        set { lock.withLock { _state.settings.downloadTimeLimit = max(1, newValue.isNaN ? 120 : newValue) } }
+        set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
     }
 
     private static func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval, delegate: Receiver) -> URLSession {
@@ -629,7 +626,7 @@ extension ImageCache {
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { lock.withLock { _state.settings.retryPolicy } }
-        set { lock.withLock { _state.settings.retryPolicy = newValue } }
+        set { change(\.retryPolicy, to: newValue) }
     }
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
@@ -637,7 +634,7 @@ extension ImageCache {
     /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
         get { lock.withLock { _state.settings.maxImageBytes } }
-        set { lock.withLock { _state.settings.maxImageBytes = max(1, newValue) } }
+        set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -678,7 +675,7 @@ extension ImageCache {
     /// callbacks of the same fetch when they share that queue. Nil by default.
     public var onEvent: (@Sendable (Event) -> Void)? {
         get { lock.withLock { _state.settings.onEvent } }
-        set { lock.withLock { _state.settings.onEvent = newValue } }
+        set { change(\.onEvent, to: newValue) }
     }
 }
 
