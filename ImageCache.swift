@@ -96,7 +96,7 @@ public final class ImageCache: @unchecked Sendable {
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
-    private var observers: [NSObjectProtocol] = []
+    private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // The clock, in seconds since 1970; tests move it forward (see the section for tests).
     fileprivate var currentTime: @Sendable () -> TimeInterval = ImageCache.wallClock
 
@@ -153,11 +153,11 @@ public final class ImageCache: @unchecked Sendable {
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         receiver.cache = self
-        observeSystemEvents()
+        observeMemoryWarnings()
     }
 
     deinit {
-        observers.forEach { NotificationCenter.default.removeObserver($0) }
+        memoryWarnings.map(NotificationCenter.default.removeObserver)
         // The last reference may go away inside one of the session's own callbacks, where
         // invalidating synchronously would wait for the queue it runs on.
         let session = _state.session
@@ -2767,14 +2767,13 @@ extension ImageCache {
     }
     #endif
 
-    private func observeSystemEvents() {
+    private func observeMemoryWarnings() {
         #if canImport(UIKit) && !os(watchOS)
-        let observer = NotificationCenter.default.addObserver(
+        memoryWarnings = NotificationCenter.default.addObserver(
             forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
         ) { [weak self] _ in
             self?.purgeMemory()
         }
-        observers.append(observer)
         #endif
     }
 
@@ -2878,23 +2877,25 @@ extension ImageCache {
         init(_ value: Value) { self.value = value }
     }
 
+    /// The request of an `image(for:)` call, for a cancellation that may come before it is made.
     fileprivate final class TaskBox: @unchecked Sendable {
         private let lock = NSLock()
         private var task: FetchTask?
         private var cancelled = false
+
         func set(_ task: FetchTask) {
-            let cancelNow = lock.withLock { () -> Bool in
+            let cancelled = lock.withLock {
                 self.task = task
-                return cancelled
+                return self.cancelled
             }
-            if cancelNow { task.cancel() }
+            if cancelled { task.cancel() }
         }
+
         func cancel() {
-            let task = lock.withLock { () -> FetchTask? in
+            lock.withLock {
                 cancelled = true
-                return self.task
-            }
-            task?.cancel()
+                return task
+            }?.cancel()
         }
     }
 }
