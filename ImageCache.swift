@@ -188,7 +188,6 @@ public final class ImageCache: @unchecked Sendable {
         var usesServerMaxAge = false
         var servesStaleWhenOffline = false
         var maxConcurrentDownloads = 6
-        var maxFailuresRemembered = 1_000
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
@@ -1774,6 +1773,9 @@ extension ImageCache {
         }
     }
 
+    /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
+    private static let maxFailuresRemembered = 1_000
+
     private func _setFailed(_ key: Key, _ error: Error) {
         _state.serial += 1
         let serial = _state.serial
@@ -1781,7 +1783,7 @@ extension ImageCache {
         _state.counts.failures &+= 1
         _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > _state.settings.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
+        while _state.failureOrder.count > Self.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
             if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
         }
     }
