@@ -96,7 +96,7 @@ public final class ImageCache: @unchecked Sendable {
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
     private let disk: DiskStore  // used only on `diskQueue`
-    private var observers: [NSObjectProtocol] = []
+    private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // The clock, in seconds since 1970; tests move it forward (see the section for tests).
     fileprivate var currentTime: @Sendable () -> TimeInterval = ImageCache.wallClock
 
@@ -153,11 +153,11 @@ public final class ImageCache: @unchecked Sendable {
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         receiver.cache = self
-        observeSystemEvents()
+        observeMemoryWarnings()
     }
 
     deinit {
-        observers.forEach { NotificationCenter.default.removeObserver($0) }
+        memoryWarnings.map(NotificationCenter.default.removeObserver)
         // The last reference may go away inside one of the session's own callbacks, where
         // invalidating synchronously would wait for the queue it runs on.
         let session = _state.session
@@ -191,7 +191,6 @@ public final class ImageCache: @unchecked Sendable {
         var usesServerMaxAge = false
         var servesStaleWhenOffline = false
         var maxConcurrentDownloads = 6
-        var maxFailuresRemembered = 1_000
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
@@ -297,16 +296,17 @@ extension ImageCache {
     }
 
     private func store(_ payload: Payload, for key: String) throws {
+        let key = Key(string: key)
         let now = currentTime()
         // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
         let waiting: [Stopped] = try lock.withLock {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetSizes(of: Key(string: key)) + [_forget(Key(string: key))].compactMap { $0 }
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(Key(string: key), payload, downloadedAt: now), usedAt: now)
-            let item = DiskStore.Item(url: key, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
-            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(Key(string: key), downloadedAt: now) } }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key.string)  // an older image of the key
+            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
+            let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
+            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(key, downloadedAt: now) } }
             return stopped
         }
         finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
@@ -407,7 +407,7 @@ extension ImageCache {
             secondChance.removeObject(forKey: key.string)
             let name = DiskStore.fileName(for: key.string)
             diskQueue.async { self.disk.remove(name) }
-            return [_forget(key)].compactMap { $0 } + _forgetSizes(of: key)
+            return _forgetWithSizes(key)
         }
         finishStopped(stopped)
     }
@@ -490,11 +490,7 @@ extension ImageCache {
     public var imageTimeToLive: TimeInterval {
         get { lock.withLock { _state.settings.timeToLive } }
         set {
-            lock.withLock {
-                let timeToLive = max(1, newValue.isNaN ? 1 : newValue)
-                _state.settings.timeToLive = timeToLive
-                diskQueue.async { self.disk.timeToLive = timeToLive }  // ordered with the lookups that follow
-            }
+            change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in disk.timeToLive = timeToLive }
         }
     }
 
@@ -517,6 +513,16 @@ extension ImageCache {
         set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
     }
 
+    /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, queued under
+    /// the lock so that it is ordered with the disk work that follows.
+    private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                         disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+        lock.withLock {
+            _state.settings[keyPath: setting] = value
+            if let disk { diskQueue.async { disk(self.disk, value) } }
+        }
+    }
+
     private func setMemoryLimits(_ change: (inout Settings) -> Void) {
         let now = currentTime()
         lock.withLock {
@@ -536,13 +542,9 @@ extension ImageCache {
     public var diskMaxBytes: Int {
         get { lock.withLock { _state.settings.diskMaxBytes } }
         set {
-            lock.withLock {
-                let maxBytes = max(1, newValue)
-                _state.settings.diskMaxBytes = maxBytes
-                diskQueue.async {
-                    self.disk.maxBytes = maxBytes
-                    self.disk.reduce(maxBytes: maxBytes, now: self.currentTime())
-                }
+            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
+                disk.maxBytes = maxBytes
+                disk.reduce(maxBytes: maxBytes, now: self.currentTime())
             }
         }
     }
@@ -552,7 +554,7 @@ extension ImageCache {
     /// in memory only.)
     public var usesServerMaxAge: Bool {
         get { lock.withLock { _state.settings.usesServerMaxAge } }
-        set { lock.withLock { _state.settings.usesServerMaxAge = newValue } }
+        set { change(\.usesServerMaxAge, to: newValue) }
     }
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
@@ -561,12 +563,7 @@ extension ImageCache {
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
         get { lock.withLock { _state.settings.servesStaleWhenOffline } }
-        set {
-            lock.withLock {
-                _state.settings.servesStaleWhenOffline = newValue
-                diskQueue.async { self.disk.keepsExpired = newValue }
-            }
-        }
+        set { change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired } }
     }
 
     /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
@@ -574,7 +571,7 @@ extension ImageCache {
     /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
     public var callbackQueue: DispatchQueue {
         get { lock.withLock { _state.settings.callbackQueue } }
-        set { lock.withLock { _state.settings.callbackQueue = newValue } }
+        set { change(\.callbackQueue, to: newValue) }
     }
 
     /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
@@ -613,7 +610,7 @@ extension ImageCache {
     /// a limit of its own. A change applies to attempts that start after it.
     public var downloadTimeLimit: TimeInterval {
         get { lock.withLock { _state.settings.downloadTimeLimit } }
-        set { lock.withLock { _state.settings.downloadTimeLimit = max(1, newValue.isNaN ? 120 : newValue) } }
+        set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
     }
 
     private static func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval, delegate: Receiver) -> URLSession {
@@ -625,7 +622,7 @@ extension ImageCache {
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { lock.withLock { _state.settings.retryPolicy } }
-        set { lock.withLock { _state.settings.retryPolicy = newValue } }
+        set { change(\.retryPolicy, to: newValue) }
     }
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
@@ -633,7 +630,7 @@ extension ImageCache {
     /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
         get { lock.withLock { _state.settings.maxImageBytes } }
-        set { lock.withLock { _state.settings.maxImageBytes = max(1, newValue) } }
+        set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -674,7 +671,7 @@ extension ImageCache {
     /// callbacks of the same fetch when they share that queue. Nil by default.
     public var onEvent: (@Sendable (Event) -> Void)? {
         get { lock.withLock { _state.settings.onEvent } }
-        set { lock.withLock { _state.settings.onEvent = newValue } }
+        set { change(\.onEvent, to: newValue) }
     }
 }
 
@@ -1614,9 +1611,9 @@ extension ImageCache {
         private var free: [Int] = []
         private var head = -1
         private var last = -1
-        private(set) var count = 0
         private(set) var bytes = 0  // the sum of the costs
 
+        var count: Int { slots.count - free.count }
         var tail: Int? { last < 0 ? nil : last }
 
         subscript(index: Int) -> Slot {
@@ -1634,7 +1631,6 @@ extension ImageCache {
                 slots.append(slot)
             }
             link(index)
-            count += 1
             bytes += slot.cost
             return index
         }
@@ -1646,7 +1642,6 @@ extension ImageCache {
             var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
-            count -= 1
             bytes -= slot.cost
             return slot
         }
@@ -1730,16 +1725,15 @@ extension ImageCache {
         return evicted
     }
 
+    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
+    @discardableResult
     private func _evict(_ slot: Int) -> MemoryList.Slot {
         let gone = _state.memory.remove(slot)
         _state.entries[gone.key] = nil
         return gone
     }
 
-    private func _removeFromMemory(_ key: Key, slot: Int) {
-        _state.entries[key] = nil
-        _state.memory.remove(slot)
-    }
+    private func _removeFromMemory(_ key: Key, slot: Int) { _evict(slot) }
 
     /// Queues the one disk write path: each image is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
@@ -1786,6 +1780,9 @@ extension ImageCache {
         }
     }
 
+    /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
+    private static let maxFailuresRemembered = 1_000
+
     private func _setFailed(_ key: Key, _ error: Error) {
         _state.serial += 1
         let serial = _state.serial
@@ -1793,7 +1790,7 @@ extension ImageCache {
         _state.counts.failures &+= 1
         _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > _state.settings.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
+        while _state.failureOrder.count > Self.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
             if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
         }
     }
@@ -2644,9 +2641,9 @@ extension ImageCache {
         size.map { "\(key)\u{0}\($0.width)x\($0.height)" } ?? key
     }
 
-    /// Forgets the images of `key` decoded to a size (see `memoryKey`), when `key` is removed or replaced.
-    private func _forgetSizes(of key: Key) -> [Stopped] {
-        _state.entries.keys.filter { $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
+    /// Forgets `key` and its images decoded to a size (see `memoryKey`), when `key` is removed or replaced.
+    private func _forgetWithSizes(_ key: Key) -> [Stopped] {
+        _state.entries.keys.filter { $0 == key || $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
     }
 }
 
@@ -2779,14 +2776,13 @@ extension ImageCache {
     }
     #endif
 
-    private func observeSystemEvents() {
+    private func observeMemoryWarnings() {
         #if canImport(UIKit) && !os(watchOS)
-        let observer = NotificationCenter.default.addObserver(
+        memoryWarnings = NotificationCenter.default.addObserver(
             forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
         ) { [weak self] _ in
             self?.purgeMemory()
         }
-        observers.append(observer)
         #endif
     }
 
@@ -2890,23 +2886,25 @@ extension ImageCache {
         init(_ value: Value) { self.value = value }
     }
 
+    /// The request of an `image(for:)` call, for a cancellation that may come before it is made.
     fileprivate final class TaskBox: @unchecked Sendable {
         private let lock = NSLock()
         private var task: FetchTask?
         private var cancelled = false
+
         func set(_ task: FetchTask) {
-            let cancelNow = lock.withLock { () -> Bool in
+            let cancelled = lock.withLock {
                 self.task = task
-                return cancelled
+                return self.cancelled
             }
-            if cancelNow { task.cancel() }
+            if cancelled { task.cancel() }
         }
+
         func cancel() {
-            let task = lock.withLock { () -> FetchTask? in
+            lock.withLock {
                 cancelled = true
-                return self.task
-            }
-            task?.cancel()
+                return task
+            }?.cancel()
         }
     }
 }
