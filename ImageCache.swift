@@ -1803,7 +1803,7 @@ extension ImageCache {
         if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch download.decoder.decode(found.data) {
             case .success(let payload) where found.expired: stale = (payload, found)
-            case .success(let payload): hit = (payload, found.downloadedAt)
+            case .success(let payload): hit = (payload, found.file.downloadedAt)
             case .failure(let error):
                 // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
                 switch error {
@@ -1866,14 +1866,12 @@ extension ImageCache {
             var name: String { fileName(for: url) }
         }
 
-        /// A file as read: its bytes, and its dates and inode (which a later delete checks).
+        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
         struct Found {
-            let name: String
+            let file: File
             let data: Data
-            let info: Foundation.stat
-            var validators: Validators?
-            var expired = false
-            var downloadedAt: TimeInterval { DiskStore.modified(info) }
+            let validators: Validators?
+            let expired: Bool
         }
 
         let folder: URL
@@ -1906,58 +1904,50 @@ extension ImageCache {
         /// The file `name` if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ name: String, now: TimeInterval, maxBytes: Int) -> Found? {
-            guard var directory = openFolder(create: false) else { return nil }
+            guard openFolder(create: false) != nil else { return nil }
             if !swept, let queue = owner?.diskQueue {
                 // Once per instance, after the first lookup is answered: expired files and a
                 // crash's temporary files go, without delaying that lookup.
                 swept = true
                 queue.async { self.reduce(now: now) }
             }
-            // O_NONBLOCK: a FIFO planted under an image's name must not block the disk queue.
-            var fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            if fd < 0, Foundation.errno == ENOENT, reopenIfReplaced(), let reopened = openFolder(create: false) {
-                directory = reopened
-                fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            }
-            guard fd >= 0 else { return nil }
+            var fd = openFile(name)
+            if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(name) }
+            guard let fd else { return nil }
             defer { Foundation.close(fd) }
-            var info = Foundation.stat()
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard Foundation.fstat(fd, &info) == 0, Self.isFile(info), Int64(info.st_size) <= Int64(maxBytes) else { return nil }
-            let expired = now >= Self.modified(info) + timeToLive
+            guard let file = File(name, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            let expired = now >= file.downloadedAt + timeToLive
             let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
-                delete(name, ifStill: info)
+                delete(file)
                 return nil
             }
-            guard let data = Self.readAll(fd, count: Int(info.st_size)) else { return nil }
+            guard let data = Self.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { setUsed(fd: fd, name: nil, at: now) }
-            return Found(name: name, data: data, info: info, validators: validators, expired: expired)
+            return Found(file: file, data: data, validators: validators, expired: expired)
         }
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
         /// that was read.
         func renew(_ found: Found, downloadedAt: TimeInterval, usedAt now: TimeInterval) {
-            guard let directory = openFolder(create: false), isStill(found.name, found.info, in: directory) else { return }
+            guard isStill(found.file), let directory = openFolder(create: false) else { return }
             lastTouch = max(now, lastTouch + 1e-6)
             var times = [Self.time(lastTouch), Self.time(downloadedAt)]
-            Foundation.utimensat(directory, found.name, &times, AT_SYMLINK_NOFOLLOW)
+            Foundation.utimensat(directory, found.file.name, &times, AT_SYMLINK_NOFOLLOW)
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
         /// marks the others as used. A newer file (another process's, say) is left as it is.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
-                let name = item.name
-                var info = Foundation.stat()
-                if let directory = openFolder(create: false),
-                   Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Self.modified(info) > item.downloadedAt + 2  // 2 s: some file systems keep whole seconds
-                    || (Int64(info.st_size) == Int64(item.size) && Self.modified(info) + 2 >= item.downloadedAt) {
-                    setUsed(fd: directory, name: name, at: now)
-                } else if item.data != nil {
-                    write(item, usedAt: now)
+                // 2 s: some file systems keep whole seconds.
+                if let file = file(item.name), file.downloadedAt > item.downloadedAt + 2
+                    || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
+                    touch([file.name], at: now)
+                } else {
+                    write(item, usedAt: now)  // nothing without the bytes
                 }
             }
         }
@@ -2002,13 +1992,13 @@ extension ImageCache {
 
         /// Drops a file because what was read from it is not an image.
         func discard(_ found: Found, because reason: String) {
-            report("dropped \(folderPath)/\(found.name): \(reason)")
-            delete(found.name, ifStill: found.info)
+            report("dropped \(folderPath)/\(found.file.name): \(reason)")
+            delete(found.file)
         }
 
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
-            for file in list() where !file.temporary || file.stale { delete(file.name, ifStill: nil) }
+            for file in list() where !file.temporary || file.stale { remove(file.name) }
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
@@ -2017,21 +2007,21 @@ extension ImageCache {
             var live: [File] = []
             for file in list() {
                 if file.temporary {
-                    if file.stale { delete(file.name, ifStill: file.info) }
-                } else if now >= Self.modified(file.info) + timeToLive, !keepsExpired, !canRevalidate(file.name) {
-                    delete(file.name, ifStill: file.info)
+                    if file.stale { delete(file) }
+                } else if now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.name) {
+                    delete(file)
                 } else {
                     live.append(file)
                 }
             }
-            live.sort { Self.used($0.info) > Self.used($1.info) }
+            live.sort { $0.usedAt > $1.usedAt }
             var (kept, bytes) = (0, 0)
             for file in live {
-                let size = Int(clamping: Int64(file.info.st_size))
+                let size = Int(clamping: file.size)
                 if kept < maxCount, size <= maxBytes - bytes {
                     (kept, bytes) = (kept + 1, bytes + size)
                 } else {
-                    delete(file.name, ifStill: file.info)
+                    delete(file)
                 }
             }
             knownBytes = bytes
@@ -2040,60 +2030,89 @@ extension ImageCache {
         /// How many entry files the folder holds (expired ones included), and their bytes.
         func sizes() -> (files: Int, bytes: Int) {
             let files = list().filter { !$0.temporary }
-            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + Int64($1.info.st_size) }))
+            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + $1.size }))
         }
 
         // MARK: Files
 
+        /// A regular file in the folder, as `stat` saw it: its size, and the dates it keeps.
         struct File {
             let name: String
             let info: Foundation.stat
-            let temporary: Bool
-            let stale: Bool  // a temporary file whose writer is gone
-        }
 
-        /// The image files and temporary files in the folder, with their dates; nothing else.
-        func list() -> [File] {
-            _ = reopenIfReplaced()
-            let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
-            guard let directory = openFolder(create: false),
-                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
-            return names.compactMap { name in
-                let temporary = name.hasPrefix(".") && name.hasSuffix(".tmp")
-                guard temporary || Self.isImageName(name) else { return nil }
+            /// `name` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+            init?(_ name: String, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
                 var info = Foundation.stat()
-                guard Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, Self.isFile(info) else { return nil }
-                // Named ".<image>.<pid>.<random>.tmp": its writer is gone if that process is, or if
-                // it has not changed the file for an hour (the pid may have been reused).
+                guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+                (self.name, self.info) = (name, info)
+            }
+
+            var size: Int64 { Int64(info.st_size) }
+            var temporary: Bool { DiskStore.isTemporaryName(name) }
+            // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
+            #if canImport(Darwin)
+            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtimespec) }
+            var usedAt: TimeInterval { DiskStore.seconds(info.st_atimespec) }
+            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctimespec) }
+            #else
+            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtim) }
+            var usedAt: TimeInterval { DiskStore.seconds(info.st_atim) }
+            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctim) }
+            #endif
+
+            /// A temporary file whose writer is gone. Named ".<image>.<pid>.<random>.tmp": its writer is
+            /// gone if that process is, or if it has not changed the file for an hour (the pid may have
+            /// been reused). (A writer in another pid namespace may look gone: its rename then fails, and
+            /// `write` tries once more.)
+            var stale: Bool {
                 let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
-                // (A writer in another pid namespace may look gone: its rename then fails, and `write`
-                // tries once more.)
-                let stale = temporary && (now - Self.changed(info) > Self.staleTemporaryAge
+                let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+                return temporary && (now - changedAt > DiskStore.staleTemporaryAge
                     || pid.map { Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH } ?? true)
-                return File(name: name, info: info, temporary: temporary, stale: stale)
             }
         }
 
-        /// Deletes `name` if it is still the file that was judged (nil: whatever it is).
-        private func delete(_ name: String, ifStill judged: Foundation.stat?) {
-            guard let directory = openFolder(create: false) else { return }
-            if let judged, !isStill(name, judged, in: directory) { return }
-            Foundation.unlinkat(directory, name, 0)
+        /// The image files and temporary files in the folder; nothing else.
+        func list() -> [File] {
+            _ = reopenIfReplaced()
+            guard let directory = openFolder(create: false),
+                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
+            return names.compactMap { name in
+                guard Self.isImageName(name) || Self.isTemporaryName(name) else { return nil }
+                return File(name) { Foundation.fstatat(directory, name, $0, AT_SYMLINK_NOFOLLOW) }
+            }
+        }
+
+        /// The regular file `name` in the folder, if there is one.
+        private func file(_ name: String) -> File? {
+            guard let directory = openFolder(create: false) else { return nil }
+            return File(name) { Foundation.fstatat(directory, name, $0, AT_SYMLINK_NOFOLLOW) }
+        }
+
+        /// Opens `name` in the folder to read it. O_NONBLOCK: a FIFO planted under an image's name must
+        /// not block the disk queue.
+        private func openFile(_ name: String) -> Int32? {
+            guard let directory = openFolder(create: false) else { return nil }
+            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            return fd >= 0 ? fd : nil
+        }
+
+        /// Deletes `file` if its name still holds it: a file another process has written since stays.
+        private func delete(_ file: File) {
+            if isStill(file) { remove(file.name) }
         }
 
         /// True if the server gave `name` validators: expired, it is kept to be revalidated.
         private func canRevalidate(_ name: String) -> Bool {
-            guard let directory = openFolder(create: false) else { return false }
-            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            defer { if fd >= 0 { Foundation.close(fd) } }
-            return fd >= 0 && Validators(fd: fd) != nil
+            guard let fd = openFile(name) else { return false }
+            defer { Foundation.close(fd) }
+            return Validators(fd: fd) != nil
         }
 
-        /// True if `name` is still the file `judged` describes (same inode and date).
-        private func isStill(_ name: String, _ judged: Foundation.stat, in directory: Int32) -> Bool {
-            var info = Foundation.stat()
-            return Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_ino == judged.st_ino
-                && Self.modified(info) == Self.modified(judged)
+        /// True if `judged`'s name still holds that file (same inode and date).
+        private func isStill(_ judged: File) -> Bool {
+            guard let now = file(judged.name) else { return false }
+            return now.info.st_ino == judged.info.st_ino && now.downloadedAt == judged.downloadedAt
         }
 
         /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
@@ -2207,8 +2226,8 @@ extension ImageCache {
             name.utf8.count == 16 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
         }
 
-        private static func isFile(_ info: Foundation.stat) -> Bool {
-            info.st_mode & S_IFMT == S_IFREG
+        private static func isTemporaryName(_ name: String) -> Bool {
+            name.hasPrefix(".") && name.hasSuffix(".tmp")
         }
 
         private static func errorCode() -> POSIXErrorCode {
@@ -2219,17 +2238,6 @@ extension ImageCache {
             if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
             return String(describing: error)
         }
-
-        // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
-        #if canImport(Darwin)
-        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtimespec) }
-        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atimespec) }
-        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctimespec) }
-        #else
-        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtim) }
-        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atim) }
-        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctim) }
-        #endif
 
         private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
             TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
