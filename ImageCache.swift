@@ -1925,7 +1925,7 @@ extension ImageCache {
                 return nil
             }
             guard let data = Self.readAll(fd, count: Int(file.size)) else { return nil }
-            if !expired { setUsed(fd: fd, name: nil, at: now) }
+            if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, data: data, validators: validators, expired: expired)
         }
 
@@ -1933,9 +1933,7 @@ extension ImageCache {
         /// that was read.
         func renew(_ found: Found, downloadedAt: TimeInterval, usedAt now: TimeInterval) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
-            lastTouch = max(now, lastTouch + 1e-6)
-            var times = [Self.time(lastTouch), Self.time(downloadedAt)]
-            Foundation.utimensat(directory, found.file.name, &times, AT_SYMLINK_NOFOLLOW)
+            Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt), AT_SYMLINK_NOFOLLOW)
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -1962,12 +1960,12 @@ extension ImageCache {
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
+                    try writeFile(item, data, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
+                    try writeFile(item, data, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -1982,7 +1980,7 @@ extension ImageCache {
         /// Marks files as used, in the order given (the last is the most recent).
         func touch(_ names: [String], at now: TimeInterval) {
             guard let directory = openFolder(create: false) else { return }
-            for name in names { setUsed(fd: directory, name: name, at: now) }
+            for name in names { Foundation.utimensat(directory, name, dates(usedAt: now), AT_SYMLINK_NOFOLLOW) }
         }
 
         func remove(_ name: String) {
@@ -2140,7 +2138,7 @@ extension ImageCache {
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                if create { fail("cannot open \(folderPath): \(Self.describe(POSIXError(Self.errorCode())))") }
+                if create { fail("cannot open \(folderPath): \(Self.describe(Self.lastError()))") }
                 return nil
             }
             var info = Foundation.stat()
@@ -2156,47 +2154,40 @@ extension ImageCache {
             return fd
         }
 
-        private func writeFile(_ name: String, _ data: Data, _ downloadedAt: TimeInterval, _ validators: Validators?,
-                               usedAt now: TimeInterval) throws {
-            guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
+        /// renames it into place; a failure deletes the temporary file.
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws {
+            guard let directory = openFolder(create: true) else { throw Self.lastError() }
+            let name = item.name
             // Hidden, unique across processes, and beside its final name.
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
+            guard fd >= 0 else { throw Self.lastError() }
+            var closed = false
             do {
-                try Self.writeAll(fd, data)
-                validators?.write(to: fd)
-                lastTouch = max(now, lastTouch + 1e-6)  // as `setUsed` does: later writes are later uses
-                var times = [Self.time(lastTouch), Self.time(downloadedAt)]
-                guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
+                try data.withUnsafeBytes { bytes in
+                    let written = Self.transfer(bytes.count) { Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0) }
+                    if !written { throw Self.lastError() }
+                }
+                item.validators?.write(to: fd)
+                try Self.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                closed = true  // once, even if that fails: the descriptor is gone either way
+                // A network file system may report a full disk only here.
+                try Self.check(Foundation.close(fd))
+                try Self.check(Foundation.renameat(directory, temporary, directory, name))
             } catch {
-                Foundation.close(fd)
+                if !closed { Foundation.close(fd) }
                 Foundation.unlinkat(directory, temporary, 0)
                 throw error
             }
-            // A network file system may report a full disk only here.
-            guard Foundation.close(fd) == 0 else {
-                let code = Self.errorCode()
-                Foundation.unlinkat(directory, temporary, 0)
-                throw POSIXError(code)
-            }
-            guard Foundation.renameat(directory, temporary, directory, name) == 0 else {
-                let code = Self.errorCode()
-                Foundation.unlinkat(directory, temporary, 0)
-                throw POSIXError(code)
-            }
         }
 
-        /// Sets the access date of the open file `fd`, or of `name` in the folder `fd`. Later calls
-        /// get later dates, even within one clock tick, so that the order of use is kept.
-        private func setUsed(fd: Int32, name: String?, at now: TimeInterval) {
+        /// Dates for `futimens` or `utimensat`: last used `now`, and downloaded at `downloadedAt` (nil:
+        /// left as it is). Later uses get later dates, even within one clock tick, so that the order
+        /// of use is kept.
+        private func dates(usedAt now: TimeInterval, downloadedAt: TimeInterval? = nil) -> [Foundation.timespec] {
             lastTouch = max(now, lastTouch + 1e-6)
-            var times = [Self.time(lastTouch), Self.omit]
-            if let name {
-                Foundation.utimensat(fd, name, &times, AT_SYMLINK_NOFOLLOW)
-            } else {
-                Foundation.futimens(fd, &times)
-            }
+            return [Self.time(lastTouch), downloadedAt.map(Self.time) ?? Self.omit]
         }
 
         private func report(_ message: String) {
@@ -2230,8 +2221,14 @@ extension ImageCache {
             name.hasPrefix(".") && name.hasSuffix(".tmp")
         }
 
-        private static func errorCode() -> POSIXErrorCode {
-            POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO
+        /// The error `errno` names.
+        private static func lastError() -> POSIXError {
+            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
+        }
+
+        /// Throws the error `errno` names if `result`, a system call's, is not 0.
+        private static func check(_ result: Int32) throws {
+            if result != 0 { throw lastError() }
         }
 
         private static func describe(_ error: Swift.Error) -> String {
@@ -2260,32 +2257,22 @@ extension ImageCache {
         /// Reads `count` bytes into fresh memory without zero-filling it first.
         private static func readAll(_ fd: Int32, count: Int) -> Data? {
             guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
-            var done = 0
-            while done < count {
-                let n = Foundation.read(fd, buffer + done, count - done)
-                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { break }
-            }
-            guard done == count else {
+            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
                 Foundation.free(buffer)
                 return nil
             }
             return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
         }
 
-        private static func writeAll(_ fd: Int32, _ data: Data) throws {
-            try data.withUnsafeBytes { buffer in
-                var done = 0
-                while done < buffer.count {
-                    let n = Foundation.write(fd, buffer.baseAddress! + done, buffer.count - done)
-                    if n > 0 {
-                        done += n
-                    } else if n < 0 && Foundation.errno == EINTR {
-                        continue
-                    } else {
-                        throw POSIXError(errorCode())
-                    }
-                }
+        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
+        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
+        private static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
+            var done = 0
+            while done < count {
+                let n = io(done)
+                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
             }
+            return true
         }
     }
 }
