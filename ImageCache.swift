@@ -2326,10 +2326,8 @@ extension ImageCache {
             let reader = ByteReader(bytes: bytes)
             if reader.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return reader.png() }
             if reader.starts(with: [0xFF, 0xD8, 0xFF]) { return reader.jpeg() }
-            if reader.starts(with: Array("GIF87a".utf8)) || reader.starts(with: Array("GIF89a".utf8)) { return reader.gif() }
-            if reader.starts(with: Array("RIFF".utf8)), reader.count >= 12, reader.matches(Array("WEBP".utf8), at: 8) {
-                return reader.webp()
-            }
+            if reader.starts(with: "GIF87a".utf8) || reader.starts(with: "GIF89a".utf8) { return reader.gif() }
+            if reader.starts(with: "RIFF".utf8), reader.matches("WEBP".utf8, at: 8) { return reader.webp() }
             return .failure(.notAnImage(reader.describe()))
         }
     }
@@ -2350,28 +2348,26 @@ extension ImageCache {
         func be32(_ i: Int) -> UInt32 { UInt32(be16(i)) << 16 | UInt32(be16(i + 2)) }
         func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
 
-        func starts(with prefix: [UInt8]) -> Bool { matches(prefix, at: 0) }
-        func matches(_ pattern: [UInt8], at offset: Int) -> Bool {
+        func starts(with prefix: some Collection<UInt8>) -> Bool { matches(prefix, at: 0) }
+        func matches(_ pattern: some Collection<UInt8>, at offset: Int) -> Bool {
             guard offset + pattern.count <= bytes.count else { return false }
             for (i, b) in pattern.enumerated() where bytes[offset + i] != b { return false }
             return true
         }
 
         func png() -> Info {
-            guard count >= 33, matches(Array("IHDR".utf8), at: 12), be32(8) == 13 else {
-                return .failure(.corruptImage(.png, "no IHDR header"))
-            }
+            guard count >= 33, matches("IHDR".utf8, at: 12), be32(8) == 13 else { return corrupt(.png, "no IHDR header") }
             let (width, height) = (be32(16), be32(20))
             guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
-                return .failure(.corruptImage(.png, "size \(width)x\(height) out of range"))
+                return corrupt(.png, "size \(width)x\(height) out of range")
             }
             var offset = 8
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
                 let end = offset + 12 + Int(be32(offset))
-                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
+                if matches("IEND".utf8, at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
                 offset = end
             }
-            return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
+            return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
         }
 
         func jpeg() -> Info {
@@ -2391,11 +2387,11 @@ extension ImageCache {
                     offset = next
                     continue
                 }
-                guard byte(offset) == 0xFF else { return .failure(.corruptImage(.jpeg, "no marker at byte \(offset)")) }
+                guard byte(offset) == 0xFF else { return corrupt(.jpeg, "no marker at byte \(offset)") }
                 var marker = byte(offset + 1)
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
-                    guard let (width, height) = size else { return .failure(.corruptImage(.jpeg, "no frame header")) }
+                    guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
                     return .success((.jpeg, width, height, offset + 2))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
@@ -2403,16 +2399,16 @@ extension ImageCache {
                 guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
-                    guard width > 0, height > 0 else { return .failure(.corruptImage(.jpeg, "zero size")) }
+                    guard width > 0, height > 0 else { return corrupt(.jpeg, "zero size") }
                     size = (width, height)
                 }
                 if marker == 0xDA {
-                    guard size != nil else { return .failure(.corruptImage(.jpeg, "scan before frame header")) }
+                    guard size != nil else { return corrupt(.jpeg, "scan before frame header") }
                     inScan = true
                 }
                 offset += 2 + length
             }
-            return .failure(.corruptImage(.jpeg, "ends before the end-of-image marker (truncated at \(count) bytes)"))
+            return corrupt(.jpeg, "ends before the end-of-image marker (truncated at \(count) bytes)")
         }
 
         private func nextFF(from offset: Int) -> Int? {
@@ -2423,16 +2419,16 @@ extension ImageCache {
         }
 
         func gif() -> Info {
-            guard count >= 13 else { return .failure(.corruptImage(.gif, "header cut short")) }
+            guard count >= 13 else { return corrupt(.gif, "header cut short") }
             let (width, height) = (le16(6), le16(8))
-            guard width > 0, height > 0 else { return .failure(.corruptImage(.gif, "zero size")) }
+            guard width > 0, height > 0 else { return corrupt(.gif, "zero size") }
             var offset = 13
             if byte(10) & 0x80 != 0 { offset += 3 << ((byte(10) & 0x07) + 1) }
             var frames = 0
             while offset < count {
                 switch byte(offset) {
                 case 0x3B:
-                    guard frames > 0 else { return .failure(.corruptImage(.gif, "no frames")) }
+                    guard frames > 0 else { return corrupt(.gif, "no frames") }
                     return .success((.gif, width, height, offset + 1))
                 case 0x21:
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
@@ -2446,7 +2442,7 @@ extension ImageCache {
                     offset = end
                     frames += 1
                 default:
-                    return .failure(.corruptImage(.gif, "unknown block at byte \(offset)"))
+                    return corrupt(.gif, "unknown block at byte \(offset)")
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
@@ -2454,7 +2450,12 @@ extension ImageCache {
         }
 
         private func truncatedGIF() -> Info {
-            .failure(.corruptImage(.gif, "ends inside a block (truncated at \(count) bytes)"))
+            corrupt(.gif, "ends inside a block (truncated at \(count) bytes)")
+        }
+
+        /// Why the bytes are not a whole image of `format`.
+        private func corrupt(_ format: Format, _ reason: String) -> Info {
+            .failure(.corruptImage(format, reason))
         }
 
         /// Skips GIF data sub-blocks starting at `offset`; returns the offset after the terminator.
@@ -2472,21 +2473,19 @@ extension ImageCache {
         func webp() -> Info {
             let riffSize = le32(4)  // the bytes after the first 8
             guard riffSize <= count - 8 else {
-                return .failure(.corruptImage(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)"))
+                return corrupt(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)")
             }
-            guard count >= 30 else { return .failure(.corruptImage(.webp, "header cut short")) }
+            guard count >= 30 else { return corrupt(.webp, "header cut short") }
             var size: (Int, Int)?
-            if matches(Array("VP8 ".utf8), at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
+            if matches("VP8 ".utf8, at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
                 size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
-            } else if matches(Array("VP8L".utf8), at: 12), byte(20) == 0x2F {
+            } else if matches("VP8L".utf8, at: 12), byte(20) == 0x2F {
                 let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
                 size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
-            } else if matches(Array("VP8X".utf8), at: 12) {
+            } else if matches("VP8X".utf8, at: 12) {
                 size = (le24(24) + 1, le24(27) + 1)
             }
-            guard let (width, height) = size, width > 0, height > 0 else {
-                return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
-            }
+            guard let (width, height) = size, width > 0, height > 0 else { return corrupt(.webp, "no VP8, VP8L or VP8X header") }
             return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))))
         }
 
