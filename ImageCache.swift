@@ -2073,12 +2073,9 @@ extension ImageCache {
         /// The image files and temporary files in the folder; nothing else.
         func list() -> [File] {
             _ = reopenIfReplaced()
-            guard let directory = openFolder(create: false),
+            guard openFolder(create: false) != nil,
                   let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
-            return names.compactMap { name in
-                guard Self.isImageName(name) || Self.isTemporaryName(name) else { return nil }
-                return File(name) { Foundation.fstatat(directory, name, $0, AT_SYMLINK_NOFOLLOW) }
-            }
+            return names.filter { Self.isImageName($0) || Self.isTemporaryName($0) }.compactMap { file($0) }
         }
 
         /// The regular file `name` in the folder, if there is one.
