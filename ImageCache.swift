@@ -1945,7 +1945,7 @@ extension ImageCache {
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.name], at: now)
                 } else {
-                    write(item, usedAt: now)  // nothing without the bytes
+                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
                 }
             }
         }
@@ -2033,7 +2033,8 @@ extension ImageCache {
 
         // MARK: Files
 
-        /// A regular file in the folder, as `stat` saw it: its size, and the dates it keeps.
+        /// A regular file in the folder, as `stat` saw it: its size and dates, and the inode and date
+        /// that a later delete checks.
         struct File {
             let name: String
             let info: Foundation.stat
@@ -2106,8 +2107,8 @@ extension ImageCache {
 
         /// True if `judged`'s name still holds that file (same inode and date).
         private func isStill(_ judged: File) -> Bool {
-            guard let now = file(judged.name) else { return false }
-            return now.info.st_ino == judged.info.st_ino && now.downloadedAt == judged.downloadedAt
+            guard let current = file(judged.name) else { return false }
+            return current.info.st_ino == judged.info.st_ino && current.downloadedAt == judged.downloadedAt
         }
 
         /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
