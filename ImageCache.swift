@@ -1807,7 +1807,7 @@ extension ImageCache {
         if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch download.decoder.decode(found.data) {
             case .success(let payload) where found.expired: stale = (payload, found)
-            case .success(let payload): hit = (payload, found.downloadedAt)
+            case .success(let payload): hit = (payload, found.file.downloadedAt)
             case .failure(let error):
                 // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
                 switch error {
@@ -1870,14 +1870,12 @@ extension ImageCache {
             var name: String { fileName(for: url) }
         }
 
-        /// A file as read: its bytes, and its dates and inode (which a later delete checks).
+        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
         struct Found {
-            let name: String
+            let file: File
             let data: Data
-            let info: Foundation.stat
-            var validators: Validators?
-            var expired = false
-            var downloadedAt: TimeInterval { DiskStore.modified(info) }
+            let validators: Validators?
+            let expired: Bool
         }
 
         let folder: URL
@@ -1910,58 +1908,48 @@ extension ImageCache {
         /// The file `name` if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ name: String, now: TimeInterval, maxBytes: Int) -> Found? {
-            guard var directory = openFolder(create: false) else { return nil }
+            guard openFolder(create: false) != nil else { return nil }
             if !swept, let queue = owner?.diskQueue {
                 // Once per instance, after the first lookup is answered: expired files and a
                 // crash's temporary files go, without delaying that lookup.
                 swept = true
                 queue.async { self.reduce(now: now) }
             }
-            // O_NONBLOCK: a FIFO planted under an image's name must not block the disk queue.
-            var fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            if fd < 0, Foundation.errno == ENOENT, reopenIfReplaced(), let reopened = openFolder(create: false) {
-                directory = reopened
-                fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            }
-            guard fd >= 0 else { return nil }
+            var fd = openFile(name)
+            if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(name) }
+            guard let fd else { return nil }
             defer { Foundation.close(fd) }
-            var info = Foundation.stat()
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard Foundation.fstat(fd, &info) == 0, Self.isFile(info), Int64(info.st_size) <= Int64(maxBytes) else { return nil }
-            let expired = now >= Self.modified(info) + timeToLive
+            guard let file = File(name, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            let expired = now >= file.downloadedAt + timeToLive
             let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
-                delete(name, ifStill: info)
+                delete(file)
                 return nil
             }
-            guard let data = Self.readAll(fd, count: Int(info.st_size)) else { return nil }
-            if !expired { setUsed(fd: fd, name: nil, at: now) }
-            return Found(name: name, data: data, info: info, validators: validators, expired: expired)
+            guard let data = Self.readAll(fd, count: Int(file.size)) else { return nil }
+            if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
+            return Found(file: file, data: data, validators: validators, expired: expired)
         }
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
         /// that was read.
         func renew(_ found: Found, downloadedAt: TimeInterval, usedAt now: TimeInterval) {
-            guard let directory = openFolder(create: false), isStill(found.name, found.info, in: directory) else { return }
-            lastTouch = max(now, lastTouch + 1e-6)
-            var times = [Self.time(lastTouch), Self.time(downloadedAt)]
-            Foundation.utimensat(directory, found.name, &times, AT_SYMLINK_NOFOLLOW)
+            guard isStill(found.file), let directory = openFolder(create: false) else { return }
+            Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt), AT_SYMLINK_NOFOLLOW)
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
         /// marks the others as used. A newer file (another process's, say) is left as it is.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
-                let name = item.name
-                var info = Foundation.stat()
-                if let directory = openFolder(create: false),
-                   Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
-                   Self.isFile(info), Self.modified(info) > item.downloadedAt + 2  // 2 s: some file systems keep whole seconds
-                    || (Int64(info.st_size) == Int64(item.size) && Self.modified(info) + 2 >= item.downloadedAt) {
-                    setUsed(fd: directory, name: name, at: now)
-                } else if item.data != nil {
-                    write(item, usedAt: now)
+                // 2 s: some file systems keep whole seconds.
+                if let file = file(item.name), file.downloadedAt > item.downloadedAt + 2
+                    || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
+                    touch([file.name], at: now)
+                } else {
+                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
                 }
             }
         }
@@ -1976,12 +1964,12 @@ extension ImageCache {
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
+                    try writeFile(item, data, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    try writeFile(item.name, data, item.downloadedAt, item.validators, usedAt: now)
+                    try writeFile(item, data, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -1996,7 +1984,7 @@ extension ImageCache {
         /// Marks files as used, in the order given (the last is the most recent).
         func touch(_ names: [String], at now: TimeInterval) {
             guard let directory = openFolder(create: false) else { return }
-            for name in names { setUsed(fd: directory, name: name, at: now) }
+            for name in names { Foundation.utimensat(directory, name, dates(usedAt: now), AT_SYMLINK_NOFOLLOW) }
         }
 
         func remove(_ name: String) {
@@ -2006,13 +1994,13 @@ extension ImageCache {
 
         /// Drops a file because what was read from it is not an image.
         func discard(_ found: Found, because reason: String) {
-            report("dropped \(folderPath)/\(found.name): \(reason)")
-            delete(found.name, ifStill: found.info)
+            report("dropped \(folderPath)/\(found.file.name): \(reason)")
+            delete(found.file)
         }
 
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
-            for file in list() where !file.temporary || file.stale { delete(file.name, ifStill: nil) }
+            for file in list() where !file.temporary || file.stale { remove(file.name) }
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
@@ -2021,21 +2009,21 @@ extension ImageCache {
             var live: [File] = []
             for file in list() {
                 if file.temporary {
-                    if file.stale { delete(file.name, ifStill: file.info) }
-                } else if now >= Self.modified(file.info) + timeToLive, !keepsExpired, !canRevalidate(file.name) {
-                    delete(file.name, ifStill: file.info)
+                    if file.stale { delete(file) }
+                } else if now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.name) {
+                    delete(file)
                 } else {
                     live.append(file)
                 }
             }
-            live.sort { Self.used($0.info) > Self.used($1.info) }
+            live.sort { $0.usedAt > $1.usedAt }
             var (kept, bytes) = (0, 0)
             for file in live {
-                let size = Int(clamping: Int64(file.info.st_size))
+                let size = Int(clamping: file.size)
                 if kept < maxCount, size <= maxBytes - bytes {
                     (kept, bytes) = (kept + 1, bytes + size)
                 } else {
-                    delete(file.name, ifStill: file.info)
+                    delete(file)
                 }
             }
             knownBytes = bytes
@@ -2044,60 +2032,87 @@ extension ImageCache {
         /// How many entry files the folder holds (expired ones included), and their bytes.
         func sizes() -> (files: Int, bytes: Int) {
             let files = list().filter { !$0.temporary }
-            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + Int64($1.info.st_size) }))
+            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + $1.size }))
         }
 
         // MARK: Files
 
+        /// A regular file in the folder, as `stat` saw it: its size and dates, and the inode and date
+        /// that a later delete checks.
         struct File {
             let name: String
             let info: Foundation.stat
-            let temporary: Bool
-            let stale: Bool  // a temporary file whose writer is gone
-        }
 
-        /// The image files and temporary files in the folder, with their dates; nothing else.
-        func list() -> [File] {
-            _ = reopenIfReplaced()
-            let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
-            guard let directory = openFolder(create: false),
-                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
-            return names.compactMap { name in
-                let temporary = name.hasPrefix(".") && name.hasSuffix(".tmp")
-                guard temporary || Self.isImageName(name) else { return nil }
+            /// `name` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+            init?(_ name: String, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
                 var info = Foundation.stat()
-                guard Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, Self.isFile(info) else { return nil }
-                // Named ".<image>.<pid>.<random>.tmp": its writer is gone if that process is, or if
-                // it has not changed the file for an hour (the pid may have been reused).
+                guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+                (self.name, self.info) = (name, info)
+            }
+
+            var size: Int64 { Int64(info.st_size) }
+            var temporary: Bool { DiskStore.isTemporaryName(name) }
+            // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
+            #if canImport(Darwin)
+            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtimespec) }
+            var usedAt: TimeInterval { DiskStore.seconds(info.st_atimespec) }
+            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctimespec) }
+            #else
+            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtim) }
+            var usedAt: TimeInterval { DiskStore.seconds(info.st_atim) }
+            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctim) }
+            #endif
+
+            /// A temporary file whose writer is gone. Named ".<image>.<pid>.<random>.tmp": its writer is
+            /// gone if that process is, or if it has not changed the file for an hour (the pid may have
+            /// been reused). (A writer in another pid namespace may look gone: its rename then fails, and
+            /// `write` tries once more.)
+            var stale: Bool {
                 let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
-                // (A writer in another pid namespace may look gone: its rename then fails, and `write`
-                // tries once more.)
-                let stale = temporary && (now - Self.changed(info) > Self.staleTemporaryAge
+                let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+                return temporary && (now - changedAt > DiskStore.staleTemporaryAge
                     || pid.map { Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH } ?? true)
-                return File(name: name, info: info, temporary: temporary, stale: stale)
             }
         }
 
-        /// Deletes `name` if it is still the file that was judged (nil: whatever it is).
-        private func delete(_ name: String, ifStill judged: Foundation.stat?) {
-            guard let directory = openFolder(create: false) else { return }
-            if let judged, !isStill(name, judged, in: directory) { return }
-            Foundation.unlinkat(directory, name, 0)
+        /// The image files and temporary files in the folder; nothing else.
+        func list() -> [File] {
+            _ = reopenIfReplaced()
+            guard openFolder(create: false) != nil,
+                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
+            return names.filter { Self.isImageName($0) || Self.isTemporaryName($0) }.compactMap { file($0) }
+        }
+
+        /// The regular file `name` in the folder, if there is one.
+        private func file(_ name: String) -> File? {
+            guard let directory = openFolder(create: false) else { return nil }
+            return File(name) { Foundation.fstatat(directory, name, $0, AT_SYMLINK_NOFOLLOW) }
+        }
+
+        /// Opens `name` in the folder to read it. O_NONBLOCK: a FIFO planted under an image's name must
+        /// not block the disk queue.
+        private func openFile(_ name: String) -> Int32? {
+            guard let directory = openFolder(create: false) else { return nil }
+            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            return fd >= 0 ? fd : nil
+        }
+
+        /// Deletes `file` if its name still holds it: a file another process has written since stays.
+        private func delete(_ file: File) {
+            if isStill(file) { remove(file.name) }
         }
 
         /// True if the server gave `name` validators: expired, it is kept to be revalidated.
         private func canRevalidate(_ name: String) -> Bool {
-            guard let directory = openFolder(create: false) else { return false }
-            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            defer { if fd >= 0 { Foundation.close(fd) } }
-            return fd >= 0 && Validators(fd: fd) != nil
+            guard let fd = openFile(name) else { return false }
+            defer { Foundation.close(fd) }
+            return Validators(fd: fd) != nil
         }
 
-        /// True if `name` is still the file `judged` describes (same inode and date).
-        private func isStill(_ name: String, _ judged: Foundation.stat, in directory: Int32) -> Bool {
-            var info = Foundation.stat()
-            return Foundation.fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_ino == judged.st_ino
-                && Self.modified(info) == Self.modified(judged)
+        /// True if `judged`'s name still holds that file (same inode and date).
+        private func isStill(_ judged: File) -> Bool {
+            guard let current = file(judged.name) else { return false }
+            return current.info.st_ino == judged.info.st_ino && current.downloadedAt == judged.downloadedAt
         }
 
         /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
@@ -2125,7 +2140,7 @@ extension ImageCache {
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                if create { fail("cannot open \(folderPath): \(Self.describe(POSIXError(Self.errorCode())))") }
+                if create { fail("cannot open \(folderPath): \(Self.describe(Self.lastError()))") }
                 return nil
             }
             var info = Foundation.stat()
@@ -2141,47 +2156,40 @@ extension ImageCache {
             return fd
         }
 
-        private func writeFile(_ name: String, _ data: Data, _ downloadedAt: TimeInterval, _ validators: Validators?,
-                               usedAt now: TimeInterval) throws {
-            guard let directory = openFolder(create: true) else { throw POSIXError(Self.errorCode()) }
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
+        /// renames it into place; a failure deletes the temporary file.
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws {
+            guard let directory = openFolder(create: true) else { throw Self.lastError() }
+            let name = item.name
             // Hidden, unique across processes, and beside its final name.
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw POSIXError(Self.errorCode()) }
+            guard fd >= 0 else { throw Self.lastError() }
+            var closed = false
             do {
-                try Self.writeAll(fd, data)
-                validators?.write(to: fd)
-                lastTouch = max(now, lastTouch + 1e-6)  // as `setUsed` does: later writes are later uses
-                var times = [Self.time(lastTouch), Self.time(downloadedAt)]
-                guard Foundation.futimens(fd, &times) == 0 else { throw POSIXError(Self.errorCode()) }
+                try data.withUnsafeBytes { bytes in
+                    let written = Self.transfer(bytes.count) { Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0) }
+                    if !written { throw Self.lastError() }
+                }
+                item.validators?.write(to: fd)
+                try Self.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                closed = true  // once, even if that fails: the descriptor is gone either way
+                // A network file system may report a full disk only here.
+                try Self.check(Foundation.close(fd))
+                try Self.check(Foundation.renameat(directory, temporary, directory, name))
             } catch {
-                Foundation.close(fd)
+                if !closed { Foundation.close(fd) }
                 Foundation.unlinkat(directory, temporary, 0)
                 throw error
             }
-            // A network file system may report a full disk only here.
-            guard Foundation.close(fd) == 0 else {
-                let code = Self.errorCode()
-                Foundation.unlinkat(directory, temporary, 0)
-                throw POSIXError(code)
-            }
-            guard Foundation.renameat(directory, temporary, directory, name) == 0 else {
-                let code = Self.errorCode()
-                Foundation.unlinkat(directory, temporary, 0)
-                throw POSIXError(code)
-            }
         }
 
-        /// Sets the access date of the open file `fd`, or of `name` in the folder `fd`. Later calls
-        /// get later dates, even within one clock tick, so that the order of use is kept.
-        private func setUsed(fd: Int32, name: String?, at now: TimeInterval) {
+        /// Dates for `futimens` or `utimensat`: last used `now`, and downloaded at `downloadedAt` (nil:
+        /// left as it is). Later uses get later dates, even within one clock tick, so that the order
+        /// of use is kept.
+        private func dates(usedAt now: TimeInterval, downloadedAt: TimeInterval? = nil) -> [Foundation.timespec] {
             lastTouch = max(now, lastTouch + 1e-6)
-            var times = [Self.time(lastTouch), Self.omit]
-            if let name {
-                Foundation.utimensat(fd, name, &times, AT_SYMLINK_NOFOLLOW)
-            } else {
-                Foundation.futimens(fd, &times)
-            }
+            return [Self.time(lastTouch), downloadedAt.map(Self.time) ?? Self.omit]
         }
 
         private func report(_ message: String) {
@@ -2211,29 +2219,24 @@ extension ImageCache {
             name.utf8.count == 16 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
         }
 
-        private static func isFile(_ info: Foundation.stat) -> Bool {
-            info.st_mode & S_IFMT == S_IFREG
+        private static func isTemporaryName(_ name: String) -> Bool {
+            name.hasPrefix(".") && name.hasSuffix(".tmp")
         }
 
-        private static func errorCode() -> POSIXErrorCode {
-            POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO
+        /// The error `errno` names.
+        private static func lastError() -> POSIXError {
+            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
+        }
+
+        /// Throws the error `errno` names if `result`, a system call's, is not 0.
+        private static func check(_ result: Int32) throws {
+            if result != 0 { throw lastError() }
         }
 
         private static func describe(_ error: Swift.Error) -> String {
             if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
             return String(describing: error)
         }
-
-        // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
-        #if canImport(Darwin)
-        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtimespec) }
-        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atimespec) }
-        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctimespec) }
-        #else
-        private static func modified(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_mtim) }
-        private static func used(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_atim) }
-        private static func changed(_ info: Foundation.stat) -> TimeInterval { seconds(info.st_ctim) }
-        #endif
 
         private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
             TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
@@ -2256,32 +2259,22 @@ extension ImageCache {
         /// Reads `count` bytes into fresh memory without zero-filling it first.
         private static func readAll(_ fd: Int32, count: Int) -> Data? {
             guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
-            var done = 0
-            while done < count {
-                let n = Foundation.read(fd, buffer + done, count - done)
-                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { break }
-            }
-            guard done == count else {
+            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
                 Foundation.free(buffer)
                 return nil
             }
             return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
         }
 
-        private static func writeAll(_ fd: Int32, _ data: Data) throws {
-            try data.withUnsafeBytes { buffer in
-                var done = 0
-                while done < buffer.count {
-                    let n = Foundation.write(fd, buffer.baseAddress! + done, buffer.count - done)
-                    if n > 0 {
-                        done += n
-                    } else if n < 0 && Foundation.errno == EINTR {
-                        continue
-                    } else {
-                        throw POSIXError(errorCode())
-                    }
-                }
+        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
+        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
+        private static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
+            var done = 0
+            while done < count {
+                let n = io(done)
+                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
             }
+            return true
         }
     }
 }
@@ -2335,10 +2328,8 @@ extension ImageCache {
             let reader = ByteReader(bytes: bytes)
             if reader.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return reader.png() }
             if reader.starts(with: [0xFF, 0xD8, 0xFF]) { return reader.jpeg() }
-            if reader.starts(with: Array("GIF87a".utf8)) || reader.starts(with: Array("GIF89a".utf8)) { return reader.gif() }
-            if reader.starts(with: Array("RIFF".utf8)), reader.count >= 12, reader.matches(Array("WEBP".utf8), at: 8) {
-                return reader.webp()
-            }
+            if reader.starts(with: "GIF87a".utf8) || reader.starts(with: "GIF89a".utf8) { return reader.gif() }
+            if reader.starts(with: "RIFF".utf8), reader.matches("WEBP".utf8, at: 8) { return reader.webp() }
             return .failure(.notAnImage(reader.describe()))
         }
     }
@@ -2359,28 +2350,26 @@ extension ImageCache {
         func be32(_ i: Int) -> UInt32 { UInt32(be16(i)) << 16 | UInt32(be16(i + 2)) }
         func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
 
-        func starts(with prefix: [UInt8]) -> Bool { matches(prefix, at: 0) }
-        func matches(_ pattern: [UInt8], at offset: Int) -> Bool {
+        func starts(with prefix: some Collection<UInt8>) -> Bool { matches(prefix, at: 0) }
+        func matches(_ pattern: some Collection<UInt8>, at offset: Int) -> Bool {
             guard offset + pattern.count <= bytes.count else { return false }
             for (i, b) in pattern.enumerated() where bytes[offset + i] != b { return false }
             return true
         }
 
         func png() -> Info {
-            guard count >= 33, matches(Array("IHDR".utf8), at: 12), be32(8) == 13 else {
-                return .failure(.corruptImage(.png, "no IHDR header"))
-            }
+            guard count >= 33, matches("IHDR".utf8, at: 12), be32(8) == 13 else { return corrupt(.png, "no IHDR header") }
             let (width, height) = (be32(16), be32(20))
             guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
-                return .failure(.corruptImage(.png, "size \(width)x\(height) out of range"))
+                return corrupt(.png, "size \(width)x\(height) out of range")
             }
             var offset = 8
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
                 let end = offset + 12 + Int(be32(offset))
-                if matches(Array("IEND".utf8), at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
+                if matches("IEND".utf8, at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
                 offset = end
             }
-            return .failure(.corruptImage(.png, "ends before IEND (truncated at \(count) bytes)"))
+            return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
         }
 
         func jpeg() -> Info {
@@ -2400,11 +2389,11 @@ extension ImageCache {
                     offset = next
                     continue
                 }
-                guard byte(offset) == 0xFF else { return .failure(.corruptImage(.jpeg, "no marker at byte \(offset)")) }
+                guard byte(offset) == 0xFF else { return corrupt(.jpeg, "no marker at byte \(offset)") }
                 var marker = byte(offset + 1)
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
-                    guard let (width, height) = size else { return .failure(.corruptImage(.jpeg, "no frame header")) }
+                    guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
                     return .success((.jpeg, width, height, offset + 2))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
@@ -2412,16 +2401,16 @@ extension ImageCache {
                 guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
-                    guard width > 0, height > 0 else { return .failure(.corruptImage(.jpeg, "zero size")) }
+                    guard width > 0, height > 0 else { return corrupt(.jpeg, "zero size") }
                     size = (width, height)
                 }
                 if marker == 0xDA {
-                    guard size != nil else { return .failure(.corruptImage(.jpeg, "scan before frame header")) }
+                    guard size != nil else { return corrupt(.jpeg, "scan before frame header") }
                     inScan = true
                 }
                 offset += 2 + length
             }
-            return .failure(.corruptImage(.jpeg, "ends before the end-of-image marker (truncated at \(count) bytes)"))
+            return corrupt(.jpeg, "ends before the end-of-image marker (truncated at \(count) bytes)")
         }
 
         private func nextFF(from offset: Int) -> Int? {
@@ -2432,16 +2421,16 @@ extension ImageCache {
         }
 
         func gif() -> Info {
-            guard count >= 13 else { return .failure(.corruptImage(.gif, "header cut short")) }
+            guard count >= 13 else { return corrupt(.gif, "header cut short") }
             let (width, height) = (le16(6), le16(8))
-            guard width > 0, height > 0 else { return .failure(.corruptImage(.gif, "zero size")) }
+            guard width > 0, height > 0 else { return corrupt(.gif, "zero size") }
             var offset = 13
             if byte(10) & 0x80 != 0 { offset += 3 << ((byte(10) & 0x07) + 1) }
             var frames = 0
             while offset < count {
                 switch byte(offset) {
                 case 0x3B:
-                    guard frames > 0 else { return .failure(.corruptImage(.gif, "no frames")) }
+                    guard frames > 0 else { return corrupt(.gif, "no frames") }
                     return .success((.gif, width, height, offset + 1))
                 case 0x21:
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
@@ -2455,7 +2444,7 @@ extension ImageCache {
                     offset = end
                     frames += 1
                 default:
-                    return .failure(.corruptImage(.gif, "unknown block at byte \(offset)"))
+                    return corrupt(.gif, "unknown block at byte \(offset)")
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
@@ -2463,7 +2452,12 @@ extension ImageCache {
         }
 
         private func truncatedGIF() -> Info {
-            .failure(.corruptImage(.gif, "ends inside a block (truncated at \(count) bytes)"))
+            corrupt(.gif, "ends inside a block (truncated at \(count) bytes)")
+        }
+
+        /// Why the bytes are not a whole image of `format`.
+        private func corrupt(_ format: Format, _ reason: String) -> Info {
+            .failure(.corruptImage(format, reason))
         }
 
         /// Skips GIF data sub-blocks starting at `offset`; returns the offset after the terminator.
@@ -2481,21 +2475,19 @@ extension ImageCache {
         func webp() -> Info {
             let riffSize = le32(4)  // the bytes after the first 8
             guard riffSize <= count - 8 else {
-                return .failure(.corruptImage(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)"))
+                return corrupt(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)")
             }
-            guard count >= 30 else { return .failure(.corruptImage(.webp, "header cut short")) }
+            guard count >= 30 else { return corrupt(.webp, "header cut short") }
             var size: (Int, Int)?
-            if matches(Array("VP8 ".utf8), at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
+            if matches("VP8 ".utf8, at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
                 size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
-            } else if matches(Array("VP8L".utf8), at: 12), byte(20) == 0x2F {
+            } else if matches("VP8L".utf8, at: 12), byte(20) == 0x2F {
                 let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
                 size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
-            } else if matches(Array("VP8X".utf8), at: 12) {
+            } else if matches("VP8X".utf8, at: 12) {
                 size = (le24(24) + 1, le24(27) + 1)
             }
-            guard let (width, height) = size, width > 0, height > 0 else {
-                return .failure(.corruptImage(.webp, "no VP8, VP8L or VP8X header"))
-            }
+            guard let (width, height) = size, width > 0, height > 0 else { return corrupt(.webp, "no VP8, VP8L or VP8X header") }
             return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))))
         }
 
