@@ -248,7 +248,7 @@ final class TierTests: CacheTestCase {
         second.imageTimeToLive = 100
         XCTAssertNotNil(fetchAndWait(second, fresh))
         XCTAssertEqual(server.requestCount("/fresh.png"), 1)
-        second.drainDisk()  // the sweep that follows the first lookup
+        second.waitForSweep()  // the sweep that follows the first lookup
         XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(second, for: url).path), "expired file deleted")
         XCTAssertNotNil(fetchAndWait(second, url))
         XCTAssertEqual(server.requestCount("/old.png"), 2)
