@@ -396,6 +396,9 @@ extension ImageCache {
 
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
     /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
+    ///
+    /// - Complexity: O(n) in the entries memory holds or is fetching: it looks for the images of
+    ///   `url` that a ``Binder`` decoded to a size.
     public func remove(_ url: URL) {
         remove(key: url.absoluteString)
     }
@@ -2636,8 +2639,11 @@ extension ImageCache {
     }
 
     /// Forgets `key` and its images decoded to a size (see `memoryKey`), when `key` is removed or replaced.
+    ///
+    /// - Complexity: O(n) in the entries (in memory, loading or failed).
     private func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        _state.entries.keys.filter { $0 == key || $0.string.hasPrefix(key.string + "\u{0}") }.compactMap { _forget($0) }
+        let sized = key.string + "\u{0}"
+        return _state.entries.keys.filter { $0 == key || $0.string.hasPrefix(sized) }.compactMap { _forget($0) }
     }
 }
 
