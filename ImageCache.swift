@@ -1981,8 +1981,11 @@ extension ImageCache {
                 fail("cannot write \(folderPath)/\(item.name): \(Self.describe(error)); serving from memory and the network")
                 return false
             }
-            knownBytes = knownBytes.map { Int(clamping: Int64($0) + Int64(item.size)) }
-            if knownBytes ?? .max > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
+            // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
+            // that only a write that passes the limit deletes anything.
+            let known = knownBytes.map { Int(clamping: Int64($0) + Int64(item.size)) } ?? sizes().bytes
+            knownBytes = known
+            if known > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
             return true
         }
 
