@@ -7,7 +7,8 @@
 // what the checked code uses; declare only API available at the package's deployment target
 // (macOS 10.15). Workarounds for what Swift source cannot say are marked SHIM:.
 
-@_exported import Foundation  // AppKit re-exports Foundation (and with it ObjectiveC's functions, below)
+@_exported import Foundation  // AppKit re-exports Foundation
+@_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, NSSize are Foundation's here
 
 /// `open class NSImage : NSObject` in the SDK; not `@MainActor`.
@@ -120,25 +121,6 @@ open class NSImageView: NSControl {
         get { fatalError("AppKit shim") }
         set { fatalError("AppKit shim") }
     }
-}
-
-// MARK: - Associated objects (the ObjectiveC module, which Foundation re-exports on Apple platforms)
-
-// SHIM: declared here, since swift-corelibs-foundation has no ObjectiveC module to re-export.
-public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
-    case OBJC_ASSOCIATION_ASSIGN = 0
-    case OBJC_ASSOCIATION_RETAIN_NONATOMIC = 1
-    case OBJC_ASSOCIATION_COPY_NONATOMIC = 3
-    case OBJC_ASSOCIATION_RETAIN = 769
-    case OBJC_ASSOCIATION_COPY = 771
-}
-
-public func objc_setAssociatedObject(_ object: Any, _ key: UnsafeRawPointer, _ value: Any?, _ policy: objc_AssociationPolicy) {
-    fatalError("AppKit shim")
-}
-
-public func objc_getAssociatedObject(_ object: Any, _ key: UnsafeRawPointer) -> Any? {
-    fatalError("AppKit shim")
 }
 
 // MARK: - IndexPath (AppKit's Swift overlay adds items, for NSCollectionView, to Foundation's IndexPath)

@@ -11,7 +11,8 @@
 //   a newer API is guarded by `#available`; keep such API out of the shim where possible.
 // - Where Swift source cannot say what the Objective-C importer says, the workaround is marked SHIM:.
 
-@_exported import Foundation  // UIKit re-exports Foundation (and with it ObjectiveC's functions, below)
+@_exported import Foundation  // UIKit re-exports Foundation
+@_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, CGSize are Foundation's here
 
 // MARK: - Images (thread-safe, not main-actor isolated)
@@ -501,23 +502,4 @@ extension IndexPath {
         get { self[1] }
         set { self[1] = newValue }
     }
-}
-
-// MARK: - Associated objects (the ObjectiveC module, which Foundation re-exports on Apple platforms)
-
-// SHIM: declared here, since swift-corelibs-foundation has no ObjectiveC module to re-export.
-public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
-    case OBJC_ASSOCIATION_ASSIGN = 0
-    case OBJC_ASSOCIATION_RETAIN_NONATOMIC = 1
-    case OBJC_ASSOCIATION_COPY_NONATOMIC = 3
-    case OBJC_ASSOCIATION_RETAIN = 769
-    case OBJC_ASSOCIATION_COPY = 771
-}
-
-public func objc_setAssociatedObject(_ object: Any, _ key: UnsafeRawPointer, _ value: Any?, _ policy: objc_AssociationPolicy) {
-    fatalError("UIKit shim")
-}
-
-public func objc_getAssociatedObject(_ object: Any, _ key: UnsafeRawPointer) -> Any? {
-    fatalError("UIKit shim")
 }
