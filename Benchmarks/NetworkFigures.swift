@@ -11,12 +11,17 @@ final class RawLoader: @unchecked Sendable {
     let session: URLSession
 
     init() {
+        session = URLSession(configuration: Self.configuration())
+    }
+
+    /// The cache's own settings: no `URLCache`, 16 connections per host.
+    static func configuration() -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.timeoutIntervalForRequest = 30
         configuration.httpMaximumConnectionsPerHost = 16
-        session = URLSession(configuration: configuration)
+        return configuration
     }
 
     deinit {
@@ -62,7 +67,7 @@ final class StreamingLoader: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     override init() {
         super.init()
-        session = URLSession(configuration: RawLoader().session.configuration, delegate: self, delegateQueue: nil)
+        session = URLSession(configuration: RawLoader.configuration(), delegate: self, delegateQueue: nil)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -77,6 +82,11 @@ final class StreamingLoader: NSObject, URLSessionDataDelegate, @unchecked Sendab
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Swift.Error?) {
         let (body, done) = lock.withLock { (bodies.removeValue(forKey: task.taskIdentifier), finished.removeValue(forKey: task.taskIdentifier)) }
         done?(error == nil && body?.isEmpty == false)
+    }
+
+    /// Lets the session go (it holds this loader, its delegate, until then).
+    func invalidate() {
+        session.finishTasksAndInvalidate()
     }
 
     /// As `RawLoader.load`, with each result handed to `queue`.
@@ -160,6 +170,7 @@ func networkMissThroughput(_ config: Config) throws -> [Row] {
     }
     // What the platform charges before the cache does anything: the same floor, streamed.
     let streaming = StreamingLoader()
+    defer { streaming.invalidate() }
     let bare = try compare(rounds: config.pick(quick: 3, full: 9)) { round in
         let urls = (0..<count).map { server.url("/stream/\(round)/\($0).png") }
         return Double(count) / (try seconds { try streaming.load(urls, inFlight: 8, queue: callbacks) })
