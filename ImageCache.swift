@@ -65,8 +65,10 @@ import SwiftUI
 /// instance's own on Linux), always asynchronously, exactly once per
 /// ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one dictionary
 /// lookup; it never waits for the disk or the network. Shared state lives behind one lock; disk
-/// work runs on a private serial queue, network work in `URLSession`.
-public final class ImageCache: @unchecked Sendable {
+/// work runs on a private serial queue, network work in `URLSession`. The class and its extensions
+/// are `nonisolated`, so that all of this holds in a target whose default isolation is the main
+/// actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
+nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache: the folder `ImageCache` in a folder named after the program (its bundle
     /// identifier, else its executable name) in the platform's caches folder, so that programs
     /// never share it by accident: on Linux `~/.cache/<program>/ImageCache` (or under
@@ -202,7 +204,7 @@ public final class ImageCache: @unchecked Sendable {
 
 // MARK: - Public API
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
     /// The callback runs once, asynchronously, on ``callbackQueue`` (as it was when `fetch` was
@@ -487,7 +489,7 @@ extension ImageCache {
 
 // MARK: - Configuration
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
     /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
@@ -680,7 +682,7 @@ extension ImageCache {
 
 // MARK: - Errors
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// Why an image could not be had.
     public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
         /// The URL's scheme is not `http` or `https`.
@@ -748,7 +750,7 @@ extension ImageCache {
 
 // MARK: - Events
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// Where a delivered image came from.
     public enum Source: String, Sendable {
         case memory, disk, network
@@ -777,7 +779,7 @@ extension ImageCache {
     }
 }
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
     /// Counters wrap around past `Int.max` (2^31 - 1 where `Int` is 32 bits) rather than trap.
     public struct Statistics: Sendable, Equatable {
@@ -831,7 +833,7 @@ extension ImageCache {
 
 // MARK: - Queues and fetching
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
     /// and an image or any other value.
     fileprivate struct Payload {
@@ -1556,7 +1558,7 @@ extension ImageCache {
 
 // MARK: - Memory tier
 
-extension ImageCache {
+nonisolated extension ImageCache {
     fileprivate final class SecondChance {
         let slot: MemoryList.Slot
         let serial: UInt64
@@ -1801,7 +1803,7 @@ extension ImageCache {
 
 // MARK: - Disk tier
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
     private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
@@ -2289,7 +2291,7 @@ extension ImageCache {
 
 // MARK: - Images
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// The image formats the cache recognises and checks.
     public enum Format: String, Sendable {
         case png, jpeg, gif, webp
@@ -2517,7 +2519,7 @@ extension ImageCache {
 
 // MARK: - Binding
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
     public protocol ImageTarget: AnyObject {
         /// The image shown; nil shows none.
@@ -2703,7 +2705,7 @@ extension ImageCache {
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
     /// it disappears, and binds again when it appears (a memory warning may have taken its image).
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
-    public struct RemoteImage: View {
+    @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
         @StateObject private var target = Target()
 
@@ -2740,7 +2742,7 @@ extension ImageCache {
 
 // MARK: - Platform support
 
-extension ImageCache {
+nonisolated extension ImageCache {
     #if canImport(UIKit)
     /// The platform image type.
     public typealias Image = UIImage
@@ -2850,7 +2852,7 @@ extension ImageCache {
 
 // MARK: - Small helpers
 
-extension ImageCache {
+nonisolated extension ImageCache {
     /// A URL's key: its absolute string. (Caching the hash would not help: every call makes a
     /// new key, so the string is hashed once per lookup either way.)
     fileprivate struct Key: Hashable {
@@ -2917,7 +2919,7 @@ extension ImageCache {
 // Compiled only where the package defines IMAGECACHE_TESTING for its own tests and benchmarks
 // (Package.swift): a copied file has none of this.
 #if IMAGECACHE_TESTING
-extension ImageCache {
+nonisolated extension ImageCache {
     /// The clock, in seconds since 1970; set it before the first call that uses the instance.
     @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
         get { currentTime }

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -56,7 +56,7 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
-            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost"],
+            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost", "MainActorHost"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
