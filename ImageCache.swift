@@ -48,7 +48,8 @@ import SwiftUI
 /// ```
 ///
 /// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images and ``imageMemoryMaxBytes`` bytes in
-/// least-recently-used order, an `NSCache` second chance included; past a limit, the least recently
+/// CLOCK order (an approximation of least recently used: a use sets a bit, eviction gives a used
+/// entry a second pass), an `NSCache` second chance included; past a limit, the least recently
 /// used leave in one batch. Disk holds the downloaded bytes in `directory/uniqueName`, one file per
 /// key named by a stable hash, written as soon as they arrive, within ``diskMaxBytes``. There is no
 /// index: a file's modification date is when it was downloaded and its access date when it was last
@@ -347,7 +348,7 @@ nonisolated extension ImageCache {
             case .loaded(let slot)?:
                 if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
                     guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                    _state.memory.moveToFront(slot)
+                    _state.memory.markUsed(slot)
                     _state.counts.peekHits &+= 1
                     return image
                 }
@@ -438,8 +439,7 @@ nonisolated extension ImageCache {
     public func purgeMemory() {
         let now = currentTime()
         lock.withLock {
-            var evicted: [MemoryList.Slot] = []
-            while let oldest = _state.memory.tail { evicted.append(_evict(oldest)) }
+            let evicted = _state.memory.indicesFromLeastRecent().map { _evict($0) }
             _forgetSecondChances()
             _keepOnDisk(evicted, usedAt: now)
         }
@@ -1047,7 +1047,7 @@ nonisolated extension ImageCache {
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
                     && decoder.type == _state.memory[slot].type:
-                _state.memory.moveToFront(slot)
+                _state.memory.markUsed(slot)
                 _state.counts.memoryHits &+= 1
                 // No bytes: the entry is of the requested type.
                 let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
@@ -1589,8 +1589,13 @@ nonisolated extension ImageCache {
     }
     #endif
 
-    /// Memory entries in a doubly linked list threaded through an array, most recent first, so
-    /// that a use and an eviction cost O(1) with no allocation and no reference counting.
+    /// Memory entries in a CLOCK order (second-chance FIFO): a doubly linked list threaded through
+    /// an array, newest insert first, and a reference bit per entry. A use only sets the bit; the
+    /// order changes only when eviction looks at the oldest entry: one whose bit is set gets the
+    /// bit cleared and goes to the front (a second pass), one whose bit is clear is the victim. So
+    /// a hit writes one byte, at most once per pass, and an insert or an eviction costs O(1)
+    /// amortized, with no allocation and no reference counting. It approximates least recently
+    /// used: every entry used since eviction last passed it outlives every entry that was not.
     fileprivate struct MemoryList {
         struct Slot {
             var key: Key
@@ -1602,6 +1607,7 @@ nonisolated extension ImageCache {
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
             var downloadedAt: TimeInterval
+            var referenced = false  // used since eviction last passed it
             var previous = -1
             var next = -1
 
@@ -1619,7 +1625,6 @@ nonisolated extension ImageCache {
         private(set) var bytes = 0  // the sum of the costs
 
         var count: Int { slots.count - free.count }
-        var tail: Int? { last < 0 ? nil : last }
 
         subscript(index: Int) -> Slot {
             _read { yield slots[index] }  // no copy of the slot (and its references) per field read
@@ -1651,22 +1656,39 @@ nonisolated extension ImageCache {
             return slot
         }
 
-        mutating func moveToFront(_ index: Int) {
-            guard head != index else { return }
-            unlink(index)
-            link(index)
+        /// Counts as a use: sets the reference bit, written only when it is clear (a hit on a hot
+        /// entry writes nothing).
+        mutating func markUsed(_ index: Int) {
+            if !slots[index].referenced { slots[index].referenced = true }
         }
 
+        /// The entry eviction takes next, nil when empty: the oldest whose bit is clear, after the
+        /// older ones with a set bit have had it cleared and gone to the front.
+        ///
+        /// - Complexity: O(1) amortized: a pass clears each bit once.
+        mutating func victim() -> Int? {
+            while last >= 0, slots[last].referenced {
+                let index = last
+                slots[index].referenced = false
+                unlink(index)
+                link(index)
+            }
+            return last < 0 ? nil : last
+        }
+
+        /// Every entry in the order eviction would take them (without changing anything): oldest
+        /// first those not used since eviction last passed them, then oldest first those used.
+        ///
         /// - Complexity: O(count).
         func indicesFromLeastRecent() -> [Int] {
-            var result: [Int] = []
-            result.reserveCapacity(count)
+            var unused: [Int] = [], used: [Int] = []
+            unused.reserveCapacity(count)
             var index = last
             while index >= 0 {
-                result.append(index)
+                if slots[index].referenced { used.append(index) } else { unused.append(index) }
                 index = slots[index].previous
             }
-            return result
+            return unused + used
         }
 
         private mutating func link(_ index: Int) {
@@ -1693,26 +1715,30 @@ nonisolated extension ImageCache {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }
-        // Insert first and evict after, so that the key is hashed once: the new image is the most
-        // recent, so the batch that leaves is the one that would have left before it came in.
+        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
+        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
+        // every older entry was used; then it is clear, as for any entry not used since.
         let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, noStore: payload.noStore,
-                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt))
+                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt,
+                                              referenced: true))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
+        defer { _state.memory[slot].referenced = false }
         return _evictOverLimits()
     }
 
-    /// When memory is over its count or byte limit, evicts the least recently used images in one
-    /// batch: a tenth of the count cap over the cap, down to 90% of the byte budget over that. The batch's 8
-    /// most recent go to the second chance, which shares both limits with memory.
+    /// When memory is over its count or byte limit, evicts the least recently used images (in
+    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
+    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
+    /// shares both limits with memory.
     private func _evictOverLimits() -> [MemoryList.Slot] {
         let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
         var evicted: [MemoryList.Slot] = []
         let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
         if overCount || overBytes {
             let batch = max(1, cap / 10)
-            while let oldest = _state.memory.tail, _state.memory.count > cap || (overCount && evicted.count < batch)
-                    || (overBytes && _state.memory.bytes > budget - budget / 10) {
-                evicted.append(_evict(oldest))
+            while _state.memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && _state.memory.bytes > budget - budget / 10), let victim = _state.memory.victim() {
+                evicted.append(_evict(victim))
             }
             _state.counts.evictions &+= evicted.count
             // Only the most recent few: the second chance is for what was just evicted, and an

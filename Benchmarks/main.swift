@@ -14,6 +14,7 @@ import Foundation
 /// for about 30 s after many deletions, which would otherwise land on the network figures' writes.
 let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("peek", peekOneThread),
+    ("peekclock", peekAgainstClock),
     ("peek2", peekTwoThreads),
     ("insert", insertAtCap),
     ("memoryhit", memoryHitToCallback),

@@ -37,6 +37,55 @@ final class TierTests: CacheTestCase {
         XCTAssertEqual(server.totalRequests, before)
     }
 
+    /// Memory evicts in CLOCK order (see `MemoryList`): a use sets a bit, and eviction gives an
+    /// entry whose bit is set a second pass.
+    func testAnEntryUsedSinceTheLastEvictionSurvivesTheNextBatch() throws {
+        // Given a cap of 20 (batches of 2), filled in the order k0...k19
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 20
+        for i in 0..<20 { try cache.store(fixture("photo.png"), for: "k\(i)") }
+        // When the three oldest are used, and one more comes in
+        for i in 0..<3 { XCTAssertNotNil(cache.peek(key: "k\(i)")) }
+        try cache.store(fixture("photo.png"), for: "k20")
+        // Then the batch is the two oldest that were not used
+        XCTAssertEqual(Set(cache.memoryURLs), Set((0..<21).map { "k\($0)" }).subtracting(["k3", "k4"]))
+
+        // And when the oldest left is used through a fetch, and two more come in (the batch left 19)
+        XCTAssertNotNil(fetchAndWait(cache, URL(string: "http://127.0.0.1:1/k5")!, key: "k5"))
+        try cache.store(fixture("photo.png"), for: "k21")
+        try cache.store(fixture("photo.png"), for: "k22")
+        // Then it outlives the next two, and the three used before the last batch stay too
+        XCTAssertEqual(Set(cache.memoryURLs), Set((0..<23).map { "k\($0)" }).subtracting(["k3", "k4", "k6", "k7"]))
+        assertInvariants(cache)
+    }
+
+    func testAnEntryNeverUsedGoesFirstWhereverItStands() throws {
+        // Given ten entries, all used but k7, the newest but two
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 10
+        for i in 0..<10 { try cache.store(fixture("photo.png"), for: "k\(i)") }
+        for i in 0..<10 where i != 7 { XCTAssertNotNil(cache.peek(key: "k\(i)")) }
+        // When one more comes in
+        try cache.store(fixture("photo.png"), for: "new")
+        // Then k7 is the one that leaves, though six were older
+        XCTAssertEqual(Set(cache.memoryURLs), Set(["new"] + (0..<10).filter { $0 != 7 }.map { "k\($0)" }))
+        assertInvariants(cache)
+    }
+
+    func testANewEntryOutlivesItsOwnEvictionWhenEveryOlderOneWasUsed() throws {
+        // Given ten entries, every one used
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 10
+        for i in 0..<10 { try cache.store(fixture("photo.png"), for: "k\(i)") }
+        for i in 0..<10 { XCTAssertNotNil(cache.peek(key: "k\(i)")) }
+        // When one more comes in
+        try cache.store(fixture("photo.png"), for: "new")
+        // Then every old entry had its second pass, the oldest left, and the new one stays
+        XCTAssertEqual(cache.memoryURLs, (1..<10).map { "k\($0)" } + ["new"], "least recently used first")
+        XCTAssertNotNil(cache.peek(key: "new"))
+        assertInvariants(cache)
+    }
+
     func testCapOfOneEvictsOneAtATime() {
         let cache = makeCache()
         cache.imageMemoryMaxCount = 0
