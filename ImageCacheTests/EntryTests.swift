@@ -136,6 +136,26 @@ final class EntryTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/both.png"), 1)
     }
 
+    func testAKeyIsItsBytesInMemoryAsOnDisk() throws {
+        // Given an image stored under "café" written with a precomposed é, and many keys of every
+        // length around it (the key hash reads eight bytes at a time)
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 1_000
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        XCTAssertEqual(composed, decomposed, "Swift calls the two strings equal")
+        try cache.store(fixture("photo.png"), for: composed)
+        let keys = (0..<40).map { String(repeating: "k", count: $0) } + (0..<40).map { "\($0)é" }
+        for key in keys { try cache.store(fixture("photo.png"), for: key) }
+        // Then the other spelling is another key, as it is another file on disk
+        XCTAssertNotNil(cache.peek(key: composed))
+        XCTAssertNil(cache.peek(key: decomposed))
+        // And every key is found, under its own bytes only
+        for key in keys { XCTAssertNotNil(cache.peek(key: key), key) }
+        XCTAssertNil(cache.peek(key: String(repeating: "k", count: 40)))
+        XCTAssertEqual(cache.memoryCount, 1 + keys.count)
+        assertInvariants(cache)
+    }
+
     // MARK: Store
 
     func testStoredDataIsReadBackWithoutTheNetwork() throws {
