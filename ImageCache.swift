@@ -182,6 +182,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var nextDeadline: DispatchTime?  // what it is set for; nil when idle
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var counts = Statistics()  // its counters; the sizes are filled in by `statistics()`
+        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
         var secondChanceOrder = FIFO<(key: String, serial: UInt64, cost: Int)>()
         var secondChanceBytes = 0  // the costs in `secondChanceOrder`
@@ -202,6 +203,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxImageBytes = 20 * 1024 * 1024
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
+        var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
     }
 }
 
@@ -219,14 +221,14 @@ nonisolated extension ImageCache {
     ///   under one key share one entry, and one URL under two keys makes two.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(url, key: key, .image, lane: .fast) { result in callback?(url, try? Self.image(result).get().value) }
+        request(Load(url, key: key)) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(url, key: key, .image, lane: .slow) { result in callback?(url, try? Self.image(result).get().value) }
+        request(Load(url, key: key, slow: true)) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -235,11 +237,37 @@ nonisolated extension ImageCache {
     /// image and its ``Source``, or an ``Error`` whose ``Error/isFatal`` says whether trying again
     /// can help. `onRetry` runs on ``callbackQueue`` before each retry, with the error that caused
     /// it and the number of the attempt that failed (from 1).
+    ///
+    /// `onProgress` runs on ``callbackQueue`` while the image downloads, with the bytes received so
+    /// far and the length the server announced (nil if it announced none): at most about 20
+    /// times a second, `received` never smaller than the call before (not even after a retry),
+    /// and a last call with the whole size before `completion`. A request that joins a download
+    /// under way is told from where it is. Memory and disk hits do not call it.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
+                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
                       onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
                       completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
-        request(url, key: key, .image, lane: slow ? .slow : .fast, onRetry: onRetry) { completion(Self.image($0)) }
+        fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
+    }
+
+    /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)`
+    /// does a URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval`
+    /// are sent as they are (plus the cache's `Accept` and `Accept-Encoding: identity`, where the
+    /// request has none), and ``requestModifier`` sees it before each attempt.
+    ///
+    /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of
+    /// it**, so two users' private images at one URL need two keys. Downloads of one key are
+    /// shared, with the headers of the request that started it. Only a `GET` with no body and an
+    /// http(s) URL is sent; any other request fails at once with the fatal
+    /// ``Error/invalidRequest(_:)`` (or ``Error/unsupportedURL(_:)``), and nothing is cached.
+    /// Headers of the request go to a redirect's target only on the same origin (see README).
+    @discardableResult
+    public func fetch(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
@@ -256,21 +284,84 @@ nonisolated extension ImageCache {
     @discardableResult
     public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
+                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
                              onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
                              completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
-        let decoder = Decoder.value(decode)
-        return request(url, key: key, decoder, lane: slow ? .slow : .fast, onRetry: onRetry) { completion($0.flatMap { Self.resolve($0, decoder) }) }
+        fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
+    }
+
+    /// Fetches any data with `request`: the `decode:` form of `fetch(_:key:slow:decode:onProgress:onRetry:completion:)`
+    /// with the request's headers, as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends them.
+    @discardableResult
+    public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+                             decode: @escaping @Sendable (Data) throws -> Value,
+                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        fetch(Load(request, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
     /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
     /// why the image could not be had, or ``Error/cancelled`` when the calling task is cancelled
     /// first.
     public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
+        try await image(Load(url, key: key, slow: slow))
+    }
+
+    /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)`
+    /// fetches a URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
+    public func image(for request: URLRequest, key: String? = nil, slow: Bool = false) async throws -> Image {
+        try await image(Load(request, key: key, slow: slow))
+    }
+
+    /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection
+    /// view's `prefetchItemsAt` hands over. A URL in memory or on disk costs no network request,
+    /// one already being prefetched is not asked again, and one that a fetch is downloading shares
+    /// that download. See ``cancelPrefetching(_:)``.
+    ///
+    /// - Complexity: O(n) in the URLs.
+    public func prefetch(_ urls: [URL]) {
+        for url in urls { prefetch(Load(url, key: nil, slow: true)) }
+    }
+
+    /// Prefetches each request, as `prefetch(_:)` prefetches URLs, with its headers.
+    public func prefetch(_ requests: [URLRequest]) {
+        for request in requests { prefetch(Load(request, key: nil, slow: true)) }
+    }
+
+    /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a
+    /// download that a fetch or a binder also waits for goes on; one that only the prefetch wanted
+    /// stops, and nothing is cached from it. A URL not being prefetched is ignored.
+    ///
+    /// - Complexity: O(n) in the URLs.
+    public func cancelPrefetching(_ urls: [URL]) {
+        let tasks = lock.withLock { urls.compactMap { _state.prefetches[Key($0)] } }
+        for task in tasks { task.cancel() }
+    }
+
+    /// The image Result forms of `fetch`, with their hooks.
+    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?, _ onRetry: (@Sendable (Error, Int) -> Void)?,
+                       _ completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        var load = load
+        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+        return request(load) { completion(Self.image($0)) }
+    }
+
+    /// The `decode:` forms of `fetch`, with their hooks.
+    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?, _ onRetry: (@Sendable (Error, Int) -> Void)?,
+                              _ completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        var load = load
+        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+        let decoder = load.decoder
+        return request(load) { completion($0.flatMap { Self.resolve($0, decoder) }) }
+    }
+
+    private func image(_ load: Load) async throws -> Image {
         let box = TaskBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
-                let task = request(url, key: key, .image, lane: slow ? .slow : .fast, queue: .global()) { result in
+                let task = request(load, queue: .global()) { result in
                     continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
                 } onCancel: {
                     continuation.resume(throwing: Error.cancelled)
@@ -281,6 +372,15 @@ nonisolated extension ImageCache {
             box.cancel()
         }.value
     }
+
+    private func prefetch(_ load: Load) {
+        var load = load
+        load.isPrefetch = true
+        _ = request(load, queue: Self.prefetchQueue) { _ in }
+    }
+
+    /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).
+    private static let prefetchQueue = DispatchQueue(label: "ImageCache.prefetch", qos: .utility)
 
     /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
     /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
@@ -354,7 +454,7 @@ nonisolated extension ImageCache {
                     _state.counts.peekHits &+= 1
                     return image
                 }
-                _removeFromMemory(key, slot: slot)
+                _evict(slot)
                 return nil
             case nil:
                 let found = _secondChance(key, now: now)?.image
@@ -626,6 +726,19 @@ nonisolated extension ImageCache {
         return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    /// Makes every request the cache sends (first attempts, retries, revalidations) just before it
+    /// is sent: add an `Authorization` header with the current token, say, so that a retry picks up
+    /// a refreshed one. Returning nil fails the load with the fatal ``Error/invalidRequest(_:)``, as
+    /// does a request that is not a `GET` of an http(s) URL without a body. Runs once per attempt,
+    /// outside the cache's lock, on the thread that starts the attempt (a queue of the cache's, or
+    /// the caller of a method that freed a slot): keep it quick. What it returns is sent as it is,
+    /// and cached under the load's key: a modifier that changes the URL or its host changes what is
+    /// downloaded, not the key. Its headers follow a redirect to the same origin only. Nil by default.
+    public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
+        get { lock.withLock { _state.settings.requestModifier } }
+        set { change(\.requestModifier, to: newValue) }
+    }
+
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { lock.withLock { _state.settings.retryPolicy } }
@@ -689,6 +802,9 @@ nonisolated extension ImageCache {
     public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
         /// The URL's scheme is not `http` or `https`.
         case unsupportedURL(String)
+        /// The request cannot be sent as an image load: it has no URL, a method other than `GET`,
+        /// or a body, or ``ImageCache/requestModifier`` returned nil for it. Nothing was sent.
+        case invalidRequest(String)
         /// The server answered with a status outside 200...299.
         case httpStatus(Int)
         /// The request failed below HTTP: no connection, timeout, connection lost...
@@ -705,15 +821,15 @@ nonisolated extension ImageCache {
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
-        /// The decoder given to ``ImageCache/fetch(_:key:slow:decode:onRetry:completion:)`` threw
+        /// The decoder given to `fetch(_:key:slow:decode:onProgress:onRetry:completion:)` threw
         /// this error (described).
         case decodingFailed(String)
 
         /// True when trying the same URL again cannot help: a 4xx other than 408 and 429, an
-        /// unsupported URL, a body that is not an image or is broken.
+        /// unsupported URL or invalid request, a body that is not an image or is broken.
         public var isFatal: Bool {
             switch self {
-            case .unsupportedURL, .notAnImage, .corruptImage, .emptyBody, .tooLarge, .decodingFailed:
+            case .unsupportedURL, .invalidRequest, .notAnImage, .corruptImage, .emptyBody, .tooLarge, .decodingFailed:
                 return true
             case .httpStatus(let code):
                 // 3xx here is not a redirect URLSession could follow; 5xx, 408 and 429 may pass.
@@ -736,6 +852,7 @@ nonisolated extension ImageCache {
         public var description: String {
             switch self {
             case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
+            case .invalidRequest(let why): return "invalid request: \(why)"
             case .httpStatus(let code): return "HTTP status \(code)"
             case .network(let code, let text): return "network error \(code.rawValue): \(text)"
             case .emptyBody: return "not an image: the body is empty"
@@ -895,26 +1012,27 @@ nonisolated extension ImageCache {
 
     /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
     public final class FetchTask: @unchecked Sendable {
-        /// The URL that was requested.
+        /// The URL that was requested (`about:blank` for a `URLRequest` without one).
         public let url: URL
         fileprivate let cache: ImageCache
+        fileprivate let load: Load  // this request's own: its hooks, and the key
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
-        fileprivate let onRetry: (@Sendable (ImageCache.Error, Int) -> Void)?
         fileprivate var state = State.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
         fileprivate enum State { case waiting, delivered, cancelled }
 
-        fileprivate init(url: URL, cache: ImageCache, queue: DispatchQueue,
+        fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
-                         onCancel: (@Sendable () -> Void)?, onRetry: (@Sendable (ImageCache.Error, Int) -> Void)?) {
-            self.url = url
+                         onCancel: (@Sendable () -> Void)?) {
+            url = load.request.url ?? URL(string: "about:blank")!
             self.cache = cache
+            self.load = load
             self.queue = queue
             self.completion = completion
             self.onCancel = onCancel
-            self.onRetry = onRetry
         }
 
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
@@ -938,24 +1056,67 @@ nonisolated extension ImageCache {
 
     fileprivate enum Lane { case fast, slow }
 
-    /// One URL being looked up on disk, queued, downloaded, or waiting to retry, and everyone
+    /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
+    /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
+    fileprivate struct Load {
+        var request: URLRequest
+        var key: Key
+        var lane: Lane
+        var decoder: Decoder
+        var timeout: TimeInterval?  // the request's own; nil: ``ImageCache/requestTimeout`` at send time
+        var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
+        var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        var isPrefetch = false
+
+        /// A load of `url` (the forms that take a URL): no cached response, the cache's timeout.
+        init(_ url: URL, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData)
+            self.key = Key(string: key ?? url.absoluteString)
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// A load of `request` as given: its headers, cache policy and timeout.
+        init(_ request: URLRequest, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            self.request = request
+            self.key = Key(string: key ?? request.url?.absoluteString ?? "")
+            (lane, self.decoder, timeout) = (slow ? .slow : .fast, decoder, request.timeoutInterval)
+        }
+
+        /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
+        static func refusal(of request: URLRequest) -> Error? {
+            guard request.url != nil else { return .invalidRequest("the request has no URL") }
+            if let method = request.httpMethod, method != "GET" { return .invalidRequest("method \(method); only GET is sent") }
+            if request.httpBody != nil || request.httpBodyStream != nil { return .invalidRequest("a GET has no body") }
+            return nil
+        }
+
+        /// Why `url` cannot be downloaded, if it cannot: only http(s) URLs with a host are.
+        static func refusal(of url: URL) -> Error? {
+            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                return .unsupportedURL(url.absoluteString)
+            }
+            return nil
+        }
+    }
+
+    /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
     /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
     fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
-        let key: Key
-        let url: URL
+        let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.done
-        let decoder: Decoder  // the first requester's; the others' decode the bytes themselves
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
-        init(key: Key, url: URL, lane: Lane, decoder: Decoder) {
-            self.key = key
-            self.url = url
-            self.lane = lane
-            self.decoder = decoder
+        var key: Key { load.key }
+        var url: URL { load.request.url! }  // checked by `Load.refusal(of:)` before a download is made
+        var decoder: Decoder { load.decoder }
+
+        init(_ load: Load) {
+            self.load = load
+            lane = load.lane
         }
     }
 
@@ -1031,21 +1192,33 @@ nonisolated extension ImageCache {
         }
     }
 
-    private func request(_ url: URL, key: String?, _ decoder: Decoder, lane: Lane, queue: DispatchQueue? = nil,
-                         onRetry: (@Sendable (Error, Int) -> Void)? = nil,
+    /// The one path of every fetch: memory, a download under way, then a new download (which
+    /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
+    private func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
-        let key = Key(string: key ?? url.absoluteString)
+        let (key, decoder, lane) = (load.key, load.decoder, load.lane)
         let now = currentTime()
         var started: [Download] = []
         var lookUp: (download: Download, maxBytes: Int)?
         var immediate: (result: Result<Delivery, Error>, bytes: Int)?
         var handler: (@Sendable (Event) -> Void)?
         let task: FetchTask = lock.withLock {
-            let task = FetchTask(url: url, cache: self, queue: queue ?? _state.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel, onRetry: onRetry)
+            let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
+                                 completion: completion, onCancel: onCancel)
             handler = _state.settings.onEvent
             _state.counts.requests &+= 1
+            if load.isPrefetch {
+                guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
+                    task.state = .delivered
+                    return task
+                }
+                _state.prefetches[key] = task
+            }
+            if let refusal = Load.refusal(of: load.request) {
+                immediate = (.failure(refusal), 0)
+                return task
+            }
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
                     && decoder.type == _state.memory[slot].type:
@@ -1056,7 +1229,7 @@ nonisolated extension ImageCache {
                 immediate = (.success(Delivery(payload: payload, source: .memory)), _state.memory[slot].size)
                 return task
             case .loaded(let slot)?:
-                _removeFromMemory(key, slot: slot)
+                _evict(slot)
             case .loading(let download)?:
                 download.waiters.append(task)
                 task.download = download
@@ -1069,8 +1242,7 @@ nonisolated extension ImageCache {
             case .failed?, nil:
                 break
             }
-            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
-                let error = Error.unsupportedURL(url.absoluteString)
+            if let error = Load.refusal(of: task.url) {
                 _setFailed(key, error)
                 immediate = (.failure(error), 0)
                 return task
@@ -1083,7 +1255,7 @@ nonisolated extension ImageCache {
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
                 return task
             }
-            let download = Download(key: key, url: url, lane: lane, decoder: decoder)
+            let download = Download(load)
             download.waiters.append(task)
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
@@ -1092,7 +1264,7 @@ nonisolated extension ImageCache {
             return task
         }
         if let immediate {
-            let event = handler == nil ? nil : Self.event(immediate.result, url, from: .memory, bytes: immediate.bytes)
+            let event = handler == nil ? nil : Self.event(immediate.result, task.url, from: .memory, bytes: immediate.bytes)
             deliver(task, immediate.result, event: event, handler: handler)
         }
         if let lookUp {
@@ -1106,6 +1278,7 @@ nonisolated extension ImageCache {
         let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
             guard task.state == .waiting else { return (false, nil) }
             task.state = .cancelled
+            _endPrefetch(task)
             guard let download = task.download, case .loading(let entry)? = _state.entries[download.key], entry === download else {
                 return (true, nil)
             }
@@ -1114,6 +1287,11 @@ nonisolated extension ImageCache {
         }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+    private func _endPrefetch(_ task: FetchTask) {
+        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
     }
 
     /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
@@ -1127,7 +1305,7 @@ nonisolated extension ImageCache {
     private func _forget(_ key: Key) -> Stopped? {
         switch _state.entries[key] {
         case .loaded(let slot)?:
-            _removeFromMemory(key, slot: slot)
+            _evict(slot)
         case .loading(let download)?:
             _state.entries[key] = nil
             var task: URLSessionDataTask?
@@ -1169,6 +1347,8 @@ nonisolated extension ImageCache {
         let deadline: DispatchTime
         var response: URLResponse?
         var data = Data()
+        var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
+        var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var failure: Error?  // set when the cache stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the cache's lock
 
@@ -1201,28 +1381,73 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Swift.Error?) {
             cache?.completed(task, error: error)
         }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+            completionHandler(ImageCache.redirect(response, request, from: task.originalRequest))
+        }
     }
 
+    /// Sends the first request of each download (or its next attempt): the load's request with the
+    /// cache's headers and the revalidation's, as ``requestModifier`` makes it.
     private func startNetwork(_ downloads: [Download]) {
         guard !downloads.isEmpty else { return }
-        let (timeout, limit) = lock.withLock { (_state.settings.requestTimeout, _state.settings.maxImageBytes) }
-        for download in downloads {
-            var request = URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
-            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
+        let (settings, validators) = lock.withLock { (_state.settings, downloads.map { $0.stale?.found.validators }) }
+        for (download, validators) in zip(downloads, validators) {
+            var request = download.load.request
+            request.timeoutInterval = download.load.timeout ?? settings.requestTimeout
+            if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
+            if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+                request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
+            }
+            validators?.ask(&request)
+            if let modifier = settings.requestModifier {  // outside the lock: it is the app's code
+                guard let modified = modifier(request) else {
+                    networkFinished(download, .failure(.invalidRequest("the request modifier returned nil")), response: nil)
+                    continue
+                }
+                if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
+                    networkFinished(download, .failure(refusal), response: nil)
+                    continue
+                }
+                request = modified
+            }
             let task: URLSessionDataTask? = lock.withLock {
                 guard case .running(nil) = download.phase else { return nil }
-                download.stale?.found.validators?.ask(&request)
                 // Made under the lock: the requestTimeout setter invalidates the session it replaces.
                 let task = _state.session.dataTask(with: request)
                 _state.lanes.move(download, to: .running(task))
-                let transfer = Transfer(download: download, task: task, limit: limit, seconds: _state.settings.downloadTimeLimit)
+                let transfer = Transfer(download: download, task: task, limit: settings.maxImageBytes,
+                                        seconds: _state.settings.downloadTimeLimit)
                 _state.transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: transfer.deadline)
                 return task
             }
             task?.resume()
         }
+    }
+
+    /// The request a redirect is followed with. The headers of the request as sent go with it to
+    /// the same origin (scheme, host and port) only; to another, just the cache's own (`Accept`,
+    /// `Accept-Encoding`, the revalidation's), so that an `Authorization`, a cookie or any header
+    /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
+    /// load fails with its 3xx) for a target that is not http(s). The target is the response's
+    /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
+    fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest, from sent: URLRequest?) -> URLRequest? {
+        let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0, relativeTo: response.url) }
+        guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
+        var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
+                              timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
+        func origin(_ url: URL?) -> [String?] {
+            let scheme = url?.scheme?.lowercased()
+            return [scheme, url?.host?.lowercased(), String(url?.port ?? (scheme == "https" ? 443 : 80))]
+        }
+        let sameOrigin = origin(url) == origin(sent?.url)
+        let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
+        for (name, value) in sent?.allHTTPHeaderFields ?? [:] where sameOrigin || ownHeaders.contains(name.lowercased()) {
+            next.setValue(value, forHTTPHeaderField: name)
+        }
+        return next
     }
 
     /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
@@ -1267,6 +1492,8 @@ nonisolated extension ImageCache {
         guard let transfer = transfer(for: task) else { return .cancel }
         transfer.response = response
         transfer.expect(response.expectedContentLength)
+        let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+        transfer.expected = response.expectedContentLength >= 0 && encoding == "identity" ? Int(response.expectedContentLength) : nil
         let status = (response as? HTTPURLResponse)?.statusCode ?? 200
         if !(200..<300).contains(status), status != 304 {
             transfer.failure = .httpStatus(status)
@@ -1291,6 +1518,26 @@ nonisolated extension ImageCache {
             return
         }
         transfer.data.append(data)
+        let now = DispatchTime.now().uptimeNanoseconds
+        if now >= transfer.nextProgress {
+            transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
+            progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
+        }
+    }
+
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each only if it is
+    /// further than it was told last (so never less, even after a retry, and never twice the same).
+    private func progress(_ download: Download, received: Int, expected: Int?) {
+        let tasks: [FetchTask] = lock.withLock {
+            download.waiters.filter { task in
+                guard task.load.onProgress != nil, received > task.progress else { return false }
+                task.progress = received
+                return true
+            }
+        }
+        for task in tasks {
+            task.queue.async { if !task.isCancelled { task.load.onProgress?(received, expected) } }
+        }
     }
 
     fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
@@ -1309,11 +1556,13 @@ nonisolated extension ImageCache {
             result = Self.validate(data: transfer.data, response: transfer.response, error: error).map { bytes = $0; return $0 }
                 .flatMap(transfer.download.decoder.decode)
         }
+        // The whole size, before the completion (unless the last call said it already).
+        if bytes != nil { progress(transfer.download, received: transfer.data.count, expected: transfer.expected) }
         networkFinished(transfer.download, result, bytes: bytes, response: transfer.response, notModified: notModified)
     }
 
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool) {
+                                 response: URLResponse?, notModified: Bool = false) {
         let now = currentTime()
         var delivery = result.map { Delivery(payload: $0, source: .network) }
         var started: [Download] = []
@@ -1371,7 +1620,7 @@ nonisolated extension ImageCache {
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
             for task in waiters {
-                if let onRetry = task.onRetry { task.queue.async { if !task.isCancelled { onRetry(retry.error, retry.attempt) } } }
+                if let onRetry = task.load.onRetry { task.queue.async { if !task.isCancelled { onRetry(retry.error, retry.attempt) } } }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
@@ -1545,6 +1794,7 @@ nonisolated extension ImageCache {
         let due: Bool = lock.withLock {
             guard task.state == .waiting else { return false }
             task.state = .delivered
+            _endPrefetch(task)
             return true
         }
         if due { task.completion(result) }
@@ -1591,13 +1841,11 @@ nonisolated extension ImageCache {
     }
     #endif
 
-    /// Memory entries in a CLOCK order (second-chance FIFO): a doubly linked list threaded through
-    /// an array, newest insert first, and a reference bit per entry. A use only sets the bit; the
-    /// order changes only when eviction looks at the oldest entry: one whose bit is set gets the
-    /// bit cleared and goes to the front (a second pass), one whose bit is clear is the victim. So
-    /// a hit writes one byte, at most once per pass, and an insert or an eviction costs O(1)
-    /// amortized, with no allocation and no reference counting. It approximates least recently
-    /// used: every entry used since eviction last passed it outlives every entry that was not.
+    /// Memory entries in CLOCK order: a doubly linked list threaded through an array, newest insert
+    /// first, and a reference bit per entry. A use only sets the bit; eviction takes the oldest
+    /// entry whose bit is clear, and an older one whose bit is set gets a second pass (bit cleared,
+    /// moved to the front). A hit writes one byte at most; an insert or an eviction is O(1)
+    /// amortized, with no allocation and no reference counting.
     fileprivate struct MemoryList {
         struct Slot {
             var key: Key
@@ -1765,8 +2013,6 @@ nonisolated extension ImageCache {
         _state.entries[gone.key] = nil
         return gone
     }
-
-    private func _removeFromMemory(_ key: Key, slot: Int) { _evict(slot) }
 
     /// Queues the one disk write path: each image is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
@@ -2601,9 +2847,23 @@ nonisolated extension ImageCache {
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache)
+        }
+
+        /// Shows the image that `request` loads (nil: the placeholder), as `bind(_:key:...)` shows
+        /// a URL's; the request is sent as `fetch(_ request: URLRequest, ...)` sends it, and its
+        /// headers are not part of the key.
+        @discardableResult
+        public func bind(_ request: URLRequest?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
+            bind(request.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache)
+        }
+
+        private func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                          _ cache: ImageCache) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
-            let memoryKey = url.map { ImageCache.memoryKey(key ?? $0.absoluteString, filling: size) }
+            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
             var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
             if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache { showing = true }
             let previous = task
@@ -2612,16 +2872,17 @@ nonisolated extension ImageCache {
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
             binding = (placeholder, failureImage, cache, memoryKey)
-            guard let url, let memoryKey else { show(placeholder, .placeholder); return nil }
+            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
-            if let image = cache.peek(key: memoryKey) ?? (size == nil ? nil : cache.peek(key: key ?? url.absoluteString)) {
+            if let image = cache.peek(key: memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
                 show(image, .image(.memory))
                 return nil
             }
             if showing { state = .loading } else { show(placeholder, .loading) }
             let decoder = size == nil ? Decoder.image
                 : Decoder(type: nil) { ImageCache.decode($0, filling: size).map { Payload(bytes: $0.data, image: $0.image) } }
-            task = cache.request(url, key: memoryKey, decoder, lane: .fast, queue: queue, completion: { [weak self] result in
+            (load.key, load.decoder) = (Key(string: memoryKey), decoder)
+            task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
             return task
@@ -2701,16 +2962,29 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     @discardableResult
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
                          targetSize: CGSize? = nil, cache: ImageCache = .shared) -> ImageCache.FetchTask? {
-        let size = targetSize ?? bounds.size
+        imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize), cache: cache)
+    }
+
+    /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
+    /// request is sent as ``ImageCache/Binder`` sends it, and its headers are not part of the key.
+    @discardableResult
+    public func setImage(with request: URLRequest?, key: String? = nil, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
+                         cache: ImageCache = .shared) -> ImageCache.FetchTask? {
+        imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize), cache: cache)
+    }
+
+    /// `size` (the view's bounds by default) in the screen's pixels.
+    private func pixels(_ size: CGSize?) -> CGSize {
+        let size = size ?? bounds.size
         #if canImport(UIKit)
         // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
         // window, where the bounds are rarely laid out either.)
         let scale = max(1, traitCollection.displayScale)
-        let pixels = CGSize(width: size.width * scale, height: size.height * scale)
+        return CGSize(width: size.width * scale, height: size.height * scale)
         #else
-        let pixels = convertToBacking(size)
+        return convertToBacking(size)
         #endif
-        return imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels, cache: cache)
     }
 
     /// Cancels the load under way, if any; what the view shows stays.

@@ -26,6 +26,8 @@ public final class LoopbackServer: @unchecked Sendable {
         /// Send this Content-Length instead of `body.count`. When it differs from `body.count`
         /// the connection is closed after the body has been sent (truncated body).
         public var declaredLength: Int? = nil
+        /// False: no `Content-Length` at all, and the connection closes after the body (its end).
+        public var sendsLength = true
         public var behavior: Behavior = .normal
 
         public enum Behavior: Sendable {
@@ -436,6 +438,7 @@ public final class LoopbackServer: @unchecked Sendable {
             let body = request.method == "HEAD" ? Data() : response.body
             let declared = response.declaredLength ?? response.body.count
             var closeAfter = request.closeAfter || (response.declaredLength != nil && declared != response.body.count)
+                || !response.sendsLength
 
             var head = "HTTP/1.1 \(response.status) \(Self.reasonPhrase(response.status))\r\n"
             var hasContentType = false
@@ -453,7 +456,7 @@ public final class LoopbackServer: @unchecked Sendable {
                 head += "\(name): \(value)\r\n"
             }
             if !hasContentType { head += "Content-Type: application/octet-stream\r\n" }
-            if !hasContentLength { head += "Content-Length: \(declared)\r\n" }
+            if !hasContentLength, response.sendsLength { head += "Content-Length: \(declared)\r\n" }
             if !hasConnection { head += closeAfter ? "Connection: close\r\n" : "Connection: keep-alive\r\n" }
             head += "\r\n"
 

@@ -288,6 +288,28 @@ extension UITableViewDataSourcePrefetching {
     public func tableView(_ tableView: UITableView, cancelPrefetchingForRowsAt indexPaths: [IndexPath]) {}
 }
 
+/// `prefetchItemsAt` is required, `cancelPrefetchingForItemsAt` optional (SHIM: requirement plus
+/// default).
+@available(iOS 10.0, *)
+@MainActor
+public protocol UICollectionViewDataSourcePrefetching: NSObjectProtocol {
+    func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath])
+    func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath])
+}
+
+@available(iOS 10.0, *)
+extension UICollectionViewDataSourcePrefetching {
+    public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {}
+}
+
+/// Designated: `init(frame:collectionViewLayout:)` and `init?(coder:)`. SHIM: only the prefetching
+/// data source is declared (no layout, data source or cells: nothing checked uses them).
+@MainActor
+open class UICollectionView: UIScrollView {
+    @available(iOS 10.0, *)
+    weak open var prefetchDataSource: (any UICollectionViewDataSourcePrefetching)?
+}
+
 /// Designated: `init(frame:style:)` and `init?(coder:)`; `init(frame:)` is a convenience initializer.
 @MainActor
 open class UITableView: UIScrollView {
