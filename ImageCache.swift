@@ -950,7 +950,7 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Queues and fetching
+// MARK: - Requests and lanes
 
 nonisolated extension ImageCache {
     /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
@@ -1338,6 +1338,59 @@ nonisolated extension ImageCache {
         _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
     }
 
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
+        for task in tasks {
+            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
+                byQueue[index].tasks.append(task)
+            } else {
+                byQueue.append((task.queue, [task]))
+            }
+        }
+        for (index, group) in byQueue.enumerated() {
+            group.queue.async {
+                if index == 0, let event, let handler { handler(event) }
+                for task in group.tasks { self.complete(task, result.value) }
+            }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
+        }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
+        let due: Bool = lock.withLock {
+            guard task.state == .waiting else { return false }
+            task.state = .delivered
+            _endPrefetch(task)
+            return true
+        }
+        if due { task.completion(result) }
+    }
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    fileprivate func emit(_ event: Event) {
+        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
+    }
+}
+
+// MARK: - Network transfer
+
+nonisolated extension ImageCache {
     /// The bytes of one network attempt, filled on the session's serial delegate queue.
     fileprivate final class Transfer: @unchecked Sendable {
         let download: Download
@@ -1756,55 +1809,6 @@ nonisolated extension ImageCache {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
-    }
-
-    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
-    /// the event handler first, in the same block as the first queue's callbacks.
-    private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
-        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
-        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
-        for task in tasks {
-            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
-                byQueue[index].tasks.append(task)
-            } else {
-                byQueue.append((task.queue, [task]))
-            }
-        }
-        for (index, group) in byQueue.enumerated() {
-            group.queue.async {
-                if index == 0, let event, let handler { handler(event) }
-                for task in group.tasks { self.complete(task, result.value) }
-            }
-        }
-    }
-
-    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
-    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
-        let result = Unchecked(result)
-        task.queue.async {
-            if let event, let handler { handler(event) }
-            self.complete(task, result.value)
-        }
-    }
-
-    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
-    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let due: Bool = lock.withLock {
-            guard task.state == .waiting else { return false }
-            task.state = .delivered
-            _endPrefetch(task)
-            return true
-        }
-        if due { task.completion(result) }
-    }
-
-    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
-    fileprivate func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
-        guard let handler else { return }
-        queue.async { handler(event) }
     }
 }
 
