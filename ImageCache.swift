@@ -1027,7 +1027,7 @@ nonisolated extension ImageCache {
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
                          onCancel: (@Sendable () -> Void)?) {
-            url = load.request.url ?? URL(string: "about:blank")!
+            url = load.url ?? URL(string: "about:blank")!
             self.cache = cache
             self.load = load
             self.queue = queue
@@ -1059,27 +1059,28 @@ nonisolated extension ImageCache {
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     fileprivate struct Load {
-        var request: URLRequest
+        let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
+        let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
         var key: Key
         var lane: Lane
         var decoder: Decoder
-        var timeout: TimeInterval?  // the request's own; nil: ``ImageCache/requestTimeout`` at send time
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
 
-        /// A load of `url` (the forms that take a URL): no cached response, the cache's timeout.
+        /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
+        /// on Linux each is an object, and a memory hit needs none.
         init(_ url: URL, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
-            request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData)
+            (self.url, request) = (url, nil)
             self.key = Key(string: key ?? url.absoluteString)
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
         }
 
         /// A load of `request` as given: its headers, cache policy and timeout.
         init(_ request: URLRequest, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
-            self.request = request
+            (url, self.request) = (request.url, request)
             self.key = Key(string: key ?? request.url?.absoluteString ?? "")
-            (lane, self.decoder, timeout) = (slow ? .slow : .fast, decoder, request.timeoutInterval)
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
         }
 
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
@@ -1111,7 +1112,7 @@ nonisolated extension ImageCache {
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
         var key: Key { load.key }
-        var url: URL { load.request.url! }  // checked by `Load.refusal(of:)` before a download is made
+        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
         var decoder: Decoder { load.decoder }
 
         init(_ load: Load) {
@@ -1215,7 +1216,7 @@ nonisolated extension ImageCache {
                 }
                 _state.prefetches[key] = task
             }
-            if let refusal = Load.refusal(of: load.request) {
+            if let refusal = load.request.flatMap(Load.refusal(of:)) {
                 immediate = (.failure(refusal), 0)
                 return task
             }
@@ -1447,8 +1448,8 @@ nonisolated extension ImageCache {
         guard !downloads.isEmpty else { return }
         let (settings, validators) = lock.withLock { (_state.settings, downloads.map { $0.stale?.found.validators }) }
         for (download, validators) in zip(downloads, validators) {
-            var request = download.load.request
-            request.timeoutInterval = download.load.timeout ?? settings.requestTimeout
+            var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                              timeoutInterval: settings.requestTimeout)
             if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
             if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
                 request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
 @_spi(Testing) @testable import ImageCache
 import LoopbackServer
@@ -20,6 +23,21 @@ final class StressTests: CacheTestCase {
         }
         // Set only by the thread that made the record, read after all threads joined.
         var cancelReturned = false
+    }
+
+    private static let identity: @Sendable (URLRequest) -> URLRequest? = { $0 }
+
+    /// A request with a header and progress, which must never go back.
+    private func fetchWithProgress(_ cache: ImageCache, _ url: URL, token: Int, slow: Bool, calls: Locked<Int>) -> ImageCache.FetchTask {
+        var request = URLRequest(url: url)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let reported = Locked(0)
+        return cache.fetch(request, slow: slow, onProgress: { received, _ in
+            reported.mutate { last in
+                XCTAssertGreaterThan(received, last, "progress went back")
+                last = received
+            }
+        }) { _ in calls.mutate { $0 += 1 } }
     }
 
     func testThirtyTwoThreadsMixingEveryCallKeepEveryPromise() {
@@ -56,9 +74,10 @@ final class StressTests: CacheTestCase {
                     let calls = Locked(0)
                     let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, _ in calls.mutate { $0 += 1 } }
                     let task: ImageCache.FetchTask
-                    switch random.next() % 4 {
+                    switch random.next() % 5 {
                     case 0: task = cache.fetch(url, key: "k\(url.path.count % 3)", slow: roll >= 40) { _ in calls.mutate { $0 += 1 } }
                     case 1: task = cache.fetch(url, slow: roll >= 40, decode: { $0.count }) { _ in calls.mutate { $0 += 1 } }
+                    case 2: task = fetchWithProgress(cache, url, token: thread, slow: roll >= 40, calls: calls)
                     default: task = roll < 40 ? cache.fetch(url, callback: callback) : cache.slowFetch(url, callback: callback)
                     }
                     let record = Record(task, calls: calls)
@@ -82,14 +101,17 @@ final class StressTests: CacheTestCase {
                 case 93..<96:
                     cache.persistCacheToDisk()
                 case 96:
-                    switch random.next() % 3 {
+                    switch random.next() % 5 {
                     case 0: cache.reduceDiskCache(maxImageCount: 20)
                     case 1: cache.reduceDiskCache(maxBytes: 20_000) {}
+                    case 2: cache.prefetch([url, urls[Int(random.next() % UInt64(urls.count))], url])
+                    case 3: cache.cancelPrefetching([url])
                     default: _ = cache.statistics()
                     }
                 case 97:
                     // Settings change under load too (a new session, a wider lane, a smaller cap).
-                    switch random.next() % 5 {
+                    switch random.next() % 6 {
+                    case 5: cache.requestModifier = random.next() % 2 == 0 ? nil : Self.identity
                     case 0: cache.requestTimeout = Double(5 + random.next() % 5)
                     case 1: cache.maxConcurrentDownloads = Int(1 + random.next() % 8)
                     case 2: cache.imageMemoryMaxBytes = Int(3_000 + random.next() % 20_000)
