@@ -184,7 +184,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var counts = Statistics()  // its counters; the sizes are filled in by `statistics()`
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
-        var secondChanceOrder = FIFO<(key: String, serial: UInt64, cost: Int)>()
+        var secondChanceOrder = FIFO<(key: Key, serial: UInt64, cost: Int)>()
         var secondChanceBytes = 0  // the costs in `secondChanceOrder`
     }
 
@@ -408,7 +408,7 @@ nonisolated extension ImageCache {
             let limit = _state.settings.maxImageBytes
             guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
             let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key.string)  // an older image of the key
+            secondChance.removeObject(forKey: key)  // an older image of the key
             _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
             let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
             diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(key, downloadedAt: now) } }
@@ -512,7 +512,7 @@ nonisolated extension ImageCache {
     public func remove(key: String) {
         let key = Key(string: key)
         let stopped: [Stopped] = lock.withLock {
-            secondChance.removeObject(forKey: key.string)
+            secondChance.removeObject(forKey: key)
             let name = DiskStore.fileName(for: key.string)
             diskQueue.async { self.disk.remove(name) }
             return _forgetWithSizes(key)
@@ -1052,6 +1052,11 @@ nonisolated extension ImageCache {
         public var isCancelled: Bool {
             cache.lock.withLock { state == .cancelled }
         }
+
+        /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
+        fileprivate var isWaiting: Bool {
+            cache.lock.withLock { state == .waiting }
+        }
     }
 
     fileprivate enum Lane { case fast, slow }
@@ -1109,6 +1114,7 @@ nonisolated extension ImageCache {
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
+        fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
         var key: Key { load.key }
@@ -1123,9 +1129,13 @@ nonisolated extension ImageCache {
 
     /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
     /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
+    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
+    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
     fileprivate struct Lanes {
-        private var fastQueue: [Download] = []
-        private var slowQueue: [Download] = []
+        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var queuedFast = 0  // live places in `fastQueue`
+        private var tickets: UInt64 = 0
         private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
         private var runningFast = 0
         private var runningSlow = 0
@@ -1140,15 +1150,23 @@ nonisolated extension ImageCache {
         /// Takes downloads off the queues as far as the limits allow and marks them running.
         mutating func startReady(maxFast: Int) -> [Download] {
             var started: [Download] = []
-            while runningFast < maxFast, let download = fastQueue.first {
+            while runningFast < maxFast, let download = Self.popLive(&fastQueue) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, fastQueue.isEmpty, runningFast == 0, runningSlow == 0, let download = slowQueue.first {
+            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, let download = Self.popLive(&slowQueue) {
                 start(download)
                 started.append(download)
             }
             return started
+        }
+
+        /// The first download still queued where `queue` has it, past the stale places before it.
+        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
+            while let (download, ticket) = queue.popFirst() {
+                if case .queued = download.phase, download.ticket == ticket { return download }
+            }
+            return nil
         }
 
         private mutating func start(_ download: Download) {
@@ -1163,12 +1181,11 @@ nonisolated extension ImageCache {
             case .checkingDisk where fast:
                 checkingFast += sign
             case .queued:
+                if fast { queuedFast += sign }
                 if sign > 0 {
-                    fast ? fastQueue.append(download) : slowQueue.append(download)
-                } else if fast {
-                    fastQueue.removeAll { $0 === download }
-                } else {
-                    slowQueue.removeAll { $0 === download }
+                    tickets += 1
+                    download.ticket = tickets
+                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
                 }
             case .running:
                 if fast { runningFast += sign } else { runningSlow += sign }
@@ -1250,7 +1267,7 @@ nonisolated extension ImageCache {
             }
             // An image evicted lately comes back; a request for another type forgets it (its
             // entry will replace it).
-            if decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key.string) }
+            if decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
             if decoder.type == nil, let found = _secondChance(key, now: now) {
                 _state.counts.memoryHits &+= 1
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
@@ -1443,42 +1460,50 @@ nonisolated extension ImageCache {
     }
 
     /// Sends the first request of each download (or its next attempt): the load's request with the
-    /// cache's headers and the revalidation's, as ``requestModifier`` makes it.
+    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
+    /// refuses fails its download at once, and what that frees is started in the same loop.
     private func startNetwork(_ downloads: [Download]) {
-        guard !downloads.isEmpty else { return }
-        let (settings, validators) = lock.withLock { (_state.settings, downloads.map { $0.stale?.found.validators }) }
-        for (download, validators) in zip(downloads, validators) {
-            var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                                              timeoutInterval: settings.requestTimeout)
-            if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
-            if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-                request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
-            }
-            validators?.ask(&request)
-            if let modifier = settings.requestModifier {  // outside the lock: it is the app's code
-                guard let modified = modifier(request) else {
-                    networkFinished(download, .failure(.invalidRequest("the request modifier returned nil")), response: nil)
-                    continue
+        var batch = downloads
+        while !batch.isEmpty {
+            var freed: [Download] = []
+            let (settings, validators) = lock.withLock { (_state.settings, batch.map { $0.stale?.found.validators }) }
+            for (download, validators) in zip(batch, validators) {
+                switch request(for: download, settings, validators) {
+                case .failure(let refusal):
+                    freed += networkFinished(download, .failure(refusal), response: nil)
+                case .success(let request):
+                    let task: URLSessionDataTask? = lock.withLock {
+                        guard case .running(nil) = download.phase else { return nil }
+                        // Made under the lock: the requestTimeout setter invalidates the session it replaces.
+                        let task = _state.session.dataTask(with: request)
+                        _state.lanes.move(download, to: .running(task))
+                        let transfer = Transfer(download: download, task: task, limit: settings.maxImageBytes,
+                                                seconds: _state.settings.downloadTimeLimit)
+                        _state.transfers[ObjectIdentifier(task)] = transfer
+                        _setTimer(for: transfer.deadline)
+                        return task
+                    }
+                    task?.resume()
                 }
-                if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
-                    networkFinished(download, .failure(refusal), response: nil)
-                    continue
-                }
-                request = modified
             }
-            let task: URLSessionDataTask? = lock.withLock {
-                guard case .running(nil) = download.phase else { return nil }
-                // Made under the lock: the requestTimeout setter invalidates the session it replaces.
-                let task = _state.session.dataTask(with: request)
-                _state.lanes.move(download, to: .running(task))
-                let transfer = Transfer(download: download, task: task, limit: settings.maxImageBytes,
-                                        seconds: _state.settings.downloadTimeLimit)
-                _state.transfers[ObjectIdentifier(task)] = transfer
-                _setTimer(for: transfer.deadline)
-                return task
-            }
-            task?.resume()
+            batch = freed
         }
+    }
+
+    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
+    /// be sent. The modifier runs here, outside the lock: it is the app's code.
+    private func request(for download: Download, _ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
+        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                          timeoutInterval: settings.requestTimeout)
+        if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
+        }
+        validators?.ask(&request)
+        guard let modifier = settings.requestModifier else { return .success(request) }
+        guard let modified = modifier(request) else { return .failure(.invalidRequest("the request modifier returned nil")) }
+        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) { return .failure(refusal) }
+        return .success(modified)
     }
 
     /// The request a redirect is followed with. The headers of the request as sent go with it to
@@ -1579,18 +1604,25 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each only if it is
-    /// further than it was told last (so never less, even after a retry, and never twice the same).
+    /// Tells the waiters of `download` that have an `onProgress` how far it is.
     private func progress(_ download: Download, received: Int, expected: Int?) {
-        let tasks: [FetchTask] = lock.withLock {
-            download.waiters.filter { task in
-                guard task.load.onProgress != nil, received > task.progress else { return false }
-                task.progress = received
-                return true
-            }
+        tell(lock.withLock { _progressed(download, received: received) }, received: received, expected: expected)
+    }
+
+    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+    /// less (so never less, even after a retry, and never twice the same), marked as told.
+    private func _progressed(_ download: Download, received: Int) -> [FetchTask] {
+        download.waiters.filter { task in
+            guard task.load.onProgress != nil, received > task.progress else { return false }
+            task.progress = received
+            return true
         }
+    }
+
+    /// Calls `onProgress` of each task on its queue, unless it was answered or cancelled meanwhile.
+    private func tell(_ tasks: [FetchTask], received: Int, expected: Int?) {
         for task in tasks {
-            task.queue.async { if !task.isCancelled { task.load.onProgress?(received, expected) } }
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
 
@@ -1610,16 +1642,21 @@ nonisolated extension ImageCache {
             result = Self.validate(data: transfer.data, response: transfer.response, error: error).map { bytes = $0; return $0 }
                 .flatMap(transfer.download.decoder.decode)
         }
-        // The whole size, before the completion (unless the last call said it already).
-        if bytes != nil { progress(transfer.download, received: transfer.data.count, expected: transfer.expected) }
-        networkFinished(transfer.download, result, bytes: bytes, response: transfer.response, notModified: notModified)
+        let whole = bytes.map { _ in (transfer.data.count, transfer.expected) }
+        startNetwork(networkFinished(transfer.download, result, bytes: bytes, response: transfer.response,
+                                     notModified: notModified, whole: whole))
     }
 
+    /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is
+    /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
+    /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
+    /// the caller to start (here it would nest one call per queued download that fails at once).
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool = false) {
+                                 response: URLResponse?, notModified: Bool = false, whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
         var delivery = result.map { Delivery(payload: $0, source: .network) }
         var started: [Download] = []
+        var progressed: [FetchTask] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
         var handler: (@Sendable (Event) -> Void)?
         let waiters: [FetchTask]? = lock.withLock {
@@ -1631,6 +1668,7 @@ nonisolated extension ImageCache {
             switch result {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
+                if let whole { progressed = _progressed(download, received: whole.0) }
                 let cacheControl = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
@@ -1670,20 +1708,21 @@ nonisolated extension ImageCache {
             defer { if retry == nil { download.waiters = [] } }
             return download.waiters
         }
-        guard let waiters else { return }
+        guard let waiters else { return [] }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
             for task in waiters {
-                if let onRetry = task.load.onRetry { task.queue.async { if !task.isCancelled { onRetry(retry.error, retry.attempt) } } }
+                if let onRetry = task.load.onRetry { task.queue.async { if task.isWaiting { onRetry(retry.error, retry.attempt) } } }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
+            if let whole { tell(progressed, received: whole.0, expected: whole.1) }  // queued before the completions
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size), handler: handler)
         }
-        startNetwork(started)
+        return started
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
@@ -1827,21 +1866,21 @@ nonisolated extension ImageCache {
 
     #if canImport(UIKit) || canImport(AppKit)
     /// An `NSCache`, so that the system may take the images back under memory pressure.
-    fileprivate final class SecondChanceShelf {
+    fileprivate final class SecondChanceShelf {  // NSString keys compare code units, as `Key` does bytes
         private let cache = NSCache<NSString, SecondChance>()
-        func object(forKey key: String) -> SecondChance? { cache.object(forKey: key as NSString) }
-        func setObject(_ object: SecondChance, forKey key: String) { cache.setObject(object, forKey: key as NSString) }
-        func removeObject(forKey key: String) { cache.removeObject(forKey: key as NSString) }
+        func object(forKey key: Key) -> SecondChance? { cache.object(forKey: key.string as NSString) }
+        func setObject(_ object: SecondChance, forKey key: Key) { cache.setObject(object, forKey: key.string as NSString) }
+        func removeObject(forKey key: Key) { cache.removeObject(forKey: key.string as NSString) }
         func removeAllObjects() { cache.removeAllObjects() }
     }
     #else
     /// A dictionary: no system takes memory back here, and corelibs' `NSCache` would cost ~3 us an
     /// insert (it keeps a cost-sorted list) and evict the newest entry first.
     fileprivate final class SecondChanceShelf {
-        private var items: [String: SecondChance] = [:]
-        func object(forKey key: String) -> SecondChance? { items[key] }
-        func setObject(_ object: SecondChance, forKey key: String) { items[key] = object }
-        func removeObject(forKey key: String) { items[key] = nil }
+        private var items: [Key: SecondChance] = [:]
+        func object(forKey key: Key) -> SecondChance? { items[key] }
+        func setObject(_ object: SecondChance, forKey key: Key) { items[key] = object }
+        func removeObject(forKey key: Key) { items[key] = nil }
         func removeAllObjects() { items = [:] }
     }
     #endif
@@ -2033,8 +2072,8 @@ nonisolated extension ImageCache {
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
         guard !slot.key.string.utf8.contains(0) else { return }  // no sizes: `remove(key:)` could not find them here
         _state.serial += 1
-        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key.string)
-        _state.secondChanceOrder.append((slot.key.string, _state.serial, slot.cost))
+        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key)
+        _state.secondChanceOrder.append((slot.key, _state.serial, slot.cost))
         _state.secondChanceBytes += slot.cost
     }
 
@@ -2046,8 +2085,8 @@ nonisolated extension ImageCache {
 
     /// The second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard let found = secondChance.object(forKey: key.string)?.slot, let image = found.image else { return nil }
-        secondChance.removeObject(forKey: key.string)
+        guard let found = secondChance.object(forKey: key)?.slot, let image = found.image else { return nil }
+        secondChance.removeObject(forKey: key)
         guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
         _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt), usedAt: now)
@@ -2855,13 +2894,13 @@ nonisolated extension ImageCache {
             bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache)
         }
 
-        /// Shows the image that `request` loads (nil: the placeholder), as `bind(_:key:...)` shows
-        /// a URL's; the request is sent as `fetch(_ request: URLRequest, ...)` sends it, and its
-        /// headers are not part of the key.
+        /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
+        /// sent as `fetch(_ request: URLRequest, ...)` sends it, and its headers are not part of the
+        /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
         @discardableResult
-        public func bind(_ request: URLRequest?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
-            bind(request.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache)
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache)
         }
 
         private func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
@@ -2972,8 +3011,9 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
 
     /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
     /// request is sent as ``ImageCache/Binder`` sends it, and its headers are not part of the key.
+    /// (Not optional, so that `setImage(with: nil)` stays the URL form's: the placeholder.)
     @discardableResult
-    public func setImage(with request: URLRequest?, key: String? = nil, placeholder: ImageCache.Image? = nil,
+    public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
                          cache: ImageCache = .shared) -> ImageCache.FetchTask? {
         imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize), cache: cache)

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import XCTest
 @_spi(Testing) @testable import ImageCache
 import LoopbackServer
@@ -175,6 +178,31 @@ final class BinderTests: BinderTestCase {
         XCTAssertEqual(before, [3_000, Self.placeholderWidth])
         wait(for: [shown], timeout: 10)
         XCTAssertEqual(callbacks.sync { target.history }, [3_000, Self.placeholderWidth, 3_001])
+    }
+
+    func testBindingNilShowsThePlaceholderAndABindingToARequestSendsItsHeaders() {
+        // Given a target showing an image bound through a request with a header
+        let cache = makeCache()
+        let url = serveImage("/request.png", width: 3_002)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "the image")
+        target.onSet = { if $0?.width == 3_002 { shown.fulfill() } }
+        var request = URLRequest(url: url)
+        request.setValue("Bearer b", forHTTPHeaderField: "Authorization")
+        callbacks.sync {
+            target.expected = 3_002
+            XCTAssertNotNil(binder.bind(request, placeholder: placeholder, cache: cache))
+        }
+        wait(for: [shown], timeout: 10)
+        XCTAssertEqual(server.lastRequestHeaders("/request.png")?["authorization"], "Bearer b")
+        // When it is bound to nil (the URL form: a nil request is not a thing)
+        let state = callbacks.sync {
+            binder.bind(nil, placeholder: placeholder, cache: cache)
+            return binder.state
+        }
+        // Then it shows the placeholder
+        XCTAssertEqual(state, .placeholder)
+        XCTAssertEqual(callbacks.sync { target.history.last }, Self.placeholderWidth)
     }
 
     // MARK: Failure

@@ -156,6 +156,20 @@ final class EntryTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testTheSecondChanceKnowsAKeyByItsBytesToo() throws {
+        // Given an image under "café" (precomposed) that eviction put in the second chance: a cap
+        // of 20 evicts 2, "first" and "café", and leaves room for the more recent of them
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 20
+        try cache.store(fixture("photo.png"), for: "first")
+        try cache.store(fixture("photo.png"), for: "caf\u{E9}")
+        for i in 0..<19 { try cache.store(fixture("photo.png"), for: "other\(i)") }
+        XCTAssertFalse(cache.memoryURLs.contains("caf\u{E9}"))
+        // Then the decomposed spelling does not find it, and its own does
+        XCTAssertNil(cache.peek(key: "cafe\u{301}"))
+        XCTAssertNotNil(cache.peek(key: "caf\u{E9}"))
+    }
+
     // MARK: Store
 
     func testStoredDataIsReadBackWithoutTheNetwork() throws {

@@ -167,6 +167,46 @@ final class RequestTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testAModifierThatRefusesThousandsOfQueuedDownloadsFailsThemOneAfterAnother() throws {
+        // Given one slot, held by a slow download, and then a modifier that refuses every request
+        // (signed out) while 3,000 more wait for the slot
+        let cache = makeCache()
+        cache.maxConcurrentDownloads = 1
+        let slow = serve("/holder.png", delay: 0.5)
+        let held = expectation(description: "holder")
+        cache.fetch(slow) { _, _ in held.fulfill() }
+        XCTAssertTrue(server.waitForRequests("/holder.png", count: 1, timeout: 10))
+        // The modifier notes how deep in its thread's stack each call runs.
+        let stacks = Locked<[UInt: (low: UInt, high: UInt)]>([:])
+        cache.requestModifier = { _ in
+            var marker = 0
+            let address = withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
+            stacks.mutate { stacks in
+                let (low, high) = stacks[UInt(pthread_self()), default: (address, address)]
+                stacks[UInt(pthread_self())] = (min(low, address), max(high, address))
+            }
+            return nil
+        }
+        let failed = Locked(0)
+        let all = expectation(description: "every queued fetch")
+        all.expectedFulfillmentCount = 3_000
+        for i in 0..<3_000 {
+            cache.fetch(server.url("/queued/\(i).png")) { result in
+                if case .failure(.invalidRequest) = result { failed.mutate { $0 += 1 } }
+                all.fulfill()
+            }
+        }
+        // When the slot frees, each queued download fails in turn (before, each one's failure
+        // started the next inside itself: 3,000 nested calls on one thread's stack)
+        wait(for: [held, all], timeout: 60)
+        // Then all of them failed as refused, none was sent, and no thread went deeper into its
+        // stack for the later ones (3,000 nested calls take megabytes)
+        XCTAssertEqual(failed.value, 3_000)
+        for (low, high) in stacks.value.values { XCTAssertLessThan(high - low, 64 * 1024) }
+        XCTAssertEqual(server.totalRequests, 1)
+        assertInvariants(cache)
+    }
+
     func testAModifierThatTurnsTheRequestIntoAPostFailsIt() throws {
         let cache = makeCache()
         let url = serve("/posted.png")

@@ -104,6 +104,11 @@ final class PhotoCell: UITableViewCell {
         fatalError("PhotoCell is made in code")
     }
 
+    override func prepareForReuse() {
+        super.prepareForReuse()
+        photo.setImage(with: nil)  // nothing while the cell waits to be bound again
+    }
+
     override func layoutSubviews() {
         super.layoutSubviews()
         let bounds = contentView.bounds
