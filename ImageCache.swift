@@ -544,13 +544,14 @@ nonisolated extension ImageCache {
     /// images and then the least recently used ones down to 90% of it, so the folder passes it by
     /// at most the writes under way. Each process sharing a folder counts what it writes and
     /// recounts the folder when it enforces the limit.
+    ///
+    /// Setting it lists no folder: a lower limit applies at once only when the bytes already
+    /// counted pass it, else in the sweep that runs 2 s after the first disk lookup (so that an app
+    /// that sets it at launch gets its first images from disk without waiting for a scan).
     public var diskMaxBytes: Int {
         get { lock.withLock { _state.settings.diskMaxBytes } }
         set {
-            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
-                disk.maxBytes = maxBytes
-                disk.reduce(maxBytes: maxBytes, now: self.currentTime())
-            }
+            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in disk.setMaxBytes(maxBytes, now: self.currentTime()) }
         }
     }
 
@@ -1915,10 +1916,14 @@ nonisolated extension ImageCache {
         func read(_ name: String, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
             if sweep == nil, let queue = owner?.diskQueue {
-                // Once per instance, 2 s after its first lookup: expired files and a crash's
-                // temporary files go without competing with a launch's first lookups. (Queued at
-                // once, the sweep of 10,000 files held the first callback up to 4 ms on 2 cores.)
-                let sweep = DispatchWorkItem { [weak self] in self?.reduce(now: now) }
+                // Once per instance, 2 s after its first lookup: expired files, a crash's
+                // temporary files and files past `maxBytes` go without competing with a launch's
+                // first lookups. (Queued at once, the sweep of 10,000 files held the first callback
+                // up to 4 ms on 2 cores.)
+                let sweep = DispatchWorkItem { [weak self] in
+                    guard let self, let owner = self.owner else { return }
+                    self.reduce(maxBytes: self.maxBytes, now: owner.currentTime())
+                }
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
@@ -1989,6 +1994,13 @@ nonisolated extension ImageCache {
             knownBytes = known
             if known > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
             return true
+        }
+
+        /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
+        /// ahead of a launch's lookups), else by the sweep or the next write.
+        func setMaxBytes(_ limit: Int, now: TimeInterval) {
+            maxBytes = limit
+            if let knownBytes, knownBytes > limit { reduce(maxBytes: limit, now: now) }
         }
 
         /// Marks files as used, in the order given (the last is the most recent).
