@@ -410,8 +410,8 @@ nonisolated extension ImageCache {
         let key = Key(string: key)
         let stopped: [Stopped] = lock.withLock {
             secondChance.removeObject(forKey: key.string)
-            let name = DiskStore.fileName(for: key.string)
-            diskQueue.async { self.disk.remove(name) }
+            let id = DiskStore.fileID(for: key.string)
+            diskQueue.async { self.disk.remove(id) }
             return _forgetWithSizes(key)
         }
         finishStopped(stopped)
@@ -470,7 +470,7 @@ nonisolated extension ImageCache {
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max, completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
         let recency = lock.withLock {
-            _state.memory.indicesFromLeastRecent().map { DiskStore.fileName(for: _state.memory[$0].key.string) }
+            _state.memory.indicesFromLeastRecent().map { DiskStore.fileID(for: _state.memory[$0].key.string) }
         }
         diskQueue.async {
             self.disk.touch(recency, at: now)
@@ -1340,7 +1340,7 @@ nonisolated extension ImageCache {
                     _state.counts.revalidated &+= 1
                     diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, usedAt: now) }
                 } else if cacheControl.noStore {
-                    diskQueue.async { self.disk.remove(DiskStore.fileName(for: download.key.string)) }
+                    diskQueue.async { self.disk.remove(DiskStore.fileID(for: download.key.string)) }
                 } else {
                     let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
                                               downloadedAt: downloadedAt, validators: Validators(response))
@@ -1810,7 +1810,7 @@ nonisolated extension ImageCache {
         let now = currentTime()
         var hit: (payload: Payload, downloadedAt: TimeInterval)?
         var stale: (payload: Payload, found: DiskStore.Found)?
-        if let found = disk.read(DiskStore.fileName(for: download.key.string), now: now, maxBytes: maxBytes) {
+        if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch download.decoder.decode(found.data) {
             case .success(let payload) where found.expired: stale = (payload, found)
             case .success(let payload): hit = (payload, found.file.downloadedAt)
@@ -1873,7 +1873,7 @@ nonisolated extension ImageCache {
             let downloadedAt: TimeInterval
             var validators: Validators?
             // Hashed on the disk queue, not under the lock where the item is made.
-            var name: String { fileName(for: url) }
+            var id: UInt64 { fileID(for: url) }
         }
 
         /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
@@ -1913,7 +1913,7 @@ nonisolated extension ImageCache {
 
         /// The file `name` if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
-        func read(_ name: String, now: TimeInterval, maxBytes: Int) -> Found? {
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
@@ -1927,12 +1927,12 @@ nonisolated extension ImageCache {
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
-            var fd = openFile(name)
-            if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(name) }
+            var fd = openFile(id)
+            if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
             guard let fd else { return nil }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(name, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
             let expired = now >= file.downloadedAt + timeToLive
             let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
             // An expired file stays only to be revalidated, or to be served when offline.
@@ -1940,7 +1940,7 @@ nonisolated extension ImageCache {
                 delete(file)
                 return nil
             }
-            guard let data = Self.readAll(fd, count: Int(file.size)) else { return nil }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, data: data, validators: validators, expired: expired)
         }
@@ -1957,9 +1957,9 @@ nonisolated extension ImageCache {
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 // 2 s: some file systems keep whole seconds.
-                if let file = file(item.name), file.downloadedAt > item.downloadedAt + 2
+                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
-                    touch([file.name], at: now)
+                    touch([file.id], at: now)
                 } else {
                     write(item, usedAt: now)  // does nothing if memory no longer has the bytes
                 }
@@ -1985,7 +1985,7 @@ nonisolated extension ImageCache {
                 }
                 failing = false
             } catch {
-                fail("cannot write \(folderPath)/\(item.name): \(Self.describe(error)); serving from memory and the network")
+                fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); serving from memory and the network")
                 return false
             }
             // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
@@ -2004,14 +2004,14 @@ nonisolated extension ImageCache {
         }
 
         /// Marks files as used, in the order given (the last is the most recent).
-        func touch(_ names: [String], at now: TimeInterval) {
+        func touch(_ ids: [UInt64], at now: TimeInterval) {
             guard let directory = openFolder(create: false) else { return }
-            for name in names { Foundation.utimensat(directory, name, dates(usedAt: now), AT_SYMLINK_NOFOLLOW) }
+            for id in ids { Foundation.utimensat(directory, Self.name(id), dates(usedAt: now), AT_SYMLINK_NOFOLLOW) }
         }
 
-        func remove(_ name: String) {
+        func remove(_ id: UInt64) {
             guard let directory = openFolder(create: false) else { return }
-            Foundation.unlinkat(directory, name, 0)
+            Foundation.unlinkat(directory, Self.name(id), 0)
         }
 
         /// Drops a file because what was read from it is not an image.
@@ -2022,21 +2022,19 @@ nonisolated extension ImageCache {
 
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
-            for file in list() where !file.temporary || file.stale { remove(file.name) }
+            for file in list(sweeping: true) { remove(file.id) }
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
         /// beyond the `maxCount` or `maxBytes` most recent.
+        ///
+        /// - Complexity: O(n log n) in the files, and ~40 bytes of memory a file.
         func reduce(maxCount: Int = .max, maxBytes: Int = .max, now: TimeInterval) {
-            var live: [File] = []
-            for file in list() {
-                if file.temporary {
-                    if file.stale { delete(file) }
-                } else if now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.name) {
-                    delete(file)
-                } else {
-                    live.append(file)
-                }
+            var live = list(sweeping: true)
+            live.removeAll { file in  // in place: a second array would double the memory
+                guard now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.id) else { return false }
+                delete(file)
+                return true
             }
             live.sort { $0.usedAt > $1.usedAt }
             var (kept, bytes) = (0, 0)
@@ -2053,88 +2051,117 @@ nonisolated extension ImageCache {
 
         /// How many entry files the folder holds (expired ones included), and their bytes.
         func sizes() -> (files: Int, bytes: Int) {
-            let files = list().filter { !$0.temporary }
+            let files = list()
             return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + $1.size }))
         }
 
         // MARK: Files
 
-        /// A regular file in the folder, as `stat` saw it: its size and dates, and the inode and date
-        /// that a later delete checks.
+        /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes (a
+        /// scan of 100,000 files holds 4 MB, where a name `String` and a whole `stat` took ~450 bytes).
         struct File {
-            let name: String
-            let info: Foundation.stat
+            let id: UInt64  // the name, 16 hex digits, as a number
+            let size: Int64
+            let downloadedAt: TimeInterval  // the modification date
+            let usedAt: TimeInterval  // the access date
+            let inode: UInt64  // with `downloadedAt`, what a later delete checks
 
-            /// `name` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
-            init?(_ name: String, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
+            var name: String { DiskStore.name(id) }
+
+            /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+            init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
                 var info = Foundation.stat()
                 guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-                (self.name, self.info) = (name, info)
-            }
-
-            var size: Int64 { Int64(info.st_size) }
-            var temporary: Bool { DiskStore.isTemporaryName(name) }
-            // The dates a file keeps: modified = downloaded, accessed = last used, changed = last written.
-            #if canImport(Darwin)
-            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtimespec) }
-            var usedAt: TimeInterval { DiskStore.seconds(info.st_atimespec) }
-            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctimespec) }
-            #else
-            var downloadedAt: TimeInterval { DiskStore.seconds(info.st_mtim) }
-            var usedAt: TimeInterval { DiskStore.seconds(info.st_atim) }
-            var changedAt: TimeInterval { DiskStore.seconds(info.st_ctim) }
-            #endif
-
-            /// A temporary file whose writer is gone. Named ".<image>.<pid>.<random>.tmp": its writer is
-            /// gone if that process is, or if it has not changed the file for an hour (the pid may have
-            /// been reused). (A writer in another pid namespace may look gone: its rename then fails, and
-            /// `write` tries once more.)
-            var stale: Bool {
-                let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
-                let now = Date().timeIntervalSince1970  // the real clock, like the files' own dates
-                return temporary && (now - changedAt > DiskStore.staleTemporaryAge
-                    || pid.map { Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH } ?? true)
+                (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
+                #if canImport(Darwin)
+                (downloadedAt, usedAt) = (POSIX.seconds(info.st_mtimespec), POSIX.seconds(info.st_atimespec))
+                #else
+                (downloadedAt, usedAt) = (POSIX.seconds(info.st_mtim), POSIX.seconds(info.st_atim))
+                #endif
             }
         }
 
-        /// The image files and temporary files in the folder; nothing else.
-        func list() -> [File] {
+        /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
+        /// `sweeping`, it deletes the stale temporary files it meets.
+        func list(sweeping: Bool = false) -> [File] {
             _ = reopenIfReplaced()
-            guard openFolder(create: false) != nil,
-                  let names = try? FileManager.default.contentsOfDirectory(atPath: folderPath) else { return [] }
-            return names.filter { Self.isImageName($0) || Self.isTemporaryName($0) }.compactMap { file($0) }
+            guard let directory = openFolder(create: false) else { return [] }
+            // An open file of its own: `readdir` moves the offset, which `directory` must not share.
+            let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
+                if fd >= 0 { Foundation.close(fd) }
+                return []
+            }
+            defer { Foundation.closedir(stream) }
+            var files: [File] = []
+            var temporary: [String] = []
+            while let entry = Foundation.readdir(stream) {
+                withUnsafeBytes(of: &entry.pointee.d_name) { name in
+                    if let id = Self.imageID(name) {
+                        if let file = File(id, { Foundation.fstatat(directory, name.baseAddress!, $0, AT_SYMLINK_NOFOLLOW) }) {
+                            files.append(file)
+                        }
+                    } else if sweeping, name[0] == UInt8(ascii: ".") {
+                        let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                        if Self.isTemporaryName(string) { temporary.append(string) }
+                    }
+                }
+            }
+            for name in temporary { deleteIfStale(name, in: directory) }
+            return files
         }
 
-        /// The regular file `name` in the folder, if there is one.
-        private func file(_ name: String) -> File? {
+        /// The regular file `id` in the folder, if there is one.
+        private func file(_ id: UInt64) -> File? {
             guard let directory = openFolder(create: false) else { return nil }
-            return File(name) { Foundation.fstatat(directory, name, $0, AT_SYMLINK_NOFOLLOW) }
+            return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
         }
 
-        /// Opens `name` in the folder to read it. O_NONBLOCK: a FIFO planted under an image's name must
+        /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<random>.tmp":
+        /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
+        /// may have been reused). (A writer in another pid namespace may look gone: its rename then
+        /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
+        private func deleteIfStale(_ name: String, in directory: Int32) {
+            var judged = Foundation.stat(), now = Foundation.stat()
+            guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+            #if canImport(Darwin)
+            let changedAt = POSIX.seconds(judged.st_ctimespec)
+            #else
+            let changedAt = POSIX.seconds(judged.st_ctim)
+            #endif
+            let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+            let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+            guard clock - changedAt > Self.staleTemporaryAge
+                || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
+            guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
+                  now.st_mode & S_IFMT == S_IFREG else { return }
+            Foundation.unlinkat(directory, name, 0)
+        }
+
+        /// Opens file `id` in the folder to read it. O_NONBLOCK: a FIFO planted under an image's name must
         /// not block the disk queue.
-        private func openFile(_ name: String) -> Int32? {
+        private func openFile(_ id: UInt64) -> Int32? {
             guard let directory = openFolder(create: false) else { return nil }
-            let fd = Foundation.openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             return fd >= 0 ? fd : nil
         }
 
         /// Deletes `file` if its name still holds it: a file another process has written since stays.
         private func delete(_ file: File) {
-            if isStill(file) { remove(file.name) }
+            if isStill(file) { remove(file.id) }
         }
 
         /// True if the server gave `name` validators: expired, it is kept to be revalidated.
-        private func canRevalidate(_ name: String) -> Bool {
-            guard let fd = openFile(name) else { return false }
+        private func canRevalidate(_ id: UInt64) -> Bool {
+            guard let fd = openFile(id) else { return false }
             defer { Foundation.close(fd) }
             return Validators(fd: fd) != nil
         }
 
         /// True if `judged`'s name still holds that file (same inode and date).
         private func isStill(_ judged: File) -> Bool {
-            guard let current = file(judged.name) else { return false }
-            return current.info.st_ino == judged.info.st_ino && current.downloadedAt == judged.downloadedAt
+            guard let current = file(judged.id) else { return false }
+            return current.inode == judged.inode && current.downloadedAt == judged.downloadedAt
         }
 
         /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
@@ -2162,7 +2189,7 @@ nonisolated extension ImageCache {
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                if create { fail("cannot open \(folderPath): \(Self.describe(Self.lastError()))") }
+                if create { fail("cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))") }
                 return nil
             }
             var info = Foundation.stat()
@@ -2181,24 +2208,24 @@ nonisolated extension ImageCache {
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
         /// renames it into place; a failure deletes the temporary file.
         private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws {
-            guard let directory = openFolder(create: true) else { throw Self.lastError() }
-            let name = item.name
+            guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
+            let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
             let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw Self.lastError() }
+            guard fd >= 0 else { throw POSIX.lastError() }
             var closed = false
             do {
                 try data.withUnsafeBytes { bytes in
-                    let written = Self.transfer(bytes.count) { Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0) }
-                    if !written { throw Self.lastError() }
+                    let written = POSIX.transfer(bytes.count) { Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0) }
+                    if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
-                try Self.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
-                try Self.check(Foundation.close(fd))
-                try Self.check(Foundation.renameat(directory, temporary, directory, name))
+                try POSIX.check(Foundation.close(fd))
+                try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
             } catch {
                 if !closed { Foundation.close(fd) }
                 Foundation.unlinkat(directory, temporary, 0)
@@ -2211,7 +2238,7 @@ nonisolated extension ImageCache {
         /// of use is kept.
         private func dates(usedAt now: TimeInterval, downloadedAt: TimeInterval? = nil) -> [Foundation.timespec] {
             lastTouch = max(now, lastTouch + 1e-6)
-            return [Self.time(lastTouch), downloadedAt.map(Self.time) ?? Self.omit]
+            return [POSIX.time(lastTouch), downloadedAt.map(POSIX.time) ?? POSIX.omit]
         }
 
         private func report(_ message: String) {
@@ -2227,76 +2254,42 @@ nonisolated extension ImageCache {
         /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
         /// platform, unlike `hashValue`, and never a path outside the folder.
         static func fileName(for url: String) -> String {
+            name(fileID(for: url))
+        }
+
+        /// The hash that `fileName(for:)` writes in hexadecimal.
+        static func fileID(for url: String) -> UInt64 {
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
             for byte in url.utf8 {
                 if byte == 0 { break }  // a memory key with a size shares its key's file (see `memoryKey`)
                 hash ^= UInt64(byte)
                 hash = hash &* 0x0000_0100_0000_01b3
             }
-            let hex = String(hash, radix: 16)
+            return hash
+        }
+
+        /// An image file's name: `id` in 16 lowercase hexadecimal digits.
+        static func name(_ id: UInt64) -> String {
+            let hex = String(id, radix: 16)
             return String(repeating: "0", count: 16 - hex.count) + hex
         }
 
-        private static func isImageName(_ name: String) -> Bool {
-            name.utf8.count == 16 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        /// The number an image file's name (16 lowercase hexadecimal digits, then NUL) stands for.
+        static func imageID(_ name: UnsafeRawBufferPointer) -> UInt64? {
+            guard name.count > 16, name[16] == 0 else { return nil }
+            var id: UInt64 = 0
+            for byte in name.prefix(16) {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): id = id << 4 | UInt64(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): id = id << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
+                default: return nil
+                }
+            }
+            return id
         }
 
-        private static func isTemporaryName(_ name: String) -> Bool {
+        static func isTemporaryName(_ name: String) -> Bool {
             name.hasPrefix(".") && name.hasSuffix(".tmp")
-        }
-
-        /// The error `errno` names.
-        private static func lastError() -> POSIXError {
-            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
-        }
-
-        /// Throws the error `errno` names if `result`, a system call's, is not 0.
-        private static func check(_ result: Int32) throws {
-            if result != 0 { throw lastError() }
-        }
-
-        private static func describe(_ error: Swift.Error) -> String {
-            if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
-            return String(describing: error)
-        }
-
-        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
-            TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
-        }
-
-        /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
-        #if canImport(Darwin)
-        private static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: -2)
-        #else
-        private static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)
-        #endif
-
-        private static func time(_ seconds: TimeInterval) -> Foundation.timespec {
-            // Clamped: `Int(_:)` traps past `Int.max` (2038 where `Int` is 32 bits), and on NaN.
-            let seconds = seconds.isNaN ? 0 : min(max(seconds, 0), TimeInterval(Int.max).nextDown)
-            let whole = seconds.rounded(.down)
-            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
-        }
-
-        /// Reads `count` bytes into fresh memory without zero-filling it first.
-        private static func readAll(_ fd: Int32, count: Int) -> Data? {
-            guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
-            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
-                Foundation.free(buffer)
-                return nil
-            }
-            return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
-        }
-
-        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
-        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
-        private static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
-            var done = 0
-            while done < count {
-                let n = io(done)
-                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
-            }
-            return true
         }
     }
 }
@@ -2853,6 +2846,64 @@ nonisolated extension ImageCache {
         #endif
     }
 
+    /// The disk tier's helpers around system calls, which are called by qualified names so that a
+    /// copied file never picks up a host app's own `read` or `close`.
+    fileprivate enum POSIX {
+        /// The error `errno` names.
+        static func lastError() -> POSIXError {
+            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
+        }
+
+        /// Throws the error `errno` names if `result`, a system call's, is not 0.
+        static func check(_ result: Int32) throws {
+            if result != 0 { throw lastError() }
+        }
+
+        static func describe(_ error: Swift.Error) -> String {
+            if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
+            return String(describing: error)
+        }
+
+        static func seconds(_ time: Foundation.timespec) -> TimeInterval {
+            TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+        }
+
+        /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
+        #if canImport(Darwin)
+        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: -2)
+        #else
+        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)
+        #endif
+
+        static func time(_ seconds: TimeInterval) -> Foundation.timespec {
+            // Clamped: `Int(_:)` traps past `Int.max` (2038 where `Int` is 32 bits), and on NaN.
+            let seconds = seconds.isNaN ? 0 : min(max(seconds, 0), TimeInterval(Int.max).nextDown)
+            let whole = seconds.rounded(.down)
+            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        }
+
+        /// Reads `count` bytes into fresh memory without zero-filling it first.
+        static func readAll(_ fd: Int32, count: Int) -> Data? {
+            guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
+            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
+                Foundation.free(buffer)
+                return nil
+            }
+            return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+        }
+
+        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
+        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
+        static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
+            var done = 0
+            while done < count {
+                let n = io(done)
+                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
+            }
+            return true
+        }
+    }
+
     /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
     private static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -2994,7 +3045,7 @@ nonisolated extension ImageCache {
         problems += diskQueue.sync {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             let known = Set(disk.list().map(\.name))
-            return names.filter { !known.contains($0) }.map { "unexpected file in the folder: \($0)" }
+            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }.map { "unexpected file in the folder: \($0)" }
         }
         return problems
     }
@@ -3007,7 +3058,7 @@ nonisolated extension ImageCache {
         let now = currentTime()
         lock.withLock {
             let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.name), at: now) } }
+            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.id), at: now) } }
         }
     }
 
