@@ -178,7 +178,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var deadlineTimer: DispatchSourceTimer?  // see `_setTimer(for:)`
         var nextDeadline: DispatchTime?  // what it is set for; nil when idle
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
-        var counts = Statistics()  // its counters; the sizes are filled in by `statistics()`
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
         var secondChanceOrder = FIFO<(key: String, serial: UInt64, cost: Int)>()
         var secondChanceBytes = 0  // the costs in `secondChanceOrder`
@@ -805,21 +805,43 @@ nonisolated extension ImageCache {
         public var peeks = 0, peekHits = 0
         /// What memory holds now: entries and their cost in bytes (second chance not included).
         public var memoryCount = 0, memoryBytes = 0
-        /// What the folder holds now: entry files and their bytes.
+        /// What the folder holds: entry files and their bytes, as ``ImageCache/statistics()`` says.
         public var diskFiles = 0, diskBytes = 0
     }
 
     /// A snapshot of the counters and sizes. The counters cost one addition each under the lock
-    /// the cache takes anyway; the disk sizes come from listing the folder, after the disk work
-    /// queued so far (O(files); do not call it per frame).
+    /// the cache takes anyway. The disk figures are what the folder held when it was last counted
+    /// (by the sweep 2 s after the first disk lookup, the disk limit, `reduceDiskCache`, or the
+    /// first write), plus what this instance wrote and deleted since: approximate while other
+    /// processes or instances share the folder, and 0 until it is first counted.
+    /// ``statistics(completion:)`` counts the folder.
+    ///
+    /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
-        var snapshot = lock.withLock {
+        lock.withLock {
             var counts = _state.counts
             (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
             return counts
         }
-        (snapshot.diskFiles, snapshot.diskBytes) = diskQueue.sync { disk.sizes() }
-        return snapshot
+    }
+
+    /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
+    /// is listed on the disk queue, after the disk work queued so far, and `completion` runs on
+    /// ``callbackQueue`` with the snapshot. Later calls of ``statistics()`` start from that count.
+    ///
+    /// - Complexity: O(files in the folder): about 0.3 s for 100,000 files on a 2-core Linux VM.
+    public func statistics(completion: @escaping @Sendable (Statistics) -> Void) {
+        let queue = callbackQueue
+        diskQueue.async {
+            self.disk.recount()
+            let snapshot = self.statistics()
+            queue.async { completion(snapshot) }
+        }
+    }
+
+    /// Takes the disk's figures (see `DiskStore.counted`), for ``statistics()``.
+    fileprivate func diskCounted(_ figures: (files: Int, bytes: Int)) {
+        lock.withLock { (_state.counts.diskFiles, _state.counts.diskBytes) = figures }
     }
 
     /// The event that delivering `result` to callers stands for (none for a cancellation).
@@ -1891,7 +1913,9 @@ nonisolated extension ImageCache {
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
-        private var knownBytes: Int?  // the images' bytes when last counted, plus what was written since
+        // The image files and their bytes when last counted, plus what this instance wrote and
+        // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
+        private var counted: (files: Int, bytes: Int)?
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
         var keepsExpired = false
@@ -1971,17 +1995,18 @@ nonisolated extension ImageCache {
         @discardableResult
         func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
             guard let data = item.data else { return false }
+            var replaced: Int64?  // the size of the file the write replaced
             do {
                 #if IMAGECACHE_TESTING
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -1990,9 +2015,8 @@ nonisolated extension ImageCache {
             }
             // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
             // that only a write that passes the limit deletes anything.
-            let known = knownBytes.map { Int(clamping: Int64($0) + Int64(item.size)) } ?? sizes().bytes
-            knownBytes = known
-            if known > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
+            if counted == nil { recount() } else { count(files: replaced == nil ? 1 : 0, bytes: Int64(item.size) - (replaced ?? 0)) }
+            if let counted, counted.bytes > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
             return true
         }
 
@@ -2000,7 +2024,7 @@ nonisolated extension ImageCache {
         /// ahead of a launch's lookups), else by the sweep or the next write.
         func setMaxBytes(_ limit: Int, now: TimeInterval) {
             maxBytes = limit
-            if let knownBytes, knownBytes > limit { reduce(maxBytes: limit, now: now) }
+            if let counted, counted.bytes > limit { reduce(maxBytes: limit, now: now) }
         }
 
         /// Marks files as used, in the order given (the last is the most recent).
@@ -2011,7 +2035,8 @@ nonisolated extension ImageCache {
 
         func remove(_ id: UInt64) {
             guard let directory = openFolder(create: false) else { return }
-            Foundation.unlinkat(directory, Self.name(id), 0)
+            let size = file(id)?.size
+            if Foundation.unlinkat(directory, Self.name(id), 0) == 0, let size { count(files: -1, bytes: -size) }
         }
 
         /// Drops a file because what was read from it is not an image.
@@ -2023,6 +2048,7 @@ nonisolated extension ImageCache {
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
             for file in list(sweeping: true) { remove(file.id) }
+            recount(files: 0, bytes: 0)
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
@@ -2031,6 +2057,7 @@ nonisolated extension ImageCache {
         /// - Complexity: O(n log n) in the files, and ~40 bytes of memory a file.
         func reduce(maxCount: Int = .max, maxBytes: Int = .max, now: TimeInterval) {
             var live = list(sweeping: true)
+            counted = nil  // counted below: the deletes on the way need not be
             live.removeAll { file in  // in place: a second array would double the memory
                 guard now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.id) else { return false }
                 delete(file)
@@ -2046,7 +2073,24 @@ nonisolated extension ImageCache {
                     delete(file)
                 }
             }
-            knownBytes = bytes
+            recount(files: kept, bytes: bytes)
+        }
+
+        /// Counts the folder's image files and their bytes again, for the cache's statistics.
+        func recount() {
+            let (files, bytes) = sizes()
+            recount(files: files, bytes: bytes)
+        }
+
+        private func recount(files: Int, bytes: Int) {
+            counted = (files, bytes)
+            owner?.diskCounted((files, bytes))
+        }
+
+        /// Adds to what was counted (nothing until the folder has been counted), for the statistics.
+        private func count(files: Int, bytes: Int64) {
+            guard let old = counted else { return }
+            recount(files: max(0, old.files + files), bytes: max(0, Int(clamping: Int64(old.bytes) + bytes)))
         }
 
         /// How many entry files the folder holds (expired ones included), and their bytes.
@@ -2148,7 +2192,8 @@ nonisolated extension ImageCache {
 
         /// Deletes `file` if its name still holds it: a file another process has written since stays.
         private func delete(_ file: File) {
-            if isStill(file) { remove(file.id) }
+            guard isStill(file), let directory = openFolder(create: false) else { return }
+            if Foundation.unlinkat(directory, file.name, 0) == 0 { count(files: -1, bytes: -file.size) }
         }
 
         /// True if the server gave `name` validators: expired, it is kept to be revalidated.
@@ -2206,8 +2251,9 @@ nonisolated extension ImageCache {
         }
 
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
-        /// renames it into place; a failure deletes the temporary file.
-        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws {
+        /// renames it into place; returns the size of the file it replaced, if any. A failure deletes
+        /// the temporary file.
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
@@ -2225,7 +2271,9 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
+                let replaced = file(item.id)?.size
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
+                return replaced
             } catch {
                 if !closed { Foundation.close(fd) }
                 Foundation.unlinkat(directory, temporary, 0)
@@ -3000,8 +3048,8 @@ nonisolated extension ImageCache {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string } }
     }
 
-    /// How many image files the folder holds, after the disk work queued so far.
-    @_spi(Testing) public var diskCount: Int { statistics().diskFiles }
+    /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
+    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.sizes().files } }
 
     /// Makes every disk write fail with `code` (nil: work again).
     @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {

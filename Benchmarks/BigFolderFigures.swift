@@ -62,8 +62,8 @@ private func listAndStat(_ folder: URL) -> Int {
 }
 
 /// The first fetch after `init` when the app sets `diskMaxBytes` first, the sweep's scan
-/// (`reduceDiskCache()` with nothing to delete) in time and in peak resident growth, at 100,000
-/// files (10,000 with `--quick`).
+/// (`reduceDiskCache()` with nothing to delete) in time and in peak resident growth, and
+/// `statistics()`, at 100,000 files (10,000 with `--quick`).
 func bigFolder(_ config: Config) throws -> [Row] {
     let count = config.pick(quick: 10_000, full: 100_000)
     let making = now()
@@ -111,6 +111,20 @@ func bigFolder(_ config: Config) throws -> [Row] {
         seconds { listed = listAndStat(big.folder) } * 1e3
     }
     guard listed == count else { throw BenchmarkError("the floor listed \(listed) files, not \(count)") }
+    // statistics() over the folder the sweeps counted: O(1), however many files.
+    let statsCache = big.makeCache()
+    statsCache.reduceDiskCache()
+    let lock = NSLock()
+    nonisolated(unsafe) var value = statsCache.statistics()
+    let calls = 100_000
+    var seen = 0
+    let stats = compare(rounds: config.rounds) { _ in
+        nanoseconds(perOperation: calls) { for _ in 0..<calls { seen = statsCache.statistics().diskFiles } }
+    } floor: { _ in
+        nanoseconds(perOperation: calls) { for _ in 0..<calls { blackHole(lock.withLock { value }) } }
+    }
+    guard seen == count else { throw BenchmarkError("statistics() said \(seen) files, not \(count)") }
+    value.requests = seen
     var (ours, floor): ([Double], [Double]) = ([], [])
     for _ in 0..<config.slowRounds {
         ours.append(try runChild(["--child", "bigfolder-sweep", String(count)], printing: ["growth"])["growth", default: 0] / 1e6)
@@ -132,6 +146,10 @@ func bigFolder(_ config: Config) throws -> [Row] {
             goal: "<= 10 MB", pass: { _ in peak.ours.median <= 10 },
             notes: ["VmHWM after `reduceDiskCache()` minus VmRSS before it, peak reset through /proc/self/clear_refs; "
                     + "a fresh child process for each round and side"]),
+        Row(figure: "`statistics()` with \(files) files on disk", unit: "ns", ours: stats.ours,
+            floorName: "an `NSLock` taken around a copy of a `Statistics` value", floor: stats.floor,
+            goal: "O(1): <= 1 us", pass: { _ in stats.ours.median <= 1_000 },
+            notes: ["\(Report.format(Double(calls))) calls a round, after a sweep counted the folder"]),
     ]
 }
 

@@ -67,7 +67,7 @@ final class LargeFolderTests: CacheTestCase {
 
     private func url(_ i: Int) -> URL { server.url("/big/\(i).png") }
 
-    func testAScanOfOneHundredThousandFilesKeepsTheMostRecentlyUsedAndSweepsLeftOvers() throws {
+    func testAScanOfOneHundredThousandFilesCountsThemKeepsTheMostRecentlyUsedAndSweepsLeftOvers() throws {
         // Given 100,000 image files, a crash's temporary file, a live writer's, and a file of another name
         useMemoryFileSystem()
         let cache = makeCache()
@@ -79,12 +79,67 @@ final class LargeFolderTests: CacheTestCase {
             XCTAssertTrue(FileManager.default.createFile(atPath: cache.folder.appendingPathComponent(name).path, contents: Data("x".utf8)))
         }
 
-        // When the disk is reduced to 1,000 images
+        // When the exact statistics are asked for, and then the disk is reduced to 1,000 images
+        let before = exactStatistics(cache)
         cache.reduceDiskCache(maxImageCount: 1_000)
 
         // Then the 1,000 most recently used are left, with the live writer's file and the other name
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: cache.folder.path))
         XCTAssertEqual(left.count, 1_000 + 2)
         XCTAssertEqual(left, Set((count - 1_000..<count).map { ImageCache.diskFileName(for: url($0)) } + [live, "notes.txt"]))
+        // And the statistics counted every image file before, and know what is left after
+        XCTAssertEqual(before.diskFiles, count)
+        XCTAssertEqual(before.diskBytes, 100 * count)
+        XCTAssertEqual(cache.statistics().diskFiles, 1_000)
+        XCTAssertEqual(cache.statistics().diskBytes, 100 * 1_000)
+    }
+
+    func testStatisticsNeverWaitForTheDisk() {
+        // Given a disk queue that is held up
+        let cache = makeCache()
+        let gate = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: gate)
+        defer { gate.signal() }
+
+        // When statistics are asked for
+        let answered = expectation(description: "statistics")
+        DispatchQueue.global().async {
+            _ = cache.statistics()
+            answered.fulfill()
+        }
+
+        // Then they come without the disk queue
+        wait(for: [answered], timeout: 10)
+    }
+
+    func testStatisticsCountWritesAndDeletesAndTheExactFormCountsTheFolder() throws {
+        // Given three images stored by this instance, one of them removed again
+        let cache = makeCache()
+        let image = fixture("photo.png")
+        for key in ["a", "b", "c"] { try cache.store(image, for: key) }
+        cache.remove(key: "b")
+        cache.drainDisk()
+        let approximate = cache.statistics()
+        XCTAssertEqual(approximate.diskFiles, 2)
+        XCTAssertEqual(approximate.diskBytes, 2 * image.count)
+
+        // When another instance on the folder writes one more
+        let other = makeCache()
+        try other.store(image, for: "e")
+        other.drainDisk()
+
+        // Then the quick figures know only this instance's writes, and the exact form counts them all, on the callback queue
+        XCTAssertEqual(cache.statistics().diskFiles, 2)
+        let done = expectation(description: "exact")
+        let exact = Locked(ImageCache.Statistics())
+        cache.statistics { stats in
+            dispatchPrecondition(condition: .onQueue(self.callbacks))
+            exact.value = stats
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(exact.value.diskFiles, 3)
+        XCTAssertEqual(exact.value.diskBytes, 3 * image.count)
+        XCTAssertEqual(cache.statistics().diskFiles, 3, "later figures start from the count")
     }
 }
