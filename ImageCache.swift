@@ -307,7 +307,7 @@ nonisolated extension ImageCache {
             let stopped = _forgetWithSizes(key)
             secondChance.removeObject(forKey: key.string)  // an older image of the key
             _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now)
+            let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now, receivedAt: now)
             diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(key, downloadedAt: now) } }
             return stopped
         }
@@ -345,7 +345,8 @@ nonisolated extension ImageCache {
             _state.counts.peeks &+= 1
             switch _state.entries[key] {
             case .loaded(let slot)?:
-                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive {
+                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
+                   _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
                     guard let image = _state.memory[slot].image else { return nil }  // data, not an image
                     _state.memory.moveToFront(slot)
                     _state.counts.peekHits &+= 1
@@ -1069,7 +1070,7 @@ nonisolated extension ImageCache {
             _state.counts.requests &+= 1
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
-                    && decoder.type == _state.memory[slot].type:
+                    && _state.memory[slot].receivedAt <= now + Self.maxClockSkew && decoder.type == _state.memory[slot].type:
                 _state.memory.moveToFront(slot)
                 _state.counts.memoryHits &+= 1
                 // No bytes: the entry is of the requested type.
@@ -1356,16 +1357,16 @@ nonisolated extension ImageCache {
                 let size = payload.bytes?.count
                 payload.noStore = cacheControl.noStore
                 if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
-                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt), usedAt: now)
+                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now), usedAt: now)
                 if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
-                    diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, usedAt: now) }
+                    diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, receivedAt: now) }
                 } else if cacheControl.noStore {
                     diskQueue.async { self.disk.remove(DiskStore.fileID(for: download.key.string)) }
                 } else {
                     let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                              downloadedAt: downloadedAt, validators: Validators(response))
+                                              downloadedAt: downloadedAt, receivedAt: now, validators: Validators(response))
                     diskQueue.async {  // under the lock, like _keepOnDisk
                         if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: downloadedAt) }
                     }
@@ -1476,12 +1477,27 @@ nonisolated extension ImageCache {
             request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
 
-        #if canImport(Darwin)
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-            Darwin.fgetxattr(fd, attribute, buffer, count, 0, 0)
+        /// Seconds by which the server's max-age moved a file's download date ahead (see
+        /// `maxClockSkew`), in an attribute of its own; 0 if none.
+        static func shift(fd: Int32) -> TimeInterval {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = get(fd, &buffer, buffer.count, shiftAttribute)
+            return count > 0 ? TimeInterval(String(decoding: buffer[..<count], as: UTF8.self)) ?? 0 : 0
         }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int) {
-            _ = Darwin.fsetxattr(fd, attribute, value, count, 0, 0)
+
+        static func setShift(_ seconds: TimeInterval, fd: Int32) {
+            let value = Array(String(seconds.rounded(.up)).utf8)
+            set(fd, value, value.count, shiftAttribute)
+        }
+
+        private static let shiftAttribute = "user.imagecache.shift"
+
+        #if canImport(Darwin)
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+            Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
+        }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
+            _ = Darwin.fsetxattr(fd, name, value, count, 0, 0)
         }
         #else
         // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
@@ -1491,11 +1507,11 @@ nonisolated extension ImageCache {
         private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
             unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32).self)
         }
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-            getxattr.map { $0(fd, attribute, buffer, count) } ?? -1
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+            getxattr.map { $0(fd, name, buffer, count) } ?? -1
         }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int) {
-            _ = setxattr.map { $0(fd, attribute, value, count, 0) }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
+            _ = setxattr.map { $0(fd, name, value, count, 0) }
         }
         #endif
     }
@@ -1625,6 +1641,7 @@ nonisolated extension ImageCache {
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
             var downloadedAt: TimeInterval
+            var receivedAt: TimeInterval  // `downloadedAt` less a max-age's shift: later than the clock, not trusted
             var previous = -1
             var next = -1
 
@@ -1632,7 +1649,8 @@ nonisolated extension ImageCache {
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
-                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)), size: size, downloadedAt: downloadedAt)
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)), size: size,
+                               downloadedAt: downloadedAt, receivedAt: receivedAt)
             }
         }
         private var slots: [Slot] = []
@@ -1667,7 +1685,7 @@ nonisolated extension ImageCache {
         @discardableResult
         mutating func remove(_ index: Int) -> Slot {
             unlink(index)
-            var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0)
+            var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0, receivedAt: 0)
             swap(&slot, &slots[index])
             free.append(index)
             bytes -= slot.cost
@@ -1709,7 +1727,8 @@ nonisolated extension ImageCache {
 
     /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
     /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
-    private func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval) -> [MemoryList.Slot] {
+    private func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
+                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
         guard cost <= _state.settings.memoryMaxBytes / 4 else {
@@ -1719,7 +1738,8 @@ nonisolated extension ImageCache {
         // Insert first and evict after, so that the key is hashed once: the new image is the most
         // recent, so the batch that leaves is the one that would have left before it came in.
         let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, noStore: payload.noStore,
-                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt))
+                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt,
+                                              receivedAt: receivedAt ?? downloadedAt))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
         return _evictOverLimits()
     }
@@ -1792,9 +1812,9 @@ nonisolated extension ImageCache {
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
         guard let found = secondChance.object(forKey: key.string)?.slot, let image = found.image else { return nil }
         secondChance.removeObject(forKey: key.string)
-        guard now < found.downloadedAt + _state.settings.timeToLive else { return nil }
+        guard now < found.downloadedAt + _state.settings.timeToLive, found.receivedAt <= now + Self.maxClockSkew else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt), usedAt: now)
+        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt, receivedAt: found.receivedAt), usedAt: now)
         return (image, found.size)
     }
 
@@ -1810,6 +1830,13 @@ nonisolated extension ImageCache {
 
     /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
     private static let maxFailuresRemembered = 1_000
+
+    /// How far ahead of the clock a download date may lie, in seconds, and still be trusted: the
+    /// clocks of processes sharing a folder disagree by a little. An entry downloaded further in the
+    /// future (a clock set back, a restored backup, a file dated 2100) has expired, in memory and on
+    /// disk, and the sweep counts its file as the least recently used. (A server's max-age longer
+    /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
+    fileprivate static let maxClockSkew: TimeInterval = 60
 
     private func _setFailed(_ key: Key, _ error: Error) {
         _state.serial += 1
@@ -1830,12 +1857,12 @@ nonisolated extension ImageCache {
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
     private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
-        var hit: (payload: Payload, downloadedAt: TimeInterval)?
+        var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
         var stale: (payload: Payload, found: DiskStore.Found)?
         if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
             switch download.decoder.decode(found.data) {
             case .success(let payload) where found.expired: stale = (payload, found)
-            case .success(let payload): hit = (payload, found.file.downloadedAt)
+            case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
             case .failure(let error):
                 // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
                 switch error {
@@ -1861,7 +1888,8 @@ nonisolated extension ImageCache {
             _state.lanes.move(download, to: .done)
             var kept = hit.payload
             kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt), usedAt: now)
+            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt,
+                                receivedAt: hit.receivedAt), usedAt: now)
             started = _startReadyDownloads()
             defer { download.waiters = [] }
             return download.waiters
@@ -1893,6 +1921,7 @@ nonisolated extension ImageCache {
             let data: Data?  // nil: memory no longer has the bytes (they were written)
             let size: Int
             let downloadedAt: TimeInterval
+            let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
@@ -1901,6 +1930,7 @@ nonisolated extension ImageCache {
         /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
         struct Found {
             let file: File
+            let receivedAt: TimeInterval  // see `Item`
             let data: Data
             let validators: Validators?
             let expired: Bool
@@ -1957,7 +1987,11 @@ nonisolated extension ImageCache {
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
             guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
-            let expired = now >= file.downloadedAt + timeToLive
+            var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
+            if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
+                receivedAt -= Validators.shift(fd: fd)
+                expired = expired || receivedAt > now + ImageCache.maxClockSkew
+            }
             let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
@@ -1966,14 +2000,18 @@ nonisolated extension ImageCache {
             }
             guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, data: data, validators: validators, expired: expired)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, expired: expired)
         }
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
         /// that was read.
-        func renew(_ found: Found, downloadedAt: TimeInterval, usedAt now: TimeInterval) {
+        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt), AT_SYMLINK_NOFOLLOW)
+            if downloadedAt > now, let fd = openFile(found.file.id) {
+                Validators.setShift(downloadedAt - now, fd: fd)
+                Foundation.close(fd)
+            }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -2058,11 +2096,20 @@ nonisolated extension ImageCache {
         func reduce(maxCount: Int = .max, maxBytes: Int = .max, now: TimeInterval) {
             var live = list(sweeping: true)
             counted = nil  // counted below: the deletes on the way need not be
-            live.removeAll { file in  // in place: a second array would double the memory
-                guard now >= file.downloadedAt + timeToLive, !keepsExpired, !canRevalidate(file.id) else { return false }
-                delete(file)
-                return true
+            let latest = now + ImageCache.maxClockSkew
+            var end = 0  // `live` is filtered in place: a second array would double the memory
+            for index in live.indices {
+                var file = live[index]
+                let untrusted = file.downloadedAt > latest && file.downloadedAt - shift(of: file) > latest
+                if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
+                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired, !canRevalidate(file.id) {
+                    delete(file)
+                } else {
+                    live[end] = file
+                    end += 1
+                }
             }
+            live.removeLast(live.count - end)
             live.sort { $0.usedAt > $1.usedAt }
             var (kept, bytes) = (0, 0)
             for file in live {
@@ -2107,7 +2154,7 @@ nonisolated extension ImageCache {
             let id: UInt64  // the name, 16 hex digits, as a number
             let size: Int64
             let downloadedAt: TimeInterval  // the modification date
-            let usedAt: TimeInterval  // the access date
+            var usedAt: TimeInterval  // the access date
             let inode: UInt64  // with `downloadedAt`, what a later delete checks
 
             var name: String { DiskStore.name(id) }
@@ -2196,6 +2243,13 @@ nonisolated extension ImageCache {
             if Foundation.unlinkat(directory, file.name, 0) == 0 { count(files: -1, bytes: -file.size) }
         }
 
+        /// How far a max-age moved `file`'s download date ahead (see `Validators.shift`).
+        private func shift(of file: File) -> TimeInterval {
+            guard let fd = openFile(file.id) else { return 0 }
+            defer { Foundation.close(fd) }
+            return Validators.shift(fd: fd)
+        }
+
         /// True if the server gave `name` validators: expired, it is kept to be revalidated.
         private func canRevalidate(_ id: UInt64) -> Bool {
             guard let fd = openFile(id) else { return false }
@@ -2267,6 +2321,7 @@ nonisolated extension ImageCache {
                     if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
+                if item.downloadedAt > item.receivedAt { Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd) }
                 try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
