@@ -120,4 +120,48 @@ final class UntrustedTests: CacheTestCase {
         XCTAssertEqual(try result(second, url)?.get().source, .disk)
         XCTAssertEqual(server.requestCount("/day.png"), 1)
     }
+
+    // MARK: Files that do not decode
+
+    func testAFileThatDoesNotDecodeIsDeletedAndTheImageDownloadedAgainOnce() throws {
+        // Given an image on disk whose file was damaged since (cut short: on Linux the structure
+        // check is the decoder; on Apple platforms ImageIO would reject it the same way)
+        let url = serve("/damaged.png", headers: [:])
+        populate([url])
+        let path = fileURL(makeCache(), for: url).path
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: path))
+        server.resetCounters()
+
+        // When a new instance fetches it
+        let cache = makeCache()
+        let fetched = try XCTUnwrap(result(cache, url)).get()
+
+        // Then the damaged file is not the answer: the image is downloaded again, once, and written
+        XCTAssertEqual(fetched.source, .network)
+        XCTAssertEqual(fetched.value.data, fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/damaged.png"), 1)
+        cache.drainDisk()
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), fixture("photo.png"))
+        XCTAssertNil(cache.error(for: url))
+    }
+
+    func testADownloadThatDoesNotDecodeIsFinal() throws {
+        // Given a damaged file on disk, and a server that sends damaged bytes too
+        let url = serve("/bad.png", headers: [:])
+        populate([url])
+        let path = fileURL(makeCache(), for: url).path
+        let damaged = fixture("photo.png").prefix(fixture("photo.png").count / 2)
+        try damaged.write(to: URL(fileURLWithPath: path))
+        server.set("/bad.png", .ok(Data(damaged)))
+        server.resetCounters()
+
+        // When a new instance fetches it
+        let cache = makeCache()
+        let failed = result(cache, url)
+
+        // Then it fails as corrupt after one download: no loop between the disk and the network
+        guard case .failure(.corruptImage)? = failed else { return XCTFail("\(String(describing: failed))") }
+        XCTAssertEqual(server.requestCount("/bad.png"), 1)
+    }
 }
