@@ -172,6 +172,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var settings: Settings
         var session: URLSession  // remade when `requestTimeout` changes
         var entries: [Key: Entry] = [:]
+        var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
+        var sizeRecords = 0  // the sizes in `sizes`
         var memory = MemoryList()
         var lanes = Lanes()
         var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
@@ -284,6 +286,9 @@ nonisolated extension ImageCache {
     /// without the network, and callers waiting for a download under `key` get it at once (the
     /// download stops). Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger
     /// than ``maxImageBytes`` (no lookup would read it back).
+    ///
+    /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
+    ///   image to; the file is written on the disk queue.
     public func store(_ data: Data, for key: String) throws {
         try store((try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
     }
@@ -339,7 +344,11 @@ nonisolated extension ImageCache {
 
     /// The image cached under `key`, as ``peek(_:)`` finds it.
     public func peek(key: String) -> Image? {
-        let key = Key(string: key)
+        peek(Key(string: key))
+    }
+
+    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
+    private func peek(_ key: Key) -> Image? {
         let now = currentTime()
         return lock.withLock {
             _state.counts.peeks &+= 1
@@ -400,8 +409,7 @@ nonisolated extension ImageCache {
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
     /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
     ///
-    /// - Complexity: O(n) in the entries memory holds or is fetching: it looks for the images of
-    ///   `url` that a ``Binder`` decoded to a size.
+    /// - Complexity: O(1) amortized, plus the sizes a ``Binder`` decoded `url`'s image to.
     public func remove(_ url: URL) {
         remove(key: url.absoluteString)
     }
@@ -1053,11 +1061,11 @@ nonisolated extension ImageCache {
         }
     }
 
-    private func request(_ url: URL, key: String?, _ decoder: Decoder, lane: Lane, queue: DispatchQueue? = nil,
+    private func request(_ url: URL, key: String?, size: UInt64 = 0, _ decoder: Decoder, lane: Lane, queue: DispatchQueue? = nil,
                          onRetry: (@Sendable (Error, Int) -> Void)? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
-        let key = Key(string: key ?? url.absoluteString)
+        let key = Key(string: key ?? url.absoluteString, size: size)
         let now = currentTime()
         var started: [Download] = []
         var lookUp: (download: Download, maxBytes: Int)?
@@ -1110,6 +1118,7 @@ nonisolated extension ImageCache {
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
             _state.entries[key] = .loading(download)
+            if key.size != 0 { _noteSize(key) }
             lookUp = (download, _state.settings.maxImageBytes)
             return task
         }
@@ -1795,7 +1804,7 @@ nonisolated extension ImageCache {
     /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
     /// until it is popped (a record whose image left early still counts: the bound errs low).
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
-        guard !slot.key.string.utf8.contains(0) else { return }  // no sizes: `remove(key:)` could not find them here
+        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
         _state.serial += 1
         secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key.string)
         _state.secondChanceOrder.append((slot.key.string, _state.serial, slot.cost))
@@ -1810,7 +1819,7 @@ nonisolated extension ImageCache {
 
     /// The second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard let found = secondChance.object(forKey: key.string)?.slot, let image = found.image else { return nil }
+        guard key.size == 0, let found = secondChance.object(forKey: key.string)?.slot, let image = found.image else { return nil }
         secondChance.removeObject(forKey: key.string)
         guard now < found.downloadedAt + _state.settings.timeToLive, found.receivedAt <= now + Self.maxClockSkew else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
@@ -2363,8 +2372,7 @@ nonisolated extension ImageCache {
         /// The hash that `fileName(for:)` writes in hexadecimal.
         static func fileID(for url: String) -> UInt64 {
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in url.utf8 {
-                if byte == 0 { break }  // a memory key with a size shares its key's file (see `memoryKey`)
+            for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
                 hash ^= UInt64(byte)
                 hash = hash &* 0x0000_0100_0000_01b3
             }
@@ -2655,7 +2663,7 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: String?)?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?)?
         private var task: FetchTask?
         private var generation = 0  // of the binding: a callback of an earlier one is ignored
         private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -2694,14 +2702,14 @@ nonisolated extension ImageCache {
             binding = (placeholder, failureImage, cache, memoryKey)
             guard let url, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
-            if let image = cache.peek(key: memoryKey) ?? (size == nil ? nil : cache.peek(key: key ?? url.absoluteString)) {
+            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: key ?? url.absoluteString)) {
                 show(image, .image(.memory))
                 return nil
             }
             if showing { state = .loading } else { show(placeholder, .loading) }
             let decoder = size == nil ? Decoder.image
                 : Decoder(type: nil) { ImageCache.decode($0, filling: size).map { Payload(bytes: $0.data, image: $0.image) } }
-            task = cache.request(url, key: memoryKey, decoder, lane: .fast, queue: queue, completion: { [weak self] result in
+            task = cache.request(url, key: memoryKey.string, size: memoryKey.size, decoder, lane: .fast, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
             return task
@@ -2746,17 +2754,38 @@ nonisolated extension ImageCache {
         return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
     }
 
-    /// `key`, NUL, `size`: memory keeps an entry per size, the disk one file (`fileName` stops at NUL).
-    static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> String {
-        size.map { "\(key)\u{0}\($0.width)x\($0.height)" } ?? key
+    /// `key` at `size` (a size from `pixels`): memory keeps an entry per size, the disk one file, the key's.
+    fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> Key {
+        Key(string: key, size: size.map { UInt64($0.width) << 32 | UInt64($0.height) } ?? 0)
     }
 
-    /// Forgets `key` and its images decoded to a size (see `memoryKey`), when `key` is removed or replaced.
+    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
     ///
-    /// - Complexity: O(n) in the entries (in memory, loading or failed).
+    /// - Complexity: O(1) plus the sizes `key` has had entries at.
     private func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        let sized = key.string + "\u{0}"
-        return _state.entries.keys.filter { $0 == key || $0.string.hasPrefix(sized) }.compactMap { _forget($0) }
+        var stopped = _forget(key).map { [$0] } ?? []
+        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
+            _state.sizeRecords -= 1
+            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
+        }
+        return stopped
+    }
+
+    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
+    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
+    /// outnumber the entries: then they are made again from the entries, so that they stay within
+    /// twice the entries, at O(1) amortized.
+    private func _noteSize(_ key: Key) {
+        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
+        _state.sizes[key.string, default: []].append(key.size)
+        _state.sizeRecords += 1
+        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
+        _state.sizes = [:]
+        _state.sizeRecords = 0
+        for sized in _state.entries.keys where sized.size != 0 {
+            _state.sizes[sized.string, default: []].append(sized.size)
+            _state.sizeRecords += 1
+        }
     }
 }
 
@@ -3019,13 +3048,27 @@ nonisolated extension ImageCache {
 // MARK: - Small helpers
 
 nonisolated extension ImageCache {
-    /// A URL's key: its absolute string. (Caching the hash would not help: every call makes a
-    /// new key, so the string is hashed once per lookup either way.)
-    fileprivate struct Key: Hashable {
+    /// An entry's key: the caller's key (a URL's absolute string by default), and for an image a
+    /// ``Binder`` decoded to a size, that size. The size is no part of the string, so every string
+    /// a caller gives is an entry of its own (NUL bytes included), and a sized entry finds its key's
+    /// file by the string. (Caching the hash would not help: every call makes a new key, so the
+    /// string is hashed once per lookup either way.)
+    fileprivate struct Key: Hashable, CustomStringConvertible {
         let string: String
+        let size: UInt64  // width << 32 | height, in pixels; 0 for none
 
-        init(_ url: URL) { string = url.absoluteString }
-        init(string: String) { self.string = string }
+        init(_ url: URL) { (string, size) = (url.absoluteString, 0) }
+        init(string: String, size: UInt64 = 0) { (self.string, self.size) = (string, size) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(string)
+            if size != 0 { hasher.combine(size) }  // a key without one costs `peek` its string's hash alone
+        }
+
+        static func == (a: Key, b: Key) -> Bool { a.size == b.size && a.string == b.string }
+
+        /// The string, then NUL and the size if it has one (as the binder's keys were written once).
+        var description: String { size == 0 ? string : "\(string)\u{0}\(size >> 32)x\(size & 0xffff_ffff)" }
     }
 
     /// A first-in first-out queue with O(1) amortized append and pop.
@@ -3100,7 +3143,7 @@ nonisolated extension ImageCache {
 
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
-        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string } }
+        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
     }
 
     /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
@@ -3168,6 +3211,16 @@ nonisolated extension ImageCache {
     /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
     @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
         diskQueue.async { gate.wait() }
+    }
+
+    /// The image a ``Binder`` decoded to `size` under `key`, as `peek(key:)` finds images.
+    @_spi(Testing) public func peek(key: String, filling size: (width: Int, height: Int)) -> Image? {
+        peek(Self.memoryKey(key, filling: size))
+    }
+
+    /// How the memory entry of `key` at `size` is described (see `Key.description`).
+    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?) -> String {
+        memoryKey(key, filling: size).description
     }
 
     /// Waits until every disk operation queued so far has run.

@@ -164,4 +164,62 @@ final class UntrustedTests: CacheTestCase {
         guard case .failure(.corruptImage)? = failed else { return XCTFail("\(String(describing: failed))") }
         XCTAssertEqual(server.requestCount("/bad.png"), 1)
     }
+
+    // MARK: Keys
+
+    func testAKeyWithANULIsAnEntryOfItsOwnOnDisk() throws {
+        // Given two images stored under "avatar" and under "avatar", NUL, "72x72", then persisted
+        let a = PNGEncoder.rgb(width: 2, height: 2, pixels: Array(repeating: 10, count: 12))
+        let b = PNGEncoder.rgb(width: 3, height: 3, pixels: Array(repeating: 200, count: 27))
+        let first = makeCache()
+        try first.store(a, for: "avatar")
+        try first.store(b, for: "avatar\u{0}72x72")
+        first.persistCacheToDisk()
+
+        // When a new instance fetches each key
+        let second = makeCache()
+        let url = server.url("/not-served.png")
+        let plain = try XCTUnwrap(result(second, url, key: "avatar")).get()
+        let withNUL = try XCTUnwrap(result(second, url, key: "avatar\u{0}72x72")).get()
+
+        // Then each has its own image, from its own file
+        XCTAssertEqual(plain.value.data, a)
+        XCTAssertEqual(withNUL.value.data, b)
+        XCTAssertEqual(plain.source, .disk)
+        XCTAssertEqual(withNUL.source, .disk)
+        XCTAssertEqual(second.diskCount, 2)
+    }
+
+    func testAKeysFileNameDoesNotChangeWithoutANUL() {
+        // File names of keys without NUL are those written before: existing folders stay valid.
+        XCTAssertEqual(ImageCache.diskFileName(for: URL(string: "https://example.com/a.png")!), "fa378f653a3984b6")
+    }
+
+    func testStoringAKeyForgetsItsSizesButNotAKeyThatMerelyStartsTheSame() throws {
+        // Given an image bound at a size under "k", and an image stored under "k", NUL, "1x1"
+        let cache = makeCache()
+        try cache.store(fixture("photo.png"), for: "k\u{0}1x1")
+        let url = serve("/k.png", headers: [:])
+        let shown = expectation(description: "sized")
+        let target = SizedTarget { if $0 != nil { shown.fulfill() } }
+        let binder = ImageCache.Binder(target, queue: callbacks)
+        callbacks.sync { _ = binder.bind(url, key: "k", pixelSize: CGSize(width: 1, height: 1), cache: cache) }
+        wait(for: [shown], timeout: 10)
+        XCTAssertNotNil(cache.peek(key: "k", filling: (1, 1)))
+
+        // When "k" is stored again
+        try cache.store(fixture("photo.png"), for: "k")
+
+        // Then its sized image is forgotten, and the other key is not
+        XCTAssertNil(cache.peek(key: "k", filling: (1, 1)))
+        XCTAssertNotNil(cache.peek(key: "k\u{0}1x1"))
+        withExtendedLifetime(binder) {}
+    }
+}
+
+private final class SizedTarget: ImageCache.ImageTarget, @unchecked Sendable {
+    var image: ImageCache.Image? { didSet { onSet(image) } }
+    let isDisplayed = true
+    let onSet: (ImageCache.Image?) -> Void
+    init(_ onSet: @escaping (ImageCache.Image?) -> Void) { self.onSet = onSet }
 }
