@@ -171,3 +171,37 @@ func bigFolderChild(_ kind: String, count: Int) throws {
     guard let peak = procStatusBytes("VmHWM") else { throw BenchmarkError("no VmHWM in /proc/self/status") }
     print("growth \(peak - before)")
 }
+
+// MARK: - store with many entries in memory (issue 24)
+
+/// `store` of a 270-byte image under a new key with 1,000 and 10,000 entries in memory: it used
+/// to scan every entry for the key's sizes (a binder's), so its cost grew with the entries.
+func storeWithManyEntries(_ config: Config) throws -> [Row] {
+    var rows: [Row] = []
+    let perRound = 200
+    for entries in [1_000, 10_000] {
+        let scratch = try Scratch("store")
+        defer { scratch.remove() }
+        let cache = makeCache("store", in: scratch, memoryCap: entries + perRound * (config.rounds + 2))
+        for i in 0..<entries { try cache.store(TestImages.thumbnail, for: "key-\(i)") }
+        cache.drainDisk()
+        let lock = NSLock()
+        var dictionary: [String: Data] = [:]
+        for i in 0..<entries { dictionary["key-\(i)"] = TestImages.thumbnail }
+        let result = try compare(rounds: config.rounds) { round in
+            let keys = (0..<perRound).map { "new-\(round)-\($0)" }
+            let us = try seconds { for key in keys { try cache.store(TestImages.thumbnail, for: key) } } * 1e6 / Double(perRound)
+            cache.drainDisk()  // the writes, queued to the disk, are not part of the figure
+            return us
+        } floor: { round in
+            let keys = (0..<perRound).map { "new-\(round)-\($0)" }
+            return seconds { for key in keys { lock.withLock { dictionary[key] = TestImages.thumbnail } } } * 1e6 / Double(perRound)
+        }
+        rows.append(Row(figure: "`store` under a new key, \(Report.format(Double(entries))) entries in memory", unit: "us",
+                        ours: result.ours, floorName: "an `NSLock` around a `[String: Data]` insert", floor: result.floor,
+                        goal: "none: reported (flat in the entries)", pass: { _ in true },
+                        notes: ["\(perRound) stores of a 270-byte PNG a round (checked as an image, put in memory, its write "
+                                + "queued to the disk queue, which is drained between rounds)"]))
+    }
+    return rows
+}

@@ -16,6 +16,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("peek", peekOneThread),
     ("peek2", peekTwoThreads),
     ("insert", insertAtCap),
+    ("store", storeWithManyEntries),
     ("memoryhit", memoryHitToCallback),
     ("diskhit", diskHitToCallback),
     ("network", networkMissThroughput),
