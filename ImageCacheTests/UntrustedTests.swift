@@ -105,6 +105,21 @@ final class UntrustedTests: CacheTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: recent).path))
     }
 
+    func testTheSweepCountsAFileDownloadedInTheFutureAsTheLeastRecentlyUsed() throws {
+        // Given two images with validators on disk, `old` used before `recent`, and `recent`'s download date then set to 2100
+        let old = serve("/old-tagged.png", headers: ["ETag": "\"o\""]), recent = serve("/recent-tagged.png", headers: ["ETag": "\"r\""])
+        populate([old, recent])
+        let cache = makeCache()
+        try setDates(cache, recent, modified: year2100)
+
+        // When the disk is reduced to one image
+        cache.reduceDiskCache(maxImageCount: 1)
+
+        // Then the one downloaded "in 2100" goes
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fileURL(cache, for: old).path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: recent).path))
+    }
+
     func testAServersMaxAgeLongerThanTheTimeToLiveIsStillTrusted() throws {
         // Given an image whose server says max-age one day, with a time to live of 10 minutes
         let first = makeCache()
