@@ -2327,9 +2327,8 @@ nonisolated extension ImageCache.DiskStore {
         while let entry = Foundation.readdir(stream) {
             withUnsafeBytes(of: &entry.pointee.d_name) { name in
                 if let id = Self.imageID(name) {
-                    if let file = File(id, { Foundation.fstatat(directory, name.baseAddress!, $0, AT_SYMLINK_NOFOLLOW) }) {
-                        files.append(file)
-                    }
+                    let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) { files.append(file) }
                 } else if sweeping, name[0] == UInt8(ascii: ".") {
                     let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
                     if Self.isTemporaryName(string) { temporary.append(string) }
