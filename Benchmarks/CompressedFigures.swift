@@ -134,7 +134,7 @@ private final class BareLimitedLoader: NSObject, URLSessionDataDelegate, @unchec
 
 /// Resets this process's peak resident size (VmHWM) to its current one and returns the current
 /// one (VmRSS), in bytes.
-private func startPeakMeasurement() throws -> Int {
+func startPeakMeasurement() throws -> Int {
     // Writing 5 to clear_refs resets the peak (Linux 4.0 and later).
     guard (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil else {
         throw BenchmarkError("cannot reset the peak resident size through /proc/self/clear_refs")
@@ -144,7 +144,7 @@ private func startPeakMeasurement() throws -> Int {
 }
 
 /// A "kB" field of /proc/self/status, in bytes.
-private func procStatusBytes(_ field: String) -> Int? {
+func procStatusBytes(_ field: String) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1_024 }

@@ -17,6 +17,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("peekclock", peekAgainstClock),
     ("peek2", peekTwoThreads),
     ("insert", insertAtCap),
+    ("store", storeWithManyEntries),
     ("memoryhit", memoryHitToCallback),
     ("diskhit", diskHitToCallback),
     ("network", networkMissThroughput),
@@ -27,6 +28,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("tenthousand", tenThousandOnDisk),
     ("resident", residentGrowth),
     ("disklimit", diskLimitKept),
+    ("bigfolder", bigFolder),
     ("gzipbomb", gzipBombPeak),
 ]
 
@@ -53,10 +55,17 @@ while let argument = arguments.popFirst() {
     case "--only": only = Set(value(arguments.popFirst()).split(separator: ",").map(String.init))
     case "--directory": scratchParent = URL(fileURLWithPath: value(arguments.popFirst()), isDirectory: true)
     case "--child":
-        // A child process of the resident-memory figure, or of the gzip bomb's (its number is the limit).
+        // A child process of the resident-memory figure, of the gzip bomb's (its number is the limit),
+        // or of the big folder's.
         guard let kind = arguments.popFirst(), let count = arguments.popFirst().flatMap({ Int($0) }) else { usage() }
         do {
-            try kind.hasPrefix("gzip-") ? gzipBombChild(kind, limit: count) : residentChild(kind, count: count)
+            if kind.hasPrefix("gzip-") {
+                try gzipBombChild(kind, limit: count)
+            } else if kind.hasPrefix("bigfolder-") {
+                try bigFolderChild(kind, count: count)
+            } else {
+                try residentChild(kind, count: count)
+            }
             exit(0)
         } catch {
             print("error: \(error)")

@@ -336,9 +336,9 @@ final class BinderTests: BinderTestCase {
         XCTAssertNil(ImageCache.pixels(CGSize(width: CGFloat.nan, height: 100)))
         XCTAssertNil(ImageCache.pixels(CGSize(width: CGFloat.infinity, height: 100)))
         XCTAssertNil(ImageCache.pixels(nil))
-        // Memory keys: the key alone without a size.
-        XCTAssertEqual(ImageCache.memoryKey("k", filling: (100, 50)), "k\u{0}100x50")
-        XCTAssertEqual(ImageCache.memoryKey("k", filling: nil), "k")
+        // Memory keys: the key alone without a size (described as the key, NUL, the size with one).
+        XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: (100, 50)), "k\u{0}100x50")
+        XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: nil), "k")
     }
 
     func testEachSizeHasItsOwnMemoryEntryAndAllShareOneFileAndOneDownload() {
@@ -369,9 +369,10 @@ final class BinderTests: BinderTestCase {
         XCTAssertNil(cache.peek(url), "the image at its own size is not in memory")
 
         // And removing the URL forgets every size
+        XCTAssertNotNil(cache.peek(key: key, filling: (100, 100)))
         cache.remove(url)
-        XCTAssertNil(cache.peek(key: key + "\u{0}100x100"))
-        XCTAssertNil(cache.peek(key: key + "\u{0}50x50"))
+        XCTAssertNil(cache.peek(key: key, filling: (100, 100)))
+        XCTAssertNil(cache.peek(key: key, filling: (50, 50)))
         XCTAssertEqual(cache.memoryCount, 0)
         assertInvariants(cache)
     }

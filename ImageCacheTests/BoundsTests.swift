@@ -95,8 +95,10 @@ final class BoundsTests: CacheTestCase {
         for url in old { XCTAssertNotNil(fetchAndWait(cache, url)) }
         clock.advance(601)
         cache.diskMaxBytes = 100 * imageSize
-        // Expired files go at once when the limit is set (the sweep runs on the disk queue)
+        // Expired files go in the sweep that the first lookup scheduled (setting the limit lists nothing)
         cache.drainDisk()
+        XCTAssertEqual(cache.diskCount, 5)
+        cache.waitForSweep()
         XCTAssertEqual(cache.diskCount, 0)
         // And a written image is not swept while it is fresh
         let new = serve("/new.png")

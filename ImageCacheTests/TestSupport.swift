@@ -93,6 +93,15 @@ class CacheTestCase: XCTestCase {
         first.persistCacheToDisk()
     }
 
+    /// The statistics with the disk figures counted (`statistics(completion:)`), waited for.
+    func exactStatistics(_ cache: ImageCache, file: StaticString = #filePath, line: UInt = #line) -> ImageCache.Statistics {
+        let done = expectation(description: "statistics")
+        let result = Locked(ImageCache.Statistics())
+        cache.statistics { result.value = $0; done.fulfill() }
+        wait(for: [done], timeout: 30)
+        return result.value
+    }
+
     func fileURL(_ cache: ImageCache, for url: URL) -> URL {
         cache.folder.appendingPathComponent(ImageCache.diskFileName(for: url))
     }
