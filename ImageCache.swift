@@ -1256,6 +1256,17 @@ nonisolated extension ImageCache {
         let task: FetchTask = lock.withLock {
             let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
+            /// The request waits for `download`, which moves to the fast lane if the request is fast.
+            func join(_ download: Download) -> FetchTask {
+                download.waiters.append(task)
+                task.download = download
+                _state.counts.deduplicated &+= 1
+                if lane == .fast, download.lane == .slow {
+                    _state.lanes.move(download, to: download.phase, lane: .fast)
+                    started = _startReadyDownloads()
+                }
+                return task
+            }
             handler = _state.settings.onEvent
             _state.counts.requests &+= 1
             if load.isPrefetch {
@@ -1281,14 +1292,7 @@ nonisolated extension ImageCache {
             case .loaded(let slot)?:
                 _evict(slot)
             case .loading(let download)?:
-                download.waiters.append(task)
-                task.download = download
-                _state.counts.deduplicated &+= 1
-                if lane == .fast, download.lane == .slow {
-                    _state.lanes.move(download, to: download.phase, lane: .fast)
-                    started = _startReadyDownloads()
-                }
-                return task
+                return join(download)
             case .failed?, nil:
                 break
             }
@@ -1305,6 +1309,9 @@ nonisolated extension ImageCache {
                 immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
                 return task
             }
+            // A binder's request at a size shares a download of its key under way (a prefetch's,
+            // say): it gets that image, whole, rather than download it twice.
+            if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] { return join(whole) }
             let download = Download(load)
             download.waiters.append(task)
             task.download = download

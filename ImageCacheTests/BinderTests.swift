@@ -180,6 +180,28 @@ final class BinderTests: BinderTestCase {
         XCTAssertEqual(callbacks.sync { target.history }, [3_000, Self.placeholderWidth, 3_001])
     }
 
+    func testABindingAtASizeSharesAPrefetchUnderWayAndOutlivesItsCancellation() {
+        // Given a prefetch of an image that the server is still answering
+        let cache = makeCache()
+        let url = serveImage("/prefetched.png", width: 3_003, delay: 0.3)
+        cache.prefetch([url])
+        XCTAssertTrue(server.waitForRequests("/prefetched.png", count: 1, timeout: 10))
+        // When a cell binds it at a size, and the prefetch is cancelled (the cell is on screen now)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "the image")
+        target.onSet = { if $0?.width == 3_003 { shown.fulfill() } }
+        callbacks.sync {
+            target.expected = 3_003
+            XCTAssertNotNil(binder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 80, height: 80), cache: cache))
+        }
+        cache.cancelPrefetching([url])
+        // Then the cell gets the image from the one download, which the cancellation did not stop
+        wait(for: [shown], timeout: 10)
+        XCTAssertEqual(server.requestCount("/prefetched.png"), 1)
+        XCTAssertEqual(server.disconnectCount("/prefetched.png"), 0)
+        assertInvariants(cache)
+    }
+
     func testBindingNilShowsThePlaceholderAndABindingToARequestSendsItsHeaders() {
         // Given a target showing an image bound through a request with a header
         let cache = makeCache()
