@@ -622,8 +622,9 @@ nonisolated extension ImageCache {
     /// decoded size on Apple platforms (width x height x 4 bytes), its downloaded bytes on Linux.
     /// When it is passed, the least recently used images leave down to 90% of it. One image that
     /// costs more than a quarter of it is delivered but not kept in memory (the disk keeps it).
-    /// By default a tenth of the device's physical memory, at most 512 MiB; values below 1 are
-    /// clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
+    /// By default a tenth of the device's physical memory, at most 512 MiB, and 8 MiB in an app
+    /// extension (a widget or a share extension, which the system stops at a few tens of MB);
+    /// values below 1 are clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
     public var imageMemoryMaxBytes: Int {
         get { lock.withLock { _state.settings.memoryMaxBytes } }
         set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
@@ -647,8 +648,15 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A tenth of physical memory, at most 512 MiB.
-    private static let defaultMemoryMaxBytes = Int(min(ProcessInfo.processInfo.physicalMemory / 10, 512 * 1024 * 1024))
+    private static let defaultMemoryMaxBytes = defaultMemoryMaxBytes(bundlePath: Bundle.main.bundlePath,
+                                                                      physicalMemory: ProcessInfo.processInfo.physicalMemory)
+
+    /// A tenth of physical memory, at most 512 MiB; 8 MiB in an app extension (its bundle ends in
+    /// `.appex`), which the system stops far below an app's memory (a widget near 30 MB).
+    static func defaultMemoryMaxBytes(bundlePath: String, physicalMemory: UInt64) -> Int {
+        if bundlePath.hasSuffix(".appex") || bundlePath.hasSuffix(".appex/") { return 8 * 1024 * 1024 }
+        return Int(min(physicalMemory / 10, 512 * 1024 * 1024))
+    }
 
     /// How many bytes the image files on disk may take. 256 MiB by default; values below 1 are
     /// clamped to 1. The disk queue enforces it after each write that passes it, deleting expired
@@ -3209,14 +3217,23 @@ extension ImageCache {
 
         public var body: some View {
             #if canImport(UIKit)
-            let image = SwiftUI.Image(uiImage: target.image ?? Image())
+            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
             #else
-            let image = SwiftUI.Image(nsImage: target.image ?? Image())
+            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
             #endif
             return image.resizable()
                 .onAppear { target.isDisplayed = true; bind() }
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
-                .onChange(of: url) { _ in bind() }
+                .onChange(of: arguments) { _ in bind() }
+        }
+
+        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
+        private static let empty = Image()
+
+        /// What a binding is made of: a change of any argument binds again (the images by identity).
+        private var arguments: [AnyHashable?] {
+            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init)]
         }
 
         private func bind() {

@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "ImageCache",
-    platforms: [.iOS(.v13), .macOS(.v10_15), .tvOS(.v13), .watchOS(.v6)],
+    platforms: [.iOS(.v13), .macOS(.v10_15), .tvOS(.v13), .watchOS(.v6), .visionOS(.v1)],
     products: [
         .library(name: "ImageCache", targets: ["ImageCache"]),
     ],

@@ -63,6 +63,19 @@ final class BoundsTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testAnAppExtensionGetsAByteBudgetItsLimitsAllow() {
+        // A widget is stopped near 30 MB: an extension's default budget is 8 MiB, whatever the device
+        let gigabytes: UInt64 = 8 << 30
+        for path in ["/private/var/containers/Bundle/Application/X/Feed.app/PlugIns/Widget.appex",
+                     "/Applications/Feed.app/Contents/PlugIns/Share.appex/"] {
+            XCTAssertEqual(ImageCache.defaultMemoryMaxBytes(bundlePath: path, physicalMemory: gigabytes), 8 << 20, path)
+        }
+        // and an app's is a tenth of physical memory, at most 512 MiB
+        XCTAssertEqual(ImageCache.defaultMemoryMaxBytes(bundlePath: "/Applications/Feed.app", physicalMemory: gigabytes), 512 << 20)
+        XCTAssertEqual(ImageCache.defaultMemoryMaxBytes(bundlePath: "/usr/bin/feed", physicalMemory: 2 << 30), Int((2 << 30) / 10))
+        XCTAssertEqual(ImageCache.defaultMemoryMaxBytes(bundlePath: "/opt/appex-tools/bin", physicalMemory: 2 << 30), Int((2 << 30) / 10))
+    }
+
     func testTheDefaultByteBudgetComesFromPhysicalMemory() {
         let cache = makeCache()
         let expected = min(ProcessInfo.processInfo.physicalMemory / 10, 512 * 1024 * 1024)
