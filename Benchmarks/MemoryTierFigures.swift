@@ -121,29 +121,34 @@ private func filledMemory(count: Int, in scratch: Scratch)
 
 // MARK: - peek
 
+/// `peek` hits from one thread against `floor`'s lookups of the same URLs, in alternating rounds:
+/// nanoseconds per lookup. Throws if a lookup misses.
+private func comparePeeks(_ config: Config, _ cache: ImageCache, _ urls: [URL], floor: @escaping (URL) -> Bool) throws
+    -> (ours: Stats, floor: Stats) {
+    let passes = config.pick(quick: 20, full: 200)
+    let operations = passes * urls.count
+    var hits = 0
+    func lookups(_ lookup: (URL) -> Bool) -> Double {
+        nanoseconds(perOperation: operations) {
+            for _ in 0..<passes { for url in urls where lookup(url) { hits += 1 } }
+        }
+    }
+    let result = compare(rounds: config.rounds) { _ in lookups { cache.peek($0) != nil } } floor: { _ in lookups(floor) }
+    let expected = 2 * (config.rounds + 1) * operations
+    guard hits == expected else { throw BenchmarkError("peek missed \(expected - hits) of \(expected) lookups") }
+    return result
+}
+
 /// `peek` hits from one thread, against a locked dictionary lookup.
 func peekOneThread(_ config: Config) throws -> [Row] {
     let scratch = try Scratch("peek")
     defer { scratch.remove() }
     let (cache, floor, urls, _) = filledMemory(count: 1_000, in: scratch)
-    let passes = config.pick(quick: 20, full: 200)
-    let operations = passes * urls.count
-    var hits = 0
-    let result = compare(rounds: config.rounds) { _ in
-        nanoseconds(perOperation: operations) {
-            for _ in 0..<passes { for url in urls where cache.peek(url) != nil { hits += 1 } }
-        }
-    } floor: { _ in
-        nanoseconds(perOperation: operations) {
-            for _ in 0..<passes { for url in urls where floor.value(for: url) != nil { hits += 1 } }
-        }
-    }
-    let expected = 2 * (config.rounds + 1) * operations
-    guard hits == expected else { throw BenchmarkError("peek missed \(expected - hits) of \(expected) lookups") }
+    let result = try comparePeeks(config, cache, urls) { floor.value(for: $0) != nil }
     return [Row(figure: "`peek` hit, 1 thread", unit: "ns", ours: result.ours,
                 floorName: "`url.absoluteString` + `[String: Image]` lookup under an NSLock",
                 floor: result.floor, goal: "<= 1.3x floor", pass: { $0! <= 1.3 },
-                notes: ["1,000 images in memory, \(Report.format(Double(operations))) lookups per round"])]
+                notes: ["1,000 images in memory, \(Report.format(Double(config.pick(quick: 20, full: 200) * urls.count))) lookups per round"])]
 }
 
 /// `peek` hits from one thread against the CLOCK peer's hit, pinned to one CPU and not.
@@ -151,24 +156,9 @@ func peekAgainstClock(_ config: Config) throws -> [Row] {
     let scratch = try Scratch("peekclock")
     defer { scratch.remove() }
     let (cache, _, urls, clock) = filledMemory(count: 1_000, in: scratch)
-    let passes = config.pick(quick: 20, full: 200)
-    let operations = passes * urls.count
-    var hits = 0
-    func measure() -> (ours: Stats, floor: Stats) {
-        compare(rounds: config.rounds) { _ in
-            nanoseconds(perOperation: operations) {
-                for _ in 0..<passes { for url in urls where cache.peek(url) != nil { hits += 1 } }
-            }
-        } floor: { _ in
-            nanoseconds(perOperation: operations) {
-                for _ in 0..<passes { for url in urls where clock.value(for: url) != nil { hits += 1 } }
-            }
-        }
-    }
-    let pinned = onOneCPU(measure)
-    let unpinned = measure()
-    let expected = 2 * 2 * (config.rounds + 1) * operations
-    guard hits == expected else { throw BenchmarkError("peek missed \(expected - hits) of \(expected) lookups") }
+    let pinned = try onOneCPU { try comparePeeks(config, cache, urls) { clock.value(for: $0) != nil } }
+    let unpinned = try comparePeeks(config, cache, urls) { clock.value(for: $0) != nil }
+    let operations = config.pick(quick: 20, full: 200) * urls.count
     return [(pinned, "pinned to one CPU"), (unpinned, "unpinned")].map { result, how in
         Row(figure: "`peek` hit against the CLOCK peer, 1 thread, \(how)", unit: "ns", ours: result.ours,
             floorName: "`ClockCache`: Nuke's CLOCK memory cache written from its description, under an NSLock",

@@ -21,17 +21,6 @@ final class EntryTests: CacheTestCase {
         return result.value
     }
 
-    private func fetchImageResult(_ cache: ImageCache, _ url: URL, key: String? = nil) -> Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>? {
-        let done = expectation(description: "result for \(url)")
-        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
-        cache.fetch(url, key: key) { received in
-            result.value = received
-            done.fulfill()
-        }
-        wait(for: [done], timeout: 10)
-        return result.value
-    }
-
     // MARK: Keys
 
     func testTwoURLsUnderOneKeyShareOneEntry() {
@@ -40,14 +29,14 @@ final class EntryTests: CacheTestCase {
         let first = serve("/avatar.png?token=1"), second = serve("/avatar.png?token=2")
         XCTAssertNotNil(fetchAndWait(cache, first, key: "avatar"))
         // Then the second URL under the same key is the same entry: no request
-        XCTAssertEqual(try fetchImageResult(cache, second, key: "avatar")?.get().source, .memory)
+        XCTAssertEqual(try result(cache, second, key: "avatar")?.get().source, .memory)
         XCTAssertEqual(server.totalRequests, 1)
         XCTAssertNotNil(cache.peek(key: "avatar"))
         XCTAssertNil(cache.peek(first), "the URL itself is not a key here")
         // And a new instance finds it on disk under the key
         cache.drainDisk()
         let next = makeCache()
-        XCTAssertEqual(try fetchImageResult(next, second, key: "avatar")?.get().source, .disk)
+        XCTAssertEqual(try result(next, second, key: "avatar")?.get().source, .disk)
         XCTAssertEqual(server.totalRequests, 1)
         // And remove(key:) forgets it in every tier
         next.remove(key: "avatar")
@@ -178,11 +167,11 @@ final class EntryTests: CacheTestCase {
         try cache.store(Data("{}".utf8), for: "draft")
         let nowhere = server.url("/never-served")
         XCTAssertNotNil(cache.peek(key: "picked"), "an image is kept as an image")
-        XCTAssertEqual(try fetchImageResult(cache, nowhere, key: "picked")?.get().source, .memory)
+        XCTAssertEqual(try result(cache, nowhere, key: "picked")?.get().source, .memory)
         XCTAssertEqual(try fetchResult(cache, nowhere, key: "draft", decode: { $0 })?.get().value, Data("{}".utf8))
         cache.drainDisk()
         let next = makeCache()
-        XCTAssertEqual(try fetchImageResult(next, nowhere, key: "picked")?.get().source, .disk)
+        XCTAssertEqual(try result(next, nowhere, key: "picked")?.get().source, .disk)
         XCTAssertEqual(try fetchResult(next, nowhere, key: "draft", decode: { $0 })?.get().source, .disk)
         XCTAssertEqual(server.totalRequests, 0)
     }
@@ -221,18 +210,18 @@ final class EntryTests: CacheTestCase {
         let url = server.url("/flaky.png")
         let retries = Locked<[Int]>([])
         let done = expectation(description: "result")
-        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
+        let retried = Locked<ImageResult?>(nil)
         cache.fetch(url, onRetry: { error, attempt in
             XCTAssertFalse(error.isFatal)
             retries.mutate { $0.append(attempt) }
-        }) { result.value = $0; done.fulfill() }
+        }) { retried.value = $0; done.fulfill() }
         wait(for: [done], timeout: 10)
         XCTAssertEqual(retries.value, [1, 2])
-        XCTAssertEqual(try result.value?.get().source, .network)
-        XCTAssertEqual(try fetchImageResult(cache, url)?.get().source, .memory)
+        XCTAssertEqual(try retried.value?.get().source, .network)
+        XCTAssertEqual(try result(cache, url)?.get().source, .memory)
 
         server.set("/gone.png", .status(404))
-        guard case .failure(let error)? = fetchImageResult(cache, server.url("/gone.png")) else { return XCTFail("expected a failure") }
+        guard case .failure(let error)? = result(cache, server.url("/gone.png")) else { return XCTFail("expected a failure") }
         XCTAssertEqual(error, .httpStatus(404))
         XCTAssertTrue(error.isFatal)
     }

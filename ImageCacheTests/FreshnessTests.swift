@@ -6,17 +6,6 @@ import LoopbackServer
 /// Revalidation with ETag and Last-Modified, Cache-Control, offline delivery of stale entries, and
 /// statistics (issue 11).
 final class FreshnessTests: CacheTestCase {
-    private func result(_ cache: ImageCache, _ url: URL) -> Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>? {
-        let done = expectation(description: "result for \(url)")
-        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
-        cache.fetch(url) { received in
-            result.value = received
-            done.fulfill()
-        }
-        wait(for: [done], timeout: 10)
-        return result.value
-    }
-
     private func serve(_ path: String, headers: [String: String], body: Data? = nil) -> URL {
         var response = LoopbackServer.Response.ok(body ?? fixture("photo.png"))
         response.headers.merge(headers) { $1 }

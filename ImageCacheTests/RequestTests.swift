@@ -10,20 +10,6 @@ import LoopbackServer
 /// that must not leak credentials, progress, and prefetching lists. Everything is checked at the
 /// loopback server, which records each request's headers and counts requests per path.
 final class RequestTests: CacheTestCase {
-    /// Fetches with the Result form and waits for it.
-    private func result(_ cache: ImageCache, _ request: URLRequest, key: String? = nil,
-                        onProgress: (@Sendable (Int, Int?) -> Void)? = nil,
-                        file: StaticString = #filePath, line: UInt = #line) -> Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>? {
-        let done = expectation(description: "completion")
-        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
-        cache.fetch(request, key: key, onProgress: onProgress) {
-            result.value = $0
-            done.fulfill()
-        }
-        wait(for: [done], timeout: 10)
-        return result.value
-    }
-
     private func authorized(_ url: URL, token: String = "secret") -> URLRequest {
         var request = URLRequest(url: url)
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

@@ -7,6 +7,9 @@ import FoundationNetworking
 #endif
 
 /// Shared set-up: a real loopback server, a fresh cache folder, and a private callback queue.
+/// What the Result form of an image fetch hands over.
+typealias ImageResult = Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>
+
 class CacheTestCase: XCTestCase {
     var server: LoopbackServer!
     var directory: URL!
@@ -69,6 +72,28 @@ class CacheTestCase: XCTestCase {
         }
         if slow { cache.slowFetch(url, key: key, callback: callback) } else { cache.fetch(url, key: key, callback: callback) }
         wait(for: [done], timeout: timeout)
+        return result.value
+    }
+
+    /// Fetches `url` with the Result form and waits for its result (nil if it does not come).
+    func result(_ cache: ImageCache, _ url: URL, key: String? = nil) -> ImageResult? {
+        waitForResult("result for \(url)") { cache.fetch(url, key: key, completion: $0) }
+    }
+
+    /// Fetches with `request`, and `onProgress`, and waits for the result (nil if it does not come).
+    func result(_ cache: ImageCache, _ request: URLRequest, key: String? = nil,
+                onProgress: (@Sendable (Int, Int?) -> Void)? = nil) -> ImageResult? {
+        waitForResult("result for \(request)") { cache.fetch(request, key: key, onProgress: onProgress, completion: $0) }
+    }
+
+    private func waitForResult(_ what: String, _ start: (@escaping @Sendable (ImageResult) -> Void) -> Void) -> ImageResult? {
+        let done = expectation(description: what)
+        let result = Locked<ImageResult?>(nil)
+        start { received in
+            result.value = received
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
         return result.value
     }
 

@@ -5,17 +5,6 @@ import LoopbackServer
 
 /// Issue 24: times and keys that cannot be trusted, and files that do not decode.
 final class UntrustedTests: CacheTestCase {
-    private func result(_ cache: ImageCache, _ url: URL, key: String? = nil) -> Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>? {
-        let done = expectation(description: "result for \(url)")
-        let result = Locked<Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>?>(nil)
-        cache.fetch(url, key: key) { received in
-            result.value = received
-            done.fulfill()
-        }
-        wait(for: [done], timeout: 10)
-        return result.value
-    }
-
     private func serve(_ path: String, headers: [String: String]) -> URL {
         var response = LoopbackServer.Response.ok(fixture("photo.png"))
         response.headers.merge(headers) { $1 }
