@@ -18,6 +18,24 @@
 // NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
 // DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
 // OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+//
+// Map of this file, one `// MARK: -` section each: Public API; Configuration; Errors; Events (and
+// statistics); Requests and lanes (a load, the request path, cancellation, delivery); Network
+// transfer (sending, redirects, deadlines, progress, the response); Memory tier; Disk tier; Disk
+// files; Images (formats and decoding); Binding (views); Platform support; Small helpers; and,
+// in the package's own builds only, For tests and benchmarks.
+//
+// A miss, in order: `fetch` builds a `Load` and calls `request` (Requests and lanes), which finds
+// nothing in memory and makes a `Download`; `lookUpOnDisk` (Disk tier) misses and queues it on its
+// lane; `startNetwork` (Network transfer) sends it; `completed` checks the body and
+// `networkFinished` puts the entry in memory (`_insert`, Memory tier) and queues its file's write;
+// `deliver` and `complete` (Requests and lanes) run each waiter's callback on its queue.
+//
+// Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
+// memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
+// *removes* a file by name when told to, *deletes* a file it judged only if it is still that file,
+// and *discards* one that does not decode; `remove` and `removeAll` are the public calls that
+// forget in every tier.
 
 import Dispatch
 import Foundation
@@ -1345,14 +1363,18 @@ nonisolated extension ImageCache {
             guard task.state == .waiting else { return (false, nil) }
             task.state = .cancelled
             _endPrefetch(task)
-            guard let download = task.download, case .loading(let entry)? = _state.entries[download.key], entry === download else {
-                return (true, nil)
-            }
+            guard let download = task.download, _isCurrent(download) else { return (true, nil) }
             download.waiters.removeAll { $0 === task }
             return (true, download.waiters.isEmpty ? _forget(download.key) : nil)
         }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
+    private func _isCurrent(_ download: Download) -> Bool {
+        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
+        return false
     }
 
     /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
@@ -1709,8 +1731,7 @@ nonisolated extension ImageCache {
         var handler: (@Sendable (Event) -> Void)?
         let waiters: [FetchTask]? = lock.withLock {
             handler = _state.settings.onEvent
-            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
-                  case .running = download.phase else { return nil }
+            guard _isCurrent(download), case .running = download.phase else { return nil }
             let policy = _state.settings.retryPolicy
             let offline = _state.settings.servesStaleWhenOffline ? download.stale : nil
             switch result {
@@ -1776,8 +1797,7 @@ nonisolated extension ImageCache {
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
     private func requeue(_ download: Download) {
         let started: [Download] = lock.withLock {
-            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
-                  case .waitingToRetry = download.phase else { return [] }
+            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
             _state.lanes.move(download, to: .queued)
             return _startReadyDownloads()
         }
@@ -2216,8 +2236,7 @@ nonisolated extension ImageCache {
         var handler: (@Sendable (Event) -> Void)?
         let waiters: [FetchTask]? = lock.withLock {
             handler = _state.settings.onEvent
-            guard case .loading(let entry)? = _state.entries[download.key], entry === download,
-                  case .checkingDisk = download.phase else { return nil }
+            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
             guard let hit else {
                 download.stale = stale
                 _state.lanes.move(download, to: .queued)
