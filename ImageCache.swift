@@ -221,6 +221,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
+        var maxDecodedPixelSize = 4_096
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
@@ -411,7 +412,7 @@ nonisolated extension ImageCache {
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the file is written on the disk queue.
     public func store(_ data: Data, for key: String) throws {
-        try store((try? Decoder.image.decode(data).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+        try store((try? Decoder.image.decode(data, maxDecodedPixelSize).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
     }
 
     /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this
@@ -789,6 +790,19 @@ nonisolated extension ImageCache {
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
+    /// The longest side, in pixels, of an image decoded with no size to fill: a `fetch`, a
+    /// prefetch, or a view not laid out yet (bounds of zero). A larger image is decoded scaled down
+    /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB at full
+    /// size). A binder or view with a size decodes to fill that size, whatever this says. 4,096 by
+    /// default: more than the longest side of any iPhone or iPad screen (2,796 pixels on a 6.7-inch
+    /// iPhone, 2,752 on a 13-inch iPad); `Int.max` decodes at full size; values below 1 are clamped
+    /// to 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
+    /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    public var maxDecodedPixelSize: Int {
+        get { lock.withLock { _state.settings.maxDecodedPixelSize } }
+        set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
+    }
+
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
     /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
     /// not an image, too large, unsupported URL) are never retried.
@@ -1033,12 +1047,21 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     fileprivate struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
-        let decode: @Sendable (Data) -> Result<Payload, Error>
+        /// The bytes' entry; an image without a size to fill is decoded within `maxPixels` (the
+        /// longest side: ``ImageCache/maxDecodedPixelSize`` when the request was made).
+        let decode: @Sendable (_ data: Data, _ maxPixels: Int) -> Result<Payload, Error>
 
-        static let image = Decoder(type: nil) { data in ImageCache.decode(data).map { Payload(bytes: $0.data, image: $0.image) } }
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound.
+        static func image(filling size: (width: Int, height: Int)?) -> Decoder {
+            Decoder(type: nil) { data, maxPixels in
+                ImageCache.decode(data, filling: size, maxPixels: maxPixels).map { Payload(bytes: $0.data, image: $0.image) }
+            }
+        }
 
         static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
-            Decoder(type: ObjectIdentifier(Value.self)) { data in
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
                 Result { Payload(bytes: data, value: Box(try decode(data))) }.mapError { .decodingFailed(String(describing: $0)) }
             }
         }
@@ -1052,6 +1075,7 @@ nonisolated extension ImageCache {
         let source: Source
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+        var maxPixels = Int.max  // the download's bound, for a waiter whose decoder reads the bytes
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -1059,7 +1083,7 @@ nonisolated extension ImageCache {
     fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
         if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
         let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data())
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(), delivery.maxPixels)
         return payload.flatMap { payload in
             guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
@@ -1175,13 +1199,16 @@ nonisolated extension ImageCache {
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
 
+        let maxPixels: Int  // ``ImageCache/maxDecodedPixelSize`` when it was made
+
         var key: Key { load.key }
         var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
         var decoder: Decoder { load.decoder }
 
-        init(_ load: Load) {
+        init(_ load: Load, maxPixels: Int) {
             self.load = load
             lane = load.lane
+            self.maxPixels = maxPixels
         }
     }
 
@@ -1338,7 +1365,7 @@ nonisolated extension ImageCache {
             // A binder's request at a size shares a download of its key under way (a prefetch's,
             // say): it gets that image, whole, rather than download it twice.
             if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] { return join(whole) }
-            let download = Download(load)
+            let download = Download(load, maxPixels: _state.settings.maxDecodedPixelSize)
             download.waiters.append(task)
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
@@ -1710,7 +1737,7 @@ nonisolated extension ImageCache {
             result = .success(stale.payload)
         } else {
             result = Self.validate(data: transfer.data, response: transfer.response, error: error).map { bytes = $0; return $0 }
-                .flatMap(transfer.download.decoder.decode)
+                .flatMap { transfer.download.decoder.decode($0, transfer.download.maxPixels) }
         }
         let whole = bytes.map { _ in (transfer.data.count, transfer.expected) }
         startNetwork(networkFinished(transfer.download, result, bytes: bytes, response: transfer.response,
@@ -1724,7 +1751,7 @@ nonisolated extension ImageCache {
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
                                  response: URLResponse?, notModified: Bool = false, whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
-        var delivery = result.map { Delivery(payload: $0, source: .network) }
+        var delivery = result.map { Delivery(payload: $0, source: .network, maxPixels: download.maxPixels) }
         var started: [Download] = []
         var progressed: [FetchTask] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
@@ -1765,12 +1792,15 @@ nonisolated extension ImageCache {
             case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
                 _state.lanes.move(download, to: .done)
                 _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
-                if let offline { delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true)) }
+                if let offline {
+                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true, maxPixels: download.maxPixels))
+                }
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
                 if let bytes {  // waiters of another type decode the bytes themselves
-                    delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network, failed: (download.decoder.type, error)))
+                    delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                                 failed: (download.decoder.type, error), maxPixels: download.maxPixels))
                 }
             }
             started = _startReadyDownloads()
@@ -2221,7 +2251,7 @@ nonisolated extension ImageCache {
         var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
         var stale: (payload: Payload, found: DiskStore.Found)?
         if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
-            switch download.decoder.decode(found.data) {
+            switch download.decoder.decode(found.data, download.maxPixels) {
             case .success(let payload) where found.expired: stale = (payload, found)
             case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
             case .failure(let error):
@@ -2255,7 +2285,7 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters, let hit {
-            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk)),
+            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, maxPixels: download.maxPixels)),
                     event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
@@ -2771,17 +2801,24 @@ nonisolated extension ImageCache {
     /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
     /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
-    static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil) -> Result<(image: Image, data: Data), Error> {
+    ///
+    /// Where the platform decodes (ImageIO), the bitmap is made at ``decodedSize(width:height:orientation:filling:maxPixels:)``.
+    static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
+                       maxPixels: Int = .max) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
         #if canImport(ImageIO)
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
-        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size) { return .success((image, data)) }
+        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size, maxPixels: maxPixels) {
+            return .success((image, data))
+        }
         #endif
         return checked.flatMap { info in
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size) else { return .failure(.corruptImage(info.format, "the system decoder rejected it")) }
+            guard let image = bitmap(trimmed, filling: size, maxPixels: maxPixels) else {
+                return .failure(.corruptImage(info.format, "the system decoder rejected it"))
+            }
             return .success((image, trimmed))
             #else
             return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
@@ -2789,10 +2826,17 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// The size an image is decoded at to fill `size`: scaled down until one side fits, never up.
-    static func decodedSize(width: Int, height: Int, filling size: (width: Int, height: Int)?) -> (width: Int, height: Int) {
-        guard let size, width > 0, height > 0 else { return (width, height) }
-        let scale = min(1, max(Double(size.width) / Double(width), Double(size.height) / Double(height)))
+    /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
+    /// upright: turned by its EXIF `orientation` (5 to 8 swap the sides, as a camera held upright
+    /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
+    /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
+    /// A target larger than `maxPixels` is what its caller asked for, and is kept.
+    static func decodedSize(width: Int, height: Int, orientation: Int = 1, filling size: (width: Int, height: Int)?,
+                            maxPixels: Int = .max) -> (width: Int, height: Int) {
+        let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
+        guard width > 0, height > 0 else { return (width, height) }
+        let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
+            ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
@@ -3074,8 +3118,7 @@ nonisolated extension ImageCache {
                 return nil
             }
             if showing { state = .loading } else { show(placeholder, .loading) }
-            let decoder = size == nil ? Decoder.image
-                : Decoder(type: nil) { ImageCache.decode($0, filling: size).map { Payload(bytes: $0.data, image: $0.image) } }
+            let decoder = Decoder.image(filling: size)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
@@ -3321,11 +3364,15 @@ nonisolated extension ImageCache {
 
     #if canImport(ImageIO)
     /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
-    /// queue or URLSession's, never the main one), scaled down to fill `size` if it is larger.
-    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?) -> Image? {
+    /// queue or URLSession's, never the main one), at `decodedSize` (the header's size and EXIF
+    /// orientation, read without decoding a pixel).
+    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, maxPixels: Int) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
-              let header = CGImageSourceCreateImageAtIndex(source, 0, nil) else { return nil }  // no pixels decoded yet
-        let fit = decodedSize(width: header.width, height: header.height, filling: size)
+              let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
+              let width = header[kCGImagePropertyPixelWidth] as? Int, let height = header[kCGImagePropertyPixelHeight] as? Int
+        else { return nil }
+        let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
+        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size, maxPixels: maxPixels)
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
         #if canImport(UIKit)

@@ -341,6 +341,41 @@ final class BinderTests: BinderTestCase {
 
     // MARK: Sized images
 
+    func testAnImageWithNoTargetIsDecodedWithinTheBound() {
+        // A 12-megapixel photo fetched with no size: its longest side comes down to the bound
+        XCTAssertTrue(ImageCache.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_796) == (2_796, 2_097))
+        XCTAssertTrue(ImageCache.decodedSize(width: 3_024, height: 4_032, filling: nil, maxPixels: 4_096) == (3_024, 4_032),
+                      "within the bound: as it is")
+        XCTAssertTrue(ImageCache.decodedSize(width: 10_000, height: 100, filling: nil, maxPixels: 1) == (1, 1), "at least a pixel")
+        // A target larger than the bound is what the caller asked for
+        XCTAssertTrue(ImageCache.decodedSize(width: 8_000, height: 6_000, filling: (6_000, 6_000), maxPixels: 2_000) == (8_000, 6_000))
+        XCTAssertTrue(ImageCache.decodedSize(width: 8_000, height: 6_000, filling: (4_000, 3_000), maxPixels: 2_000) == (4_000, 3_000))
+        // The setting: 4,096 by default, at least 1
+        let cache = makeCache()
+        XCTAssertEqual(cache.maxDecodedPixelSize, 4_096)
+        cache.maxDecodedPixelSize = 0
+        XCTAssertEqual(cache.maxDecodedPixelSize, 1)
+        cache.maxDecodedPixelSize = .max
+        XCTAssertEqual(cache.maxDecodedPixelSize, .max)
+    }
+
+    func testTheFitIsComputedOnTheImageAsShownInEveryOrientation() {
+        // An iPhone photo stored 4032x3024 landscape; EXIF orientations 5-8 show it portrait
+        for orientation in 1...8 {
+            let upright = orientation >= 5 ? (width: 3_024, height: 4_032) : (width: 4_032, height: 3_024)
+            // filling a target of the shape it is shown at: exactly the target, no larger, no blurrier
+            let target = (width: upright.width / 10, height: upright.height / 10)
+            let fit = ImageCache.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: target)
+            XCTAssertTrue(fit == (target.width, target.height), "orientation \(orientation): \(fit) for \(target)")
+            // and with no target, bounded on its longest side, in the shape it is shown at
+            let bounded = ImageCache.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: nil, maxPixels: 2_016)
+            XCTAssertTrue(bounded == (orientation >= 5 ? (1_512, 2_016) : (2_016, 1_512)), "orientation \(orientation): \(bounded)")
+        }
+        // Out-of-range orientations are taken as upright
+        XCTAssertTrue(ImageCache.decodedSize(width: 40, height: 30, orientation: 0, filling: nil) == (40, 30))
+        XCTAssertTrue(ImageCache.decodedSize(width: 40, height: 30, orientation: 9, filling: nil) == (40, 30))
+    }
+
     func testTheDecodedSizeFillsTheTargetAndIsNeverLarger() {
         // A 4000x3000 photo filling a 100-point square cell at 3x (300x300 pixels) is decoded at
         // 400x300: 480 KB of bitmap instead of 48 MB.

@@ -14,7 +14,7 @@ public func CGImageSourceCreateWithData(_ data: CFData, _ options: CFDictionary?
     fatalError("ImageIO shim")
 }
 
-public func CGImageSourceCreateImageAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage? {
+public func CGImageSourceCopyPropertiesAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CFDictionary? {
     fatalError("ImageIO shim")
 }
 
@@ -29,3 +29,6 @@ nonisolated(unsafe) public let kCGImageSourceShouldCacheImmediately: CFString = 
 nonisolated(unsafe) public let kCGImageSourceCreateThumbnailFromImageAlways: CFString = "kCGImageSourceCreateThumbnailFromImageAlways"
 nonisolated(unsafe) public let kCGImageSourceCreateThumbnailWithTransform: CFString = "kCGImageSourceCreateThumbnailWithTransform"
 nonisolated(unsafe) public let kCGImageSourceThumbnailMaxPixelSize: CFString = "kCGImageSourceThumbnailMaxPixelSize"
+nonisolated(unsafe) public let kCGImagePropertyPixelWidth: CFString = "PixelWidth"
+nonisolated(unsafe) public let kCGImagePropertyPixelHeight: CFString = "PixelHeight"
+nonisolated(unsafe) public let kCGImagePropertyOrientation: CFString = "Orientation"
