@@ -116,6 +116,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     private let secondChance = SecondChanceShelf()
     private let receiver = Receiver()
     private let diskQueue: DispatchQueue
+    // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
+    private let decodes = OperationQueue()
     private let disk: DiskStore  // used only on `diskQueue`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // The clock, in seconds since 1970; tests move it forward (see the section for tests).
@@ -173,6 +175,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         let urlSession = Self.makeSession(configuration, timeout: settings.requestTimeout, delegate: receiver)
         _state = State(settings: settings, session: urlSession)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
+        decodes.name = "ImageCache.decode.\(uniqueName)"
+        decodes.maxConcurrentOperationCount = 2
+        decodes.qualityOfService = .userInitiated
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         receiver.cache = self
@@ -1727,21 +1732,27 @@ nonisolated extension ImageCache {
         guard let (transfer, timedOut) = lock.withLock({
             _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
         }) else { return }
-        var result: Result<Payload, Error>
-        var bytes: Data?  // whole, for waiters of another type when the download's decoder fails
-        let stale = lock.withLock { transfer.download.stale }
+        let download = transfer.download
+        let stale = lock.withLock { download.stale }
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && stale != nil
-        if let failure = transfer.failure ?? timedOut {  // URLSession reports a timed-out attempt as cancelled
-            result = .failure(failure)
-        } else if notModified, let stale {
-            result = .success(stale.payload)
-        } else {
-            result = Self.validate(data: transfer.data, response: transfer.response, error: error).map { bytes = $0; return $0 }
-                .flatMap { transfer.download.decoder.decode($0, transfer.download.maxPixels) }
+        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
+                                                   notModified: notModified, whole: whole))
         }
-        let whole = bytes.map { _ in (transfer.data.count, transfer.expected) }
-        startNetwork(networkFinished(transfer.download, result, bytes: bytes, response: transfer.response,
-                                     notModified: notModified, whole: whole))
+        if let failure = transfer.failure ?? timedOut {  // URLSession reports a timed-out attempt as cancelled
+            return finish(.failure(failure), nil)
+        }
+        if notModified, let stale { return finish(.success(stale.payload), nil) }
+        switch Self.validate(data: transfer.data, response: transfer.response, error: error) {
+        case .failure(let error):
+            finish(.failure(error), nil)
+        case .success(let body):
+            // Not here: a large decode would hold back every other transfer's data, which this
+            // serial delegate queue hands over.
+            decodes.addOperation { finish(download.decoder.decode(body, download.maxPixels), body) }
+        }
     }
 
     /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is

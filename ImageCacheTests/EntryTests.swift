@@ -125,6 +125,26 @@ final class EntryTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/both.png"), 1)
     }
 
+    func testDownloadedBytesAreDecodedOnTheDecodeQueueNeitherTheTransfersNorTheCallbacks() throws {
+        // Given a decoder that notes the operation queue it runs on
+        let cache = makeCache("decoding")
+        let url = serve("/decoded.png")
+        let queues = Locked<[String?]>([])
+        let done = expectation(description: "decoded")
+        // When a download is decoded
+        cache.fetch(url, decode: { data -> Int in
+            dispatchPrecondition(condition: .notOnQueue(self.callbacks))
+            queues.mutate { $0.append(OperationQueue.current?.name) }
+            return data.count
+        }) { result in
+            XCTAssertEqual(try? result.get().value, self.fixture("photo.png").count)
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        // Then it ran on the cache's decode queue (URLSession's delegate queue is another one)
+        XCTAssertEqual(queues.value, ["ImageCache.decode.decoding"])
+    }
+
     func testAKeyIsItsBytesInMemoryAsOnDisk() throws {
         // Given an image stored under "café" written with a precomposed é, and many keys of every
         // length around it (the key hash reads eight bytes at a time)
