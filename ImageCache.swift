@@ -3375,7 +3375,7 @@ nonisolated extension ImageCache {
 
     #if canImport(ImageIO)
     /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
-    /// queue or URLSession's, never the main one), at `decodedSize` (the header's size and EXIF
+    /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
     /// orientation, read without decoding a pixel).
     private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, maxPixels: Int) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
