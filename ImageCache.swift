@@ -3050,6 +3050,23 @@ nonisolated extension ImageCache {
         var image: Image? { get set }
         /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
         var isDisplayed: Bool { get }
+        /// Shows `image` with `transition`, which is `.none` but for an image that did not come
+        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
+        /// cross-dissolves.
+        func show(_ image: Image?, transition: Transition)
+    }
+
+    /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
+    /// always appears at once, as do the placeholder and the failure image.
+    public enum Transition: Sendable, Equatable {
+        /// At once.
+        case none
+        /// A cross-dissolve from what the target shows, over this many seconds.
+        case fade(TimeInterval)
+
+        /// What showing an image from `source` uses, when `self` was asked for: nothing for one
+        /// from memory, which is there at once (a fade would only flash).
+        func applied(to source: Source) -> Transition { source == .memory ? .none : self }
     }
 
     /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
@@ -3071,7 +3088,7 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?)?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?, transition: Transition)?
         private var task: FetchTask?
         private var generation = 0  // of the binding: a callback of an earlier one is ignored
         private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -3092,12 +3109,13 @@ nonisolated extension ImageCache {
         }
 
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
-        /// at once if it is in memory, else the placeholder until it comes. Given `pixelSize`, Apple
-        /// platforms decode it to fill that, as an entry of its own in memory. Returns the request.
+        /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
+        /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
+        /// fill that, as an entry of its own in memory. Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
-            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache)
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition)
         }
 
         /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
@@ -3105,12 +3123,12 @@ nonisolated extension ImageCache {
         /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
         @discardableResult
         public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared) -> FetchTask? {
-            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache)
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition)
         }
 
         private func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
-                          _ cache: ImageCache) -> FetchTask? {
+                          _ cache: ImageCache, _ transition: Transition) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
@@ -3121,7 +3139,7 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
-            binding = (placeholder, failureImage, cache, memoryKey)
+            binding = (placeholder, failureImage, cache, memoryKey, transition)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
             if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
@@ -3151,7 +3169,8 @@ nonisolated extension ImageCache {
             guard generation == self.generation else { ignoredCallbacks += 1; return }
             task = nil
             switch result {
-            case .success(let fetched)?: show(fetched.value, .image(fetched.source))
+            case .success(let fetched)?:
+                show(fetched.value, .image(fetched.source), transition: (binding?.transition ?? .none).applied(to: fetched.source))
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -3162,9 +3181,9 @@ nonisolated extension ImageCache {
             show(binding?.placeholder, .placeholder)
         }
 
-        private func show(_ image: Image?, _ state: State) {
+        private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
             self.state = state
-            target?.image = image
+            target?.show(image, transition: transition)
         }
     }
 
@@ -3211,6 +3230,13 @@ nonisolated extension ImageCache {
     }
 }
 
+nonisolated extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+
 #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
 #if canImport(UIKit)
 extension ImageCache { fileprivate typealias ImageView = UIImageView }
@@ -3225,14 +3251,28 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// warning rather than show its placeholder until it is bound again.
     public var isDisplayed: Bool { true }
 
+    /// Sets `image`; with a fade, as a cross-dissolve under UIKit (at once under AppKit).
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        #if canImport(UIKit)
+        if case .fade(let seconds) = transition, seconds > 0 {
+            return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
+                                     animations: { self.image = image })
+        }
+        #endif
+        self.image = image
+    }
+
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
     /// `targetSize` (points; the view's bounds by default), or `failureImage` (else `placeholder`)
-    /// if it cannot be had. Returns the request, if one was made.
+    /// if it cannot be had; an image that was not in memory comes with `transition` (a fade,
+    /// `.fade(0.25)`, under UIKit). Returns the request, if one was made.
     @discardableResult
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
-                         targetSize: CGSize? = nil, cache: ImageCache = .shared) -> ImageCache.FetchTask? {
-        imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize), cache: cache)
+                         targetSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
+                         cache: cache, transition: transition)
     }
 
     /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
@@ -3241,8 +3281,9 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     @discardableResult
     public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
-                         cache: ImageCache = .shared) -> ImageCache.FetchTask? {
-        imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize), cache: cache)
+                         cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
+                         cache: cache, transition: transition)
     }
 
     /// `size` (the view's bounds by default) in the screen's pixels.

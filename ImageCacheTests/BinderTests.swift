@@ -20,7 +20,15 @@ final class TestTarget: ImageCache.ImageTarget {
     /// Called after each image is set.
     var onSet: ((ImageCache.Image?) -> Void)?
 
+    /// The transition of each image shown through `show(_:transition:)`, by width.
+    private(set) var transitions: [(width: Int?, transition: ImageCache.Transition)] = []
+
     init(queue: DispatchQueue) { self.queue = queue }
+
+    func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        transitions.append((image?.width, transition))
+        self.image = image
+    }
 
     var image: ImageCache.Image? {
         didSet {
@@ -200,6 +208,39 @@ final class BinderTests: BinderTestCase {
         XCTAssertEqual(server.requestCount("/prefetched.png"), 1)
         XCTAssertEqual(server.disconnectCount("/prefetched.png"), 0)
         assertInvariants(cache)
+    }
+
+    func testAFadeIsForImagesThatWereNotInMemory() throws {
+        // Given an image on the server, bound with a fade
+        let cache = makeCache()
+        let url = serveImage("/fade.png", width: 3_004)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "from the network")
+        target.onSet = { if $0?.width == 3_004 { shown.fulfill() } }
+        callbacks.sync {
+            target.expected = 3_004
+            binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25))
+        }
+        wait(for: [shown], timeout: 10)
+        // When it is bound again, now in memory, and again from disk in a new cache
+        callbacks.sync { _ = binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25)) }
+        cache.persistCacheToDisk()
+        let relaunched = makeCache()
+        let fromDisk = expectation(description: "from disk")
+        let (other, otherBinder) = makeTarget()
+        other.onSet = { if $0?.width == 3_004 { fromDisk.fulfill() } }
+        callbacks.sync {
+            other.expected = 3_004
+            otherBinder.bind(url, placeholder: placeholder, cache: relaunched, transition: .fade(0.5))
+        }
+        wait(for: [fromDisk], timeout: 10)
+        // Then the placeholder came at once, the downloaded image and the one from disk faded in,
+        // and the one from memory came at once
+        let first = callbacks.sync { target.transitions.map { "\($0.width ?? 0) \($0.transition)" } }
+        XCTAssertEqual(first, ["\(Self.placeholderWidth) none", "3004 fade(0.25)", "3004 none"])
+        let second = callbacks.sync { other.transitions.map { "\($0.width ?? 0) \($0.transition)" } }
+        XCTAssertEqual(second, ["\(Self.placeholderWidth) none", "3004 fade(0.5)"])
+        XCTAssertEqual(server.requestCount("/fade.png"), 1)
     }
 
     func testBindingNilShowsThePlaceholderAndABindingToARequestSendsItsHeaders() {

@@ -50,7 +50,7 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
         let cell = tableView.dequeueReusableCell(withIdentifier: "cell", for: indexPath) as! PhotoCell
         let url = urls[indexPath.row]
         cell.textLabel?.text = url.lastPathComponent
-        cell.photo.setImage(with: url, placeholder: placeholder, failureImage: brokenImage)
+        cell.photo.setImage(with: url, placeholder: placeholder, failureImage: brokenImage, transition: .fade(0.25))
         return cell
     }
 

@@ -302,6 +302,25 @@ extension UICollectionViewDataSourcePrefetching {
     public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {}
 }
 
+extension UIView {
+    /// `struct AnimationOptions : OptionSet, @unchecked Sendable` in the SDK; only the options the
+    /// checked code uses.
+    public struct AnimationOptions: OptionSet, @unchecked Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static var allowUserInteraction: UIView.AnimationOptions { UIView.AnimationOptions(rawValue: 1 << 1) }
+        public static var transitionCrossDissolve: UIView.AnimationOptions { UIView.AnimationOptions(rawValue: 5 << 20) }
+    }
+
+    /// `class func transition(with:duration:options:animations:completion:)`, iOS 4.0, in the
+    /// SDK's UIViewAnimationWithBlocks category; main-actor isolated, as UIView is.
+    @available(iOS 4.0, *)
+    public class func transition(with view: UIView, duration: TimeInterval, options: UIView.AnimationOptions = [],
+                                 animations: (() -> Void)?, completion: ((Bool) -> Void)? = nil) {
+        fatalError("UIKit shim")
+    }
+}
+
 /// Designated: `init(frame:collectionViewLayout:)` and `init?(coder:)`. SHIM: only the prefetching
 /// data source is declared (no layout, data source or cells: nothing checked uses them).
 @MainActor
