@@ -74,33 +74,17 @@ func bigFolder(_ config: Config) throws -> [Row] {
     setenv("IMAGECACHE_BIGFOLDER", big.scratch.url.path, 1)
 
     // The first fetch after init, the app having set diskMaxBytes (above what the folder holds).
-    let semaphore = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
-    let first = try compare(rounds: config.rounds) { round in
-        let url = BigFolder.url((round * 997) % count)
-        var cache: ImageCache?
-        let ms = seconds {
-            cache = big.makeCache()
-            cache!.diskMaxBytes = 200 * 1024 * 1024
-            cache!.fetch(url) { _, image in
-                if image == nil { misses += 1 }
-                semaphore.signal()
-            }
-            semaphore.wait()
-        } * 1e3
-        cache!.drainDisk()  // what the setter queued, if anything, must not land on the next round
-        return ms
-    } floor: { round in
-        try seconds {
-            let data = try posixRead(big.folder.appendingPathComponent(ImageCache.diskFileName(for: BigFolder.url((round * 997) % count))).path)
-            callbacks.async {
-                blackHole(data)
-                semaphore.signal()
-            }
-            semaphore.wait()
-        } * 1e3
+    let first = try compareFirstFetches(config) { _ in
+        {
+            let cache = big.makeCache()
+            cache.diskMaxBytes = 200 * 1024 * 1024
+            return cache
+        }
+    } url: { round in
+        BigFolder.url((round * 997) % count)
+    } floorPath: { round in
+        big.folder.appendingPathComponent(ImageCache.diskFileName(for: BigFolder.url((round * 997) % count))).path
     }
-    guard misses == 0 else { throw BenchmarkError("\(misses) first fetches came back without an image") }
 
     // The sweep's scan: nothing expires or passes a limit, so every round sees the same folder.
     var listed = 0

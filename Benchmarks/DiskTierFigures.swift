@@ -169,37 +169,24 @@ func tenThousandOnDisk(_ config: Config) throws -> [Row] {
 
 private func firstFetchAfterInit(_ config: Config, _ big: BigDisk, populateTime: Double) throws -> Row {
     let files = try imageFiles(in: big.folder)
-    let semaphore = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
-    let result = try compare(rounds: config.rounds) { round in
+    var clone: Scratch?
+    let result = try compareFirstFetches(config) { _ in
         // A new instance on a fresh clone of the populated folder (what one launch does to the
         // files, say its sweep, must not help the next round); time from `init` to the callback.
-        let clone = try big.clone()
-        defer { clone.remove() }
-        let url = big.urls[(round * 997) % big.urls.count]
-        var cache: ImageCache?
-        let ms = seconds {
-            cache = ImageCache(uniqueName: BigDisk.name, directory: clone.url)
-            cache!.callbackQueue = callbacks
-            cache!.fetch(url) { _, image in
-                if image == nil { misses += 1 }
-                semaphore.signal()
-            }
-            semaphore.wait()
-        } * 1e3
-        cache!.drainDisk()
-        return ms
-    } floor: { round in
-        try seconds {
-            let data = try posixRead(files[(round * 997) % files.count])
-            callbacks.async {
-                blackHole(data)
-                semaphore.signal()
-            }
-            semaphore.wait()
-        } * 1e3
+        clone?.remove()
+        let folder = try big.clone()
+        clone = folder
+        return {
+            let cache = ImageCache(uniqueName: BigDisk.name, directory: folder.url)
+            cache.callbackQueue = callbacks
+            return cache
+        }
+    } url: { round in
+        big.urls[(round * 997) % big.urls.count]
+    } floorPath: { round in
+        files[(round * 997) % files.count]
     }
-    guard misses == 0 else { throw BenchmarkError("\(misses) first fetches came back without an image") }
+    clone?.remove()
     return Row(figure: "first fetch after init, \(Report.format(Double(big.urls.count))) entries on disk", unit: "ms", ours: result.ours,
                floorName: "POSIX read of one image file of the folder + one hop to the callback queue",
                floor: result.floor, goal: "<= 2 ms", pass: { _ in result.ours.median <= 2 },
@@ -233,4 +220,38 @@ private func reduceDiskCache(_ config: Config, _ big: BigDisk) throws -> Row {
                floor: result.floor, goal: "<= floor + 150 ms", pass: { _ in result.ours.median <= result.floor.median + 150 },
                notes: ["a new instance on a fresh clone of the folder each round (image files hard-linked, so that an "
                        + "unlink drops a link, for ours and the floor alike): the time includes the sweep of expired files"])
+}
+
+/// The first fetch after `init`, `init` included, to its callback, in milliseconds, against a POSIX
+/// read of `floorPath` and one hop to the callback queue. `prepare` readies a round untimed and
+/// returns what makes its instance, which is timed. Throws if a fetch misses.
+func compareFirstFetches(_ config: Config, prepare: (Int) throws -> () -> ImageCache, url: (Int) -> URL,
+                         floorPath: (Int) -> String) throws -> (ours: Stats, floor: Stats) {
+    let semaphore = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
+    let result = try compare(rounds: config.rounds) { round in
+        var cache: ImageCache?
+        let make = try prepare(round)
+        let ms = seconds {
+            cache = make()
+            cache!.fetch(url(round)) { _, image in
+                if image == nil { misses += 1 }
+                semaphore.signal()
+            }
+            semaphore.wait()
+        } * 1e3
+        cache!.drainDisk()  // what it queued must not land on the next round
+        return ms
+    } floor: { round in
+        try seconds {
+            let data = try posixRead(floorPath(round))
+            callbacks.async {
+                blackHole(data)
+                semaphore.signal()
+            }
+            semaphore.wait()
+        } * 1e3
+    }
+    guard misses == 0 else { throw BenchmarkError("\(misses) first fetches came back without an image") }
+    return result
 }
