@@ -114,7 +114,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 
     // Images evicted lately; `State.secondChanceOrder` bounds it. Guarded by `lock`.
     private let secondChance = SecondChanceShelf()
-    private let receiver = Receiver()
+    private let transport: Transport
     private let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     private let decodes = OperationQueue()
@@ -172,39 +172,31 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
             configuration.httpMaximumConnectionsPerHost = 16
         }
-        let urlSession = Self.makeSession(configuration, timeout: settings.requestTimeout, delegate: receiver)
-        _state = State(settings: settings, session: urlSession)
+        transport = Transport(configuration, timeout: settings.requestTimeout)
+        _state = State(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes.name = "ImageCache.decode.\(uniqueName)"
         decodes.maxConcurrentOperationCount = 2
         decodes.qualityOfService = .userInitiated
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
-        receiver.cache = self
+        transport.cache = self
         observeMemoryWarnings()
     }
 
     deinit {
         memoryWarnings.map(NotificationCenter.default.removeObserver)
-        // The last reference may go away inside one of the session's own callbacks, where
-        // invalidating synchronously would wait for the queue it runs on.
-        let session = _state.session
-        DispatchQueue.global().async { session.invalidateAndCancel() }
-        _state.deadlineTimer?.cancel()
+        transport.invalidate()
     }
 
     /// All the state `lock` guards.
     private struct State {
         var settings: Settings
-        var session: URLSession  // remade when `requestTimeout` changes
         var entries: [Key: Entry] = [:]
         var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
         var sizeRecords = 0  // the sizes in `sizes`
         var memory = MemoryList()
         var lanes = Lanes()
-        var transfers: [ObjectIdentifier: Transfer] = [:]  // by URLSessionTask
-        var deadlineTimer: DispatchSourceTimer?  // see `_setTimer(for:)`
-        var nextDeadline: DispatchTime?  // what it is set for; nil when idle
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
@@ -740,15 +732,11 @@ nonisolated extension ImageCache {
     public var requestTimeout: TimeInterval {
         get { lock.withLock { _state.settings.requestTimeout } }
         set {
-            // URLSession on Linux times out by its configuration, not by the request: make a new
-            // session for new downloads and let the old one finish its own.
-            let old: URLSession = lock.withLock {
+            // Under the lock, so that the settings and the transport's session agree.
+            lock.withLock {
                 _state.settings.requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
-                let old = _state.session
-                _state.session = Self.makeSession(old.configuration, timeout: _state.settings.requestTimeout, delegate: receiver)
-                return old
+                transport.setTimeout(_state.settings.requestTimeout)
             }
-            old.finishTasksAndInvalidate()
         }
     }
 
@@ -760,12 +748,6 @@ nonisolated extension ImageCache {
     public var downloadTimeLimit: TimeInterval {
         get { lock.withLock { _state.settings.downloadTimeLimit } }
         set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
-    }
-
-    private static func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval, delegate: Receiver) -> URLSession {
-        let configuration = base
-        configuration.timeoutIntervalForRequest = timeout
-        return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     /// Makes every request the cache sends (first attempts, retries, revalidations) just before it
@@ -1511,53 +1493,177 @@ nonisolated extension ImageCache {
 // MARK: - Network transfer
 
 nonisolated extension ImageCache {
-    /// The bytes of one network attempt, filled on the session's serial delegate queue.
+    /// One network attempt: its download, its limits, and the bytes and response that the session's
+    /// serial delegate queue alone fills and reads.
     fileprivate final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
         let limit: Int
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
+        let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         var response: URLResponse?
         var data = Data()
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
-        var failure: Error?  // set when the cache stopped the transfer itself
-        var timedOut: Error?  // set when its time limit passed; guarded by the cache's lock
+        var failure: Error?  // set when the transport stopped the transfer itself
+        var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
 
-        init(download: Download, task: URLSessionDataTask, limit: Int, seconds: TimeInterval) {
-            (self.download, self.task, self.limit, self.seconds) = (download, task, limit, seconds)
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?) {
+            (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
             deadline = .now() + seconds
-        }
-
-        /// Sizes the buffer once when the length is announced (growing it by doubling would keep
-        /// up to twice the image's bytes alive).
-        func expect(_ length: Int64) {
-            if length > 0, length <= Int64(limit) { data.reserveCapacity(Int(length)) }
         }
     }
 
-    /// The session's delegate: hands each callback to the cache, which it holds weakly (the
-    /// session holds its delegate until it is invalidated).
-    fileprivate final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        weak var cache: ImageCache?
+    /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
+    /// the one timer of their time limits. It keeps no download's bookkeeping: it hands progress
+    /// and each finished transfer to the cache. Its `lock` is taken after the cache's, never
+    /// before, and never held while it calls the cache.
+    fileprivate final class Transport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
+        private let lock = NSLock()
+        // Guarded by `lock`: the session (set in `init`, once `self` exists to be its delegate; made
+        // again when the timeout changes), the transfers by task, and the timer with its deadline.
+        private var session: URLSession?
+        private var transfers: [ObjectIdentifier: Transfer] = [:]
+        private var timer: DispatchSourceTimer?
+        private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
 
+        init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
+            super.init()
+            session = makeSession(configuration, timeout: timeout)
+        }
+
+        private func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
+            let configuration = base
+            configuration.timeoutIntervalForRequest = timeout
+            return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        }
+
+        /// A task that sends `request` for `download`, to be resumed by the caller: under the
+        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
+                  stale: Payload?) -> URLSessionDataTask {
+            lock.withLock {
+                let task = session!.dataTask(with: request)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale)
+                transfers[ObjectIdentifier(task)] = transfer
+                _setTimer(for: transfer.deadline)
+                return task
+            }
+        }
+
+        /// URLSession on Linux times out by its configuration, not by the request: a new session
+        /// sends new transfers, and the old one finishes its own.
+        func setTimeout(_ seconds: TimeInterval) {
+            let old: URLSession? = lock.withLock {
+                defer { session = session.map { makeSession($0.configuration, timeout: seconds) } }
+                return session
+            }
+            old?.finishTasksAndInvalidate()
+        }
+
+        /// Stops every transfer, when the cache goes away.
+        func invalidate() {
+            // The last reference may go away inside one of the session's own callbacks, where
+            // invalidating synchronously would wait for the queue it runs on.
+            let session = lock.withLock { timer?.cancel(); return self.session }
+            DispatchQueue.global().async { session?.invalidateAndCancel() }
+        }
+
+        private func transfer(for task: URLSessionTask) -> Transfer? {
+            lock.withLock { transfers[ObjectIdentifier(task)] }
+        }
+
+        /// The response head: stops at once on an error status or an announced length over the
+        /// limit, so that neither body is read.
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-            completionHandler(cache?.received(response, for: dataTask) ?? .cancel)
+            guard let transfer = transfer(for: dataTask) else { return completionHandler(.cancel) }
+            transfer.response = response
+            let length = response.expectedContentLength
+            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
+            if length > 0, length <= Int64(transfer.limit) { transfer.data.reserveCapacity(Int(length)) }
+            let http = response as? HTTPURLResponse
+            let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+            transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
+            let status = http?.statusCode ?? 200
+            if !(200..<300).contains(status), status != 304 {
+                transfer.failure = .httpStatus(status)
+            } else if length > Int64(transfer.limit) {
+                transfer.failure = .tooLarge(limit: transfer.limit)
+            }
+            guard transfer.failure == nil else { return stop(transfer, completionHandler) }
+            completionHandler(.allow)
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            cache?.received(data, for: dataTask)
+            guard let transfer = transfer(for: dataTask),
+                  transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
+            guard transfer.data.count + data.count <= transfer.limit else {
+                transfer.failure = .tooLarge(limit: transfer.limit)
+                return stop(transfer, nil)
+            }
+            transfer.data.append(data)
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now >= transfer.nextProgress {
+                transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
+                cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
+            }
+        }
+
+        /// Cancels a transfer the transport failed itself. corelibs' `cancel()` waits while libcurl
+        /// inflates the burst it is in; the delegate queue must go on dropping chunks meanwhile (a
+        /// 149 KB gzip bomb piled up 170 MB), so not there, nor on a GCD worker that can starve it.
+        private func stop(_ transfer: Transfer, _ completionHandler: ((URLSession.ResponseDisposition) -> Void)?) {
+            let task = transfer.task
+            Thread.detachNewThread { task.cancel() }
+            completionHandler?(.cancel)  // which corelibs ignores
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Swift.Error?) {
-            cache?.completed(task, error: error)
+            guard let (transfer, timedOut) = lock.withLock({
+                transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
+            }) else { return }
+            cache?.transferred(transfer, stopped: transfer.failure ?? timedOut, error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-            completionHandler(ImageCache.redirect(response, request, from: task.originalRequest))
+            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+        }
+
+        /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
+        /// deadline it is set for. One timer, not one per transfer: a transfer then costs no timer of
+        /// its own to make and cancel (on Linux each pokes the dispatch manager thread), and 10,000
+        /// downloads leave no 10,000 timers behind.
+        private func _setTimer(for deadline: DispatchTime) {
+            if let next = nextDeadline, next <= deadline { return }
+            nextDeadline = deadline
+            if let timer { return timer.schedule(deadline: deadline) }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.setEventHandler { [weak self] in self?.deadlinesPassed() }
+            timer.schedule(deadline: deadline)
+            timer.resume()
+            self.timer = timer
+        }
+
+        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), and sets
+        /// the timer for the next deadline, if any transfer is left.
+        private func deadlinesPassed() {
+            let now = DispatchTime.now()
+            let late: [URLSessionDataTask] = lock.withLock {
+                nextDeadline = nil
+                var late: [URLSessionDataTask] = []
+                for transfer in transfers.values where transfer.timedOut == nil {
+                    guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
+                    let limit = String(format: "%g", transfer.seconds)
+                    transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
+                    late.append(transfer.task)
+                }
+                return late
+            }
+            for task in late { task.cancel() }
         }
     }
 
@@ -1568,21 +1674,17 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, validators) = lock.withLock { (_state.settings, batch.map { $0.stale?.found.validators }) }
-            for (download, validators) in zip(batch, validators) {
-                switch request(for: download, settings, validators) {
+            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            for (download, stale) in zip(batch, stale) {
+                switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal), response: nil)
                 case .success(let request):
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
-                        // Made under the lock: the requestTimeout setter invalidates the session it replaces.
-                        let task = _state.session.dataTask(with: request)
+                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
                         _state.lanes.move(download, to: .running(task))
-                        let transfer = Transfer(download: download, task: task, limit: settings.maxImageBytes,
-                                                seconds: _state.settings.downloadTimeLimit)
-                        _state.transfers[ObjectIdentifier(task)] = transfer
-                        _setTimer(for: transfer.deadline)
                         return task
                     }
                     task?.resume()
@@ -1608,106 +1710,8 @@ nonisolated extension ImageCache {
         return .success(modified)
     }
 
-    /// The request a redirect is followed with. The headers of the request as sent go with it to
-    /// the same origin (scheme, host and port) only; to another, just the cache's own (`Accept`,
-    /// `Accept-Encoding`, the revalidation's), so that an `Authorization`, a cookie or any header
-    /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
-    /// load fails with its 3xx) for a target that is not http(s). The target is the response's
-    /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
-    fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest, from sent: URLRequest?) -> URLRequest? {
-        let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0, relativeTo: response.url) }
-        guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
-        var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
-                              timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
-        func origin(_ url: URL?) -> [String?] {
-            let scheme = url?.scheme?.lowercased()
-            return [scheme, url?.host?.lowercased(), String(url?.port ?? (scheme == "https" ? 443 : 80))]
-        }
-        let sameOrigin = origin(url) == origin(sent?.url)
-        let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
-        for (name, value) in sent?.allHTTPHeaderFields ?? [:] where sameOrigin || ownHeaders.contains(name.lowercased()) {
-            next.setValue(value, forHTTPHeaderField: name)
-        }
-        return next
-    }
-
-    /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
-    /// deadline it is set for. One timer, not one per transfer: a transfer then costs no timer of
-    /// its own to make and cancel (on Linux each pokes the dispatch manager thread), and 10,000
-    /// downloads leave no 10,000 timers behind.
-    private func _setTimer(for deadline: DispatchTime) {
-        if let next = _state.nextDeadline, next <= deadline { return }
-        _state.nextDeadline = deadline
-        if let timer = _state.deadlineTimer { return timer.schedule(deadline: deadline) }
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.setEventHandler { [weak self] in self?.deadlinesPassed() }
-        timer.schedule(deadline: deadline)
-        timer.resume()
-        _state.deadlineTimer = timer
-    }
-
-    /// Stops the transfers whose time limit has passed (`completed` then reports `timedOut`), and
-    /// sets the timer for the next deadline, if any transfer is left.
-    private func deadlinesPassed() {
-        let now = DispatchTime.now()
-        let late: [URLSessionDataTask] = lock.withLock {
-            _state.nextDeadline = nil
-            var late: [URLSessionDataTask] = []
-            for transfer in _state.transfers.values where transfer.timedOut == nil {
-                guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
-                let limit = String(format: "%g", transfer.seconds)
-                transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
-                late.append(transfer.task)
-            }
-            return late
-        }
-        for task in late { task.cancel() }
-    }
-
-    private func transfer(for task: URLSessionTask) -> Transfer? {
-        lock.withLock { _state.transfers[ObjectIdentifier(task)] }
-    }
-    /// The response head: stops at once on an error status or an announced length over the limit,
-    /// so that neither body is read.
-    fileprivate func received(_ response: URLResponse, for task: URLSessionDataTask) -> URLSession.ResponseDisposition {
-        guard let transfer = transfer(for: task) else { return .cancel }
-        transfer.response = response
-        transfer.expect(response.expectedContentLength)
-        let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-        transfer.expected = response.expectedContentLength >= 0 && encoding == "identity" ? Int(response.expectedContentLength) : nil
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 200
-        if !(200..<300).contains(status), status != 304 {
-            transfer.failure = .httpStatus(status)
-        } else if response.expectedContentLength > Int64(transfer.limit) {
-            transfer.failure = .tooLarge(limit: transfer.limit)
-        }
-        guard transfer.failure == nil else {
-            // corelibs' cancel() waits while libcurl inflates the burst it is in; this queue must go on dropping
-            // chunks meanwhile (a 149 KB gzip bomb piled up 170 MB), so not here, nor on a GCD worker that can starve it.
-            Thread.detachNewThread { task.cancel() }  // corelibs ignores the `.cancel` disposition
-            return .cancel
-        }
-        return .allow
-    }
-
-    fileprivate func received(_ data: Data, for task: URLSessionDataTask) {
-        guard let transfer = transfer(for: task) else { return }
-        guard transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
-        guard transfer.data.count + data.count <= transfer.limit else {
-            transfer.failure = .tooLarge(limit: transfer.limit)
-            Thread.detachNewThread { task.cancel() }  // off this queue, as above
-            return
-        }
-        transfer.data.append(data)
-        let now = DispatchTime.now().uptimeNanoseconds
-        if now >= transfer.nextProgress {
-            transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
-            progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
-        }
-    }
-
     /// Tells the waiters of `download` that have an `onProgress` how far it is.
-    private func progress(_ download: Download, received: Int, expected: Int?) {
+    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
         tell(lock.withLock { _progressed(download, received: received) }, received: received, expected: expected)
     }
 
@@ -1728,29 +1732,25 @@ nonisolated extension ImageCache {
         }
     }
 
-    fileprivate func completed(_ task: URLSessionTask, error: Swift.Error?) {
-        guard let (transfer, timedOut) = lock.withLock({
-            _state.transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
-        }) else { return }
+    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+    /// checked here and decoded on the decode queue: a large decode on this serial delegate queue
+    /// would hold back every other transfer's data.
+    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
-        let stale = lock.withLock { download.stale }
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && stale != nil
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
             self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
                                                    notModified: notModified, whole: whole))
         }
-        if let failure = transfer.failure ?? timedOut {  // URLSession reports a timed-out attempt as cancelled
-            return finish(.failure(failure), nil)
-        }
-        if notModified, let stale { return finish(.success(stale.payload), nil) }
-        switch Self.validate(data: transfer.data, response: transfer.response, error: error) {
+        if let stopped { return finish(.failure(stopped), nil) }
+        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
         case .failure(let error):
             finish(.failure(error), nil)
         case .success(let body):
-            // Not here: a large decode would hold back every other transfer's data, which this
-            // serial delegate queue hands over.
             decodes.addOperation { finish(download.decoder.decode(body, download.maxPixels), body) }
         }
     }
@@ -1776,7 +1776,7 @@ nonisolated extension ImageCache {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
                 if let whole { progressed = _progressed(download, received: whole.0) }
-                let cacheControl = CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+                let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
                 var payload = payload
@@ -1799,7 +1799,7 @@ nonisolated extension ImageCache {
                 }
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
-                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: Self.retryAfter(response)), error)
+                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)), error)
             case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
                 _state.lanes.move(download, to: .done)
                 _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
@@ -1844,135 +1844,91 @@ nonisolated extension ImageCache {
         }
         startNetwork(started)
     }
+}
 
-    /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
-    /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
-    /// says nothing of it.
-    private static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<Data, Error> {
-        let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
-        let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
-        let expected = identity ? response?.expectedContentLength ?? -1 : -1
-        if let error {
-            let code = (error as? URLError)?.code ?? .unknown
-            if code == .cancelled { return .failure(.cancelled) }
-            // libcurl reports a body cut short as a generic error: say what it was.
+// MARK: - HTTP
+
+nonisolated extension ImageCache {
+    /// What the cache reads in HTTP: a redirect's target and headers, whether a body is whole, and
+    /// what `Cache-Control` and `Retry-After` say.
+    enum HTTP {
+        /// The request a redirect is followed with. The headers of the request as sent go with it to
+        /// the same origin (scheme, host and port) only; to another, just the cache's own (`Accept`,
+        /// `Accept-Encoding`, the revalidation's), so that an `Authorization`, a cookie or any header
+        /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
+        /// load fails with its 3xx) for a target that is not http(s). The target is the response's
+        /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
+        fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest, from sent: URLRequest?) -> URLRequest? {
+            let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0, relativeTo: response.url) }
+            guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
+            var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
+                                  timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
+            func origin(_ url: URL?) -> [String?] {
+                let scheme = url?.scheme?.lowercased()
+                return [scheme, url?.host?.lowercased(), String(url?.port ?? (scheme == "https" ? 443 : 80))]
+            }
+            let sameOrigin = origin(url) == origin(sent?.url)
+            let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
+            for (name, value) in sent?.allHTTPHeaderFields ?? [:] where sameOrigin || ownHeaders.contains(name.lowercased()) {
+                next.setValue(value, forHTTPHeaderField: name)
+            }
+            return next
+        }
+
+        /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
+        /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
+        /// says nothing of it.
+        fileprivate static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<Data, Error> {
+            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+            let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
+            let expected = identity ? response?.expectedContentLength ?? -1 : -1
+            if let error {
+                let code = (error as? URLError)?.code ?? .unknown
+                if code == .cancelled { return .failure(.cancelled) }
+                // libcurl reports a body cut short as a generic error: say what it was.
+                if expected > 0, Int64(data.count) < expected {
+                    return .failure(.truncatedBody(expected: expected, received: data.count))
+                }
+                let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
+                return .failure(.network(code, text))
+            }
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 200
+            guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if expected > 0, Int64(data.count) < expected {
                 return .failure(.truncatedBody(expected: expected, received: data.count))
             }
-            let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
-            return .failure(.network(code, text))
-        }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 200
-        guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
-        if expected > 0, Int64(data.count) < expected {
-            return .failure(.truncatedBody(expected: expected, received: data.count))
-        }
-        return data.isEmpty ? .failure(.emptyBody) : .success(data)
-    }
-
-    /// What a server said to revalidate an entry with. The disk keeps it in the file's extended
-    /// attribute `user.imagecache.validators`, set before the file is renamed into place; where
-    /// the file system keeps none (older tmpfs), an expired entry is downloaded again.
-    fileprivate struct Validators {
-        let etag: String?, lastModified: String?
-        private static let attribute = "user.imagecache.validators"
-
-        init?(etag: String?, lastModified: String?) {
-            guard etag != nil || lastModified != nil else { return nil }
-            (self.etag, self.lastModified) = (etag, lastModified)
+            return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
-        init?(_ response: URLResponse?) {
-            let http = response as? HTTPURLResponse
-            self.init(etag: http?.value(forHTTPHeaderField: "ETag"), lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
-        }
+        /// What a response's `Cache-Control` says about keeping it.
+        fileprivate struct CachePolicy {
+            var noStore = false
+            var maxAge: TimeInterval?  // only when the cache is told to use it
 
-        init?(fd: Int32) {
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            let count = Self.get(fd, &buffer, buffer.count)
-            let lines = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).components(separatedBy: "\n") : []
-            guard lines.count == 2 else { return nil }
-            self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
-        }
-
-        func write(to fd: Int32) {
-            let value = Array("\(etag ?? "")\n\(lastModified ?? "")".utf8)
-            Self.set(fd, value, value.count)
-        }
-
-        /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
-        func ask(_ request: inout URLRequest) {
-            request.setValue(etag, forHTTPHeaderField: "If-None-Match")
-            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
-        }
-
-        /// Seconds by which the server's max-age moved a file's download date ahead (see
-        /// `maxClockSkew`), in an attribute of its own; 0 if none.
-        static func shift(fd: Int32) -> TimeInterval {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = get(fd, &buffer, buffer.count, shiftAttribute)
-            return count > 0 ? TimeInterval(String(decoding: buffer[..<count], as: UTF8.self)) ?? 0 : 0
-        }
-
-        static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            let value = Array(String(seconds.rounded(.up)).utf8)
-            set(fd, value, value.count, shiftAttribute)
-        }
-
-        private static let shiftAttribute = "user.imagecache.shift"
-
-        #if canImport(Darwin)
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
-            Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
-        }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = Darwin.fsetxattr(fd, name, value, count, 0, 0)
-        }
-        #else
-        // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
-        private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
-            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self)
-        }
-        private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
-            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32).self)
-        }
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
-            getxattr.map { $0(fd, name, buffer, count) } ?? -1
-        }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = setxattr.map { $0(fd, name, value, count, 0) }
-        }
-        #endif
-    }
-
-    /// What a response's `Cache-Control` says about keeping it.
-    fileprivate struct CachePolicy {
-        var noStore = false
-        var maxAge: TimeInterval?  // only when the cache is told to use it
-
-        init(_ response: URLResponse?, usesMaxAge: Bool) {
-            let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased() ?? ""
-            for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                if directive == "no-store" { noStore = true }
-                let digits = directive.dropFirst(8)  // after "max-age="
-                // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
-                if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) {
-                    maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+            init(_ response: URLResponse?, usesMaxAge: Bool) {
+                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased() ?? ""
+                for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                    if directive == "no-store" { noStore = true }
+                    let digits = directive.dropFirst(8)  // after "max-age="
+                    // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
+                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) {
+                        maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+                    }
                 }
             }
         }
-    }
 
-    /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
-    static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
-        guard let http = response as? HTTPURLResponse,
-              let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = TimeInterval(value) { return max(0, seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
+        /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
+        static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
+            guard let http = response as? HTTPURLResponse,
+                  let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
+            if let seconds = TimeInterval(value) { return max(0, seconds) }
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
+        }
     }
 }
 
@@ -2796,6 +2752,83 @@ nonisolated extension ImageCache.DiskStore {
 
     static func isTemporaryName(_ name: String) -> Bool {
         name.hasPrefix(".") && name.hasSuffix(".tmp")
+    }
+}
+
+nonisolated extension ImageCache {
+    /// What a server said to revalidate an entry with. The disk keeps it in the file's extended
+    /// attribute `user.imagecache.validators`, set before the file is renamed into place; where
+    /// the file system keeps none (older tmpfs), an expired entry is downloaded again.
+    fileprivate struct Validators {
+        let etag: String?, lastModified: String?
+        private static let attribute = "user.imagecache.validators"
+
+        init?(etag: String?, lastModified: String?) {
+            guard etag != nil || lastModified != nil else { return nil }
+            (self.etag, self.lastModified) = (etag, lastModified)
+        }
+
+        init?(_ response: URLResponse?) {
+            let http = response as? HTTPURLResponse
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"), lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
+        }
+
+        init?(fd: Int32) {
+            var buffer = [UInt8](repeating: 0, count: 2_048)
+            let count = Self.get(fd, &buffer, buffer.count)
+            let lines = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).components(separatedBy: "\n") : []
+            guard lines.count == 2 else { return nil }
+            self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        func write(to fd: Int32) {
+            let value = Array("\(etag ?? "")\n\(lastModified ?? "")".utf8)
+            Self.set(fd, value, value.count)
+        }
+
+        /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
+        func ask(_ request: inout URLRequest) {
+            request.setValue(etag, forHTTPHeaderField: "If-None-Match")
+            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+        }
+
+        /// Seconds by which the server's max-age moved a file's download date ahead (see
+        /// `maxClockSkew`), in an attribute of its own; 0 if none.
+        static func shift(fd: Int32) -> TimeInterval {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = get(fd, &buffer, buffer.count, shiftAttribute)
+            return count > 0 ? TimeInterval(String(decoding: buffer[..<count], as: UTF8.self)) ?? 0 : 0
+        }
+
+        static func setShift(_ seconds: TimeInterval, fd: Int32) {
+            let value = Array(String(seconds.rounded(.up)).utf8)
+            set(fd, value, value.count, shiftAttribute)
+        }
+
+        private static let shiftAttribute = "user.imagecache.shift"
+
+        #if canImport(Darwin)
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+            Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
+        }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
+            _ = Darwin.fsetxattr(fd, name, value, count, 0, 0)
+        }
+        #else
+        // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
+        private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self)
+        }
+        private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32).self)
+        }
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+            getxattr.map { $0(fd, name, buffer, count) } ?? -1
+        }
+        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
+            _ = setxattr.map { $0(fd, name, value, count, 0) }
+        }
+        #endif
     }
 }
 

@@ -103,7 +103,7 @@ final class ResilienceTests: CacheTestCase {
         callbacks.sync {}
         let delays = retries(events.value).map(\.delay)
         XCTAssertEqual(delays, [0.2, 0.3], "Retry-After as sent, then cut to the cap")
-        XCTAssertEqual(ImageCache.retryAfter(HTTPURLResponse(url: server.url("/"), statusCode: 503, httpVersion: nil,
+        XCTAssertEqual(ImageCache.HTTP.retryAfter(HTTPURLResponse(url: server.url("/"), statusCode: 503, httpVersion: nil,
                                                               headerFields: ["Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"])), 0)
     }
 
