@@ -431,8 +431,8 @@ nonisolated extension ImageCache {
             let stopped = _forgetWithSizes(key)
             secondChance.removeObject(forKey: key)  // an older image of the key
             _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            let item = DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0, downloadedAt: now, receivedAt: now)
-            diskQueue.async { if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(key, downloadedAt: now) } }
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
             return stopped
         }
         finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
@@ -538,8 +538,7 @@ nonisolated extension ImageCache {
         let key = Key(string: key)
         let stopped: [Stopped] = lock.withLock {
             secondChance.removeObject(forKey: key)
-            let id = DiskStore.fileID(for: key.string)
-            diskQueue.async { self.disk.remove(id) }
+            _queueOnDisk(.remove(key.string))
             return _forgetWithSizes(key)
         }
         finishStopped(stopped)
@@ -552,8 +551,7 @@ nonisolated extension ImageCache {
     public func removeAll(completion: (@Sendable () -> Void)? = nil) {
         let stopped: [Stopped] = lock.withLock {
             _forgetSecondChances()
-            // Queued under the lock, so that no write of an image forgotten here can follow it.
-            diskQueue.async { self.disk.removeAll() }
+            _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
             return _state.entries.keys.compactMap { _forget($0) }
         }
         finishStopped(stopped)
@@ -596,12 +594,9 @@ nonisolated extension ImageCache {
     /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max, completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
-        let recency = lock.withLock {
-            _state.memory.indicesFromLeastRecent().map { DiskStore.fileID(for: _state.memory[$0].key.string) }
-        }
-        diskQueue.async {
-            self.disk.touch(recency, at: now)
-            self.disk.reduce(maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes), now: now)
+        lock.withLock {
+            let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
+            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes), now: now))
         }
         finishDiskWork(completion)
     }
@@ -646,13 +641,13 @@ nonisolated extension ImageCache {
         set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
     }
 
-    /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, queued under
-    /// the lock so that it is ordered with the disk work that follows.
+    /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
+    /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
         lock.withLock {
             _state.settings[keyPath: setting] = value
-            if let disk { diskQueue.async { disk(self.disk, value) } }
+            if let disk { _queueOnDisk(.setting { disk($0, value) }) }
         }
     }
 
@@ -1787,15 +1782,13 @@ nonisolated extension ImageCache {
                 if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
-                    diskQueue.async { self.disk.renew(found, downloadedAt: downloadedAt, receivedAt: now) }
+                    _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
                 } else if cacheControl.noStore {
-                    diskQueue.async { self.disk.remove(DiskStore.fileID(for: download.key.string)) }
+                    _queueOnDisk(.remove(download.key.string))
                 } else {
-                    let item = DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                              downloadedAt: downloadedAt, receivedAt: now, validators: Validators(response))
-                    diskQueue.async {  // under the lock, like _keepOnDisk
-                        if self.disk.write(item, usedAt: now) { self.bytesAreOnDisk(download.key, downloadedAt: downloadedAt) }
-                    }
+                    _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                                       downloadedAt: downloadedAt, receivedAt: now, validators: Validators(response)),
+                                        key: download.key, usedAt: now))
                 }
             case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
@@ -2141,13 +2134,55 @@ nonisolated extension ImageCache {
         return gone
     }
 
-    /// Queues the one disk write path: each image is written unless its file is there already, in
+    /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
-    /// Queued under the lock, so that it is ordered with `remove` and `removeAll`.
     private func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
         let items = slots.filter { !$0.noStore }.map(\.item)
         guard !items.isEmpty else { return }
-        diskQueue.async { self.disk.keep(items, usedAt: now) }
+        _queueOnDisk(.keep(items, usedAt: now))
+    }
+
+    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
+        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
+        case keep([DiskStore.Item], usedAt: TimeInterval)
+        case touch([String], at: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case remove(String)
+        case removeAll
+        case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
+        case setting(@Sendable (DiskStore) -> Void)
+    }
+
+    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
+    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
+    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
+    /// work are not changes, and are queued as they are.)
+    private func _queueOnDisk(_ work: DiskWork) {
+        diskQueue.async { self.run(work) }
+    }
+
+    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
+    private func run(_ work: DiskWork) {
+        switch work {
+        case .write(let item, let key, let now):
+            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+        case .keep(let items, let now):
+            disk.keep(items, usedAt: now)
+        case .touch(let keys, let now):
+            disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
+        case .renew(let found, let downloadedAt, let receivedAt):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .remove(let key):
+            disk.remove(DiskStore.fileID(for: key))
+        case .removeAll:
+            disk.removeAll()
+        case .reduce(let recency, let maxCount, let maxBytes, let now):
+            disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
+            disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
+        case .setting(let apply):
+            apply(disk)
+        }
     }
 
     /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
@@ -3775,7 +3810,7 @@ nonisolated extension ImageCache {
         let now = currentTime()
         lock.withLock {
             let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { diskQueue.async { self.disk.touch(evicted.map(\.id), at: now) } }
+            if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
         }
     }
 
