@@ -152,6 +152,28 @@ final class BinderTests: BinderTestCase {
         assertInvariants(cache)
     }
 
+    /// The binding's generation is taken before the placeholder is set: a binding made from inside
+    /// the target's callback as the placeholder is set (re-entrant) wins, and the older URL's image,
+    /// which comes after, is not shown.
+    func testABindingMadeWhileThePlaceholderIsSetWins() {
+        let cache = makeCache()
+        let older = serveImage("/outer.png", width: 7_500, delay: 0.3), newer = serveImage("/inner.png", width: 7_501)
+        let (target, binder) = makeTarget()
+        var rebound = false
+        let olderCame = expectation(description: "the older URL's callback")
+        target.onSet = { image in
+            if image?.width == Self.placeholderWidth, !rebound {
+                rebound = true
+                target.expected = 7_501
+                binder.bind(newer, placeholder: self.placeholder, cache: cache)  // re-entrant
+            }
+            if image?.width == 7_500 { olderCame.fulfill() }
+        }
+        callbacks.sync { target.expected = 7_500; _ = binder.bind(older, placeholder: placeholder, cache: cache) }
+        _ = XCTWaiter.wait(for: [olderCame], timeout: 2)
+        XCTAssertEqual(callbacks.sync { target.history.last }, 7_501, "history \(callbacks.sync { target.history })")  // before the fix: 7500
+    }
+
     // MARK: No flicker
 
     func testAnImageInMemoryIsSetInsideBindAndThePlaceholderNever() {
@@ -186,6 +208,51 @@ final class BinderTests: BinderTestCase {
         XCTAssertEqual(before, [3_000, Self.placeholderWidth])
         wait(for: [shown], timeout: 10)
         XCTAssertEqual(callbacks.sync { target.history }, [3_000, Self.placeholderWidth, 3_001])
+    }
+
+    /// No flicker for an image in memory: in `cellForRow` a fresh cell's image view has zero bounds
+    /// (unsized key), a reused one has its laid-out bounds (sized key). Scrolling back to a row first
+    /// shown in a fresh cell sets the whole image that memory holds at once: no placeholder, disk
+    /// read, decode, or second copy in memory.
+    func testAWholeImageInMemoryIsSetAtOnceForASizedBinding() {
+        let cache = makeCache()
+        let url = serveImage("/fresh-then-reused.png", width: 7_200)
+        let (fresh, freshBinder) = makeTarget(), (reused, reusedBinder) = makeTarget()
+        let shown = expectation(description: "shown in the fresh cell")
+        fresh.onSet = { if $0?.width == 7_200 { shown.fulfill() } }
+        callbacks.sync { _ = freshBinder.bind(url, placeholder: placeholder, pixelSize: .zero, cache: cache) }  // bounds zero
+        wait(for: [shown], timeout: 10)
+
+        let (task, history) = callbacks.sync { () -> (ImageCache.FetchTask?, [Int?]) in
+            reused.expected = 7_200
+            let task = reusedBinder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 300, height: 300), cache: cache)
+            return (task, reused.history)
+        }
+        XCTAssertNil(task, "a request for an image memory holds")  // there was one before the fix
+        XCTAssertEqual(history, [7_200])  // before the fix: [9001] (the placeholder)
+    }
+
+    /// Rebinding a target that already shows the right image (RemoteImage's `onAppear` after a
+    /// navigation pop; `reloadData`/`reloadRows` in UIKit) keeps that image, with no placeholder over
+    /// it, also when the cache's memory no longer holds it (LRU eviction, or a purge, which displayed
+    /// targets survive).
+    func testRebindingToTheURLAlreadyShownKeepsTheImage() {
+        let cache = makeCache()
+        let url = serveImage("/shown-again.png", width: 7_300)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "shown")
+        target.onSet = { if $0?.width == 7_300 { shown.fulfill() } }
+        callbacks.sync { target.expected = 7_300; _ = binder.bind(url, placeholder: placeholder, cache: cache) }
+        wait(for: [shown], timeout: 10)
+        callbacks.sync { target.onSet = nil }
+
+        cache.purgeMemory()  // the target is displayed: it keeps its image
+        callbacks.sync {}
+        let history = callbacks.sync { () -> [Int?] in
+            _ = binder.bind(url, placeholder: placeholder, cache: cache)  // onAppear / reloadData
+            return target.history
+        }
+        XCTAssertEqual(history, [Self.placeholderWidth, 7_300], "the placeholder flashed over the image shown")  // before the fix: [.., 7300, 9001]
     }
 
     func testABindingAtASizeSharesAPrefetchUnderWayAndOutlivesItsCancellation() {
@@ -330,6 +397,24 @@ final class BinderTests: BinderTestCase {
 
         // Then the binder hears of it on its queue (where `cancel` sent the notice) and is idle
         guard case .idle = callbacks.sync(execute: { binder.state }) else { return XCTFail("not idle") }
+    }
+
+    /// `Binder.State` says `idle` is "the load cancelled", and the failure image is for an image that
+    /// "cannot be had": `removeAll()` (a "clear cache" button) while rows load leaves every loading
+    /// target idle with its placeholder, not the failure image with `.failed(.cancelled)`.
+    func testRemoveAllWhileLoadingDoesNotShowTheFailureImage() {
+        let cache = makeCache()
+        let url = serveImage("/clear.png", width: 7_100, delay: 30)
+        let (target, binder) = makeTarget()
+        callbacks.sync { _ = binder.bind(url, placeholder: placeholder, failureImage: failureImage, cache: cache) }
+        XCTAssertTrue(server.waitForRequests("/clear.png", count: 1, timeout: 5))
+
+        cache.removeAll()
+        XCTAssertTrue(eventually { self.callbacks.sync { binder.state != .loading } })
+
+        let (history, state) = callbacks.sync { (target.history, binder.state) }
+        XCTAssertEqual(history.last, Self.placeholderWidth, "history \(history)")  // before the fix: 9002
+        XCTAssertEqual(state, .idle)  // before the fix: .failed(.cancelled)
     }
 
     // MARK: Memory warning
@@ -494,5 +579,24 @@ final class BinderTests: BinderTestCase {
         callbacks.sync { target.expected = 6_001; binder.bind(url, pixelSize: CGSize(width: 80, height: 80), cache: cache) }
         wait(for: [again], timeout: 10)
         XCTAssertEqual(server.requestCount("/replaced.png"), 1)
+    }
+
+    /// `store(_:for:)` promises: "callers waiting for a download under `key` get it at once". A binder
+    /// with a pixel size (what `setImage` always uses once the view is laid out) is one of them: it
+    /// shows the stored image, not its failure image with `.cancelled`.
+    func testStoringAKeyWhileASizedBindingLoadsShowsTheStoredImage() throws {
+        let cache = makeCache()
+        let url = serveImage("/store-sized.png", width: 7_000, delay: 30)
+        let (target, binder) = makeTarget()
+        callbacks.sync { _ = binder.bind(url, placeholder: placeholder, failureImage: failureImage,
+                                         pixelSize: CGSize(width: 100, height: 100), cache: cache) }
+        XCTAssertTrue(server.waitForRequests("/store-sized.png", count: 1, timeout: 5))
+
+        try cache.store(png(width: 7_001), for: url.absoluteString)
+        XCTAssertTrue(eventually { self.callbacks.sync { binder.state != .loading } })
+
+        let (history, state) = callbacks.sync { (target.history, binder.state) }
+        XCTAssertEqual(history.last, 7_001, "history \(history), state \(state)")  // before the fix: 9002 (the failure image)
+        XCTAssertEqual(state, .image(.memory))  // before the fix: .failed(.cancelled)
     }
 }

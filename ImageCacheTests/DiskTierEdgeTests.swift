@@ -4,8 +4,44 @@ import XCTest
 import LoopbackServer
 
 /// The disk tier's edges: a folder replaced behind an instance's back, a folder it must not trust,
-/// oversized or damaged files, and the order of use across writes.
+/// oversized or damaged files, the order of use across writes, and `persistCacheToDisk` racing a
+/// remove, another persist, or a newer file.
 final class DiskTierEdgeTests: CacheTestCase {
+    /// A clock that parks the thread marked "gate" the first time that thread reads it after
+    /// `arm()`: it holds `persistCacheToDisk` between its locked part and its disk work.
+    private final class GateClock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var armed = false
+        let reached = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        func arm() { lock.withLock { armed = true } }
+        func now() -> TimeInterval {
+            if Thread.current.threadDictionary["gate"] != nil, lock.withLock({ defer { armed = false }; return armed }) {
+                reached.signal()
+                go.wait()
+            }
+            return Date().timeIntervalSince1970
+        }
+    }
+
+    private func gatedCache() -> (ImageCache, GateClock) {
+        let cache = makeCache()
+        let gate = GateClock()
+        cache.clock = { gate.now() }
+        return (cache, gate)
+    }
+
+    private func onGateThread(_ body: @escaping () -> Void) -> DispatchSemaphore {
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            Thread.current.threadDictionary["gate"] = true
+            body()
+            done.signal()
+        }
+        thread.start()
+        return done
+    }
+
     func testAFolderDeletedAndMadeAgainByAnotherInstanceIsFollowed() throws {
         let a = makeCache(), b = makeCache()
         let first = serve("/first.png"), second = serve("/second.png")
@@ -71,6 +107,67 @@ final class DiskTierEdgeTests: CacheTestCase {
         try Data().write(to: fileURL(cache, for: url))  // a fresh date, the wrong size
         cache.persistCacheToDisk()
         XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+    }
+
+    func testPersistRacingRemoveDoesNotBringTheImageBack() {
+        let (cache, gate) = gatedCache()
+        let url = serve("/u.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.reduceDiskCache(maxImageCount: 0)  // in memory, no longer on disk
+        gate.arm()
+        let done = onGateThread { cache.persistCacheToDisk() }
+        gate.reached.wait()
+        cache.remove(url)
+        gate.go.signal()
+        done.wait()
+        cache.persistCacheToDisk()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: url).path))
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        XCTAssertEqual(server.requestCount("/u.png"), 2, "the removed image was not served from disk")
+    }
+
+    func testPersistRacingRemoveAllLeavesTheDiskEmpty() {
+        let (cache, gate) = gatedCache()
+        let urls = (0..<3).map { serve("/ra\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        cache.reduceDiskCache(maxImageCount: 0)
+        gate.arm()
+        let done = onGateThread { cache.persistCacheToDisk() }
+        gate.reached.wait()
+        cache.removeAll()
+        gate.go.signal()
+        done.wait()
+        XCTAssertEqual(cache.diskCount, 0)
+    }
+
+    func testConcurrentPersistsBothReturnWithTheImageOnDisk() {
+        let (cache, gate) = gatedCache()
+        let url = serve("/p.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.reduceDiskCache(maxImageCount: 0)
+        gate.arm()
+        let done = onGateThread { cache.persistCacheToDisk() }
+        gate.reached.wait()
+        cache.persistCacheToDisk()
+        let onDisk = FileManager.default.fileExists(atPath: fileURL(cache, for: url).path)
+        gate.go.signal()
+        done.wait()
+        XCTAssertTrue(onDisk)
+    }
+
+    func testPersistNeverOverwritesANewerFileWithAnOlderCopy() throws {
+        let clock = TestClock()
+        let url = serve("/v.png", "photo.png")
+        let first = makeCache("shared", clock: clock)
+        XCTAssertNotNil(fetchAndWait(first, url))
+        first.drainDisk()
+        clock.advance(10)
+        let second = makeCache("shared", clock: clock)  // same folder, later
+        let newer = fixture("photo.jpg")
+        try second.store(newer, for: url.absoluteString)
+        second.drainDisk()
+        first.persistCacheToDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(first, for: url)), newer, "the newer file was replaced by the older copy")
     }
 
     func testAClockPastIntMaxSecondsStillWritesFiles() throws {

@@ -21,6 +21,11 @@ final class EntryTests: CacheTestCase {
         return result.value
     }
 
+    /// A PNG `side` pixels square, whose pixels `seed` varies.
+    private func png(_ side: Int, _ seed: UInt8) -> Data {
+        PNGEncoder.rgb(width: side, height: side, pixels: (0..<side * side * 3).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) })
+    }
+
     // MARK: Keys
 
     func testTwoURLsUnderOneKeyShareOneEntry() {
@@ -125,6 +130,25 @@ final class EntryTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/both.png"), 1)
     }
 
+    func testADownloadSharedByTwoTypesDeliversEachItsOwn() throws {
+        let cache = makeCache()
+        var response = LoopbackServer.Response.ok(Data("{\"title\":\"x\"}".utf8), contentType: "application/json")
+        response.delay = 0.3
+        server.set("/feed.json", response)
+        let url = server.url("/feed.json")
+        let done = expectation(description: "both")
+        done.expectedFulfillmentCount = 2
+        let image = Locked<ImageCache.Image?>(nil)
+        let data = Locked<Result<ImageCache.Fetched<Data>, ImageCache.Error>?>(nil)
+        cache.fetch(url) { _, received in image.value = received; done.fulfill() }  // first: the image decoder
+        cache.fetch(url, decode: { $0 }) { data.value = $0; done.fulfill() }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(server.requestCount("/feed.json"), 1)
+        XCTAssertNil(image.value)
+        XCTAssertEqual(try data.value?.get().value, Data("{\"title\":\"x\"}".utf8))
+        guard case .notAnImage? = cache.error(for: url) else { return XCTFail("the image request's failure is kept") }
+    }
+
     func testDownloadedBytesAreDecodedOnTheDecodeQueueNeitherTheTransfersNorTheCallbacks() throws {
         // Given a decoder that notes the operation queue it runs on
         let cache = makeCache("decoding")
@@ -179,6 +203,18 @@ final class EntryTests: CacheTestCase {
         XCTAssertNotNil(cache.peek(key: "caf\u{E9}"))
     }
 
+    func testAnImageFetchOfADataKeyLeavesItsFile() throws {
+        let cache = makeCache()
+        server.set("/x", .status(503))
+        cache.retryPolicy = .never
+        try cache.store(Data("{}".utf8), for: "draft")
+        cache.drainDisk()
+        let other = makeCache()  // another launch: memory empty
+        XCTAssertNil(fetchAndWait(other, server.url("/x"), key: "draft"))  // an image fetch of the data key
+        let back = fetchResult(other, server.url("/x"), key: "draft", decode: { $0 })
+        XCTAssertEqual(try back?.get().value, Data("{}".utf8))
+    }
+
     // MARK: Store
 
     func testStoredDataIsReadBackWithoutTheNetwork() throws {
@@ -222,6 +258,33 @@ final class EntryTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testStoringForgetsTheKeysOlderImageInTheSecondChance() throws {
+        let cache = makeCache()
+        let small = fixture("photo.png")
+        cache.imageMemoryMaxBytes = 100 * small.count  // a quarter: 27,150 bytes
+        try cache.store(small, for: "k")
+        for i in 1...5 { try cache.store(Data(repeating: UInt8(i), count: 20 * small.count), for: "filler\(i)") }
+        XCTAssertFalse(cache.memoryURLs.contains("k"))  // evicted, into the second chance
+        let big = png(100, 7)  // more than a quarter of the budget: not kept in memory
+        XCTAssertGreaterThan(big.count, 25 * small.count)
+        try cache.store(big, for: "k")
+        XCTAssertNotEqual(cache.peek(key: "k")?.data, small, "the replaced image came back")
+        cache.persistCacheToDisk()
+        let file = cache.folder.appendingPathComponent(ImageCache.diskFileName(for: URL(string: "k")!))
+        XCTAssertEqual(try Data(contentsOf: file), big, "the stored file was overwritten by the old image")
+    }
+
+    func testStoringMoreThanALookupWouldReadIsRefused() throws {
+        let cache = makeCache()
+        cache.maxImageBytes = 1_000
+        XCTAssertThrowsError(try cache.store(Data(repeating: 1, count: 2_000), for: "doc")) { error in
+            XCTAssertEqual(error as? ImageCache.Error, .tooLarge(limit: 1_000))
+        }
+        cache.drainDisk()
+        XCTAssertEqual(cache.diskCount, 0)
+        XCTAssertNil(cache.error(forKey: "doc"))
+    }
+
     // MARK: Results
 
     func testResultsSayWhereAndRetriesAreAnnouncedPerRequest() throws {
@@ -244,5 +307,24 @@ final class EntryTests: CacheTestCase {
         guard case .failure(let error)? = result(cache, server.url("/gone.png")) else { return XCTFail("expected a failure") }
         XCTAssertEqual(error, .httpStatus(404))
         XCTAssertTrue(error.isFatal)
+    }
+
+    func testOnRetryDoesNotRunAfterCancelReturned() throws {
+        let cache = makeCache()
+        cache.retryPolicy = ImageCache.RetryPolicy(maxRetries: 1, baseDelay: 0.2)
+        server.set("/flaky.png", sequence: [.status(503), .ok(fixture("photo.png"))])
+        let retried = Locked(0)
+        let gate = DispatchSemaphore(value: 0)
+        callbacks.async { gate.wait() }  // holds the callback queue: the retry notice waits behind it
+        let task = cache.fetch(server.url("/flaky.png"), onRetry: { _, _ in retried.mutate { $0 += 1 } }) { _ in }
+        // The second request proves the retry was decided, and its notice queued behind the gate.
+        XCTAssertTrue(server.waitForRequests("/flaky.png", count: 2, timeout: 10))
+        task.cancel()
+        gate.signal()
+        let drained = expectation(description: "callback queue drained")
+        callbacks.async { drained.fulfill() }
+        wait(for: [drained], timeout: 10)
+        XCTAssertEqual(retried.value, 0)
+        XCTAssertTrue(task.isCancelled)
     }
 }

@@ -120,6 +120,17 @@ final class FailureTests: CacheTestCase {
         XCTAssertNil(cache.error(for: bad))
     }
 
+    func testFailuresAreStillRememberedAfterThousandsOfFailures() {
+        let cache = makeCache()
+        let ftp = URL(string: "ftp://example.com/a.png")!
+        for _ in 0..<1_100 { cache.fetch(ftp, callback: nil) }
+        XCTAssertTrue(cache.failedToFetch(ftp))
+        server.set("/404.png", .status(404))
+        let other = server.url("/404.png")
+        XCTAssertNil(fetchAndWait(cache, other))
+        XCTAssertTrue(cache.failedToFetch(other), "a failure that just happened is remembered")
+    }
+
     func testFailingURLDoesNotDisturbOthers() {
         let cache = makeCache()
         server.set("/bad.png", .status(404))

@@ -27,6 +27,20 @@ final class FetchTests: CacheTestCase {
         XCTAssertFalse(cache.failedToFetch(url))
     }
 
+    func testCallbackQueueIsTheOneSetWhenFetchWasCalled() {
+        let cache = makeCache()
+        let url = serve("/q.png", delay: 0.2)
+        let first = DispatchQueue(label: "first"), second = DispatchQueue(label: "second")
+        cache.callbackQueue = first
+        let done = expectation(description: "callback")
+        cache.fetch(url) { _, _ in
+            dispatchPrecondition(condition: .onQueue(first))
+            done.fulfill()
+        }
+        cache.callbackQueue = second
+        wait(for: [done], timeout: 5)
+    }
+
     func testBytesAfterTheImageAreNeitherDeliveredNorCached() throws {
         let cache = makeCache()
         let served = Locked<Int?>(nil)
@@ -209,6 +223,29 @@ final class FetchTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/running.png"), 1)
     }
 
+    func testMoveToSlowQueueWhileWaitingToRetryLetsUrgentWorkGoFirst() {
+        let cache = makeCache()
+        cache.retryPolicy = .init(maxRetries: 1, baseDelay: 0.3)
+        cache.maxConcurrentDownloads = 2  // a free fast slot: only the demotion can hold the retry back
+        let waiting = expectation(description: "waiting to retry")
+        cache.onEvent = { event in if case .retrying = event { waiting.fulfill() } }
+        server.set("/flaky.png", sequence: [.status(503), .ok(fixture("photo.png"))])
+        let flaky = server.url("/flaky.png")
+        let urgent = serve("/urgent.png", delay: 0.5)
+        let group = DispatchGroup()
+        group.enter()
+        cache.fetch(flaky) { _, image in XCTAssertNotNil(image); group.leave() }
+        wait(for: [waiting], timeout: 5)
+        cache.moveToSlowQueue(flaky)
+        group.enter()
+        cache.fetch(urgent) { _, image in XCTAssertNotNil(image); group.leave() }
+        XCTAssertTrue(server.waitForRequests("/urgent.png", count: 1, timeout: 5))
+        Thread.sleep(forTimeInterval: 0.35)  // past the retry wait, while urgent still runs
+        XCTAssertEqual(server.requestCount("/flaky.png"), 1, "the demoted retry waits for urgent work")
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(server.requestCount("/flaky.png"), 2)
+    }
+
     func testFetchPromotesAURLWaitingOnTheSlowLane() {
         let cache = makeCache()
         let blocker = serve("/blocker.png", delay: 1.0)
@@ -308,6 +345,44 @@ final class FetchTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testWhenCancelReturnsIsCancelledSaysWhetherTheCallbackCanStillRun() {
+        let cache = makeCache()
+        let url = serve("/same.png", delay: 0.2)
+        let concurrent = DispatchQueue(label: "ImageCacheTests.concurrent", attributes: .concurrent)
+        cache.callbackQueue = concurrent
+        let count = 200
+        let ran = Locked(Set<Int>()), won = Locked(Set<Int>())
+        let firstStarted = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        var tasks: [ImageCache.FetchTask] = []
+        for i in 0..<count {
+            group.enter()
+            tasks.append(cache.fetch(url) { _, _ in
+                ran.mutate { _ = $0.insert(i) }
+                if i == 0 {
+                    firstStarted.signal()
+                    release.wait()  // hold the delivery until some cancels are in, then race the rest
+                }
+                group.leave()
+            })
+        }
+        firstStarted.wait()  // the delivery is under way: cancel the others from many threads
+        DispatchQueue.concurrentPerform(iterations: count - 1) { j in
+            let task = tasks[j + 1]
+            if j == count / 4 { release.signal() }
+            task.cancel()
+            if task.isCancelled {
+                won.mutate { _ = $0.insert(j + 1) }
+                group.leave()  // its callback must never run to leave for it
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        concurrent.sync(flags: .barrier) {}
+        XCTAssertTrue(ran.value.isDisjoint(with: won.value), "a callback ran after its cancel() won")
+        XCTAssertEqual(ran.value.count + won.value.count, count, "every callback either ran or was cancelled")
+        print("cancel race: \(won.value.count) of \(count - 1) cancels won, \(ran.value.count) callbacks ran")
+    }
+
     // MARK: Nothing drops a callback
 
     func testRemoveWhileDownloadingDeliversNil() {
@@ -375,5 +450,20 @@ final class FetchTests: CacheTestCase {
         } catch let error as ImageCache.Error {
             XCTAssertEqual(error, .httpStatus(404))
         }
+    }
+
+    func testAsyncImageThrowsCancelledWhenItsTaskIsCancelled() async {
+        let cache = makeCache()
+        let url = serve("/slow.png", delay: 2)
+        let task = Task { try await cache.image(for: url) }
+        XCTAssertTrue(server.waitForRequests("/slow.png", count: 1, timeout: 5))
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("expected ImageCache.Error.cancelled")
+        } catch {
+            XCTAssertEqual(error as? ImageCache.Error, .cancelled, "\(error)")
+        }
+        XCTAssertTrue(server.waitForDisconnects("/slow.png", count: 1, timeout: 5))
     }
 }

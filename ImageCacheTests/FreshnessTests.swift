@@ -34,6 +34,27 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/tagged.png"), 2)
     }
 
+    func testRenewingMarksTheFileUsedNowNotAtItsDownloadDate() throws {
+        let clock = TestClock()
+        let cache = makeCache(clock: clock)
+        cache.usesServerMaxAge = true
+        var response = LoopbackServer.Response.ok(fixture("photo.png"))
+        response.headers["ETag"] = "\"v1\""
+        response.headers["Cache-Control"] = "max-age=1200"
+        server.set("/r.png", response)
+        let url = server.url("/r.png")
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        clock.advance(1_201)
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        XCTAssertEqual(server.conditionalCount("/r.png").notModified, 1)
+        cache.drainDisk()
+        var info = stat()
+        XCTAssertEqual(stat(fileURL(cache, for: url).path, &info), 0)
+        XCTAssertLessThanOrEqual(TimeInterval(info.st_atim.tv_sec), clock.now + 1, "an access date in the future")
+        // max-age 1,200 s with a time to live of 600 s: the entry counts as downloaded 600 s ahead.
+        XCTAssertGreaterThan(TimeInterval(info.st_mtim.tv_sec), clock.now + 500, "the download date carries the max-age")
+    }
+
     func testLastModifiedAloneIsEnoughToRevalidate() throws {
         let clock = TestClock()
         let cache = makeCache(clock: clock)
@@ -84,6 +105,22 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertNotNil(ignoring.peek(url), "imageTimeToLive (600 s) applies")
         XCTAssertEqual(try result(obeying, url)?.get().source, .network)
         XCTAssertEqual(server.requestCount("/short-lived.png"), 3)
+    }
+
+    func testAServersMaxAgeOfInfinityNeitherCrashesNorLastsForever() throws {
+        let clock = TestClock()
+        let cache = makeCache(clock: clock)
+        cache.usesServerMaxAge = true
+        for (path, value) in [("/inf.png", "max-age=1e999"), ("/word.png", "max-age=inf"), ("/huge.png", "max-age=99999999999999999999")] {
+            var response = LoopbackServer.Response.ok(fixture("photo.png"))
+            response.headers["Cache-Control"] = value
+            server.set(path, response)
+            XCTAssertNotNil(fetchAndWait(cache, server.url(path)))
+        }
+        cache.drainDisk()  // the writes used to trap on `Int(infinity)`
+        clock.advance(2_147_483_648.0 + 1)
+        XCTAssertNil(cache.peek(server.url("/huge.png")), "max-age is cut to 2^31 seconds")
+        XCTAssertNil(cache.peek(server.url("/word.png")), "not digits: the default time to live")
     }
 
     func testOfflineAnExpiredEntryIsDeliveredMarkedStaleAndKeptUntilAFetchSucceeds() throws {
@@ -162,6 +199,27 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertEqual(stats.diskHits, 1)
         XCTAssertEqual(stats.evictions, 1)
         XCTAssertEqual(server.requestCount("/slow.png"), 1)
+    }
+
+    func testEachRequestCountsOnceInTheStatistics() throws {
+        let url = serve("/s.png")
+        populate([url])
+        let cache = makeCache()
+        let gate = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: gate)
+        let done = expectation(description: "both")
+        done.expectedFulfillmentCount = 2
+        cache.fetch(url) { _, _ in done.fulfill() }
+        cache.fetch(url) { _, _ in done.fulfill() }
+        gate.signal()
+        wait(for: [done], timeout: 10)
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        let stats = cache.statistics()
+        XCTAssertEqual(stats.requests, 3)
+        XCTAssertEqual(stats.diskHits, 1)
+        XCTAssertEqual(stats.deduplicated, 1)
+        XCTAssertEqual(stats.memoryHits, 1)
+        XCTAssertEqual(stats.memoryHits + stats.diskHits + stats.misses + stats.deduplicated, stats.requests)
     }
 }
 

@@ -140,6 +140,25 @@ final class ResilienceTests: CacheTestCase {
         XCTAssertEqual(cache.error(for: photo), .tooLarge(limit: 500))
     }
 
+    func testTooLargeOrErrorBodiesAreNotReadToTheEnd() {
+        let cache = makeCache()
+        cache.maxImageBytes = 1_000_000
+        cache.retryPolicy = .never
+        var big = LoopbackServer.Response.ok(Data(count: 4_000_000))
+        big.behavior = .slowBody(chunkSize: 100_000, interval: 0.05)
+        server.set("/big.png", big)
+        var notFound = LoopbackServer.Response.status(404, body: Data(count: 4_000_000))
+        notFound.behavior = .slowBody(chunkSize: 100_000, interval: 0.05)
+        server.set("/404.png", notFound)
+        XCTAssertNil(fetchAndWait(cache, server.url("/big.png"), timeout: 20))
+        XCTAssertEqual(cache.error(for: server.url("/big.png")), .tooLarge(limit: 1_000_000))
+        XCTAssertNil(fetchAndWait(cache, server.url("/404.png"), timeout: 20))
+        XCTAssertEqual(cache.error(for: server.url("/404.png")), .httpStatus(404))
+        // The client hung up before the server had sent the body.
+        XCTAssertTrue(server.waitForDisconnects("/big.png", count: 1, timeout: 5))
+        XCTAssertTrue(server.waitForDisconnects("/404.png", count: 1, timeout: 5))
+    }
+
     func testBodyCutShortSaysTruncatedAndIsNotFatal() {
         let cache = makeCache()
         cache.retryPolicy = .never
@@ -150,6 +169,15 @@ final class ResilienceTests: CacheTestCase {
         XCTAssertNil(fetchAndWait(cache, url))
         XCTAssertEqual(cache.error(for: url), .truncatedBody(expected: Int64(fixture("photo.jpg").count), received: 500))
         XCTAssertEqual(cache.error(for: url)?.isFatal, false)
+    }
+
+    func testATruncatedBodyIsRetried() {
+        let cache = makeCache()
+        var short = LoopbackServer.Response.ok(fixture("photo.jpg").prefix(500))
+        short.declaredLength = fixture("photo.jpg").count
+        server.set("/short.jpg", sequence: [short, .ok(fixture("photo.jpg"))])
+        XCTAssertEqual(fetchAndWait(cache, server.url("/short.jpg"))?.data, fixture("photo.jpg"))
+        XCTAssertEqual(server.requestCount("/short.jpg"), 2)
     }
 
     func testRedirectLoopFailsFatally() {

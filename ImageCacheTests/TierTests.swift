@@ -105,6 +105,30 @@ final class TierTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    func testSecondChanceServesAnEvictedImageAndPersistWritesIt() {
+        // Given a cap of 20: the 21st image evicts a batch of 2 (a tenth), and the second chance
+        // may keep what memory leaves free under the cap: one image, the batch's most recent.
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 20
+        let urls = (0..<21).map { serve("/sc\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        XCTAssertFalse(cache.memoryURLs.contains(urls[1].absoluteString), "evicted")
+        cache.reduceDiskCache(maxImageCount: 0)
+        // The disk is empty; memory, second chance included, is not changed by reduceDiskCache.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: urls[1]).path))
+        XCTAssertNil(cache.peek(urls[0]), "no room left under the cap for the batch's older image")
+        XCTAssertEqual(cache.peek(urls[1])?.data, fixture("photo.png"), "back from the second chance")
+        cache.persistCacheToDisk()
+        XCTAssertEqual(try? Data(contentsOf: fileURL(cache, for: urls[1])), fixture("photo.png"), "persist writes it again")
+        XCTAssertEqual(server.requestCount("/sc1.png"), 1)
+
+        let more = (0..<21).map { serve("/more\($0).png") }
+        for url in more { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        cache.remove(more[1])
+        XCTAssertNil(cache.peek(more[1]), "remove clears the second chance")
+        assertInvariants(cache)
+    }
+
     func testPeekReturnsOnlyWhatIsInMemoryAndNeverFetches() {
         let cache = makeCache()
         let url = serve("/peek.png")
@@ -133,6 +157,18 @@ final class TierTests: CacheTestCase {
         XCTAssertNotNil(fetchAndWait(cache, serve("/q.png")))
         XCTAssertFalse(cache.memoryURLs.contains(urls[1].absoluteString), "p1 was the least recently used")
         XCTAssertTrue(cache.memoryURLs.contains(urls[0].absoluteString))
+    }
+
+    func testEverythingPeekCanReturnIsWithinTheCountCap() {
+        // Given a cap of 10 and 30 images fetched (the second chance is part of memory's cap)
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 10
+        let urls = (0..<30).map { serve("/cap\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }
+        // Then at most 10 are peekable (most recent first, so that a second chance coming back
+        // into memory cannot push out one not yet counted)
+        XCTAssertEqual(urls.reversed().filter { cache.peek($0) != nil }.count, 10)
+        assertInvariants(cache)
     }
 
     func testPurgeMemoryEmptiesMemoryAndKeepsDisk() {
@@ -244,6 +280,27 @@ final class TierTests: CacheTestCase {
         assertInvariants(second)
     }
 
+    func testRandomFilesInTheFolderAreMissesAndNeverCrashALookup() throws {
+        let url = serve("/r.png")
+        var generator = SplitMix(seed: 5)
+        let folder = directory.appendingPathComponent("cache")
+        let name = ImageCache.diskFileName(for: url)
+        for round in 0..<30 {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let junk = { (count: Int) in Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }) }
+            // Random bytes under the image's own name, and under names the cache does not use.
+            try junk(Int(generator.next() % 3000)).write(to: folder.appendingPathComponent(name))
+            try junk(500).write(to: folder.appendingPathComponent(".index"))
+            try junk(500).write(to: folder.appendingPathComponent("0123456789abcdef"))
+            let cache = makeCache()
+            XCTAssertEqual(fetchAndWait(cache, url)?.data, fixture("photo.png"), "round \(round)")
+            cache.persistCacheToDisk()
+            XCTAssertEqual(try Data(contentsOf: folder.appendingPathComponent(name)), fixture("photo.png"), "replaced")
+            cache.removeAll()
+        }
+        XCTAssertEqual(server.requestCount("/r.png"), 30, "garbage is never served")
+    }
+
     func testFilesOfTheOldIndexAreIgnoredAndItsImagesStillFound() throws {
         let url = serve("/upgrade.png")
         populate([url])
@@ -278,6 +335,16 @@ final class TierTests: CacheTestCase {
         XCTAssertNil(cache.peek(url), "expired 60 s after download, even though it was used since")
         XCTAssertNotNil(fetchAndWait(cache, url))
         XCTAssertEqual(server.requestCount("/ttl.png"), 2, "an expired image is downloaded again, not read from disk")
+    }
+
+    func testSecondChanceNeverServesAnExpiredImage() {
+        let clock = TestClock()
+        let cache = makeCache(clock: clock)
+        cache.imageMemoryMaxCount = 20
+        let urls = (0..<21).map { serve("/exp\($0).png") }
+        for url in urls { XCTAssertNotNil(fetchAndWait(cache, url)) }  // urls[1] goes to the second chance
+        clock.advance(601)
+        XCTAssertNil(cache.peek(urls[1]))
     }
 
     func testExpiryHoldsAcrossRelaunchesAndDeletesTheFiles() throws {
@@ -373,5 +440,20 @@ final class TierTests: CacheTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: a).path))
         XCTAssertNotNil(fetchAndWait(cache, a))
         XCTAssertEqual(server.requestCount("/a.png"), 2)
+    }
+
+    func testRemoveInALaterLaunchHoldsAcrossTheNext() {
+        let a = serve("/a.png"), b = serve("/b.png")
+        populate([a, b])
+        do {
+            let second = makeCache()
+            second.remove(a)
+            second.persistCacheToDisk()
+        }
+        let third = makeCache()
+        XCTAssertNotNil(fetchAndWait(third, a))
+        XCTAssertNotNil(fetchAndWait(third, b))
+        XCTAssertEqual(server.requestCount("/a.png"), 2)
+        XCTAssertEqual(server.requestCount("/b.png"), 1)
     }
 }
