@@ -1004,7 +1004,7 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Requests and lanes
+// MARK: - Requests
 
 nonisolated extension ImageCache {
     /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
@@ -1049,29 +1049,6 @@ nonisolated extension ImageCache {
         }
 
         func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
-    }
-
-    /// What a download or a memory hit hands to each waiter.
-    fileprivate struct Delivery {
-        let payload: Payload
-        let source: Source
-        var isStale = false
-        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
-        var maxPixels = Int.max  // the download's bound, for a waiter whose decoder reads the bytes
-    }
-
-    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
-    /// its decoder's reading of the bytes (a download shared by requests for two types).
-    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
-        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
-        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(), delivery.maxPixels)
-        return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
-                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
-            }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
-        }
     }
 
     /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
@@ -1123,8 +1100,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    fileprivate enum Lane { case fast, slow }
-
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     fileprivate struct Load {
@@ -1169,112 +1144,10 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
-    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
-    fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
-        let load: Load  // the first requester's; the others' decoders decode the bytes themselves
-        fileprivate(set) var lane: Lane
-        fileprivate(set) var phase = Phase.done
-        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
-        var attempts = 0
-        fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
-        enum Phase { case checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done }
-
-        let maxPixels: Int  // ``ImageCache/maxDecodedPixelSize`` when it was made
-
-        var key: Key { load.key }
-        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
-        var decoder: Decoder { load.decoder }
-
-        init(_ load: Load, maxPixels: Int) {
-            self.load = load
-            lane = load.lane
-            self.maxPixels = maxPixels
-        }
-    }
-
-    /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
-    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
-    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
-    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
-    fileprivate struct Lanes {
-        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var queuedFast = 0  // live places in `fastQueue`
-        private var tickets: UInt64 = 0
-        private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private var runningFast = 0
-        private var runningSlow = 0
-
-        mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
-            count(download, -1)
-            download.phase = phase
-            download.lane = lane ?? download.lane
-            count(download, +1)
-        }
-
-        /// Takes downloads off the queues as far as the limits allow and marks them running.
-        mutating func startReady(maxFast: Int) -> [Download] {
-            var started: [Download] = []
-            while runningFast < maxFast, let download = Self.popLive(&fastQueue) {
-                start(download)
-                started.append(download)
-            }
-            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, let download = Self.popLive(&slowQueue) {
-                start(download)
-                started.append(download)
-            }
-            return started
-        }
-
-        /// The first download still queued where `queue` has it, past the stale places before it.
-        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
-            while let (download, ticket) = queue.popFirst() {
-                if case .queued = download.phase, download.ticket == ticket { return download }
-            }
-            return nil
-        }
-
-        private mutating func start(_ download: Download) {
-            move(download, to: .running(nil))
-            download.attempts += 1
-        }
-
-        /// Adds (`+1`) or takes away (`-1`) a download's share of the queues and counts.
-        private mutating func count(_ download: Download, _ sign: Int) {
-            let fast = download.lane == .fast
-            switch download.phase {
-            case .checkingDisk where fast:
-                checkingFast += sign
-            case .queued:
-                if fast { queuedFast += sign }
-                if sign > 0 {
-                    tickets += 1
-                    download.ticket = tickets
-                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
-                }
-            case .running:
-                if fast { runningFast += sign } else { runningSlow += sign }
-            case .checkingDisk, .waitingToRetry, .done:
-                break
-            }
-        }
-    }
-
     fileprivate enum Entry {
         case loaded(Int)  // a slot in `State.memory`
         case loading(Download)
         case failed(Error, serial: UInt64)
-    }
-
-    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one.
-    private static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
-        result.flatMap { delivery in
-            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
-        }
     }
 
     /// The one path of every fetch: memory, a download under way, then a new download (which
@@ -1380,15 +1253,139 @@ nonisolated extension ImageCache {
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
     }
 
+    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+    private func _endPrefetch(_ task: FetchTask) {
+        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
+    }
+
+}
+
+// MARK: - Download lifecycle
+
+nonisolated extension ImageCache {
+    fileprivate enum Lane { case fast, slow }
+
+    /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
+    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
+        let load: Load  // the first requester's; the others' decoders decode the bytes themselves
+        fileprivate(set) var lane: Lane
+        fileprivate(set) var phase = Phase.new
+        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
+        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        var attempts = 0
+        fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
+        enum Phase {
+            case new, checkingDisk, queued, running(URLSessionDataTask?), waitingToRetry, done
+
+            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
+            /// queued -> running (its task set once sent); running -> done | waitingToRetry;
+            /// waitingToRetry -> queued; and any -> done (forgotten). A phase may also stay as it is
+            /// while the download changes lane. `Lanes.move` checks every change against it.
+            func mayBecome(_ next: Phase) -> Bool {
+                switch (self, next) {
+                case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued), (.queued, .running(nil)),
+                     (.running(nil), .running), (.running, .waitingToRetry), (.waitingToRetry, .queued):
+                    return true
+                case (.checkingDisk, .checkingDisk), (.queued, .queued), (.waitingToRetry, .waitingToRetry):
+                    return true  // a change of lane
+                case (.running(let task?), .running(let same)):
+                    return task === same  // a change of lane
+                default:
+                    return false
+                }
+            }
+        }
+
+        let maxPixels: Int  // ``ImageCache/maxDecodedPixelSize`` when it was made
+
+        var key: Key { load.key }
+        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        var decoder: Decoder { load.decoder }
+
+        init(_ load: Load, maxPixels: Int) {
+            self.load = load
+            lane = load.lane
+            self.maxPixels = maxPixels
+        }
+    }
+
+    /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
+    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
+    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
+    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
+    fileprivate struct Lanes {
+        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var queuedFast = 0  // live places in `fastQueue`
+        private var tickets: UInt64 = 0
+        private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
+        private var runningFast = 0
+        private var runningSlow = 0
+        private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
+
+        mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
+                wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
+            }
+            count(download, -1)
+            download.phase = phase
+            download.lane = lane ?? download.lane
+            count(download, +1)
+        }
+
+        /// Takes downloads off the queues as far as the limits allow and marks them running.
+        mutating func startReady(maxFast: Int) -> [Download] {
+            var started: [Download] = []
+            while runningFast < maxFast, let download = Self.popLive(&fastQueue) {
+                start(download)
+                started.append(download)
+            }
+            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, let download = Self.popLive(&slowQueue) {
+                start(download)
+                started.append(download)
+            }
+            return started
+        }
+
+        /// The first download still queued where `queue` has it, past the stale places before it.
+        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
+            while let (download, ticket) = queue.popFirst() {
+                if case .queued = download.phase, download.ticket == ticket { return download }
+            }
+            return nil
+        }
+
+        private mutating func start(_ download: Download) {
+            move(download, to: .running(nil))
+            download.attempts += 1
+        }
+
+        /// Adds (`+1`) or takes away (`-1`) a download's share of the queues and counts.
+        private mutating func count(_ download: Download, _ sign: Int) {
+            let fast = download.lane == .fast
+            switch download.phase {
+            case .checkingDisk where fast:
+                checkingFast += sign
+            case .queued:
+                if fast { queuedFast += sign }
+                if sign > 0 {
+                    tickets += 1
+                    download.ticket = tickets
+                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
+                }
+            case .running:
+                if fast { runningFast += sign } else { runningSlow += sign }
+            case .new, .checkingDisk, .waitingToRetry, .done:
+                break
+            }
+        }
+    }
+
     /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
     private func _isCurrent(_ download: Download) -> Bool {
         if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
         return false
-    }
-
-    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
-    private func _endPrefetch(_ task: FetchTask) {
-        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
     }
 
     /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
@@ -1418,6 +1415,47 @@ nonisolated extension ImageCache {
         return nil
     }
 
+    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+    ///
+    /// - Complexity: O(1) plus the sizes `key` has had entries at.
+    private func _forgetWithSizes(_ key: Key) -> [Stopped] {
+        var stopped = _forget(key).map { [$0] } ?? []
+        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
+            _state.sizeRecords -= 1
+            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
+        }
+        return stopped
+    }
+
+    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
+    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
+    /// outnumber the entries: then they are made again from the entries, so that they stay within
+    /// twice the entries, at O(1) amortized.
+    private func _noteSize(_ key: Key) {
+        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
+        _state.sizes[key.string, default: []].append(key.size)
+        _state.sizeRecords += 1
+        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
+        _state.sizes = [:]
+        _state.sizeRecords = 0
+        for sized in _state.entries.keys where sized.size != 0 {
+            _state.sizes[sized.string, default: []].append(sized.size)
+            _state.sizeRecords += 1
+        }
+    }
+
+    private func _setFailed(_ key: Key, _ error: Error) {
+        _state.serial += 1
+        let serial = _state.serial
+        _state.entries[key] = .failed(error, serial: serial)
+        _state.counts.failures &+= 1
+        _state.failureOrder.append((key, serial))
+        // The FIFO holds live and superseded records alike; the serial tells them apart.
+        while _state.failureOrder.count > Self.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
+            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
+        }
+    }
+
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
     /// default) to whoever still waits, and starts what the freed slots allow.
     private func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
@@ -1435,53 +1473,60 @@ nonisolated extension ImageCache {
         _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
     }
 
-    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
-    /// the event handler first, in the same block as the first queue's callbacks.
-    private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
-        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
-        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
-        for task in tasks {
-            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
-                byQueue[index].tasks.append(task)
-            } else {
-                byQueue.append((task.queue, [task]))
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
+    private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
+        let now = currentTime()
+        var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
+        var stale: (payload: Payload, found: DiskStore.Found)?
+        if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
+            switch download.decoder.decode(found.data, download.maxPixels) {
+            case .success(let payload) where found.expired: stale = (payload, found)
+            case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
+            case .failure(let error):
+                // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
+                switch error {
+                case .corruptImage, .emptyBody: disk.discard(found, because: "\(error)")
+                default: break
+                }
             }
         }
-        for (index, group) in byQueue.enumerated() {
-            group.queue.async {
-                if index == 0, let event, let handler { handler(event) }
-                for task in group.tasks { self.complete(task, result.value) }
+        var started: [Download] = []
+        var handler: (@Sendable (Event) -> Void)?
+        let waiters: [FetchTask]? = lock.withLock {
+            handler = _state.settings.onEvent
+            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
+            guard let hit else {
+                download.stale = stale
+                _state.lanes.move(download, to: .queued)
+                _state.counts.misses &+= 1
+                started = _startReadyDownloads()
+                return []
             }
+            _state.counts.diskHits &+= 1
+            _state.lanes.move(download, to: .done)
+            var kept = hit.payload
+            kept.bytes = nil  // they are on disk
+            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt,
+                                receivedAt: hit.receivedAt), usedAt: now)
+            started = _startReadyDownloads()
+            defer { download.waiters = [] }
+            return download.waiters
         }
+        if let waiters, let hit {
+            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, maxPixels: download.maxPixels)),
+                    event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
+        }
+        startNetwork(started)
     }
 
-    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
-    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
-        let result = Unchecked(result)
-        task.queue.async {
-            if let event, let handler { handler(event) }
-            self.complete(task, result.value)
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    private func requeue(_ download: Download) {
+        let started: [Download] = lock.withLock {
+            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
+            _state.lanes.move(download, to: .queued)
+            return _startReadyDownloads()
         }
-    }
-
-    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
-    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let due: Bool = lock.withLock {
-            guard task.state == .waiting else { return false }
-            task.state = .delivered
-            _endPrefetch(task)
-            return true
-        }
-        if due { task.completion(result) }
-    }
-
-    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
-    fileprivate func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
-        guard let handler else { return }
-        queue.async { handler(event) }
+        startNetwork(started)
     }
 }
 
@@ -1828,14 +1873,90 @@ nonisolated extension ImageCache {
         return started
     }
 
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    private func requeue(_ download: Download) {
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
-            _state.lanes.move(download, to: .queued)
-            return _startReadyDownloads()
+}
+
+// MARK: - Delivery
+
+nonisolated extension ImageCache {
+    /// What a download or a memory hit hands to each waiter.
+    fileprivate struct Delivery {
+        let payload: Payload
+        let source: Source
+        var isStale = false
+        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+        var maxPixels = Int.max  // the download's bound, for a waiter whose decoder reads the bytes
+    }
+
+    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
+    /// its decoder's reading of the bytes (a download shared by requests for two types).
+    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
+        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(), delivery.maxPixels)
+        return payload.flatMap { payload in
+            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
+            }
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
         }
-        startNetwork(started)
+    }
+
+    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
+    /// with a request for another type). No generic cast where it holds one.
+    private static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
+        result.flatMap { delivery in
+            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    private func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
+        for task in tasks {
+            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
+                byQueue[index].tasks.append(task)
+            } else {
+                byQueue.append((task.queue, [task]))
+            }
+        }
+        for (index, group) in byQueue.enumerated() {
+            group.queue.async {
+                if index == 0, let event, let handler { handler(event) }
+                for task in group.tasks { self.complete(task, result.value) }
+            }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
+        }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
+        let due: Bool = lock.withLock {
+            guard task.state == .waiting else { return false }
+            task.state = .delivered
+            _endPrefetch(task)
+            return true
+        }
+        if due { task.completion(result) }
+    }
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    fileprivate func emit(_ event: Event) {
+        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
     }
 }
 
@@ -2231,67 +2352,11 @@ nonisolated extension ImageCache {
     /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
     fileprivate static let maxClockSkew: TimeInterval = 60
 
-    private func _setFailed(_ key: Key, _ error: Error) {
-        _state.serial += 1
-        let serial = _state.serial
-        _state.entries[key] = .failed(error, serial: serial)
-        _state.counts.failures &+= 1
-        _state.failureOrder.append((key, serial))
-        // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > Self.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
-            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
-        }
-    }
 }
 
 // MARK: - Disk tier
 
 nonisolated extension ImageCache {
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
-        let now = currentTime()
-        var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
-        var stale: (payload: Payload, found: DiskStore.Found)?
-        if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
-            switch download.decoder.decode(found.data, download.maxPixels) {
-            case .success(let payload) where found.expired: stale = (payload, found)
-            case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
-            case .failure(let error):
-                // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
-                switch error {
-                case .corruptImage, .emptyBody: disk.discard(found, because: "\(error)")
-                default: break
-                }
-            }
-        }
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard let hit else {
-                download.stale = stale
-                _state.lanes.move(download, to: .queued)
-                _state.counts.misses &+= 1
-                started = _startReadyDownloads()
-                return []
-            }
-            _state.counts.diskHits &+= 1
-            _state.lanes.move(download, to: .done)
-            var kept = hit.payload
-            kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt,
-                                receivedAt: hit.receivedAt), usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters, let hit {
-            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, maxPixels: download.maxPixels)),
-                    event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
-        }
-        startNetwork(started)
-    }
 
     /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
@@ -3268,34 +3333,6 @@ nonisolated extension ImageCache {
         Key(string: key, size: size.map { UInt64($0.width) << 32 | UInt64($0.height) } ?? 0)
     }
 
-    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
-    ///
-    /// - Complexity: O(1) plus the sizes `key` has had entries at.
-    private func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
-            _state.sizeRecords -= 1
-            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
-        }
-        return stopped
-    }
-
-    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
-    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
-    /// outnumber the entries: then they are made again from the entries, so that they stay within
-    /// twice the entries, at O(1) amortized.
-    private func _noteSize(_ key: Key) {
-        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
-        _state.sizes[key.string, default: []].append(key.size)
-        _state.sizeRecords += 1
-        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
-        _state.sizes = [:]
-        _state.sizeRecords = 0
-        for sized in _state.entries.keys where sized.size != 0 {
-            _state.sizes[sized.string, default: []].append(sized.size)
-            _state.sizeRecords += 1
-        }
-    }
 }
 
 nonisolated extension ImageCache.ImageTarget {
@@ -3764,9 +3801,10 @@ nonisolated extension ImageCache {
     @_spi(Testing) public static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
 
     /// Every broken invariant, described; empty when all hold. Checks the memory list against the
-    /// dictionary, memory against its cap, the downloads listed, and that the folder holds nothing
-    /// but image files and temporary files (after queued disk work). The lanes' counts need no
-    /// check: `Lanes.move` is the only way to change them.
+    /// dictionary, memory against its cap, the downloads listed, that every download's phase
+    /// changed as its lifecycle allows (`Download.Phase.mayBecome`), and that the folder holds
+    /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
+    /// no check: `Lanes.move` is the only way to change them.
     @_spi(Testing) public func checkInvariants() -> [String] {
         var problems: [String] = lock.withLock {
             var problems: [String] = []
@@ -3792,6 +3830,7 @@ nonisolated extension ImageCache {
                 }
             }
             if loaded != _state.memory.count { problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)") }
+            problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
             return problems
         }
         problems += diskQueue.sync {
