@@ -3782,6 +3782,12 @@ nonisolated extension ImageCache {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
     }
 
+    /// The bounds a decode for a request made now works within (see `DecodeLimits`).
+    @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
+        let limits = lock.withLock { _decodeLimits }
+        return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
+    }
+
     /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
     @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.sizes().files } }
 

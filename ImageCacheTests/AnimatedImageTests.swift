@@ -113,6 +113,21 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(cache.maxAnimatedFrames, 50)
     }
 
+    func testADecodeWorksWithinTheSettingsWhenItsRequestIsMade() {
+        // Given a cache with its own frame limit, memory budget and decode bound
+        let cache = makeCache()
+        cache.maxAnimatedFrames = 12
+        cache.imageMemoryMaxBytes = 4_000_000
+        cache.maxDecodedPixelSize = 300
+
+        // Then a request made now decodes within them: 12 frames, a 1,000,000-byte animation
+        let limits = cache.decodeLimits
+        XCTAssertTrue(limits == (300, 12, 4_000_000), "\(limits)")
+        let decodeLimits = ImageCache.DecodeLimits(maxPixels: 300, maxAnimatedFrames: 12, memoryMaxBytes: 4_000_000)
+        XCTAssertTrue(ImageCache.animates(frames: 10, width: 250, height: 100, within: decodeLimits))
+        XCTAssertFalse(ImageCache.animates(frames: 10, width: 250, height: 101, within: decodeLimits))
+    }
+
     // MARK: Generators
 
     /// A GIF89a of `frames` frames on a `width` x `height` canvas, each frame one pixel of colour 0
