@@ -38,8 +38,11 @@ nonisolated(unsafe) public let kCGImagePropertyPixelWidth: CFString = "PixelWidt
 nonisolated(unsafe) public let kCGImagePropertyPixelHeight: CFString = "PixelHeight"
 nonisolated(unsafe) public let kCGImagePropertyOrientation: CFString = "Orientation"
 // Frame delays, `let ...: CFString` in the SDK (developer.apple.com/documentation/imageio: "GIF Image
-// Properties", "PNG Image Properties"): the GIF keys since iOS 4 / macOS 10.4 (the unclamped one 10.7),
-// the APNG keys since iOS 8 / macOS 10.10. The strings are what ImageIO's keys hold.
+// Properties", "PNG Image Properties"): the GIF and PNG dictionaries and kCGImagePropertyGIFDelayTime
+// since iOS 4 / macOS 10.4, kCGImagePropertyGIFUnclampedDelayTime since iOS 4 / macOS 10.7,
+// kCGImagePropertyAPNGDelayTime since iOS 8 / macOS 10.10. kCGImagePropertyAPNGUnclampedDelayTime has
+// no page of its own there; the SDK bindings of other languages list it beside the APNG delay.
+// The strings are what the keys hold (nothing here runs).
 nonisolated(unsafe) public let kCGImagePropertyGIFDictionary: CFString = "{GIF}"
 nonisolated(unsafe) public let kCGImagePropertyGIFDelayTime: CFString = "DelayTime"
 nonisolated(unsafe) public let kCGImagePropertyGIFUnclampedDelayTime: CFString = "UnclampedDelayTime"
