@@ -219,6 +219,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
         var maxDecodedPixelSize = 4_096
+        var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
@@ -409,7 +410,8 @@ nonisolated extension ImageCache {
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the file is written on the disk queue.
     public func store(_ data: Data, for key: String) throws {
-        try store((try? Decoder.image.decode(data, maxDecodedPixelSize).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+        let limits = lock.withLock { _decodeLimits }
+        try store((try? Decoder.image.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
     }
 
     /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this
@@ -785,6 +787,23 @@ nonisolated extension ImageCache {
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
     }
 
+    /// The most frames a GIF or APNG may have to be shown animated on Apple platforms. One with more,
+    /// or whose frames would together cost more than a quarter of ``imageMemoryMaxBytes`` (decoded
+    /// width x height x 4 bytes each), is shown as its first frame. 200 by default; values below 1 are
+    /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
+    /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
+    public var maxAnimatedFrames: Int {
+        get { lock.withLock { _state.settings.maxAnimatedFrames } }
+        set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
+    }
+
+    /// The bounds a decode for a request made now works within (call with the lock held).
+    fileprivate var _decodeLimits: DecodeLimits {
+        let settings = _state.settings
+        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize, maxAnimatedFrames: settings.maxAnimatedFrames,
+                            memoryMaxBytes: settings.memoryMaxBytes)
+    }
+
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
     /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
     /// not an image, too large, unsupported URL) are never retried.
@@ -1029,16 +1048,16 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     fileprivate struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
-        /// The bytes' entry; an image without a size to fill is decoded within `maxPixels` (the
-        /// longest side: ``ImageCache/maxDecodedPixelSize`` when the request was made).
-        let decode: @Sendable (_ data: Data, _ maxPixels: Int) -> Result<Payload, Error>
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
 
         static let image = Decoder.image(filling: nil)
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound.
         static func image(filling size: (width: Int, height: Int)?) -> Decoder {
-            Decoder(type: nil) { data, maxPixels in
-                ImageCache.decode(data, filling: size, maxPixels: maxPixels).map { Payload(bytes: $0.data, image: $0.image) }
+            Decoder(type: nil) { data, limits in
+                ImageCache.decode(data, filling: size, limits: limits).map { Payload(bytes: $0.data, image: $0.image) }
             }
         }
 
@@ -1220,7 +1239,7 @@ nonisolated extension ImageCache {
             // A binder's request at a size shares a download of its key under way (a prefetch's,
             // say): it gets that image, whole, rather than download it twice.
             if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] { return join(whole) }
-            let download = Download(load, maxPixels: _state.settings.maxDecodedPixelSize)
+            let download = Download(load, limits: _decodeLimits)
             download.waiters.append(task)
             task.download = download
             _state.lanes.move(download, to: .checkingDisk)
@@ -1297,16 +1316,16 @@ nonisolated extension ImageCache {
             }
         }
 
-        let maxPixels: Int  // ``ImageCache/maxDecodedPixelSize`` when it was made
+        let limits: DecodeLimits  // the settings' when it was made
 
         var key: Key { load.key }
         var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
         var decoder: Decoder { load.decoder }
 
-        init(_ load: Load, maxPixels: Int) {
+        init(_ load: Load, limits: DecodeLimits) {
             self.load = load
             lane = load.lane
-            self.maxPixels = maxPixels
+            self.limits = limits
         }
     }
 
@@ -1479,7 +1498,7 @@ nonisolated extension ImageCache {
         var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
         var stale: (payload: Payload, found: DiskStore.Found)?
         if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
-            switch download.decoder.decode(found.data, download.maxPixels) {
+            switch download.decoder.decode(found.data, download.limits) {
             case .success(let payload) where found.expired: stale = (payload, found)
             case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
             case .failure(let error):
@@ -1513,7 +1532,7 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters, let hit {
-            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, maxPixels: download.maxPixels)),
+            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
@@ -1791,7 +1810,7 @@ nonisolated extension ImageCache {
         case .failure(let error):
             finish(.failure(error), nil)
         case .success(let body):
-            decodes.addOperation { finish(download.decoder.decode(body, download.maxPixels), body) }
+            decodes.addOperation { finish(download.decoder.decode(body, download.limits), body) }
         }
     }
 
@@ -1802,7 +1821,7 @@ nonisolated extension ImageCache {
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
                                  response: URLResponse?, notModified: Bool = false, whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
-        var delivery = result.map { Delivery(payload: $0, source: .network, maxPixels: download.maxPixels) }
+        var delivery = result.map { Delivery(payload: $0, source: .network, limits: download.limits) }
         var started: [Download] = []
         var progressed: [FetchTask] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
@@ -1842,14 +1861,14 @@ nonisolated extension ImageCache {
                 _state.lanes.move(download, to: .done)
                 _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
                 if let offline {
-                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true, maxPixels: download.maxPixels))
+                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true, limits: download.limits))
                 }
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
                 _setFailed(download.key, error)
                 if let bytes {  // waiters of another type decode the bytes themselves
                     delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network,
-                                                 failed: (download.decoder.type, error), maxPixels: download.maxPixels))
+                                                 failed: (download.decoder.type, error), limits: download.limits))
                 }
             }
             started = _startReadyDownloads()
@@ -1884,7 +1903,7 @@ nonisolated extension ImageCache {
         let source: Source
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
-        var maxPixels = Int.max  // the download's bound, for a waiter whose decoder reads the bytes
+        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -1892,7 +1911,8 @@ nonisolated extension ImageCache {
     fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
         if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
         let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(), delivery.maxPixels)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+                             delivery.limits)
         return payload.flatMap { payload in
             guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
@@ -2946,13 +2966,16 @@ nonisolated extension ImageCache {
     /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
     ///
-    /// Where the platform decodes (ImageIO), the bitmap is made at ``decodedSize(width:height:orientation:filling:maxPixels:)``.
+    /// Where the platform decodes (ImageIO), the bitmap is made at
+    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, and a GIF
+    /// or APNG animates if ``animates(frames:width:height:within:)`` says so.
     static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
-                       maxPixels: Int = .max) -> Result<(image: Image, data: Data), Error> {
+                       limits: DecodeLimits = DecodeLimits()) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
         #if canImport(ImageIO)
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
-        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size, maxPixels: maxPixels) {
+        // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
+        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size, limits: limits, frames: 1) {
             return .success((image, data))
         }
         #endif
@@ -2960,14 +2983,42 @@ nonisolated extension ImageCache {
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, maxPixels: maxPixels) else {
+            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
             return .success((image, trimmed))
             #else
-            return .success((Image(data: trimmed, format: info.format, width: info.width, height: info.height), trimmed))
+            let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
+                              frameCount: info.frames)
+            return .success((image, trimmed))
             #endif
         }
+    }
+
+    /// What bounds a decode: the settings when its request was made.
+    struct DecodeLimits: Sendable {
+        /// The longest side of an image decoded with no size to fill (``ImageCache/maxDecodedPixelSize``).
+        var maxPixels = Int.max
+        /// The most frames an animation may have (``ImageCache/maxAnimatedFrames``).
+        var maxAnimatedFrames = 200
+        /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
+        var memoryMaxBytes = Int.max
+    }
+
+    /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
+    /// animated: it has more than one frame, at most `limits.maxAnimatedFrames`, and its frames cost
+    /// (4 bytes a pixel) at most a quarter of `limits.memoryMaxBytes`, the most that one image kept in
+    /// memory may cost. Otherwise its first frame is shown.
+    static func animates(frames: Int, width: Int, height: Int, within limits: DecodeLimits) -> Bool {
+        frames > 1 && frames <= limits.maxAnimatedFrames
+            && Double(frames) * Double(width) * Double(height) * 4 <= Double(limits.memoryMaxBytes) / 4
+    }
+
+    /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
+    /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.
+    static func frameDuration(delay: Double?) -> Double {
+        guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
+        return delay
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -2984,11 +3035,12 @@ nonisolated extension ImageCache {
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
-    /// What the header and structure of `data` say: format, size and `end`, where the image ends
+    /// What the header and structure of `data` say: format, size, `end`, where the image ends
     /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
-    /// ends first). Or why `data` does not start with a whole image.
-    static func inspect(_ data: Data) -> Result<(format: Format, width: Int, height: Int, end: Int), Error> {
+    /// ends first), and `frames` (see ``Image/frameCount``). Or why `data` does not start with a whole image.
+    static func inspect(_ data: Data)
+        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -3006,7 +3058,7 @@ nonisolated extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -3031,9 +3083,16 @@ nonisolated extension ImageCache {
                 return corrupt(.png, "size \(width)x\(height) out of range")
             }
             var offset = 8
+            var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
                 let end = offset + 12 + Int(be32(offset))
-                if matches("IEND".utf8, at: offset + 4) { return .success((.png, Int(width), Int(height), end)) }
+                if matches("IEND".utf8, at: offset + 4) {
+                    // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
+                    let frames = claimed.map { controls < $0 ? controls : Int($0) } ?? 1
+                    return .success((.png, Int(width), Int(height), end, max(1, frames)))
+                }
+                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 { claimed = be32(offset + 8) }
+                if matches("fcTL".utf8, at: offset + 4) { controls += 1 }
                 offset = end
             }
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
@@ -3061,7 +3120,7 @@ nonisolated extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
-                    return .success((.jpeg, width, height, offset + 2))
+                    return .success((.jpeg, width, height, offset + 2, 1))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -3098,7 +3157,7 @@ nonisolated extension ImageCache {
                 switch byte(offset) {
                 case 0x3B:
                     guard frames > 0 else { return corrupt(.gif, "no frames") }
-                    return .success((.gif, width, height, offset + 1))
+                    return .success((.gif, width, height, offset + 1, frames))
                 case 0x21:
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
@@ -3115,7 +3174,7 @@ nonisolated extension ImageCache {
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
-            return frames > 0 && offset == count ? .success((.gif, width, height, count)) : truncatedGIF()
+            return frames > 0 && offset == count ? .success((.gif, width, height, count, frames)) : truncatedGIF()
         }
 
         private func truncatedGIF() -> Info {
@@ -3155,7 +3214,8 @@ nonisolated extension ImageCache {
                 size = (le24(24) + 1, le24(27) + 1)
             }
             guard let (width, height) = size, width > 0, height > 0 else { return corrupt(.webp, "no VP8, VP8L or VP8X header") }
-            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))))
+            // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
+            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1))
         }
 
         /// A short description of bytes that are not an image, for error messages.
@@ -3492,6 +3552,12 @@ nonisolated extension ImageCache {
         public let width: Int
         /// Height in pixels, from the header.
         public let height: Int
+        /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
+        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, an
+        /// image of more than one frame animates within ``ImageCache/maxAnimatedFrames`` and a quarter
+        /// of ``ImageCache/imageMemoryMaxBytes``; the same rule, tested here, decides it there.
+        public let frameCount: Int
 
         /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
@@ -3500,11 +3566,12 @@ nonisolated extension ImageCache {
             self = decoded.image
         }
 
-        fileprivate init(data: Data, format: Format, width: Int, height: Int) {
+        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
             self.data = data
             self.format = format
             self.width = width
             self.height = height
+            self.frameCount = frameCount
         }
     }
     #endif
@@ -3522,30 +3589,60 @@ nonisolated extension ImageCache {
     #if canImport(ImageIO)
     /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
     /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
-    /// orientation, read without decoding a pixel).
-    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, maxPixels: Int) -> Image? {
+    /// orientation, read without decoding a pixel). An image of `frames` frames (as `inspect` counts
+    /// them, and no more than ImageIO finds) animates if ``animates(frames:width:height:within:)`` says
+    /// so: on UIKit every frame is scaled like a still (if one cannot be made, the first frame is shown);
+    /// on AppKit the `NSImage` stays whole, as `NSImageView` animates it, so the rule counts full frames.
+    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                               frames: Int) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int, let height = header[kCGImagePropertyPixelHeight] as? Int
         else { return nil }
         let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
-        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size, maxPixels: maxPixels)
+        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
+                              maxPixels: limits.maxPixels)
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
+            let images = (0..<frames).compactMap {
+                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map { UIImage(cgImage: $0) }
+            }
+            // UIKit shows the frames evenly over the whole duration.
+            let duration = (0..<frames).reduce(0) { $0 + frameDuration(delay: delay(source, at: $1)) }
+            if images.count == frames, let animated = UIImage.animatedImage(with: images, duration: duration) {
+                return animated
+            }
+        }
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { UIImage(cgImage: $0) }
         #else
+        if animates(frames: frames, width: width, height: height, within: limits), let animated = NSImage(data: data) {
+            return animated
+        }
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { NSImage(cgImage: $0, size: .zero) }
         #endif
     }
+
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
+        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
+        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
+            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+    }
     #endif
 
-    /// What an image costs in memory, in bytes: its decoded size where the platform decodes, its
-    /// bytes on Linux.
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
+    /// every frame of an animation), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
-        let pixels = Double(image.size.width * image.scale) * Double(image.size.height * image.scale)
+        let frames = Double(image.images?.count ?? 1)
+        let pixels = Double(image.size.width * image.scale) * Double(image.size.height * image.scale) * frames
         #elseif canImport(AppKit)
+        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
         let pixels = Double(image.representations.map { $0.pixelsWide * $0.pixelsHigh }.max() ?? 0)
         #else
         let pixels = Double(image.data.count) / 4
@@ -3787,6 +3884,12 @@ nonisolated extension ImageCache {
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
+    }
+
+    /// The bounds a decode for a request made now works within (see `DecodeLimits`).
+    @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
+        let limits = lock.withLock { _decodeLimits }
+        return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
     }
 
     /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).

@@ -2,6 +2,9 @@
 // into an app that has ImageCache (as a Swift package, or with ImageCache.swift copied in) and
 // show it with `FeedViewController(urls: yourImageURLs)`.
 //
+// - init(urls:animatedGIF:): the animated GIF, if given, is the first row, and animates in its cell:
+//   every frame is decoded at the cell's size. A GIF of more than `maxAnimatedFrames` frames (200), or
+//   whose frames would cost more than a quarter of `imageMemoryMaxBytes`, shows its first frame.
 // - cellForRowAt: `setImage(with:)` on the cell's image view. Its binder never shows the wrong image
 //   in a reused cell (the new binding replaces the old request), sets an image that is in memory at
 //   once (no placeholder flash), shows the broken image if the image cannot be had, and decodes
@@ -26,8 +29,8 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
     /// Rows further than this from the screen have their prefetches cancelled.
     private let cancelDistance = 30
 
-    init(urls: [URL]) {
-        self.urls = urls
+    init(urls: [URL], animatedGIF: URL? = nil) {
+        self.urls = (animatedGIF.map { [$0] } ?? []) + urls
         super.init(style: .plain)
     }
 

@@ -18,6 +18,11 @@ public func CGImageSourceCopyPropertiesAtIndex(_ isrc: CGImageSource, _ index: I
     fatalError("ImageIO shim")
 }
 
+// developer.apple.com/documentation/imageio/cgimagesourcegetcount(_:): iOS 4, macOS 10.4.
+public func CGImageSourceGetCount(_ isrc: CGImageSource) -> Int {
+    fatalError("ImageIO shim")
+}
+
 public func CGImageSourceCreateThumbnailAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage? {
     fatalError("ImageIO shim")
 }
@@ -32,3 +37,15 @@ nonisolated(unsafe) public let kCGImageSourceThumbnailMaxPixelSize: CFString = "
 nonisolated(unsafe) public let kCGImagePropertyPixelWidth: CFString = "PixelWidth"
 nonisolated(unsafe) public let kCGImagePropertyPixelHeight: CFString = "PixelHeight"
 nonisolated(unsafe) public let kCGImagePropertyOrientation: CFString = "Orientation"
+// Frame delays, `let ...: CFString` in the SDK (developer.apple.com/documentation/imageio: "GIF Image
+// Properties", "PNG Image Properties"): the GIF and PNG dictionaries and kCGImagePropertyGIFDelayTime
+// since iOS 4 / macOS 10.4, kCGImagePropertyGIFUnclampedDelayTime since iOS 4 / macOS 10.7,
+// kCGImagePropertyAPNGDelayTime since iOS 8 / macOS 10.10. kCGImagePropertyAPNGUnclampedDelayTime has
+// no page of its own there; the SDK bindings of other languages list it beside the APNG delay.
+// The strings are what the keys hold (nothing here runs).
+nonisolated(unsafe) public let kCGImagePropertyGIFDictionary: CFString = "{GIF}"
+nonisolated(unsafe) public let kCGImagePropertyGIFDelayTime: CFString = "DelayTime"
+nonisolated(unsafe) public let kCGImagePropertyGIFUnclampedDelayTime: CFString = "UnclampedDelayTime"
+nonisolated(unsafe) public let kCGImagePropertyPNGDictionary: CFString = "{PNG}"
+nonisolated(unsafe) public let kCGImagePropertyAPNGDelayTime: CFString = "DelayTime"
+nonisolated(unsafe) public let kCGImagePropertyAPNGUnclampedDelayTime: CFString = "UnclampedDelayTime"

@@ -37,6 +37,16 @@ open class UIImage: NSObject, @unchecked Sendable {
     open var size: CGSize { fatalError("UIKit shim") }
     @available(iOS 4.0, *)
     open var scale: CGFloat { fatalError("UIKit shim") }
+
+    // developer.apple.com/documentation/uikit/uiimage/animatedimage(with:duration:) and .../images:
+    // `class func animatedImage(with images: [UIImage], duration: TimeInterval) -> UIImage?` and
+    // `var images: [UIImage]? { get }` (nil for an image that is not animated), both iOS 5.
+    @available(iOS 5.0, *)
+    open class func animatedImage(with images: [UIImage], duration: TimeInterval) -> UIImage? {
+        fatalError("UIKit shim")
+    }
+    @available(iOS 5.0, *)
+    open var images: [UIImage]? { fatalError("UIKit shim") }
 }
 
 extension UIImage {

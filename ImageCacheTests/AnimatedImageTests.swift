@@ -1,0 +1,178 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// Animated GIF and APNG: the frames the checks count (`Image.frameCount`), and the shared rules that
+/// decide on Apple platforms whether an animation animates and how long each frame shows.
+final class AnimatedImageTests: CacheTestCase {
+    // MARK: Fixtures
+
+    func testAThreeFrameGIFHasThreeFrames() {
+        let image = ImageCache.Image(data: Self.gif(frames: 3))
+        XCTAssertEqual(image?.format, .gif)
+        XCTAssertEqual(image?.frameCount, 3)
+        XCTAssertEqual(ImageCache.Image(data: fixture("animated.gif"))?.frameCount, 3, "the fixture's three frames")
+    }
+
+    func testATwoFrameAPNGHasTwoFrames() {
+        let image = ImageCache.Image(data: Self.apng(claiming: 2))
+        XCTAssertEqual(image?.format, .png)
+        XCTAssertEqual(image?.frameCount, 2)
+        XCTAssertEqual(image?.width, 2)
+        XCTAssertEqual(image?.height, 2)
+    }
+
+    func testStillImagesHaveOneFrame() {
+        for name in ["photo.png", "tiny.png", "photo.jpg", "progressive.jpg", "palette.gif", "lossy.webp",
+                     "lossless.webp", "alpha.webp"] {
+            XCTAssertEqual(ImageCache.Image(data: fixture(name))?.frameCount, 1, name)
+        }
+    }
+
+    // MARK: Hostile input
+
+    func testAGIFOfSixtyFiveThousandFramesIsCountedAndShownAsItsFirstFrame() {
+        // Given a GIF whose 65,535 one-pixel frames all say "no delay" (about 1 MB)
+        let gif = Self.gif(frames: 65_535, delay: 0)
+
+        // When it is checked
+        let image = ImageCache.Image(data: gif)
+
+        // Then one walk counts every frame, and the rule shows its first frame only
+        XCTAssertEqual(image?.frameCount, 65_535)
+        XCTAssertFalse(ImageCache.animates(frames: 65_535, width: 1, height: 1, within: ImageCache.DecodeLimits()))
+    }
+
+    func testZeroAndTinyDelaysShowForATenthOfASecond() {
+        XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 3, delay: 0))?.frameCount, 3, "zero delays count")
+        for delay in [nil, 0, 0.01, 0.019, -1, .nan, .infinity] as [Double?] {
+            XCTAssertEqual(ImageCache.frameDuration(delay: delay), 0.1, "\(String(describing: delay))")
+        }
+        XCTAssertEqual(ImageCache.frameDuration(delay: 0.02), 0.02, "20 ms and more are kept")
+        XCTAssertEqual(ImageCache.frameDuration(delay: 0.5), 0.5)
+    }
+
+    func testAFrameLargerThanTheCanvasKeepsTheCanvasSize() {
+        // Given a 2x2 canvas whose two frames say they are 1000 x 1000
+        let gif = Self.gif(width: 2, height: 2, frames: 2, frameSize: (1_000, 1_000))
+
+        // Then the image is the canvas, of two frames
+        let image = ImageCache.Image(data: gif)
+        XCTAssertEqual(image?.frameCount, 2)
+        XCTAssertEqual(image?.width, 2)
+        XCTAssertEqual(image?.height, 2)
+    }
+
+    func testATruncatedLastFrameIsACorruptGIF() {
+        // Given a three-frame GIF without its trailer, cut inside the last frame's data
+        let whole = Self.gif(frames: 3, trailer: false)
+        let cut = whole.dropLast(2)
+
+        // Then it is corrupt, and says why
+        guard case .corruptImage(.gif, let reason)? = ImageCache.decode(cut).failure else {
+            return XCTFail("\(ImageCache.decode(cut))")
+        }
+        XCTAssertTrue(reason.contains("truncated"), reason)
+        // while the same GIF whole, without the trailer, has its three frames
+        XCTAssertEqual(ImageCache.Image(data: whole)?.frameCount, 3)
+    }
+
+    func testAnAPNGThatClaimsMoreFramesThanItHoldsHasTheFramesItHolds() {
+        for claimed: UInt32 in [65_535, 1 << 31, .max] {
+            XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: claimed))?.frameCount, 2, "acTL: \(claimed)")
+        }
+        XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: 1))?.frameCount, 1, "one claimed: the first")
+        XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: 0))?.frameCount, 1, "none claimed: a still")
+    }
+
+    // MARK: The animated-cost rule
+
+    func testAnAnimationAnimatesWithinItsFrameAndMemoryLimits() {
+        let limits = ImageCache.DecodeLimits(maxAnimatedFrames: 200, memoryMaxBytes: 400 * 1_024 * 1_024)
+        XCTAssertFalse(ImageCache.animates(frames: 1, width: 100, height: 100, within: limits), "a still")
+        XCTAssertTrue(ImageCache.animates(frames: 2, width: 100, height: 100, within: limits))
+        XCTAssertTrue(ImageCache.animates(frames: 200, width: 100, height: 100, within: limits), "at the frame limit")
+        XCTAssertFalse(ImageCache.animates(frames: 201, width: 100, height: 100, within: limits), "past it")
+        // 100 frames of 512 x 512 cost exactly 100 MiB, a quarter of the budget; one more row is too much.
+        XCTAssertTrue(ImageCache.animates(frames: 100, width: 512, height: 512, within: limits))
+        XCTAssertFalse(ImageCache.animates(frames: 100, width: 512, height: 513, within: limits))
+        XCTAssertFalse(ImageCache.animates(frames: .max, width: .max, height: .max, within: limits), "no overflow")
+
+        let oneFrame = ImageCache.DecodeLimits(maxAnimatedFrames: 1)
+        XCTAssertFalse(ImageCache.animates(frames: 2, width: 1, height: 1, within: oneFrame))
+    }
+
+    func testMaxAnimatedFramesIs200AndAtLeast1() {
+        let cache = makeCache()
+        XCTAssertEqual(cache.maxAnimatedFrames, 200)
+        XCTAssertEqual(ImageCache.DecodeLimits().maxAnimatedFrames, 200)
+        cache.maxAnimatedFrames = 0
+        XCTAssertEqual(cache.maxAnimatedFrames, 1)
+        cache.maxAnimatedFrames = 50
+        XCTAssertEqual(cache.maxAnimatedFrames, 50)
+    }
+
+    func testADecodeWorksWithinTheSettingsWhenItsRequestIsMade() {
+        // Given a cache with its own frame limit, memory budget and decode bound
+        let cache = makeCache()
+        cache.maxAnimatedFrames = 12
+        cache.imageMemoryMaxBytes = 4_000_000
+        cache.maxDecodedPixelSize = 300
+
+        // Then a request made now decodes within them: 12 frames, a 1,000,000-byte animation
+        let limits = cache.decodeLimits
+        XCTAssertTrue(limits == (300, 12, 4_000_000), "\(limits)")
+        let decodeLimits = ImageCache.DecodeLimits(maxPixels: 300, maxAnimatedFrames: 12, memoryMaxBytes: 4_000_000)
+        XCTAssertTrue(ImageCache.animates(frames: 10, width: 250, height: 100, within: decodeLimits))
+        XCTAssertFalse(ImageCache.animates(frames: 10, width: 250, height: 101, within: decodeLimits))
+    }
+
+    // MARK: Generators
+
+    /// A GIF89a of `frames` frames on a `width` x `height` canvas, each frame one pixel of colour 0
+    /// (LZW `02 02 44 01 00`) with a descriptor that says `frameSize`, `delay` hundredths of a second apart.
+    static func gif(width: Int = 1, height: Int = 1, frames: Int, delay: Int = 10, frameSize: (Int, Int)? = nil,
+                    trailer: Bool = true) -> Data {
+        func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+        let (frameWidth, frameHeight) = frameSize ?? (width, height)
+        var gif = Data("GIF89a".utf8)
+        gif += le16(width) + le16(height) + [0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF]  // and a 2-colour table
+        gif += [0x21, 0xFF, 0x0B] + Array("NETSCAPE2.0".utf8) + [0x03, 0x01, 0x00, 0x00, 0x00]  // loop forever
+        let frame: [UInt8] = [0x21, 0xF9, 0x04, 0x00] + le16(delay) + [0x00, 0x00]
+            + [0x2C, 0, 0, 0, 0] + le16(frameWidth) + le16(frameHeight) + [0x00] + [0x02, 0x02, 0x44, 0x01, 0x00]
+        gif.reserveCapacity(gif.count + frame.count * frames + 1)
+        for _ in 0..<frames { gif += frame }
+        if trailer { gif.append(0x3B) }
+        return gif
+    }
+
+    /// A 2 x 2 APNG of two frames (its default image, then one `fdAT`) whose `acTL` claims `claimed`.
+    static func apng(claiming claimed: UInt32) -> Data {
+        let png = PNGEncoder.rgb(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 12))
+        // PNGEncoder writes the signature, IHDR (33 bytes in all), one IDAT, then IEND (12 bytes).
+        let idat = png.subdata(in: 33..<(png.count - 12))
+        let zlib = idat.subdata(in: 8..<(idat.count - 4))
+        func be32(_ value: UInt32) -> Data { Data([24, 16, 8, 0].map { UInt8(value >> $0 & 0xFF) }) }
+        func frameControl(_ sequence: UInt32) -> Data {
+            be32(sequence) + be32(2) + be32(2) + be32(0) + be32(0) + Data([0, 10, 0, 100, 0, 0])  // 10/100 s
+        }
+        var apng = png.prefix(33)
+        apng += chunk("acTL", be32(claimed) + be32(0))
+        apng += chunk("fcTL", frameControl(0)) + idat
+        apng += chunk("fcTL", frameControl(1)) + chunk("fdAT", be32(2) + zlib)
+        return apng + png.suffix(12)
+    }
+
+    /// A PNG chunk: length, type, body and CRC-32.
+    private static func chunk(_ type: String, _ body: Data) -> Data {
+        let typed = Data(type.utf8) + body
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in typed {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        func be32(_ value: UInt32) -> Data { Data([24, 16, 8, 0].map { UInt8(value >> $0 & 0xFF) }) }
+        return be32(UInt32(body.count)) + typed + be32(crc ^ 0xFFFF_FFFF)
+    }
+}
