@@ -106,13 +106,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // Everything `lock` guards is in `_state`; a method whose name starts with `_` expects the lock
-    // to be held. The lock already makes each access exclusive, so `_state` skips the runtime's
+    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
+    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
+    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one. The lock already makes each access exclusive, so `_state` skips the runtime's
     // own exclusivity check (a fifth of `peek`'s cost).
     private let lock = NSLock()
-    @exclusivity(unchecked) private var _state: State
+    @exclusivity(unchecked) private var _state: Guarded
 
-    // Images evicted lately; `State.secondChanceOrder` bounds it. Guarded by `lock`.
+    // Images evicted lately; `Guarded.secondChanceOrder` bounds it. Guarded by `lock`.
     private let secondChance = SecondChanceShelf()
     private let transport: Transport
     private let diskQueue: DispatchQueue
@@ -173,7 +174,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
         }
         transport = Transport(configuration, timeout: settings.requestTimeout)
-        _state = State(settings: settings)
+        _state = Guarded(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes.name = "ImageCache.decode.\(uniqueName)"
         decodes.maxConcurrentOperationCount = 2
@@ -190,7 +191,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     }
 
     /// All the state `lock` guards.
-    private struct State {
+    private struct Guarded {
         var settings: Settings
         var entries: [Key: Entry] = [:]
         var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
@@ -1079,10 +1080,10 @@ nonisolated extension ImageCache {
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
-        fileprivate var state = State.waiting  // guarded by `cache.lock`
+        fileprivate var answer = Answer.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
-        fileprivate enum State { case waiting, delivered, cancelled }
+        fileprivate enum Answer { case waiting, delivered, cancelled }
 
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
@@ -1110,12 +1111,12 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.lock.withLock { state == .cancelled }
+            cache.lock.withLock { answer == .cancelled }
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
         fileprivate var isWaiting: Bool {
-            cache.lock.withLock { state == .waiting }
+            cache.lock.withLock { answer == .waiting }
         }
     }
 
@@ -1164,7 +1165,7 @@ nonisolated extension ImageCache {
     }
 
     fileprivate enum Entry {
-        case loaded(Int)  // a slot in `State.memory`
+        case loaded(Int)  // a slot in `Guarded.memory`
         case loading(Download)
         case failed(Error, serial: UInt64)
     }
@@ -1198,7 +1199,7 @@ nonisolated extension ImageCache {
             _state.counts.requests &+= 1
             if load.isPrefetch {
                 guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.state = .delivered
+                    task.answer = .delivered
                     return task
                 }
                 _state.prefetches[key] = task
@@ -1261,8 +1262,8 @@ nonisolated extension ImageCache {
 
     fileprivate func cancel(_ task: FetchTask) {
         let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
-            guard task.state == .waiting else { return (false, nil) }
-            task.state = .cancelled
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .cancelled
             _endPrefetch(task)
             guard let download = task.download, _isCurrent(download) else { return (true, nil) }
             download.waiters.removeAll { $0 === task }
@@ -1964,8 +1965,8 @@ nonisolated extension ImageCache {
     /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
     private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
         let due: Bool = lock.withLock {
-            guard task.state == .waiting else { return false }
-            task.state = .delivered
+            guard task.answer == .waiting else { return false }
+            task.answer = .delivered
             _endPrefetch(task)
             return true
         }
