@@ -182,6 +182,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         receiver.cache = self
         observeMemoryWarnings()
+        Self.readScreenScale()
     }
 
     deinit {
@@ -1058,10 +1059,13 @@ nonisolated extension ImageCache {
 
         static let image = Decoder.image(filling: nil)
 
-        /// The image, decoded to fill `size` if given (a binder's), else within the bound.
-        static func image(filling size: (width: Int, height: Int)?) -> Decoder {
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, maxPixels in
-                ImageCache.decode(data, filling: size, maxPixels: maxPixels).map { Payload(bytes: $0.data, image: $0.image) }
+                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, maxPixels: maxPixels, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image) }
             }
         }
 
@@ -2813,13 +2817,16 @@ nonisolated extension ImageCache {
     /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
     ///
-    /// Where the platform decodes (ImageIO), the bitmap is made at ``decodedSize(width:height:orientation:filling:maxPixels:)``.
+    /// Where the platform decodes (ImageIO), the bitmap is made at
+    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` and carries `scale` (see
+    /// ``displayScale(_:screen:)``): its `size` is in points.
     static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
-                       maxPixels: Int = .max) -> Result<(image: Image, data: Data), Error> {
+                       maxPixels: Int = .max, scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
         #if canImport(ImageIO)
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
-        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size, maxPixels: maxPixels) {
+        if case .failure(.notAnImage) = checked,
+           let image = bitmap(data, filling: size, maxPixels: maxPixels, scale: scale) {
             return .success((image, data))
         }
         #endif
@@ -2827,7 +2834,7 @@ nonisolated extension ImageCache {
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, maxPixels: maxPixels) else {
+            guard let image = bitmap(trimmed, filling: size, maxPixels: maxPixels, scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
             return .success((image, trimmed))
@@ -2849,6 +2856,20 @@ nonisolated extension ImageCache {
         let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
             ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+    }
+
+    /// The scale an image decoded for the screen carries, so that its `size` is in points and
+    /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
+    /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
+    static func displayScale(_ scale: Double?, screen: Double) -> Double {
+        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    }
+
+    /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
+    /// scale, not rounded (301 pixels at 2x are 150.5 points, as `UIImage` says), so that the size
+    /// times the scale is the pixels again.
+    static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
+        CGSize(width: Double(width) / scale, height: Double(height) / scale)
     }
 
     /// What the header and structure of `data` say: format, size and `end`, where the image ends
@@ -3111,11 +3132,12 @@ nonisolated extension ImageCache {
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
-        /// fill that, as an entry of its own in memory. Returns the request.
+        /// fill that, as an entry of its own in memory, at the main screen's scale (see
+        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition)
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
         /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
@@ -3124,11 +3146,14 @@ nonisolated extension ImageCache {
         @discardableResult
         public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition)
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
-        private func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
-                          _ cache: ImageCache, _ transition: Transition) -> FetchTask? {
+        /// `scale`: the display scale of the target's screen (a view's), which the image carries;
+        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        @discardableResult
+        fileprivate func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
@@ -3147,7 +3172,7 @@ nonisolated extension ImageCache {
                 return nil
             }
             if showing { state = .loading } else { show(placeholder, .loading) }
-            let decoder = Decoder.image(filling: size)
+            let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
@@ -3264,15 +3289,16 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
 
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
-    /// `targetSize` (points; the view's bounds by default), or `failureImage` (else `placeholder`)
-    /// if it cannot be had; an image that was not in memory comes with `transition` (a fade,
-    /// `.fade(0.25)`, under UIKit). Returns the request, if one was made.
+    /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
+    /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
+    /// not in memory comes with `transition` (a fade, `.fade(0.25)`, under UIKit). Returns the
+    /// request, if one was made.
     @discardableResult
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
                          targetSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
-                         cache: cache, transition: transition)
+        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
+                         cache, transition, scale: displayScale)
     }
 
     /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
@@ -3282,21 +3308,26 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
                          cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
-                         cache: cache, transition: transition)
+        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
+                         transition, scale: displayScale)
     }
 
     /// `size` (the view's bounds by default) in the screen's pixels.
     private func pixels(_ size: CGSize?) -> CGSize {
         let size = size ?? bounds.size
+        return CGSize(width: size.width * displayScale, height: size.height * displayScale)
+    }
+
+    /// The scale of the view's screen, which its images carry; the main screen's when it is in no window.
+    private var displayScale: Double {
         #if canImport(UIKit)
         // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
         // window, where the bounds are rarely laid out either.)
-        let scale = max(1, traitCollection.displayScale)
-        return CGSize(width: size.width * scale, height: size.height * scale)
+        let scale = traitCollection.displayScale
         #else
-        return convertToBacking(size)
+        let scale = window?.backingScaleFactor ?? 0
         #endif
+        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
     /// Cancels the load under way, if any; what the view shows stays.
@@ -3318,10 +3349,12 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
 extension ImageCache {
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
     /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// The image carries the environment's `displayScale`: its `size` is in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
         @StateObject private var target = Target()
+        @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:)``.
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
@@ -3347,11 +3380,12 @@ extension ImageCache {
         /// What a binding is made of: a change of any argument binds again (the images by identity).
         private var arguments: [AnyHashable?] {
             [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init)]
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), displayScale]
         }
 
         private func bind() {
-            target.binder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixelSize, cache: cache)
+            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, .none,
+                               scale: Double(displayScale))
         }
 
         private final class Target: ObservableObject, ImageTarget {
@@ -3414,11 +3448,41 @@ nonisolated extension ImageCache {
         #endif
     }
 
+    /// The main screen's scale: what an image decoded for no view in particular (a `fetch`, a
+    /// prefetch, your own binder's target) carries. `UIScreen` and `NSScreen` are main-actor
+    /// isolated: a cache made on the main thread reads it there, one made elsewhere has the main
+    /// queue read it soon after; until then, and on Linux, 1.
+    static var screenScale: Double { screen.lock.withLock { screen.scale } }
+
+    private static let screen = Screen()
+    private final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        var scale = 1.0  // guarded by `lock`
+    }
+
+    /// Reads the main screen's scale into ``screenScale``, on the main thread.
+    fileprivate static func readScreenScale() {
+        #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
+        let scale = MainActor.assumeIsolated { () -> CGFloat in
+            #if os(visionOS)
+            return UITraitCollection.current.displayScale  // visionOS has no UIScreen
+            #elseif canImport(UIKit)
+            return UIScreen.main.scale
+            #else
+            return NSScreen.main?.backingScaleFactor ?? 1
+            #endif
+        }
+        screen.lock.withLock { screen.scale = Double(scale) }
+        #endif
+    }
+
     #if canImport(ImageIO)
     /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
     /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
-    /// orientation, read without decoding a pixel).
-    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, maxPixels: Int) -> Image? {
+    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points.
+    private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, maxPixels: Int,
+                               scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int, let height = header[kCGImagePropertyPixelHeight] as? Int
@@ -3428,9 +3492,13 @@ nonisolated extension ImageCache {
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
         #if canImport(UIKit)
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { UIImage(cgImage: $0) }
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map {
+            UIImage(cgImage: $0, scale: CGFloat(scale), orientation: .up)
+        }
         #else
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { NSImage(cgImage: $0, size: .zero) }
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map {
+            NSImage(cgImage: $0, size: pointSize(width: $0.width, height: $0.height, scale: scale))
+        }
         #endif
     }
     #endif

@@ -88,7 +88,24 @@ open class NSResponder: NSObject {
 }
 
 @MainActor
-open class NSWindow: NSResponder {}
+open class NSWindow: NSResponder {
+    /// `var backingScaleFactor: CGFloat { get }`, macOS 10.7: 2 on a Retina display, 1 otherwise
+    /// (developer.apple.com/documentation/appkit/nswindow/backingscalefactor).
+    @available(macOS 10.7, *)
+    open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
+}
+
+/// `@MainActor open class NSScreen : NSObject` in the SDK.
+@MainActor
+open class NSScreen: NSObject {
+    /// `class var main: NSScreen? { get }`: the screen with the key window
+    /// (developer.apple.com/documentation/appkit/nsscreen/main).
+    open class var main: NSScreen? { fatalError("AppKit shim") }
+    /// `var backingScaleFactor: CGFloat { get }`, macOS 10.7
+    /// (developer.apple.com/documentation/appkit/nsscreen/backingscalefactor).
+    @available(macOS 10.7, *)
+    open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
+}
 
 /// Designated: `init(frame:)` and `init?(coder:)`.
 @MainActor
