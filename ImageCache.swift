@@ -3073,7 +3073,7 @@ nonisolated extension ImageCache {
         var isDisplayed: Bool { get }
         /// Shows `image` with `transition`, which is `.none` but for an image that did not come
         /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
-        /// cross-dissolves.
+        /// and `NSImageView` cross-dissolve.
         func show(_ image: Image?, transition: Transition)
     }
 
@@ -3276,14 +3276,20 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// warning rather than show its placeholder until it is bound again.
     public var isDisplayed: Bool { true }
 
-    /// Sets `image`; with a fade, as a cross-dissolve under UIKit (at once under AppKit).
+    /// Sets `image`; with a fade, as a cross-dissolve.
     public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        #if canImport(UIKit)
         if case .fade(let seconds) = transition, seconds > 0 {
+            #if canImport(UIKit)
             return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
                                      animations: { self.image = image })
+            #else
+            // NSImageView does not animate `image`: a fade of its layer's contents does.
+            let fade = CATransition()
+            (fade.type, fade.duration) = (.fade, seconds)
+            wantsLayer = true
+            layer?.add(fade, forKey: "ImageCache.fade")
+            #endif
         }
-        #endif
         self.image = image
     }
 
@@ -3291,8 +3297,7 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
     /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
     /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
-    /// not in memory comes with `transition` (a fade, `.fade(0.25)`, under UIKit). Returns the
-    /// request, if one was made.
+    /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
     @discardableResult
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
                          targetSize: CGSize? = nil, cache: ImageCache = .shared,

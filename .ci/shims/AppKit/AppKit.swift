@@ -10,6 +10,7 @@
 @_exported import Foundation  // AppKit re-exports Foundation
 @_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, NSSize are Foundation's here
+@_exported import QuartzCore  // and QuartzCore: NSView's CALayer, CATransition (.ci/shims/QuartzCore)
 
 /// `open class NSImage : NSObject` in the SDK; not `@MainActor`.
 /// Designated initializers are `init(size:)` and `init?(coder:)`; `init?(data:)`,
@@ -118,6 +119,16 @@ open class NSView: NSResponder {
         set { fatalError("AppKit shim") }
     }
     open var window: NSWindow? { fatalError("AppKit shim") }
+    /// `var wantsLayer: Bool { get set }`: true gives the view a backing CALayer.
+    open var wantsLayer: Bool {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+    /// `var layer: CALayer? { get set }` (developer.apple.com/documentation/appkit/nsview/layer).
+    open var layer: CALayer? {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
     /// Converts a size from the view's coordinates (points) to the backing store's (pixels).
     @available(macOS 10.7, *)
     open func convertToBacking(_ size: NSSize) -> NSSize { fatalError("AppKit shim") }
