@@ -3079,7 +3079,7 @@ nonisolated extension ImageCache {
 
     /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
     /// always appears at once, as do the placeholder and the failure image.
-    public enum Transition: Sendable, Equatable {
+    public enum Transition: Sendable, Hashable {
         /// At once.
         case none
         /// A cross-dissolve from what the target shows, over this many seconds.
@@ -3358,13 +3358,16 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
+        private let transition: Transition
         @StateObject private var target = Target()
         @Environment(\.displayScale) private var displayScale
 
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:)``.
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                    pixelSize: CGSize? = nil, cache: ImageCache = .shared) {
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
             (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
+            self.transition = transition
         }
 
         public var body: some View {
@@ -3373,7 +3376,9 @@ extension ImageCache {
             #else
             let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
             #endif
-            return image.resizable()
+            // A new identity per image, so that a fade's transition takes the old one out and the new in.
+            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
+            return ZStack { identified.transition(AnyTransition.opacity) }
                 .onAppear { target.isDisplayed = true; bind() }
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
                 .onChange(of: arguments) { _ in bind() }
@@ -3385,11 +3390,11 @@ extension ImageCache {
         /// What a binding is made of: a change of any argument binds again (the images by identity).
         private var arguments: [AnyHashable?] {
             [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), displayScale]
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
         }
 
         private func bind() {
-            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, .none,
+            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
                                scale: Double(displayScale))
         }
 
@@ -3397,6 +3402,11 @@ extension ImageCache {
             @Published var image: Image?
             var isDisplayed = false
             lazy var binder = Binder(self)
+
+            func show(_ image: Image?, transition: Transition) {
+                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
+                withAnimation(.easeIn(duration: seconds)) { self.image = image }
+            }
         }
     }
 }
