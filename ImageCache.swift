@@ -3506,14 +3506,11 @@ nonisolated extension ImageCache {
         let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size, maxPixels: maxPixels)
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
         #if canImport(UIKit)
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map {
-            UIImage(cgImage: $0, scale: CGFloat(scale), orientation: .up)
-        }
+        return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
         #else
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map {
-            NSImage(cgImage: $0, size: pointSize(width: $0.width, height: $0.height, scale: scale))
-        }
+        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
     #endif
