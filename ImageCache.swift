@@ -183,6 +183,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         transport.cache = self
         observeMemoryWarnings()
+        Self.readScreenScale()
     }
 
     deinit {
@@ -1055,10 +1056,13 @@ nonisolated extension ImageCache {
 
         static let image = Decoder.image(filling: nil)
 
-        /// The image, decoded to fill `size` if given (a binder's), else within the bound.
-        static func image(filling size: (width: Int, height: Int)?) -> Decoder {
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, limits in
-                ImageCache.decode(data, filling: size, limits: limits).map { Payload(bytes: $0.data, image: $0.image) }
+                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image) }
             }
         }
 
@@ -2968,15 +2972,17 @@ nonisolated extension ImageCache {
     /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
     ///
     /// Where the platform decodes (ImageIO), the bitmap is made at
-    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, and a GIF
-    /// or APNG animates if ``animates(frames:width:height:within:)`` says so.
+    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
+    /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
+    /// if ``animates(frames:width:height:within:)`` says so.
     static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
-                       limits: DecodeLimits = DecodeLimits()) -> Result<(image: Image, data: Data), Error> {
+                       limits: DecodeLimits = DecodeLimits(), scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
         #if canImport(ImageIO)
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
         // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
-        if case .failure(.notAnImage) = checked, let image = bitmap(data, filling: size, limits: limits, frames: 1) {
+        if case .failure(.notAnImage) = checked,
+           let image = bitmap(data, filling: size, limits: limits, frames: 1, scale: scale) {
             return .success((image, data))
         }
         #endif
@@ -2984,7 +2990,7 @@ nonisolated extension ImageCache {
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames) else {
+            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
             return .success((image, trimmed))
@@ -3034,6 +3040,20 @@ nonisolated extension ImageCache {
         let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
             ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+    }
+
+    /// The scale an image decoded for the screen carries, so that its `size` is in points and
+    /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
+    /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
+    static func displayScale(_ scale: Double?, screen: Double) -> Double {
+        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    }
+
+    /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
+    /// scale, not rounded (301 pixels at 2x are 150.5 points, as `UIImage` says), so that the size
+    /// times the scale is the pixels again.
+    static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
+        CGSize(width: Double(width) / scale, height: Double(height) / scale)
     }
 
     /// What the header and structure of `data` say: format, size, `end`, where the image ends
@@ -3246,13 +3266,13 @@ nonisolated extension ImageCache {
         var isDisplayed: Bool { get }
         /// Shows `image` with `transition`, which is `.none` but for an image that did not come
         /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
-        /// cross-dissolves.
+        /// and `NSImageView` cross-dissolve.
         func show(_ image: Image?, transition: Transition)
     }
 
     /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
     /// always appears at once, as do the placeholder and the failure image.
-    public enum Transition: Sendable, Equatable {
+    public enum Transition: Sendable, Hashable {
         /// At once.
         case none
         /// A cross-dissolve from what the target shows, over this many seconds.
@@ -3305,11 +3325,12 @@ nonisolated extension ImageCache {
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
-        /// fill that, as an entry of its own in memory. Returns the request.
+        /// fill that, as an entry of its own in memory, at the main screen's scale (see
+        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition)
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
         /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
@@ -3318,11 +3339,14 @@ nonisolated extension ImageCache {
         @discardableResult
         public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition)
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
-        private func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
-                          _ cache: ImageCache, _ transition: Transition) -> FetchTask? {
+        /// `scale`: the display scale of the target's screen (a view's), which the image carries;
+        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        @discardableResult
+        fileprivate func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
@@ -3341,7 +3365,7 @@ nonisolated extension ImageCache {
                 return nil
             }
             if showing { state = .loading } else { show(placeholder, .loading) }
-            let decoder = Decoder.image(filling: size)
+            let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
@@ -3417,28 +3441,34 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// warning rather than show its placeholder until it is bound again.
     public var isDisplayed: Bool { true }
 
-    /// Sets `image`; with a fade, as a cross-dissolve under UIKit (at once under AppKit).
+    /// Sets `image`; with a fade, as a cross-dissolve.
     public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        #if canImport(UIKit)
         if case .fade(let seconds) = transition, seconds > 0 {
+            #if canImport(UIKit)
             return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
                                      animations: { self.image = image })
+            #else
+            // NSImageView does not animate `image`: a fade of its layer's contents does.
+            let fade = CATransition()
+            (fade.type, fade.duration) = (.fade, seconds)
+            wantsLayer = true
+            layer?.add(fade, forKey: "ImageCache.fade")
+            #endif
         }
-        #endif
         self.image = image
     }
 
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
-    /// `targetSize` (points; the view's bounds by default), or `failureImage` (else `placeholder`)
-    /// if it cannot be had; an image that was not in memory comes with `transition` (a fade,
-    /// `.fade(0.25)`, under UIKit). Returns the request, if one was made.
+    /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
+    /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
+    /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
     @discardableResult
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
                          targetSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
-                         cache: cache, transition: transition)
+        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
+                         cache, transition, scale: displayScale)
     }
 
     /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
@@ -3448,21 +3478,26 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
                          cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(request, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixels(targetSize),
-                         cache: cache, transition: transition)
+        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
+                         transition, scale: displayScale)
     }
 
     /// `size` (the view's bounds by default) in the screen's pixels.
     private func pixels(_ size: CGSize?) -> CGSize {
         let size = size ?? bounds.size
+        return CGSize(width: size.width * displayScale, height: size.height * displayScale)
+    }
+
+    /// The scale of the view's screen, which its images carry; the main screen's when it is in no window.
+    private var displayScale: Double {
         #if canImport(UIKit)
         // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
         // window, where the bounds are rarely laid out either.)
-        let scale = max(1, traitCollection.displayScale)
-        return CGSize(width: size.width * scale, height: size.height * scale)
+        let scale = traitCollection.displayScale
         #else
-        return convertToBacking(size)
+        let scale = window?.backingScaleFactor ?? 0
         #endif
+        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
     /// Cancels the load under way, if any; what the view shows stays.
@@ -3484,15 +3519,20 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
 extension ImageCache {
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
     /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// The image carries the environment's `displayScale`: its `size` is in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
+        private let transition: Transition
         @StateObject private var target = Target()
+        @Environment(\.displayScale) private var displayScale
 
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:)``.
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                    pixelSize: CGSize? = nil, cache: ImageCache = .shared) {
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
             (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
+            self.transition = transition
         }
 
         public var body: some View {
@@ -3501,7 +3541,9 @@ extension ImageCache {
             #else
             let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
             #endif
-            return image.resizable()
+            // A new identity per image, so that a fade's transition takes the old one out and the new in.
+            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
+            return ZStack { identified.transition(AnyTransition.opacity) }
                 .onAppear { target.isDisplayed = true; bind() }
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
                 .onChange(of: arguments) { _ in bind() }
@@ -3513,17 +3555,23 @@ extension ImageCache {
         /// What a binding is made of: a change of any argument binds again (the images by identity).
         private var arguments: [AnyHashable?] {
             [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init)]
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
         }
 
         private func bind() {
-            target.binder.bind(url, key: key, placeholder: placeholder, failureImage: failureImage, pixelSize: pixelSize, cache: cache)
+            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
+                               scale: Double(displayScale))
         }
 
         private final class Target: ObservableObject, ImageTarget {
             @Published var image: Image?
             var isDisplayed = false
             lazy var binder = Binder(self)
+
+            func show(_ image: Image?, transition: Transition) {
+                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
+                withAnimation(.easeIn(duration: seconds)) { self.image = image }
+            }
         }
     }
 }
@@ -3587,15 +3635,45 @@ nonisolated extension ImageCache {
         #endif
     }
 
+    /// The main screen's scale: what an image decoded for no view in particular (a `fetch`, a
+    /// prefetch, your own binder's target) carries. `UIScreen` and `NSScreen` are main-actor
+    /// isolated: a cache made on the main thread reads it there, one made elsewhere has the main
+    /// queue read it soon after; until then, and on Linux, 1.
+    static var screenScale: Double { screen.lock.withLock { screen.scale } }
+
+    private static let screen = Screen()
+    private final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        var scale = 1.0  // guarded by `lock`
+    }
+
+    /// Reads the main screen's scale into ``screenScale``, on the main thread.
+    fileprivate static func readScreenScale() {
+        #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
+        let scale = MainActor.assumeIsolated { () -> CGFloat in
+            #if os(visionOS)
+            return UITraitCollection.current.displayScale  // visionOS has no UIScreen
+            #elseif canImport(UIKit)
+            return UIScreen.main.scale
+            #else
+            return NSScreen.main?.backingScaleFactor ?? 1
+            #endif
+        }
+        screen.lock.withLock { screen.scale = Double(scale) }
+        #endif
+    }
+
     #if canImport(ImageIO)
     /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
     /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
-    /// orientation, read without decoding a pixel). An image of `frames` frames (as `inspect` counts
-    /// them, and no more than ImageIO finds) animates if ``animates(frames:width:height:within:)`` says
-    /// so: on UIKit every frame is scaled like a still (if one cannot be made, the first frame is shown);
-    /// on AppKit the `NSImage` stays whole, as `NSImageView` animates it, so the rule counts full frames.
+    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
+    /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
+    /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
+    /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
+    /// as `NSImageView` animates it, so the rule counts full frames.
     private static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int) -> Image? {
+                               frames: Int, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int, let height = header[kCGImagePropertyPixelHeight] as? Int
@@ -3607,22 +3685,22 @@ nonisolated extension ImageCache {
                                         kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
         let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
+        let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
         if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
-            let images = (0..<frames).compactMap {
-                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map { UIImage(cgImage: $0) }
-            }
+            let images = (0..<frames).compactMap { CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image) }
             // UIKit shows the frames evenly over the whole duration.
             let duration = (0..<frames).reduce(0) { $0 + frameDuration(delay: delay(source, at: $1)) }
             if images.count == frames, let animated = UIImage.animatedImage(with: images, duration: duration) {
                 return animated
             }
         }
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { UIImage(cgImage: $0) }
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
         #else
         if animates(frames: frames, width: width, height: height, within: limits), let animated = NSImage(data: data) {
             return animated
         }
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map { NSImage(cgImage: $0, size: .zero) }
+        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
+        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
 

@@ -10,6 +10,7 @@
 @_exported import Foundation  // AppKit re-exports Foundation
 @_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, NSSize are Foundation's here
+@_exported import QuartzCore  // and QuartzCore: NSView's CALayer, CATransition (.ci/shims/QuartzCore)
 
 /// `open class NSImage : NSObject` in the SDK; not `@MainActor`.
 /// Designated initializers are `init(size:)` and `init?(coder:)`; `init?(data:)`,
@@ -88,7 +89,24 @@ open class NSResponder: NSObject {
 }
 
 @MainActor
-open class NSWindow: NSResponder {}
+open class NSWindow: NSResponder {
+    /// `var backingScaleFactor: CGFloat { get }`, macOS 10.7: 2 on a Retina display, 1 otherwise
+    /// (developer.apple.com/documentation/appkit/nswindow/backingscalefactor).
+    @available(macOS 10.7, *)
+    open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
+}
+
+/// `@MainActor open class NSScreen : NSObject` in the SDK.
+@MainActor
+open class NSScreen: NSObject {
+    /// `class var main: NSScreen? { get }`: the screen with the key window
+    /// (developer.apple.com/documentation/appkit/nsscreen/main).
+    open class var main: NSScreen? { fatalError("AppKit shim") }
+    /// `var backingScaleFactor: CGFloat { get }`, macOS 10.7
+    /// (developer.apple.com/documentation/appkit/nsscreen/backingscalefactor).
+    @available(macOS 10.7, *)
+    open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
+}
 
 /// Designated: `init(frame:)` and `init?(coder:)`.
 @MainActor
@@ -101,6 +119,16 @@ open class NSView: NSResponder {
         set { fatalError("AppKit shim") }
     }
     open var window: NSWindow? { fatalError("AppKit shim") }
+    /// `var wantsLayer: Bool { get set }`: true gives the view a backing CALayer.
+    open var wantsLayer: Bool {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
+    /// `var layer: CALayer? { get set }` (developer.apple.com/documentation/appkit/nsview/layer).
+    open var layer: CALayer? {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
     /// Converts a size from the view's coordinates (points) to the backing store's (pixels).
     @available(macOS 10.7, *)
     open func convertToBacking(_ size: NSSize) -> NSSize { fatalError("AppKit shim") }

@@ -64,7 +64,43 @@ extension Never: View {
     public init() { self.init(top: 0, leading: 0, bottom: 0, trailing: 0) }
 }
 
+/// `@frozen nonisolated struct ZStack<Content> where Content : View`; `nonisolated init(alignment:
+/// Alignment = .center, @ViewBuilder content: () -> Content)` (developer.apple.com/documentation/swiftui/zstack).
+/// SHIM: no `alignment` (nothing checked passes one).
+@frozen public struct ZStack<Content: View>: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    nonisolated public init(@ViewBuilder content: () -> Content) { fatalError("SwiftUI shim") }
+}
+
+/// `@frozen struct AnyTransition` (developer.apple.com/documentation/swiftui/anytransition), not
+/// Sendable. SHIM: a stored class reference keeps Swift from inferring Sendable for the frozen struct.
+@frozen public struct AnyTransition {
+    private let box: AnyObject
+    /// `nonisolated(unsafe) static let opacity: AnyTransition`: transparent to opaque on insertion,
+    /// opaque to transparent on removal.
+    nonisolated(unsafe) public static let opacity: AnyTransition = { fatalError("SwiftUI shim") }()
+}
+
+/// `@frozen struct Animation : Equatable, Sendable` (developer.apple.com/documentation/swiftui/animation).
+@frozen public struct Animation: Equatable, Sendable {
+    public static let `default` = Animation()
+    /// `static func easeIn(duration: TimeInterval) -> Animation`
+    public static func easeIn(duration: TimeInterval) -> Animation { fatalError("SwiftUI shim") }
+}
+
+/// `func withAnimation<Result>(_ animation: Animation? = .default, _ body: () throws -> Result)
+/// rethrows -> Result`, not main-actor isolated (developer.apple.com/documentation/swiftui/withanimation(_:_:)).
+public func withAnimation<Result>(_ animation: Animation? = .default, _ body: () throws -> Result) rethrows -> Result {
+    fatalError("SwiftUI shim")
+}
+
 extension View {
+    /// `nonisolated func id<ID>(_ id: ID) -> some View where ID : Hashable`: a new identity when `id` changes.
+    nonisolated public func id<ID: Hashable>(_ id: ID) -> some View { self }
+    /// `nonisolated func transition(_ t: AnyTransition) -> some View`
+    /// (developer.apple.com/documentation/swiftui/view/transition(_:)-5h5h0).
+    nonisolated public func transition(_ t: AnyTransition) -> some View { self }
     nonisolated public func scaledToFill() -> some View { self }
     nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }

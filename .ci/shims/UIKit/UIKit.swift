@@ -32,6 +32,10 @@ open class UIImage: NSObject, @unchecked Sendable {
     @available(iOS 6.0, *)
     public init?(data: Data, scale: CGFloat) { fatalError("UIKit shim") }
     public init(cgImage: CGImage) { fatalError("UIKit shim") }
+    /// `init(cgImage: CGImage, scale: CGFloat, orientation: UIImage.Orientation)`, iOS 4.0
+    /// (developer.apple.com/documentation/uikit/uiimage/init(cgimage:scale:orientation:)).
+    @available(iOS 4.0, *)
+    public init(cgImage: CGImage, scale: CGFloat, orientation: UIImage.Orientation) { fatalError("UIKit shim") }
 
     /// The logical size, in points.
     open var size: CGSize { fatalError("UIKit shim") }
@@ -47,6 +51,13 @@ open class UIImage: NSObject, @unchecked Sendable {
     }
     @available(iOS 5.0, *)
     open var images: [UIImage]? { fatalError("UIKit shim") }
+}
+
+extension UIImage {
+    /// `enum Orientation : Int, @unchecked Sendable` in the SDK (UIImageOrientation).
+    public enum Orientation: Int, @unchecked Sendable {
+        case up = 0, down = 1, left = 2, right = 3, upMirrored = 4, downMirrored = 5, leftMirrored = 6, rightMirrored = 7
+    }
 }
 
 extension UIImage {
@@ -101,6 +112,27 @@ extension UIApplication {
 open class UITraitCollection: NSObject, @unchecked Sendable {
     /// The scale of the display, or 0 when it is not specified.
     open var displayScale: CGFloat { fatalError("UIKit shim") }
+    /// `class var current: UITraitCollection { get set }`, iOS 13.0, not main-actor isolated (a
+    /// per-thread value; developer.apple.com/documentation/uikit/uitraitcollection/current).
+    @available(iOS 13.0, *)
+    open class var current: UITraitCollection {
+        get { fatalError("UIKit shim") }
+        set { fatalError("UIKit shim") }
+    }
+}
+
+/// `@MainActor open class UIScreen : NSObject, UITraitEnvironment` in the SDK; unavailable on
+/// visionOS. SHIM: the UITraitEnvironment conformance is left out.
+@MainActor
+open class UIScreen: NSObject {
+    /// `class var main: UIScreen { get }`, deprecated in iOS 26 ("use a UIScreen instance found
+    /// through context instead"; developer.apple.com/documentation/uikit/uiscreen/main).
+    @available(iOS, introduced: 2.0, deprecated: 26.0)
+    open class var main: UIScreen { fatalError("UIKit shim") }
+    /// `var scale: CGFloat { get }`: the natural scale factor of the screen, 1, 2 or 3
+    /// (developer.apple.com/documentation/uikit/uiscreen/scale).
+    @available(iOS 4.0, *)
+    open var scale: CGFloat { fatalError("UIKit shim") }
 }
 
 @MainActor

@@ -1,0 +1,80 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+
+/// Points, not pixels: the rule that decides the scale an image decoded for the screen carries and
+/// the size in points it then reports (`displayScale(_:screen:)`, `pointSize(width:height:scale:)`),
+/// which UIKit's `UIImage(cgImage:scale:orientation:)` and AppKit's `NSImage(cgImage:size:)` get.
+final class DisplayScaleTests: CacheTestCase {
+    func testAViewsScaleWinsOverTheScreens() {
+        // Given a 3x main screen, a view on a 2x screen (an external display) and one on the 3x
+        XCTAssertEqual(ImageCache.displayScale(2, screen: 3), 2)
+        XCTAssertEqual(ImageCache.displayScale(3, screen: 2), 3)
+        XCTAssertEqual(ImageCache.displayScale(1, screen: 3), 1, "a 1x display is one")
+    }
+
+    func testAViewInNoWindowOrNoViewTakesTheMainScreensScale() {
+        // A view not in a window says 0; a fetch or your own target says nothing
+        XCTAssertEqual(ImageCache.displayScale(0, screen: 3), 3)
+        XCTAssertEqual(ImageCache.displayScale(nil, screen: 2), 2)
+    }
+
+    func testAScaleThatIsNoneFallsBackToTheScreensThenToOne() {
+        for nonsense in [-2, 0.5, .nan, .infinity, -.infinity, 100] as [Double] {
+            XCTAssertEqual(ImageCache.displayScale(nonsense, screen: 3), 3, "\(nonsense)")
+            XCTAssertEqual(ImageCache.displayScale(nonsense, screen: nonsense), 1, "\(nonsense) twice")
+        }
+        XCTAssertEqual(ImageCache.displayScale(nil, screen: 0), 1, "a screen not read yet")
+    }
+
+    func testTheMainScreensScaleIsOneWhereThereIsNoScreen() {
+        // Linux has no screen; on Apple platforms a cache made on the main thread reads it
+        _ = makeCache()
+        XCTAssertEqual(ImageCache.screenScale, 1)
+    }
+
+    func testThePointSizeIsThePixelsOverTheScale() {
+        // The case: a 300x300-pixel thumbnail for a 100-point view on a 3x screen is 100x100 points
+        XCTAssertEqual(ImageCache.pointSize(width: 300, height: 300, scale: 3), CGSize(width: 100, height: 100))
+        XCTAssertEqual(ImageCache.pointSize(width: 640, height: 480, scale: 1), CGSize(width: 640, height: 480))
+        // Not rounded: an odd side at 2x is half a point, as UIImage reports it
+        XCTAssertEqual(ImageCache.pointSize(width: 301, height: 201, scale: 2), CGSize(width: 150.5, height: 100.5))
+    }
+
+    func testThePointSizeTimesTheScaleIsTheDecodedPixels() {
+        for scale in [1, 2, 3] as [Double] {
+            for (width, height) in [(1, 1), (301, 199), (2_796, 1_290), (4_032, 3_024), (100, 7)] {
+                let points = ImageCache.pointSize(width: width, height: height, scale: scale)
+                XCTAssertEqual((points.width * scale).rounded(), Double(width), "\(width) at \(scale)x")
+                XCTAssertEqual((points.height * scale).rounded(), Double(height), "\(height) at \(scale)x")
+                XCTAssertEqual(abs(points.width * scale - Double(width)), 0, accuracy: 1e-9)
+                XCTAssertEqual(abs(points.height * scale - Double(height)), 0, accuracy: 1e-9)
+            }
+        }
+    }
+
+    func testAPhotoForAViewFillsItInPoints() {
+        // Given a 100x100-point view on a 3x screen: setImage asks for 300x300 pixels
+        let scale = ImageCache.displayScale(3, screen: 2)
+        let target = (width: Int(100 * scale), height: Int(100 * scale))
+        // When a 4,032x3,024 photo is decoded to fill it
+        let pixels = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: target)
+        let points = ImageCache.pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        // Then its short side is the view's 100 points, and its bitmap 400x300 pixels
+        XCTAssertTrue(pixels == (400, 300))
+        XCTAssertEqual(points.height, 100)
+        XCTAssertEqual(points.width, 400.0 / 3, accuracy: 1e-9)
+    }
+
+    func testLinuxKeepsThePixelsWhateverTheScale() {
+        // The Linux image is its bytes: width and height stay in pixels
+        let png = fixture("photo.png")
+        guard case .success(let plain) = ImageCache.decode(png), case .success(let scaled) = ImageCache.decode(png, scale: 3) else {
+            return XCTFail("not decoded")
+        }
+        #if !canImport(UIKit) && !canImport(AppKit)
+        XCTAssertTrue((scaled.image.width, scaled.image.height) == (plain.image.width, plain.image.height))
+        XCTAssertEqual(scaled.image, plain.image)
+        #endif
+    }
+}
