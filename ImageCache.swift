@@ -19,17 +19,22 @@
 // DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
 // OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 //
-// Map of this file, one `// MARK: -` section each: Public API; Configuration; Errors; Events (and
-// statistics); Requests and lanes (a load, the request path, cancellation, delivery); Network
-// transfer (sending, redirects, deadlines, progress, the response); Memory tier; Disk tier; Disk
-// files; Images (formats and decoding); Binding (views); Platform support; Small helpers; and,
-// in the package's own builds only, For tests and benchmarks.
+// Map of this file, one `// MARK: -` section each. What an app uses comes first: Public API;
+// Configuration; Errors; Events (and statistics); Public types (the image, its formats, a request's
+// task); Binding (views). Then, after the Implementation banner, the internal sections in the order
+// a miss walks them: Requests (a load and the request path, cancellation); Download lifecycle (the
+// phases, the lanes, the look-up on disk, forgetting); Network transfer (sending, the transport and
+// its delegate, deadlines, progress, the end of an attempt); Delivery; and what those use: HTTP;
+// Memory tier; Disk tier (and the one way to the disk); Disk files; Images (formats and decoding);
+// Platform support; Small helpers; and, in the package's own builds only, For tests and benchmarks.
 //
-// A miss, in order: `fetch` builds a `Load` and calls `request` (Requests and lanes), which finds
-// nothing in memory and makes a `Download`; `lookUpOnDisk` (Disk tier) misses and queues it on its
-// lane; `startNetwork` (Network transfer) sends it; `completed` checks the body and
-// `networkFinished` puts the entry in memory (`_insert`, Memory tier) and queues its file's write;
-// `deliver` and `complete` (Requests and lanes) run each waiter's callback on its queue.
+// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
+// nothing in memory and makes a `Download`; (2) `lookUpOnDisk` (Download lifecycle) misses and
+// queues it on its lane; (3) `startNetwork` (Network transfer) sends it through the `Transport`;
+// (4) the transport's delegate keeps the bytes and hands the ended transfer to `transferred`, which
+// checks the body and has it decoded; (5) `networkFinished` puts the entry in memory (`_insert`,
+// Memory tier) and queues its file's write (`_queueOnDisk`); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
@@ -1025,54 +1030,57 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Requests
+// MARK: - Public types
 
 nonisolated extension ImageCache {
-    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
-    /// and an image or any other value.
-    fileprivate struct Payload {
-        var bytes: Data?
-        var image: Image?
-        var value: Box?
-        var noStore = false  // the server said `Cache-Control: no-store`: memory only
-    }
+    #if canImport(UIKit)
+    /// The platform image type.
+    public typealias Image = UIImage
+    #elseif canImport(AppKit)
+    /// The platform image type.
+    public typealias Image = NSImage
+    #else
+    /// An image as the cache holds it where no UI framework exists: the original bytes and what
+    /// their header says. Bytes that are not a whole image of a known format fail to decode.
+    public struct Image: Sendable, Hashable {
+        /// The formats an image can be in (``ImageCache/Format``).
+        public typealias Format = ImageCache.Format
 
-    /// A decoded value that is not an image, with its type.
-    fileprivate final class Box {
-        let value: Any
-        let type: ObjectIdentifier
-        init<Value>(_ value: Value) {
-            self.value = value
-            type = ObjectIdentifier(Value.self)
+        /// The image's bytes as downloaded, without any that followed its end.
+        public let data: Data
+        /// The format the bytes are in.
+        public let format: Format
+        /// Width in pixels, from the header.
+        public let width: Int
+        /// Height in pixels, from the header.
+        public let height: Int
+        /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
+        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, an
+        /// image of more than one frame animates within ``ImageCache/maxAnimatedFrames`` and a quarter
+        /// of ``ImageCache/imageMemoryMaxBytes``; the same rule, tested here, decides it there.
+        public let frameCount: Int
+
+        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// Bytes after the image's end are dropped.
+        public init?(data: Data) {
+            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            self = decoded.image
+        }
+
+        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
+            self.data = data
+            self.format = format
+            self.width = width
+            self.height = height
+            self.frameCount = frameCount
         }
     }
+    #endif
 
-    /// How bytes become an entry: the platform image (the default), or a value of one type.
-    fileprivate struct Decoder: @unchecked Sendable {
-        let type: ObjectIdentifier?  // nil for the image
-        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
-        /// made: the longest side without a size to fill, and when an animation animates).
-        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-
-        static let image = Decoder.image(filling: nil)
-
-        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
-        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
-            Decoder(type: nil) { data, limits in
-                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
-                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image) }
-            }
-        }
-
-        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
-            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
-                Result { Payload(bytes: data, value: Box(try decode(data))) }.mapError { .decodingFailed(String(describing: $0)) }
-            }
-        }
-
-        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    /// The image formats the cache recognises and checks.
+    public enum Format: String, Sendable {
+        case png, jpeg, gif, webp
     }
 
     /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
@@ -1122,6 +1130,385 @@ nonisolated extension ImageCache {
         fileprivate var isWaiting: Bool {
             cache.lock.withLock { answer == .waiting }
         }
+    }
+}
+
+// MARK: - Binding
+
+nonisolated extension ImageCache {
+    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
+    public protocol ImageTarget: AnyObject {
+        /// The image shown; nil shows none.
+        var image: Image? { get set }
+        /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
+        var isDisplayed: Bool { get }
+        /// Shows `image` with `transition`, which is `.none` but for an image that did not come
+        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
+        /// and `NSImageView` cross-dissolve.
+        func show(_ image: Image?, transition: Transition)
+    }
+
+    /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
+    /// always appears at once, as do the placeholder and the failure image.
+    public enum Transition: Sendable, Hashable {
+        /// At once.
+        case none
+        /// A cross-dissolve from what the target shows, over this many seconds.
+        case fade(TimeInterval)
+
+        /// What showing an image from `source` uses, when `self` was asked for: nothing for one
+        /// from memory, which is there at once (a fade would only flash).
+        func applied(to source: Source) -> Transition { source == .memory ? .none : self }
+    }
+
+    /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
+    /// new binding replaces the request, and no callback of an earlier one touches the target; an
+    /// image in memory is set at once, inside `bind`, without the placeholder; a failure leaves the
+    /// failure image (else the placeholder) and ``state`` says why; on `purgeMemory()`, a target not
+    /// displayed lets its image go until it is bound again.
+    ///
+    /// **Thread safety.** A binder belongs to the serial queue it is made with (the main queue for
+    /// views): call it there; it sets the target there, and its requests' callbacks run there.
+    public final class Binder: @unchecked Sendable {
+        /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
+        /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
+        public enum State: Sendable, Equatable {
+            case idle, placeholder, loading, image(Source), failed(Error)
+        }
+
+        /// What the target shows now.
+        public private(set) var state = State.idle
+        private let queue: DispatchQueue
+        private weak var target: ImageTarget?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?, transition: Transition)?
+        private var task: FetchTask?
+        private var generation = 0  // of the binding: a callback of an earlier one is ignored
+        private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        private var observer: NSObjectProtocol?
+
+        /// A binder for `target`, which it holds weakly, used on `queue`.
+        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            (self.target, self.queue) = (target, queue)
+            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil, queue: nil) { [weak self] note in
+                guard let self, let cache = note.object as? ImageCache else { return }
+                queue.async { self.purged(cache) }
+            }
+        }
+
+        deinit {
+            task?.cancel()
+            observer.map(NotificationCenter.default.removeObserver)
+        }
+
+        /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
+        /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
+        /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
+        /// fill that, as an entry of its own in memory, at the main screen's scale (see
+        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
+        @discardableResult
+        public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
+        }
+
+        /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
+        /// sent as `fetch(_ request: URLRequest, ...)` sends it, and its headers are not part of the
+        /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
+        @discardableResult
+        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
+        }
+
+        /// `scale`: the display scale of the target's screen (a view's), which the image carries;
+        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        @discardableResult
+        fileprivate func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
+            dispatchPrecondition(condition: .onQueue(queue))
+            let size = ImageCache.pixels(pixelSize)
+            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
+            var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
+            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache { showing = true }
+            let previous = task
+            defer { previous?.cancel() }  // after the new request, which may share its download
+            generation += 1
+            let generation = generation  // before `show`: a target that binds again from its setter wins
+            task = nil
+            binding = (placeholder, failureImage, cache, memoryKey, transition)
+            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
+            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
+            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
+                show(image, .image(.memory))
+                return nil
+            }
+            if showing { state = .loading } else { show(placeholder, .loading) }
+            let decoder = Decoder.image(filling: size, scale: scale)
+            (load.key, load.decoder) = (memoryKey, decoder)
+            task = cache.request(load, queue: queue, completion: { [weak self] result in
+                self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
+            }, onCancel: { [weak self] in self?.finished(generation, nil) })
+            return task
+        }
+
+        /// Cancels the load under way, if any; what the target shows stays (`loading` becomes `idle`).
+        public func cancel() {
+            dispatchPrecondition(condition: .onQueue(queue))
+            generation += 1
+            task?.cancel()
+            task = nil
+            if case .loading = state { state = .idle }
+        }
+
+        /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
+        private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
+            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            task = nil
+            switch result {
+            case .success(let fetched)?:
+                show(fetched.value, .image(fetched.source), transition: (binding?.transition ?? .none).applied(to: fetched.source))
+            case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
+            case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
+            }
+        }
+
+        private func purged(_ cache: ImageCache) {
+            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
+            show(binding?.placeholder, .placeholder)
+        }
+
+        private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
+            self.state = state
+            target?.show(image, transition: transition)
+        }
+    }
+
+    fileprivate static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
+
+    /// A target size in whole pixels; nil for none, or one that is empty or absurd.
+    static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
+        guard let size, (1...100_000).contains(size.width), (1...100_000).contains(size.height) else { return nil }
+        return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
+    }
+
+    /// `key` at `size` (a size from `pixels`): memory keeps an entry per size, the disk one file, the key's.
+    fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> Key {
+        Key(string: key, size: size.map { UInt64($0.width) << 32 | UInt64($0.height) } ?? 0)
+    }
+
+}
+
+nonisolated extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+
+#if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+#if canImport(UIKit)
+extension ImageCache { fileprivate typealias ImageView = UIImageView }
+#else
+extension ImageCache { fileprivate typealias ImageView = NSImageView }
+#endif
+
+// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
+extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
+    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
+    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
+    /// warning rather than show its placeholder until it is bound again.
+    public var isDisplayed: Bool { true }
+
+    /// Sets `image`; with a fade, as a cross-dissolve.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        if case .fade(let seconds) = transition, seconds > 0 {
+            #if canImport(UIKit)
+            return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
+                                     animations: { self.image = image })
+            #else
+            // NSImageView does not animate `image`: a fade of its layer's contents does.
+            let fade = CATransition()
+            (fade.type, fade.duration) = (.fade, seconds)
+            wantsLayer = true
+            layer?.add(fade, forKey: "ImageCache.fade")
+            #endif
+        }
+        self.image = image
+    }
+
+    /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
+    /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
+    /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
+    /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
+    /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
+    @discardableResult
+    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
+                         targetSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
+                         cache, transition, scale: displayScale)
+    }
+
+    /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
+    /// request is sent as ``ImageCache/Binder`` sends it, and its headers are not part of the key.
+    /// (Not optional, so that `setImage(with: nil)` stays the URL form's: the placeholder.)
+    @discardableResult
+    public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
+                         cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
+                         transition, scale: displayScale)
+    }
+
+    /// `size` (the view's bounds by default) in the screen's pixels.
+    private func pixels(_ size: CGSize?) -> CGSize {
+        let size = size ?? bounds.size
+        return CGSize(width: size.width * displayScale, height: size.height * displayScale)
+    }
+
+    /// The scale of the view's screen, which its images carry; the main screen's when it is in no window.
+    private var displayScale: Double {
+        #if canImport(UIKit)
+        // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
+        // window, where the bounds are rarely laid out either.)
+        let scale = traitCollection.displayScale
+        #else
+        let scale = window?.backingScaleFactor ?? 0
+        #endif
+        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
+    }
+
+    /// Cancels the load under way, if any; what the view shows stays.
+    public func cancelImageLoad() { imageBinder.cancel() }
+
+    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
+    public var imageBinder: ImageCache.Binder {
+        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
+        let binder = ImageCache.Binder(self)
+        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        return binder
+    }
+
+    private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+}
+#endif
+
+#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
+extension ImageCache {
+    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
+    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// The image carries the environment's `displayScale`: its `size` is in points.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor public struct RemoteImage: View {
+        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
+        private let transition: Transition
+        @StateObject private var target = Target()
+        @Environment(\.displayScale) private var displayScale
+
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
+        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
+            self.transition = transition
+        }
+
+        public var body: some View {
+            #if canImport(UIKit)
+            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
+            #else
+            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
+            #endif
+            // A new identity per image, so that a fade's transition takes the old one out and the new in.
+            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
+            return ZStack { identified.transition(AnyTransition.opacity) }
+                .onAppear { target.isDisplayed = true; bind() }
+                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+                .onChange(of: arguments) { _ in bind() }
+        }
+
+        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
+        private static let empty = Image()
+
+        /// What a binding is made of: a change of any argument binds again (the images by identity).
+        private var arguments: [AnyHashable?] {
+            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
+        }
+
+        private func bind() {
+            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
+                               scale: Double(displayScale))
+        }
+
+        private final class Target: ObservableObject, ImageTarget {
+            @Published var image: Image?
+            var isDisplayed = false
+            lazy var binder = Binder(self)
+
+            func show(_ image: Image?, transition: Transition) {
+                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
+                withAnimation(.easeIn(duration: seconds)) { self.image = image }
+            }
+        }
+    }
+}
+#endif
+
+// MARK: - Implementation
+//
+// Everything below is internal, in the order a miss walks it: the request, the download's lifecycle,
+// the network, delivery; then what they use: HTTP, the memory tier, the disk tier and its files,
+// images, the platform's parts and small helpers.
+
+// MARK: - Requests
+
+nonisolated extension ImageCache {
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    fileprivate struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+        var noStore = false  // the server said `Cache-Control: no-store`: memory only
+    }
+
+    /// A decoded value that is not an image, with its type.
+    fileprivate final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    fileprivate struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+            Decoder(type: nil) { data, limits in
+                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image) }
+            }
+        }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }.mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
     }
 
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
@@ -1557,6 +1944,49 @@ nonisolated extension ImageCache {
 // MARK: - Network transfer
 
 nonisolated extension ImageCache {
+    /// Sends the first request of each download (or its next attempt): the load's request with the
+    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
+    /// refuses fails its download at once, and what that frees is started in the same loop.
+    private func startNetwork(_ downloads: [Download]) {
+        var batch = downloads
+        while !batch.isEmpty {
+            var freed: [Download] = []
+            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            for (download, stale) in zip(batch, stale) {
+                switch request(for: download, settings, stale?.found.validators) {
+                case .failure(let refusal):
+                    freed += networkFinished(download, .failure(refusal), response: nil)
+                case .success(let request):
+                    let task: URLSessionDataTask? = lock.withLock {
+                        guard case .running(nil) = download.phase else { return nil }
+                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
+                        _state.lanes.move(download, to: .running(task))
+                        return task
+                    }
+                    task?.resume()
+                }
+            }
+            batch = freed
+        }
+    }
+
+    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
+    /// be sent. The modifier runs here, outside the lock: it is the app's code.
+    private func request(for download: Download, _ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
+        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                          timeoutInterval: settings.requestTimeout)
+        if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
+        }
+        validators?.ask(&request)
+        guard let modifier = settings.requestModifier else { return .success(request) }
+        guard let modified = modifier(request) else { return .failure(.invalidRequest("the request modifier returned nil")) }
+        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) { return .failure(refusal) }
+        return .success(modified)
+    }
+
     /// One network attempt: its download, its limits, and the bytes and response that the session's
     /// serial delegate queue alone fills and reads.
     fileprivate final class Transfer: @unchecked Sendable {
@@ -1729,49 +2159,6 @@ nonisolated extension ImageCache {
             }
             for task in late { task.cancel() }
         }
-    }
-
-    /// Sends the first request of each download (or its next attempt): the load's request with the
-    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
-    /// refuses fails its download at once, and what that frees is started in the same loop.
-    private func startNetwork(_ downloads: [Download]) {
-        var batch = downloads
-        while !batch.isEmpty {
-            var freed: [Download] = []
-            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
-            for (download, stale) in zip(batch, stale) {
-                switch request(for: download, settings, stale?.found.validators) {
-                case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal), response: nil)
-                case .success(let request):
-                    let task: URLSessionDataTask? = lock.withLock {
-                        guard case .running(nil) = download.phase else { return nil }
-                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
-                        _state.lanes.move(download, to: .running(task))
-                        return task
-                    }
-                    task?.resume()
-                }
-            }
-            batch = freed
-        }
-    }
-
-    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
-    /// be sent. The modifier runs here, outside the lock: it is the app's code.
-    private func request(for download: Download, _ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
-        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                                          timeoutInterval: settings.requestTimeout)
-        if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
-        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
-        }
-        validators?.ask(&request)
-        guard let modifier = settings.requestModifier else { return .success(request) }
-        guard let modified = modifier(request) else { return .failure(.invalidRequest("the request modifier returned nil")) }
-        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) { return .failure(refusal) }
-        return .success(modified)
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is.
@@ -2288,49 +2675,6 @@ nonisolated extension ImageCache {
         _queueOnDisk(.keep(items, usedAt: now))
     }
 
-    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
-    fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
-        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
-        case keep([DiskStore.Item], usedAt: TimeInterval)
-        case touch([String], at: TimeInterval)
-        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
-        case remove(String)
-        case removeAll
-        case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
-        case setting(@Sendable (DiskStore) -> Void)
-    }
-
-    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
-    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
-    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
-    /// work are not changes, and are queued as they are.)
-    private func _queueOnDisk(_ work: DiskWork) {
-        diskQueue.async { self.run(work) }
-    }
-
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
-    private func run(_ work: DiskWork) {
-        switch work {
-        case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
-        case .keep(let items, let now):
-            disk.keep(items, usedAt: now)
-        case .touch(let keys, let now):
-            disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
-        case .renew(let found, let downloadedAt, let receivedAt):
-            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
-        case .remove(let key):
-            disk.remove(DiskStore.fileID(for: key))
-        case .removeAll:
-            disk.removeAll()
-        case .reduce(let recency, let maxCount, let maxBytes, let now):
-            disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
-            disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
-        case .setting(let apply):
-            apply(disk)
-        }
-    }
-
     /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
     /// until it is popped (a record whose image left early still counts: the bound errs low).
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
@@ -2382,6 +2726,49 @@ nonisolated extension ImageCache {
 // MARK: - Disk tier
 
 nonisolated extension ImageCache {
+    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
+        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
+        case keep([DiskStore.Item], usedAt: TimeInterval)
+        case touch([String], at: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case remove(String)
+        case removeAll
+        case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
+        case setting(@Sendable (DiskStore) -> Void)
+    }
+
+    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
+    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
+    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
+    /// work are not changes, and are queued as they are.)
+    private func _queueOnDisk(_ work: DiskWork) {
+        diskQueue.async { self.run(work) }
+    }
+
+    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
+    private func run(_ work: DiskWork) {
+        switch work {
+        case .write(let item, let key, let now):
+            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+        case .keep(let items, let now):
+            disk.keep(items, usedAt: now)
+        case .touch(let keys, let now):
+            disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
+        case .renew(let found, let downloadedAt, let receivedAt):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .remove(let key):
+            disk.remove(DiskStore.fileID(for: key))
+        case .removeAll:
+            disk.removeAll()
+        case .reduce(let recency, let maxCount, let maxBytes, let now):
+            disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
+            disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
+        case .setting(let apply):
+            apply(disk)
+        }
+    }
+
 
     /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
@@ -2960,10 +3347,6 @@ nonisolated extension ImageCache {
 // MARK: - Images
 
 nonisolated extension ImageCache {
-    /// The image formats the cache recognises and checks.
-    public enum Format: String, Sendable {
-        case png, jpeg, gif, webp
-    }
 
     /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
     ///
@@ -3255,376 +3638,9 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Binding
-
-nonisolated extension ImageCache {
-    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
-    public protocol ImageTarget: AnyObject {
-        /// The image shown; nil shows none.
-        var image: Image? { get set }
-        /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
-        var isDisplayed: Bool { get }
-        /// Shows `image` with `transition`, which is `.none` but for an image that did not come
-        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
-        /// and `NSImageView` cross-dissolve.
-        func show(_ image: Image?, transition: Transition)
-    }
-
-    /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
-    /// always appears at once, as do the placeholder and the failure image.
-    public enum Transition: Sendable, Hashable {
-        /// At once.
-        case none
-        /// A cross-dissolve from what the target shows, over this many seconds.
-        case fade(TimeInterval)
-
-        /// What showing an image from `source` uses, when `self` was asked for: nothing for one
-        /// from memory, which is there at once (a fade would only flash).
-        func applied(to source: Source) -> Transition { source == .memory ? .none : self }
-    }
-
-    /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
-    /// new binding replaces the request, and no callback of an earlier one touches the target; an
-    /// image in memory is set at once, inside `bind`, without the placeholder; a failure leaves the
-    /// failure image (else the placeholder) and ``state`` says why; on `purgeMemory()`, a target not
-    /// displayed lets its image go until it is bound again.
-    ///
-    /// **Thread safety.** A binder belongs to the serial queue it is made with (the main queue for
-    /// views): call it there; it sets the target there, and its requests' callbacks run there.
-    public final class Binder: @unchecked Sendable {
-        /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
-        /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
-        public enum State: Sendable, Equatable {
-            case idle, placeholder, loading, image(Source), failed(Error)
-        }
-
-        /// What the target shows now.
-        public private(set) var state = State.idle
-        private let queue: DispatchQueue
-        private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?, transition: Transition)?
-        private var task: FetchTask?
-        private var generation = 0  // of the binding: a callback of an earlier one is ignored
-        private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
-        private var observer: NSObjectProtocol?
-
-        /// A binder for `target`, which it holds weakly, used on `queue`.
-        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
-            (self.target, self.queue) = (target, queue)
-            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil, queue: nil) { [weak self] note in
-                guard let self, let cache = note.object as? ImageCache else { return }
-                queue.async { self.purged(cache) }
-            }
-        }
-
-        deinit {
-            task?.cancel()
-            observer.map(NotificationCenter.default.removeObserver)
-        }
-
-        /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
-        /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
-        /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
-        /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
-        @discardableResult
-        public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
-        }
-
-        /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
-        /// sent as `fetch(_ request: URLRequest, ...)` sends it, and its headers are not part of the
-        /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
-        @discardableResult
-        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
-            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
-        }
-
-        /// `scale`: the display scale of the target's screen (a view's), which the image carries;
-        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
-        @discardableResult
-        fileprivate func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
-                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
-            dispatchPrecondition(condition: .onQueue(queue))
-            let size = ImageCache.pixels(pixelSize)
-            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
-            var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
-            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache { showing = true }
-            let previous = task
-            defer { previous?.cancel() }  // after the new request, which may share its download
-            generation += 1
-            let generation = generation  // before `show`: a target that binds again from its setter wins
-            task = nil
-            binding = (placeholder, failureImage, cache, memoryKey, transition)
-            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
-            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
-            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
-                show(image, .image(.memory))
-                return nil
-            }
-            if showing { state = .loading } else { show(placeholder, .loading) }
-            let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
-            task = cache.request(load, queue: queue, completion: { [weak self] result in
-                self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
-            }, onCancel: { [weak self] in self?.finished(generation, nil) })
-            return task
-        }
-
-        /// Cancels the load under way, if any; what the target shows stays (`loading` becomes `idle`).
-        public func cancel() {
-            dispatchPrecondition(condition: .onQueue(queue))
-            generation += 1
-            task?.cancel()
-            task = nil
-            if case .loading = state { state = .idle }
-        }
-
-        /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
-        private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
-            guard generation == self.generation else { ignoredCallbacks += 1; return }
-            task = nil
-            switch result {
-            case .success(let fetched)?:
-                show(fetched.value, .image(fetched.source), transition: (binding?.transition ?? .none).applied(to: fetched.source))
-            case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
-            case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
-            }
-        }
-
-        private func purged(_ cache: ImageCache) {
-            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
-            show(binding?.placeholder, .placeholder)
-        }
-
-        private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
-            self.state = state
-            target?.show(image, transition: transition)
-        }
-    }
-
-    fileprivate static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
-
-    /// A target size in whole pixels; nil for none, or one that is empty or absurd.
-    static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
-        guard let size, (1...100_000).contains(size.width), (1...100_000).contains(size.height) else { return nil }
-        return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
-    }
-
-    /// `key` at `size` (a size from `pixels`): memory keeps an entry per size, the disk one file, the key's.
-    fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> Key {
-        Key(string: key, size: size.map { UInt64($0.width) << 32 | UInt64($0.height) } ?? 0)
-    }
-
-}
-
-nonisolated extension ImageCache.ImageTarget {
-    /// Sets ``ImageCache/ImageTarget/image``: no transition.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        self.image = image
-    }
-}
-
-#if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
-#if canImport(UIKit)
-extension ImageCache { fileprivate typealias ImageView = UIImageView }
-#else
-extension ImageCache { fileprivate typealias ImageView = NSImageView }
-#endif
-
-// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
-extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
-    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
-    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
-    /// warning rather than show its placeholder until it is bound again.
-    public var isDisplayed: Bool { true }
-
-    /// Sets `image`; with a fade, as a cross-dissolve.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        if case .fade(let seconds) = transition, seconds > 0 {
-            #if canImport(UIKit)
-            return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
-                                     animations: { self.image = image })
-            #else
-            // NSImageView does not animate `image`: a fade of its layer's contents does.
-            let fade = CATransition()
-            (fade.type, fade.duration) = (.fade, seconds)
-            wantsLayer = true
-            layer?.add(fade, forKey: "ImageCache.fade")
-            #endif
-        }
-        self.image = image
-    }
-
-    /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
-    /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
-    /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
-    /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
-    /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
-    @discardableResult
-    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
-                         targetSize: CGSize? = nil, cache: ImageCache = .shared,
-                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
-                         cache, transition, scale: displayScale)
-    }
-
-    /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
-    /// request is sent as ``ImageCache/Binder`` sends it, and its headers are not part of the key.
-    /// (Not optional, so that `setImage(with: nil)` stays the URL form's: the placeholder.)
-    @discardableResult
-    public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
-                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
-                         cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
-                         transition, scale: displayScale)
-    }
-
-    /// `size` (the view's bounds by default) in the screen's pixels.
-    private func pixels(_ size: CGSize?) -> CGSize {
-        let size = size ?? bounds.size
-        return CGSize(width: size.width * displayScale, height: size.height * displayScale)
-    }
-
-    /// The scale of the view's screen, which its images carry; the main screen's when it is in no window.
-    private var displayScale: Double {
-        #if canImport(UIKit)
-        // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
-        // window, where the bounds are rarely laid out either.)
-        let scale = traitCollection.displayScale
-        #else
-        let scale = window?.backingScaleFactor ?? 0
-        #endif
-        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
-    }
-
-    /// Cancels the load under way, if any; what the view shows stays.
-    public func cancelImageLoad() { imageBinder.cancel() }
-
-    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
-    public var imageBinder: ImageCache.Binder {
-        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
-        let binder = ImageCache.Binder(self)
-        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-        return binder
-    }
-
-    private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
-}
-#endif
-
-#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
-extension ImageCache {
-    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
-    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
-    /// The image carries the environment's `displayScale`: its `size` is in points.
-    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
-    @MainActor public struct RemoteImage: View {
-        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
-        private let transition: Transition
-        @StateObject private var target = Target()
-        @Environment(\.displayScale) private var displayScale
-
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
-        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
-        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
-            self.transition = transition
-        }
-
-        public var body: some View {
-            #if canImport(UIKit)
-            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
-            #else
-            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
-            #endif
-            // A new identity per image, so that a fade's transition takes the old one out and the new in.
-            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
-            return ZStack { identified.transition(AnyTransition.opacity) }
-                .onAppear { target.isDisplayed = true; bind() }
-                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
-                .onChange(of: arguments) { _ in bind() }
-        }
-
-        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
-        private static let empty = Image()
-
-        /// What a binding is made of: a change of any argument binds again (the images by identity).
-        private var arguments: [AnyHashable?] {
-            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
-        }
-
-        private func bind() {
-            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
-                               scale: Double(displayScale))
-        }
-
-        private final class Target: ObservableObject, ImageTarget {
-            @Published var image: Image?
-            var isDisplayed = false
-            lazy var binder = Binder(self)
-
-            func show(_ image: Image?, transition: Transition) {
-                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
-                withAnimation(.easeIn(duration: seconds)) { self.image = image }
-            }
-        }
-    }
-}
-#endif
-
 // MARK: - Platform support
 
 nonisolated extension ImageCache {
-    #if canImport(UIKit)
-    /// The platform image type.
-    public typealias Image = UIImage
-    #elseif canImport(AppKit)
-    /// The platform image type.
-    public typealias Image = NSImage
-    #else
-    /// An image as the cache holds it where no UI framework exists: the original bytes and what
-    /// their header says. Bytes that are not a whole image of a known format fail to decode.
-    public struct Image: Sendable, Hashable {
-        /// The formats an image can be in (``ImageCache/Format``).
-        public typealias Format = ImageCache.Format
-
-        /// The image's bytes as downloaded, without any that followed its end.
-        public let data: Data
-        /// The format the bytes are in.
-        public let format: Format
-        /// Width in pixels, from the header.
-        public let width: Int
-        /// Height in pixels, from the header.
-        public let height: Int
-        /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
-        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
-        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, an
-        /// image of more than one frame animates within ``ImageCache/maxAnimatedFrames`` and a quarter
-        /// of ``ImageCache/imageMemoryMaxBytes``; the same rule, tested here, decides it there.
-        public let frameCount: Int
-
-        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
-        /// Bytes after the image's end are dropped.
-        public init?(data: Data) {
-            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
-            self = decoded.image
-        }
-
-        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
-            self.data = data
-            self.format = format
-            self.width = width
-            self.height = height
-            self.frameCount = frameCount
-        }
-    }
-    #endif
-
     private func observeMemoryWarnings() {
         #if canImport(UIKit) && !os(watchOS)
         memoryWarnings = NotificationCenter.default.addObserver(
