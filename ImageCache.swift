@@ -636,7 +636,7 @@ nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
     /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
-        get { lock.withLock { _state.settings.timeToLive } }
+        get { setting(\.timeToLive) }
         set {
             change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
                 disk.timeToLive = timeToLive
@@ -648,8 +648,8 @@ nonisolated extension ImageCache {
     /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
     /// recently used tenth leaves in one batch; lowering it evicts at once.
     public var imageMemoryMaxCount: Int {
-        get { lock.withLock { _state.settings.memoryMaxCount } }
-        set { setMemoryLimits { $0.memoryMaxCount = max(1, newValue) } }
+        get { setting(\.memoryMaxCount) }
+        set { changeMemoryLimit(\.memoryMaxCount, to: max(1, newValue)) }
     }
 
     /// How many bytes of images memory holds, the second chance included. An image costs its
@@ -660,26 +660,36 @@ nonisolated extension ImageCache {
     /// extension (a widget or a share extension, which the system stops at a few tens of MB);
     /// values below 1 are clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
     public var imageMemoryMaxBytes: Int {
-        get { lock.withLock { _state.settings.memoryMaxBytes } }
-        set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
+        get { setting(\.memoryMaxBytes) }
+        set { changeMemoryLimit(\.memoryMaxBytes, to: min(max(1, newValue), Int.max / 2)) }
+    }
+
+    /// The value of a setting, read under the lock.
+    private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
+        lock.withLock { _state.settings[keyPath: setting] }
     }
 
     /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
     /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
+    }
+
+    /// Changes a setting under the lock and runs `then`, the work the new value calls for, under it
+    /// too. Returns what `then` returns, for the caller to act on after unlocking.
+    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                        then: () -> Effects) -> Effects {
         lock.withLock {
             _state.settings[keyPath: setting] = value
-            if let disk { _queueOnDisk(.setting { disk($0, value) }) }
+            return then()
         }
     }
 
-    private func setMemoryLimits(_ change: (inout Settings) -> Void) {
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
         let now = currentTime()
-        lock.withLock {
-            change(&_state.settings)
-            _keepOnDisk(_evictOverLimits(), usedAt: now)
-        }
+        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
     }
 
     private static let defaultMemoryMaxBytes =
@@ -703,7 +713,7 @@ nonisolated extension ImageCache {
     /// counted pass it, else in the sweep that runs 2 s after the first disk lookup (so that an app
     /// that sets it at launch gets its first images from disk without waiting for a scan).
     public var diskMaxBytes: Int {
-        get { lock.withLock { _state.settings.diskMaxBytes } }
+        get { setting(\.diskMaxBytes) }
         set {
             change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
                 disk.setMaxBytes(maxBytes, now: self.currentTime())
@@ -715,7 +725,7 @@ nonisolated extension ImageCache {
     /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
     /// in memory only.)
     public var usesServerMaxAge: Bool {
-        get { lock.withLock { _state.settings.usesServerMaxAge } }
+        get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
     }
 
@@ -724,7 +734,7 @@ nonisolated extension ImageCache {
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
-        get { lock.withLock { _state.settings.servesStaleWhenOffline } }
+        get { setting(\.servesStaleWhenOffline) }
         set {
             change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
         }
@@ -734,18 +744,15 @@ nonisolated extension ImageCache {
     /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
     /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
     public var callbackQueue: DispatchQueue {
-        get { lock.withLock { _state.settings.callbackQueue } }
+        get { setting(\.callbackQueue) }
         set { change(\.callbackQueue, to: newValue) }
     }
 
     /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
     public var maxConcurrentDownloads: Int {
-        get { lock.withLock { _state.settings.maxConcurrentDownloads } }
+        get { setting(\.maxConcurrentDownloads) }
         set {
-            let started = lock.withLock {
-                _state.settings.maxConcurrentDownloads = max(1, newValue)
-                return _startReadyDownloads()
-            }
+            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
             startNetwork(started)
         }
     }
@@ -753,13 +760,11 @@ nonisolated extension ImageCache {
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
     /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {
-        get { lock.withLock { _state.settings.requestTimeout } }
+        get { setting(\.requestTimeout) }
         set {
             // Under the lock, so that the settings and the transport's session agree.
-            lock.withLock {
-                _state.settings.requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
-                transport.setTimeout(_state.settings.requestTimeout)
-            }
+            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
+                   then: { transport.setTimeout(_state.settings.requestTimeout) })
         }
     }
 
@@ -769,7 +774,7 @@ nonisolated extension ImageCache {
     /// still running then fails with `.network(.timedOut, …)`, which ``retryPolicy`` may retry with
     /// a limit of its own. A change applies to attempts that start after it.
     public var downloadTimeLimit: TimeInterval {
-        get { lock.withLock { _state.settings.downloadTimeLimit } }
+        get { setting(\.downloadTimeLimit) }
         set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
     }
 
@@ -782,13 +787,13 @@ nonisolated extension ImageCache {
     /// and cached under the load's key: a modifier that changes the URL or its host changes what is
     /// downloaded, not the key. Its headers follow a redirect to the same origin only. Nil by default.
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
-        get { lock.withLock { _state.settings.requestModifier } }
+        get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { _state.settings.retryPolicy } }
+        get { setting(\.retryPolicy) }
         set { change(\.retryPolicy, to: newValue) }
     }
 
@@ -796,7 +801,7 @@ nonisolated extension ImageCache {
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
     /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
-        get { lock.withLock { _state.settings.maxImageBytes } }
+        get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
@@ -809,7 +814,7 @@ nonisolated extension ImageCache {
     /// to 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
     /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
-        get { lock.withLock { _state.settings.maxDecodedPixelSize } }
+        get { setting(\.maxDecodedPixelSize) }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
     }
 
@@ -819,7 +824,7 @@ nonisolated extension ImageCache {
     /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
     /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
     public var maxAnimatedFrames: Int {
-        get { lock.withLock { _state.settings.maxAnimatedFrames } }
+        get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
     }
 
@@ -867,7 +872,7 @@ nonisolated extension ImageCache {
     /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
     /// callbacks of the same fetch when they share that queue. Nil by default.
     public var onEvent: (@Sendable (Event) -> Void)? {
-        get { lock.withLock { _state.settings.onEvent } }
+        get { setting(\.onEvent) }
         set { change(\.onEvent, to: newValue) }
     }
 }
