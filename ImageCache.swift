@@ -99,11 +99,13 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// `$XDG_CACHE_HOME`), on Apple platforms `Library/Caches/<bundle identifier>/ImageCache`.
     public static let shared: ImageCache = {
         let program = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
-        return ImageCache(uniqueName: "ImageCache", directory: cachesFolder.appendingPathComponent(folderName(for: program)))
+        return ImageCache(uniqueName: "ImageCache",
+                          directory: cachesFolder.appendingPathComponent(folderName(for: program)))
     }()
 
     private static var cachesFolder: URL {
-        FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first ?? FileManager.default.temporaryDirectory
+        FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
     }
 
     /// The name given to `init`.
@@ -113,8 +115,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 
     // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
     // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
-    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one. The lock already makes each access exclusive, so `_state` skips the runtime's
-    // own exclusivity check (a fifth of `peek`'s cost).
+    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
+    // The lock already makes each access exclusive, so `_state` skips the runtime's own
+    // exclusivity check (a fifth of `peek`'s cost).
     private let lock = NSLock()
     @exclusivity(unchecked) private var _state: Guarded
 
@@ -160,7 +163,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
-        folder = (directory ?? Self.cachesFolder).appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        folder = (directory ?? Self.cachesFolder)
+            .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
@@ -253,7 +257,8 @@ nonisolated extension ImageCache {
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
-    public func slowFetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
+    public func slowFetch(_ url: URL, key: String? = nil,
+                          callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
         request(Load(url, key: key, slow: true)) { result in callback?(url, try? Self.image(result).get().value) }
     }
 
@@ -366,7 +371,8 @@ nonisolated extension ImageCache {
     }
 
     /// The image Result forms of `fetch`, with their hooks.
-    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?, _ onRetry: (@Sendable (Error, Int) -> Void)?,
+    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
+                       _ onRetry: (@Sendable (Error, Int) -> Void)?,
                        _ completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
         var load = load
         (load.onProgress, load.onRetry) = (onProgress, onRetry)
@@ -374,7 +380,8 @@ nonisolated extension ImageCache {
     }
 
     /// The `decode:` forms of `fetch`, with their hooks.
-    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?, _ onRetry: (@Sendable (Error, Int) -> Void)?,
+    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
+                              _ onRetry: (@Sendable (Error, Int) -> Void)?,
                               _ completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
         var load = load
         (load.onProgress, load.onRetry) = (onProgress, onRetry)
@@ -385,7 +392,8 @@ nonisolated extension ImageCache {
     private func image(_ load: Load) async throws -> Image {
         let box = TaskBox()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
                 let task = request(load, queue: .global()) { result in
                     continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
@@ -426,7 +434,9 @@ nonisolated extension ImageCache {
     /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``,
     /// and stores nothing then.
     public func store(_ image: Image, for key: String) throws {
-        guard let bytes = Self.encodedBytes(of: image) else { throw Error.notAnImage("an image that cannot be encoded as PNG") }
+        guard let bytes = Self.encodedBytes(of: image) else {
+            throw Error.notAnImage("an image that cannot be encoded as PNG")
+        }
         try store(Payload(bytes: bytes, image: image), for: key)
     }
 
@@ -601,11 +611,13 @@ nonisolated extension ImageCache {
     /// within ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
-    public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max, completion: (@Sendable () -> Void)? = nil) {
+    public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
+                                completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
         lock.withLock {
             let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
-            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes), now: now))
+            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes),
+                                 now: now))
         }
         finishDiskWork(completion)
     }
@@ -624,9 +636,11 @@ nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
     /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
-        get { lock.withLock { _state.settings.timeToLive } }
+        get { setting(\.timeToLive) }
         set {
-            change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in disk.timeToLive = timeToLive }
+            change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
+                disk.timeToLive = timeToLive
+            }
         }
     }
 
@@ -634,8 +648,8 @@ nonisolated extension ImageCache {
     /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
     /// recently used tenth leaves in one batch; lowering it evicts at once.
     public var imageMemoryMaxCount: Int {
-        get { lock.withLock { _state.settings.memoryMaxCount } }
-        set { setMemoryLimits { $0.memoryMaxCount = max(1, newValue) } }
+        get { setting(\.memoryMaxCount) }
+        set { changeMemoryLimit(\.memoryMaxCount, to: max(1, newValue)) }
     }
 
     /// How many bytes of images memory holds, the second chance included. An image costs its
@@ -646,30 +660,41 @@ nonisolated extension ImageCache {
     /// extension (a widget or a share extension, which the system stops at a few tens of MB);
     /// values below 1 are clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
     public var imageMemoryMaxBytes: Int {
-        get { lock.withLock { _state.settings.memoryMaxBytes } }
-        set { setMemoryLimits { $0.memoryMaxBytes = min(max(1, newValue), Int.max / 2) } }
+        get { setting(\.memoryMaxBytes) }
+        set { changeMemoryLimit(\.memoryMaxBytes, to: min(max(1, newValue), Int.max / 2)) }
+    }
+
+    /// The value of a setting, read under the lock.
+    private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
+        lock.withLock { _state.settings[keyPath: setting] }
     }
 
     /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
     /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
+    }
+
+    /// Changes a setting under the lock and runs `then`, the work the new value calls for, under it
+    /// too. Returns what `then` returns, for the caller to act on after unlocking.
+    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                        then: () -> Effects) -> Effects {
         lock.withLock {
             _state.settings[keyPath: setting] = value
-            if let disk { _queueOnDisk(.setting { disk($0, value) }) }
+            return then()
         }
     }
 
-    private func setMemoryLimits(_ change: (inout Settings) -> Void) {
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
         let now = currentTime()
-        lock.withLock {
-            change(&_state.settings)
-            _keepOnDisk(_evictOverLimits(), usedAt: now)
-        }
+        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
     }
 
-    private static let defaultMemoryMaxBytes = defaultMemoryMaxBytes(bundlePath: Bundle.main.bundlePath,
-                                                                      physicalMemory: ProcessInfo.processInfo.physicalMemory)
+    private static let defaultMemoryMaxBytes =
+        defaultMemoryMaxBytes(bundlePath: Bundle.main.bundlePath,
+                              physicalMemory: ProcessInfo.processInfo.physicalMemory)
 
     /// A tenth of physical memory, at most 512 MiB; 8 MiB in an app extension (its bundle ends in
     /// `.appex`), which the system stops far below an app's memory (a widget near 30 MB).
@@ -688,9 +713,11 @@ nonisolated extension ImageCache {
     /// counted pass it, else in the sweep that runs 2 s after the first disk lookup (so that an app
     /// that sets it at launch gets its first images from disk without waiting for a scan).
     public var diskMaxBytes: Int {
-        get { lock.withLock { _state.settings.diskMaxBytes } }
+        get { setting(\.diskMaxBytes) }
         set {
-            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in disk.setMaxBytes(maxBytes, now: self.currentTime()) }
+            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
+                disk.setMaxBytes(maxBytes, now: self.currentTime())
+            }
         }
     }
 
@@ -698,7 +725,7 @@ nonisolated extension ImageCache {
     /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
     /// in memory only.)
     public var usesServerMaxAge: Bool {
-        get { lock.withLock { _state.settings.usesServerMaxAge } }
+        get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
     }
 
@@ -707,26 +734,25 @@ nonisolated extension ImageCache {
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
-        get { lock.withLock { _state.settings.servesStaleWhenOffline } }
-        set { change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired } }
+        get { setting(\.servesStaleWhenOffline) }
+        set {
+            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
+        }
     }
 
     /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
     /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
     /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
     public var callbackQueue: DispatchQueue {
-        get { lock.withLock { _state.settings.callbackQueue } }
+        get { setting(\.callbackQueue) }
         set { change(\.callbackQueue, to: newValue) }
     }
 
     /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
     public var maxConcurrentDownloads: Int {
-        get { lock.withLock { _state.settings.maxConcurrentDownloads } }
+        get { setting(\.maxConcurrentDownloads) }
         set {
-            let started = lock.withLock {
-                _state.settings.maxConcurrentDownloads = max(1, newValue)
-                return _startReadyDownloads()
-            }
+            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
             startNetwork(started)
         }
     }
@@ -734,13 +760,11 @@ nonisolated extension ImageCache {
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
     /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {
-        get { lock.withLock { _state.settings.requestTimeout } }
+        get { setting(\.requestTimeout) }
         set {
             // Under the lock, so that the settings and the transport's session agree.
-            lock.withLock {
-                _state.settings.requestTimeout = max(1, newValue.isNaN ? 30 : newValue)
-                transport.setTimeout(_state.settings.requestTimeout)
-            }
+            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
+                   then: { transport.setTimeout(_state.settings.requestTimeout) })
         }
     }
 
@@ -750,7 +774,7 @@ nonisolated extension ImageCache {
     /// still running then fails with `.network(.timedOut, …)`, which ``retryPolicy`` may retry with
     /// a limit of its own. A change applies to attempts that start after it.
     public var downloadTimeLimit: TimeInterval {
-        get { lock.withLock { _state.settings.downloadTimeLimit } }
+        get { setting(\.downloadTimeLimit) }
         set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
     }
 
@@ -763,13 +787,13 @@ nonisolated extension ImageCache {
     /// and cached under the load's key: a modifier that changes the URL or its host changes what is
     /// downloaded, not the key. Its headers follow a redirect to the same origin only. Nil by default.
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
-        get { lock.withLock { _state.settings.requestModifier } }
+        get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
-        get { lock.withLock { _state.settings.retryPolicy } }
+        get { setting(\.retryPolicy) }
         set { change(\.retryPolicy, to: newValue) }
     }
 
@@ -777,7 +801,7 @@ nonisolated extension ImageCache {
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
     /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
-        get { lock.withLock { _state.settings.maxImageBytes } }
+        get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
@@ -790,7 +814,7 @@ nonisolated extension ImageCache {
     /// to 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
     /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
-        get { lock.withLock { _state.settings.maxDecodedPixelSize } }
+        get { setting(\.maxDecodedPixelSize) }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
     }
 
@@ -800,7 +824,7 @@ nonisolated extension ImageCache {
     /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
     /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
     public var maxAnimatedFrames: Int {
-        get { lock.withLock { _state.settings.maxAnimatedFrames } }
+        get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
     }
 
@@ -848,7 +872,7 @@ nonisolated extension ImageCache {
     /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
     /// callbacks of the same fetch when they share that queue. Nil by default.
     public var onEvent: (@Sendable (Event) -> Void)? {
-        get { lock.withLock { _state.settings.onEvent } }
+        get { setting(\.onEvent) }
         set { change(\.onEvent, to: newValue) }
     }
 }
@@ -1180,7 +1204,8 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?, transition: Transition)?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?,
+                              transition: Transition)?
         private var task: FetchTask?
         private var generation = 0  // of the binding: a callback of an earlier one is ignored
         private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -1189,7 +1214,8 @@ nonisolated extension ImageCache {
         /// A binder for `target`, which it holds weakly, used on `queue`.
         public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
             (self.target, self.queue) = (target, queue)
-            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil, queue: nil) { [weak self] note in
+            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
+                                                              queue: nil) { [weak self] note in
                 guard let self, let cache = note.object as? ImageCache else { return }
                 queue.async { self.purged(cache) }
             }
@@ -1207,7 +1233,8 @@ nonisolated extension ImageCache {
         /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
             bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
@@ -1215,8 +1242,9 @@ nonisolated extension ImageCache {
         /// sent as `fetch(_ request: URLRequest, ...)` sends it, and its headers are not part of the
         /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
         @discardableResult
-        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                         pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) -> FetchTask? {
+        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil,
+                         failureImage: Image? = nil, pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
             bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
@@ -1229,7 +1257,9 @@ nonisolated extension ImageCache {
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
             var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
-            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache { showing = true }
+            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache {
+                showing = true
+            }
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
@@ -1266,7 +1296,8 @@ nonisolated extension ImageCache {
             task = nil
             switch result {
             case .success(let fetched)?:
-                show(fetched.value, .image(fetched.source), transition: (binding?.transition ?? .none).applied(to: fetched.source))
+                show(fetched.value, .image(fetched.source),
+                     transition: (binding?.transition ?? .none).applied(to: fetched.source))
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -1323,7 +1354,8 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
         if case .fade(let seconds) = transition, seconds > 0 {
             #if canImport(UIKit)
-            return UIView.transition(with: self, duration: seconds, options: [.transitionCrossDissolve, .allowUserInteraction],
+            return UIView.transition(with: self, duration: seconds,
+                                     options: [.transitionCrossDissolve, .allowUserInteraction],
                                      animations: { self.image = image })
             #else
             // NSImageView does not animate `image`: a fade of its layer's contents does.
@@ -1342,8 +1374,8 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
     /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
     @discardableResult
-    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil, failureImage: ImageCache.Image? = nil,
-                         targetSize: CGSize? = nil, cache: ImageCache = .shared,
+    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
         imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
                          cache, transition, scale: displayScale)
@@ -1354,8 +1386,8 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
     /// (Not optional, so that `setImage(with: nil)` stays the URL form's: the placeholder.)
     @discardableResult
     public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
-                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil,
-                         cache: ImageCache = .shared, transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
         imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
                          transition, scale: displayScale)
     }
@@ -1400,7 +1432,8 @@ extension ImageCache {
     /// The image carries the environment's `displayScale`: its `size` is in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
-        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache
+        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
+                    cache: ImageCache
         private let transition: Transition
         @StateObject private var target = Target()
         @Environment(\.displayScale) private var displayScale
@@ -1409,7 +1442,8 @@ extension ImageCache {
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) = (url, key, placeholder, failureImage, pixelSize, cache)
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) =
+                (url, key, placeholder, failureImage, pixelSize, cache)
             self.transition = transition
         }
 
@@ -1504,7 +1538,8 @@ nonisolated extension ImageCache {
 
         static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
             Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
-                Result { Payload(bytes: data, value: Box(try decode(data))) }.mapError { .decodingFailed(String(describing: $0)) }
+                Result { Payload(bytes: data, value: Box(try decode(data))) }
+                    .mapError { .decodingFailed(String(describing: $0)) }
             }
         }
 
@@ -1541,7 +1576,9 @@ nonisolated extension ImageCache {
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
         static func refusal(of request: URLRequest) -> Error? {
             guard request.url != nil else { return .invalidRequest("the request has no URL") }
-            if let method = request.httpMethod, method != "GET" { return .invalidRequest("method \(method); only GET is sent") }
+            if let method = request.httpMethod, method != "GET" {
+                return .invalidRequest("method \(method); only GET is sent")
+            }
             if request.httpBody != nil || request.httpBodyStream != nil { return .invalidRequest("a GET has no body") }
             return nil
         }
@@ -1601,7 +1638,8 @@ nonisolated extension ImageCache {
             }
             switch _state.entries[key] {
             case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
-                    && _state.memory[slot].receivedAt <= now + Self.maxClockSkew && decoder.type == _state.memory[slot].type:
+                    && _state.memory[slot].receivedAt <= now + Self.maxClockSkew
+                    && decoder.type == _state.memory[slot].type:
                 _state.memory.markUsed(slot)
                 _state.counts.memoryHits &+= 1
                 // No bytes: the entry is of the requested type.
@@ -1641,7 +1679,8 @@ nonisolated extension ImageCache {
             return task
         }
         if let immediate {
-            let event = handler == nil ? nil : Self.event(immediate.result, task.url, from: .memory, bytes: immediate.bytes)
+            let event = handler == nil ? nil : Self.event(immediate.result, task.url, from: .memory,
+                                                          bytes: immediate.bytes)
             deliver(task, immediate.result, event: event, handler: handler)
         }
         if let lookUp {
@@ -1752,7 +1791,8 @@ nonisolated extension ImageCache {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, let download = Self.popLive(&slowQueue) {
+            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0,
+                  let download = Self.popLive(&slowQueue) {
                 start(download)
                 started.append(download)
             }
@@ -1862,7 +1902,8 @@ nonisolated extension ImageCache {
         _state.counts.failures &+= 1
         _state.failureOrder.append((key, serial))
         // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > Self.maxFailuresRemembered, let (oldKey, serial) = _state.failureOrder.popFirst() {
+        while _state.failureOrder.count > Self.maxFailuresRemembered,
+              let (oldKey, serial) = _state.failureOrder.popFirst() {
             if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
         }
     }
@@ -1973,17 +2014,24 @@ nonisolated extension ImageCache {
 
     /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
     /// be sent. The modifier runs here, outside the lock: it is the app's code.
-    private func request(for download: Download, _ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
+    private func request(for download: Download, _ settings: Settings,
+                         _ validators: Validators?) -> Result<URLRequest, Error> {
         var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                                           timeoutInterval: settings.requestTimeout)
-        if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept") }
+        if request.value(forHTTPHeaderField: "Accept") == nil {
+            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
+        }
         if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
             request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
         }
         validators?.ask(&request)
         guard let modifier = settings.requestModifier else { return .success(request) }
-        guard let modified = modifier(request) else { return .failure(.invalidRequest("the request modifier returned nil")) }
-        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) { return .failure(refusal) }
+        guard let modified = modifier(request) else {
+            return .failure(.invalidRequest("the request modifier returned nil"))
+        }
+        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
+            return .failure(refusal)
+        }
         return .success(modified)
     }
 
@@ -2122,7 +2170,8 @@ nonisolated extension ImageCache {
             cache?.transferred(transfer, stopped: transfer.failure ?? timedOut, error: error)
         }
 
-        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        func urlSession(_ session: URLSession, task: URLSessionTask,
+                        willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
             completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
         }
@@ -2152,7 +2201,8 @@ nonisolated extension ImageCache {
                 for transfer in transfers.values where transfer.timedOut == nil {
                     guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
                     let limit = String(format: "%g", transfer.seconds)
-                    transfer.timedOut = .network(.timedOut, "no complete response within the \(limit)-second limit per download")
+                    transfer.timedOut = .network(.timedOut,
+                                                 "no complete response within the \(limit)-second limit per download")
                     late.append(transfer.task)
                 }
                 return late
@@ -2189,7 +2239,8 @@ nonisolated extension ImageCache {
     /// would hold back every other transfer's data.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil && transfer.stale != nil
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+            && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
@@ -2211,7 +2262,8 @@ nonisolated extension ImageCache {
     /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
     /// the caller to start (here it would nest one call per queued download that fails at once).
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool = false, whole: (Int, Int?)? = nil) -> [Download] {
+                                 response: URLResponse?, notModified: Bool = false,
+                                 whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
         var delivery = result.map { Delivery(payload: $0, source: .network, limits: download.limits) }
         var started: [Download] = []
@@ -2234,7 +2286,8 @@ nonisolated extension ImageCache {
                 let size = payload.bytes?.count
                 payload.noStore = cacheControl.noStore
                 if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
-                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now), usedAt: now)
+                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                            usedAt: now)
                 if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
                 if notModified, let found = download.stale?.found {
                     _state.counts.revalidated &+= 1
@@ -2242,18 +2295,22 @@ nonisolated extension ImageCache {
                 } else if cacheControl.noStore {
                     _queueOnDisk(.remove(download.key.string))
                 } else {
-                    _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                                       downloadedAt: downloadedAt, receivedAt: now, validators: Validators(response)),
+                    _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
+                                                       size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
+                                                       receivedAt: now, validators: Validators(response)),
                                         key: download.key, usedAt: now))
                 }
-            case .failure(let error) where !error.isFatal && error != .cancelled && download.attempts <= policy.maxRetries:
+            case .failure(let error) where !error.isFatal && error != .cancelled
+                    && download.attempts <= policy.maxRetries:
                 _state.lanes.move(download, to: .waitingToRetry)
-                retry = (download.attempts, policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)), error)
+                retry = (download.attempts,
+                         policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)), error)
             case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
                 _state.lanes.move(download, to: .done)
                 _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
                 if let offline {
-                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true, limits: download.limits))
+                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true,
+                                                 limits: download.limits))
                 }
             case .failure(let error):
                 _state.lanes.move(download, to: .done)
@@ -2271,7 +2328,9 @@ nonisolated extension ImageCache {
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
             for task in waiters {
-                if let onRetry = task.load.onRetry { task.queue.async { if task.isWaiting { onRetry(retry.error, retry.attempt) } } }
+                if let onRetry = task.load.onRetry {
+                    task.queue.async { if task.isWaiting { onRetry(retry.error, retry.attempt) } }
+                }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
@@ -2279,7 +2338,8 @@ nonisolated extension ImageCache {
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size), handler: handler)
+            deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
+                    handler: handler)
         }
         return started
     }
@@ -2345,7 +2405,8 @@ nonisolated extension ImageCache {
     }
 
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
-    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>, event: Event?, handler: (@Sendable (Event) -> Void)?) {
+    private func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
+                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
         let result = Unchecked(result)
         task.queue.async {
             if let event, let handler { handler(event) }
@@ -2384,8 +2445,10 @@ nonisolated extension ImageCache {
         /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
         /// load fails with its 3xx) for a target that is not http(s). The target is the response's
         /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
-        fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest, from sent: URLRequest?) -> URLRequest? {
-            let location = response.value(forHTTPHeaderField: "Location").flatMap { URL(string: $0, relativeTo: response.url) }
+        fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest,
+                                         from sent: URLRequest?) -> URLRequest? {
+            let location = response.value(forHTTPHeaderField: "Location")
+                .flatMap { URL(string: $0, relativeTo: response.url) }
             guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
             var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
                                   timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
@@ -2395,7 +2458,8 @@ nonisolated extension ImageCache {
             }
             let sameOrigin = origin(url) == origin(sent?.url)
             let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
-            for (name, value) in sent?.allHTTPHeaderFields ?? [:] where sameOrigin || ownHeaders.contains(name.lowercased()) {
+            for (name, value) in sent?.allHTTPHeaderFields ?? [:]
+                where sameOrigin || ownHeaders.contains(name.lowercased()) {
                 next.setValue(value, forHTTPHeaderField: name)
             }
             return next
@@ -2404,7 +2468,8 @@ nonisolated extension ImageCache {
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
-        fileprivate static func validate(data: Data, response: URLResponse?, error: Swift.Error?) -> Result<Data, Error> {
+        fileprivate static func validate(data: Data, response: URLResponse?,
+                                         error: Swift.Error?) -> Result<Data, Error> {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
             let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
@@ -2432,12 +2497,14 @@ nonisolated extension ImageCache {
             var maxAge: TimeInterval?  // only when the cache is told to use it
 
             init(_ response: URLResponse?, usesMaxAge: Bool) {
-                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased() ?? ""
+                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased()
+                    ?? ""
                 for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
                     if directive == "no-store" { noStore = true }
                     let digits = directive.dropFirst(8)  // after "max-age="
                     // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
-                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) {
+                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty,
+                       digits.allSatisfy({ ("0"..."9").contains($0) }) {
                         maxAge = min(Double(digits) ?? 0, 2_147_483_648)
                     }
                 }
@@ -2447,7 +2514,8 @@ nonisolated extension ImageCache {
         /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
         static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
             guard let http = response as? HTTPURLResponse,
-                  let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
+                  let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces)
+            else { return nil }
             if let seconds = TimeInterval(value) { return max(0, seconds) }
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -2475,7 +2543,9 @@ nonisolated extension ImageCache {
     fileprivate final class SecondChanceShelf {  // NSString keys compare code units, as `Key` does bytes
         private let cache = NSCache<NSString, SecondChance>()
         func object(forKey key: Key) -> SecondChance? { cache.object(forKey: key.string as NSString) }
-        func setObject(_ object: SecondChance, forKey key: Key) { cache.setObject(object, forKey: key.string as NSString) }
+        func setObject(_ object: SecondChance, forKey key: Key) {
+            cache.setObject(object, forKey: key.string as NSString)
+        }
         func removeObject(forKey key: Key) { cache.removeObject(forKey: key.string as NSString) }
         func removeAllObjects() { cache.removeAllObjects() }
     }
@@ -2516,8 +2586,8 @@ nonisolated extension ImageCache {
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
-                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)), size: size,
-                               downloadedAt: downloadedAt, receivedAt: receivedAt)
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)),
+                               size: size, downloadedAt: downloadedAt, receivedAt: receivedAt)
             }
         }
         private var slots: [Slot] = []
@@ -2621,9 +2691,10 @@ nonisolated extension ImageCache {
         // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
         // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
         // every older entry was used; then it is clear, as for any entry not used since.
-        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value, noStore: payload.noStore,
-                                              data: payload.bytes, size: size, cost: cost, downloadedAt: downloadedAt,
-                                              receivedAt: receivedAt ?? downloadedAt, referenced: true))
+        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
+                                              noStore: payload.noStore, data: payload.bytes, size: size, cost: cost,
+                                              downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
+                                              referenced: true))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
         defer { _state.memory[slot].referenced = false }
         return _evictOverLimits()
@@ -2693,11 +2764,14 @@ nonisolated extension ImageCache {
 
     /// The second chance: an image evicted lately comes back into memory.
     private func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot, let image = found.image else { return nil }
+        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot,
+              let image = found.image else { return nil }
         secondChance.removeObject(forKey: key)
-        guard now < found.downloadedAt + _state.settings.timeToLive, found.receivedAt <= now + Self.maxClockSkew else { return nil }
+        guard now < found.downloadedAt + _state.settings.timeToLive,
+              found.receivedAt <= now + Self.maxClockSkew else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt, receivedAt: found.receivedAt), usedAt: now)
+        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
+                            receivedAt: found.receivedAt), usedAt: now)
         return (image, found.size)
     }
 
@@ -2876,7 +2950,8 @@ nonisolated extension ImageCache {
         /// that was read.
         func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
-            Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt), AT_SYMLINK_NOFOLLOW)
+            Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
+                                 AT_SYMLINK_NOFOLLOW)
             if downloadedAt > now, let fd = openFile(found.file.id) {
                 Validators.setShift(downloadedAt - now, fd: fd)
                 Foundation.close(fd)
@@ -2917,12 +2992,17 @@ nonisolated extension ImageCache {
                 }
                 failing = false
             } catch {
-                fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); serving from memory and the network")
+                fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); "
+                     + "serving from memory and the network")
                 return false
             }
             // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
             // that only a write that passes the limit deletes anything.
-            if counted == nil { recount() } else { count(files: replaced == nil ? 1 : 0, bytes: Int64(item.size) - (replaced ?? 0)) }
+            if counted == nil {
+                recount()
+            } else {
+                count(files: replaced == nil ? 1 : 0, bytes: Int64(item.size) - (replaced ?? 0))
+            }
             if let counted, counted.bytes > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
             return true
         }
@@ -3069,7 +3149,8 @@ nonisolated extension ImageCache {
         private func openFolder(create: Bool) -> Int32? {
             if directory >= 0 { return directory }
             if create {
-                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
+                                                         withIntermediateDirectories: true)
                 Foundation.mkdir(folderPath, 0o700)
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -3098,16 +3179,21 @@ nonisolated extension ImageCache {
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
             let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
-            let fd = Foundation.openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            let fd = Foundation.openat(directory, temporary,
+                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
             var closed = false
             do {
                 try data.withUnsafeBytes { bytes in
-                    let written = POSIX.transfer(bytes.count) { Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0) }
+                    let written = POSIX.transfer(bytes.count) {
+                        Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0)
+                    }
                     if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
-                if item.downloadedAt > item.receivedAt { Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd) }
+                if item.downloadedAt > item.receivedAt {
+                    Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
+                }
                 try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
@@ -3163,7 +3249,8 @@ nonisolated extension ImageCache.DiskStore {
             guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
             (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
             #if canImport(Darwin)
-            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtimespec), ImageCache.POSIX.seconds(info.st_atimespec))
+            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtimespec),
+                                      ImageCache.POSIX.seconds(info.st_atimespec))
             #else
             (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtim), ImageCache.POSIX.seconds(info.st_atim))
             #endif
@@ -3188,7 +3275,9 @@ nonisolated extension ImageCache.DiskStore {
             withUnsafeBytes(of: &entry.pointee.d_name) { name in
                 if let id = Self.imageID(name) {
                     let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
-                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) { files.append(file) }
+                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                        files.append(file)
+                    }
                 } else if sweeping, name[0] == UInt8(ascii: ".") {
                     let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
                     if Self.isTemporaryName(string) { temporary.append(string) }
@@ -3282,7 +3371,8 @@ nonisolated extension ImageCache {
 
         init?(_ response: URLResponse?) {
             let http = response as? HTTPURLResponse
-            self.init(etag: http?.value(forHTTPHeaderField: "ETag"), lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"),
+                      lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
         }
 
         init?(fd: Int32) {
@@ -3320,7 +3410,8 @@ nonisolated extension ImageCache {
         private static let shiftAttribute = "user.imagecache.shift"
 
         #if canImport(Darwin)
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
+                                _ name: String = attribute) -> Int {
             Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
         }
         private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
@@ -3329,12 +3420,15 @@ nonisolated extension ImageCache {
         #else
         // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
         private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
-            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int).self)
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?,
+                                                   Int) -> Int).self)
         }
         private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
-            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32).self)
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?,
+                                                   Int, Int32) -> Int32).self)
         }
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ name: String = attribute) -> Int {
+        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
+                                _ name: String = attribute) -> Int {
             getxattr.map { $0(fd, name, buffer, count) } ?? -1
         }
         private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
@@ -3359,7 +3453,8 @@ nonisolated extension ImageCache {
     /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
     /// if ``animates(frames:width:height:within:)`` says so.
     static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
-                       limits: DecodeLimits = DecodeLimits(), scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
+                       limits: DecodeLimits = DecodeLimits(),
+                       scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
         #if canImport(ImageIO)
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
@@ -3481,7 +3576,9 @@ nonisolated extension ImageCache {
         }
 
         func png() -> Info {
-            guard count >= 33, matches("IHDR".utf8, at: 12), be32(8) == 13 else { return corrupt(.png, "no IHDR header") }
+            guard count >= 33, matches("IHDR".utf8, at: 12), be32(8) == 13 else {
+                return corrupt(.png, "no IHDR header")
+            }
             let (width, height) = (be32(16), be32(20))
             guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
                 return corrupt(.png, "size \(width)x\(height) out of range")
@@ -3617,7 +3714,9 @@ nonisolated extension ImageCache {
             } else if matches("VP8X".utf8, at: 12) {
                 size = (le24(24) + 1, le24(27) + 1)
             }
-            guard let (width, height) = size, width > 0, height > 0 else { return corrupt(.webp, "no VP8, VP8L or VP8X header") }
+            guard let (width, height) = size, width > 0, height > 0 else {
+                return corrupt(.webp, "no VP8, VP8L or VP8X header")
+            }
             // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
             return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1))
         }
@@ -3692,18 +3791,23 @@ nonisolated extension ImageCache {
                                frames: Int, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
-              let width = header[kCGImagePropertyPixelWidth] as? Int, let height = header[kCGImagePropertyPixelHeight] as? Int
+              let width = header[kCGImagePropertyPixelWidth] as? Int,
+              let height = header[kCGImagePropertyPixelHeight] as? Int
         else { return nil }
         let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
         let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
                               maxPixels: limits.maxPixels)
-        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceShouldCacheImmediately: true,
-                                        kCGImageSourceCreateThumbnailWithTransform: true, kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                        kCGImageSourceShouldCacheImmediately: true,
+                                        kCGImageSourceCreateThumbnailWithTransform: true,
+                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
         let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
         let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
         if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
-            let images = (0..<frames).compactMap { CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image) }
+            let images = (0..<frames).compactMap {
+                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+            }
             // UIKit shows the frames evenly over the whole duration.
             let duration = (0..<frames).reduce(0) { $0 + frameDuration(delay: delay(source, at: $1)) }
             if images.count == frames, let animated = UIImage.animatedImage(with: images, duration: duration) {
@@ -3759,7 +3863,9 @@ nonisolated extension ImageCache {
         #if canImport(UIKit)
         return image.pngData()
         #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap { NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:]) }
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
         #else
         return image.data
         #endif
@@ -3996,7 +4102,9 @@ nonisolated extension ImageCache {
     }
 
     /// The file name the disk tier uses for `url`.
-    @_spi(Testing) public static func diskFileName(for url: URL) -> String { DiskStore.fileName(for: url.absoluteString) }
+    @_spi(Testing) public static func diskFileName(for url: URL) -> String {
+        DiskStore.fileName(for: url.absoluteString)
+    }
 
     /// Every broken invariant, described; empty when all hold. Checks the memory list against the
     /// dictionary, memory against its cap, the downloads listed, that every download's phase
@@ -4007,19 +4115,25 @@ nonisolated extension ImageCache {
         var problems: [String] = lock.withLock {
             var problems: [String] = []
             let order = _state.memory.indicesFromLeastRecent()
-            if order.count != _state.memory.count { problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)") }
+            if order.count != _state.memory.count {
+                problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
+            }
             if _state.memory.count + _state.secondChanceOrder.count > _state.settings.memoryMaxCount {
-                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count) > cap \(_state.settings.memoryMaxCount)")
+                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count)"
+                                + " > cap \(_state.settings.memoryMaxCount)")
             }
             if _state.memory.bytes + _state.secondChanceBytes > _state.settings.memoryMaxBytes {
-                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes) > budget \(_state.settings.memoryMaxBytes)")
+                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes)"
+                                + " > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0
             for (key, entry) in _state.entries {
                 switch entry {
                 case .loaded(let slot):
                     loaded += 1
-                    if _state.memory[slot].key != key { problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)") }
+                    if _state.memory[slot].key != key {
+                        problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)")
+                    }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
                     if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
@@ -4027,14 +4141,17 @@ nonisolated extension ImageCache {
                     break
                 }
             }
-            if loaded != _state.memory.count { problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)") }
+            if loaded != _state.memory.count {
+                problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)")
+            }
             problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
             return problems
         }
         problems += diskQueue.sync {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             let known = Set(disk.list().map(\.name))
-            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }.map { "unexpected file in the folder: \($0)" }
+            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }
+                .map { "unexpected file in the folder: \($0)" }
         }
         return problems
     }
@@ -4062,7 +4179,8 @@ nonisolated extension ImageCache {
     }
 
     /// How the memory entry of `key` at `size` is described (see `Key.description`).
-    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?) -> String {
+    @_spi(Testing) public static func memoryKeyDescription(_ key: String,
+                                                           filling size: (width: Int, height: Int)?) -> String {
         memoryKey(key, filling: size).description
     }
 
