@@ -1119,6 +1119,8 @@ nonisolated extension ImageCache {
         fileprivate var answer = Answer.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
+        fileprivate var finalProgress: (received: Int, expected: Int?)?
         fileprivate enum Answer { case waiting, delivered, cancelled }
 
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
@@ -2267,7 +2269,6 @@ nonisolated extension ImageCache {
         let now = currentTime()
         var delivery = result.map { Delivery(payload: $0, source: .network, limits: download.limits) }
         var started: [Download] = []
-        var progressed: [FetchTask] = []
         var retry: (attempt: Int, delay: TimeInterval, error: Error)?
         var handler: (@Sendable (Event) -> Void)?
         let waiters: [FetchTask]? = lock.withLock {
@@ -2278,7 +2279,9 @@ nonisolated extension ImageCache {
             switch result {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
-                if let whole { progressed = _progressed(download, received: whole.0) }
+                if let whole {
+                    for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
+                }
                 let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
@@ -2334,7 +2337,6 @@ nonisolated extension ImageCache {
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
-            if let whole { tell(progressed, received: whole.0, expected: whole.1) }  // queued before the completions
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
@@ -2414,15 +2416,18 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Runs a task's callback, on its queue, unless it was cancelled or already ran.
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
+    /// `onProgress` with the whole size, if the download left it one.
     private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let due: Bool = lock.withLock {
-            guard task.answer == .waiting else { return false }
+        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
+            guard task.answer == .waiting else { return (false, nil) }
             task.answer = .delivered
             _endPrefetch(task)
-            return true
+            return (true, task.finalProgress)
         }
-        if due { task.completion(result) }
+        guard due else { return }
+        if let progress { task.load.onProgress?(progress.received, progress.expected) }
+        task.completion(result)
     }
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
