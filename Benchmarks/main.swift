@@ -21,6 +21,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("memoryhit", memoryHitToCallback),
     ("diskhit", diskHitToCallback),
     ("network", networkMissThroughput),
+    ("decodepace", transfersWhileDecoding),
     ("urgent", urgentUnderBacklog),
     ("drip", urgentBehindDripFed),
     ("dedup", manyFetchesOfOneURL),
