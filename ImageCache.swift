@@ -229,7 +229,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
-        var maxDecodedPixelSize = 4_096
+        var maxDecodedPixelSize: Int?  // nil: the screen's (see `screenPixels`)
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
@@ -808,13 +808,15 @@ nonisolated extension ImageCache {
     /// The longest side, in pixels, of an image decoded with no size to fill: a `fetch`, a
     /// prefetch, or a view not laid out yet (bounds of zero). A larger image is decoded scaled down
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB at full
-    /// size). A binder or view with a size decodes to fill that size, whatever this says. 4,096 by
-    /// default: more than the longest side of any iPhone or iPad screen (2,796 pixels on a 6.7-inch
-    /// iPhone, 2,752 on a 13-inch iPad); `Int.max` decodes at full size; values below 1 are clamped
-    /// to 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
-    /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    /// size). A binder or view with a size decodes to fill that size, whatever this says. By
+    /// default, the longest side of the main screen in pixels (2,796 on a 6.7-inch iPhone, 2,752 on
+    /// a 13-inch iPad), read on the main thread with its scale (see ``screenScale``); 4,096 where
+    /// there is none to read (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at
+    /// full size; values below 1 are clamped to 1. Applies to requests made after it changes. On
+    /// Linux an image is its bytes, and this decides nothing but
+    /// `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
-        get { setting(\.maxDecodedPixelSize) }
+        get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
     }
 
@@ -831,8 +833,8 @@ nonisolated extension ImageCache {
     /// The bounds a decode for a request made now works within (call with the lock held).
     fileprivate var _decodeLimits: DecodeLimits {
         let settings = _state.settings
-        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize, maxAnimatedFrames: settings.maxAnimatedFrames,
-                            memoryMaxBytes: settings.memoryMaxBytes)
+        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? Self.screenPixels,
+                            maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -3761,26 +3763,39 @@ nonisolated extension ImageCache {
     /// queue read it soon after; until then, and on Linux, 1.
     static var screenScale: Double { screen.lock.withLock { screen.scale } }
 
+    /// The longest side of the main screen in pixels, read as ``screenScale`` is: the default of
+    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is no screen to read.
+    static var screenPixels: Int { screen.lock.withLock { screen.pixels } }
+
     private static let screen = Screen()
     private final class Screen: @unchecked Sendable {
         let lock = NSLock()
         var scale = 1.0  // guarded by `lock`
+        var pixels = 4_096  // guarded by `lock`
     }
 
-    /// Reads the main screen's scale into ``screenScale``, on the main thread.
+    /// Reads the main screen's scale and size into ``screenScale`` and ``screenPixels``, on the
+    /// main thread.
     fileprivate static func readScreenScale() {
         #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
         guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
-        let scale = MainActor.assumeIsolated { () -> CGFloat in
+        let (scale, pixels) = MainActor.assumeIsolated { () -> (CGFloat, CGSize?) in
             #if os(visionOS)
-            return UITraitCollection.current.displayScale  // visionOS has no UIScreen
+            return (UITraitCollection.current.displayScale, nil)  // visionOS has no UIScreen
             #elseif canImport(UIKit)
-            return UIScreen.main.scale
+            return (UIScreen.main.scale, UIScreen.main.nativeBounds.size)
             #else
-            return NSScreen.main?.backingScaleFactor ?? 1
+            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 1
+            let size = screen?.frame.size  // in points
+            return (scale, size.map { CGSize(width: $0.width * scale, height: $0.height * scale) })
             #endif
         }
-        screen.lock.withLock { screen.scale = Double(scale) }
+        screen.lock.withLock {
+            screen.scale = Double(scale)
+            if let pixels, pixels.width >= 1, pixels.height >= 1 {
+                screen.pixels = Int(max(pixels.width, pixels.height))
+            }
+        }
         #endif
     }
 

@@ -106,6 +106,9 @@ open class NSScreen: NSObject {
     /// (developer.apple.com/documentation/appkit/nsscreen/backingscalefactor).
     @available(macOS 10.7, *)
     open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
+    /// `var frame: NSRect { get }`: the screen's full dimensions and location, in points
+    /// (developer.apple.com/documentation/appkit/nsscreen/frame).
+    open var frame: NSRect { fatalError("AppKit shim") }
 }
 
 /// Designated: `init(frame:)` and `init?(coder:)`.

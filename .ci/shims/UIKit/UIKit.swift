@@ -133,6 +133,10 @@ open class UIScreen: NSObject {
     /// (developer.apple.com/documentation/uikit/uiscreen/scale).
     @available(iOS 4.0, *)
     open var scale: CGFloat { fatalError("UIKit shim") }
+    /// `var nativeBounds: CGRect { get }`: the bounding rectangle of the physical screen, in pixels
+    /// (developer.apple.com/documentation/uikit/uiscreen/nativebounds).
+    @available(iOS 8.0, *)
+    open var nativeBounds: CGRect { fatalError("UIKit shim") }
 }
 
 @MainActor
