@@ -150,7 +150,7 @@ final class EntryTests: CacheTestCase {
     }
 
     func testDownloadedBytesAreDecodedOnTheDecodeQueueNeitherTheTransfersNorTheCallbacks() throws {
-        // Given a decoder that notes the operation queue it runs on
+        // Given a decoder that notes the queue it runs on
         let cache = makeCache("decoding")
         let url = serve("/decoded.png")
         let queues = Locked<[String?]>([])
@@ -158,7 +158,7 @@ final class EntryTests: CacheTestCase {
         // When a download is decoded
         cache.fetch(url, decode: { data -> Int in
             dispatchPrecondition(condition: .notOnQueue(self.callbacks))
-            queues.mutate { $0.append(OperationQueue.current?.name) }
+            queues.mutate { $0.append(currentQueueLabel()) }
             return data.count
         }) { result in
             XCTAssertEqual(try? result.get().value, self.fixture("photo.png").count)
@@ -167,6 +167,34 @@ final class EntryTests: CacheTestCase {
         wait(for: [done], timeout: 10)
         // Then it ran on the cache's decode queue (URLSession's delegate queue is another one)
         XCTAssertEqual(queues.value, ["ImageCache.decode.decoding"])
+    }
+
+    func testADownloadThatIsDecodingHoldsNoDownloadSlot() throws {
+        // Given one download slot, and a decoder that holds the first image until told
+        let cache = makeCache("slots")
+        cache.maxConcurrentDownloads = 1
+        let first = serve("/first.png"), second = serve("/second.png")
+        let release = DispatchSemaphore(value: 0)
+        let decoding = expectation(description: "the first is decoding")
+        let firstDone = expectation(description: "first"), secondDone = expectation(description: "second")
+        cache.fetch(first, decode: { data -> Int in
+            decoding.fulfill()
+            release.wait()
+            return data.count
+        }) { _ in firstDone.fulfill() }
+        wait(for: [decoding], timeout: 10)
+        // When a second image is fetched while the first is still decoding
+        cache.fetch(second) { _, image in
+            XCTAssertNotNil(image)
+            secondDone.fulfill()
+        }
+        // Then it downloads and arrives meanwhile: the first's slot was freed when its bytes were in
+        wait(for: [secondDone], timeout: 10)
+        XCTAssertTrue(cache.fetching(first), "the first is still decoding")
+        release.signal()
+        wait(for: [firstDone], timeout: 10)
+        XCTAssertEqual(server.requestCount("/second.png"), 1)
+        XCTAssertEqual(cache.checkInvariants(), [])
     }
 
     func testAKeyIsItsBytesInMemoryAsOnDisk() throws {

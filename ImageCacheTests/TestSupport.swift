@@ -167,3 +167,11 @@ final class TestClock: @unchecked Sendable {
     var now: TimeInterval { lock.withLock { time } }
     func advance(_ seconds: TimeInterval) { lock.withLock { time += seconds } }
 }
+
+/// The label of the dispatch queue running the caller: libdispatch's `dispatch_queue_get_label(NULL)`,
+/// which the Dispatch module on Linux does not export to Swift (found at run time instead).
+func currentQueueLabel() -> String? {
+    typealias GetLabel = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
+    guard let symbol = dlsym(nil, "dispatch_queue_get_label") else { return nil }
+    return unsafeBitCast(symbol, to: GetLabel.self)(nil).map { String(cString: $0) }
+}
