@@ -85,18 +85,18 @@ import SwiftUI
 /// fast work is queued or running. Concurrent requests for one key share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
-/// ``callbackQueue`` (the main queue by default on Apple platforms, a serial queue of the
-/// instance's own on Linux), always asynchronously, exactly once per
-/// ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one dictionary
-/// lookup; it never waits for the disk or the network. Shared state lives behind one lock; disk
-/// work runs on a private serial queue, network work in `URLSession`. The class and its extensions
-/// are `nonisolated`, so that all of this holds in a target whose default isolation is the main
-/// actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
+/// ``callbackQueue`` (the main queue by default on Apple platforms, a serial queue of the instance's
+/// own on Linux), always asynchronously, exactly once per ``FetchTask`` unless it was cancelled.
+/// ``peek(_:)`` takes one lock and does one dictionary lookup; it never waits for the disk or the
+/// network. Shared state lives behind one lock; disk work runs on a private serial queue, network
+/// work in `URLSession`. The class and its extensions are `nonisolated`, so that all of this holds
+/// in a target whose default isolation is the main actor too; only the views (`setImage(with:)`,
+/// ``RemoteImage``) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
-    /// The program's cache: the folder `ImageCache` in a folder named after the program (its bundle
-    /// identifier, else its executable name) in the platform's caches folder, so that programs
-    /// never share it by accident: on Linux `~/.cache/<program>/ImageCache` (or under
-    /// `$XDG_CACHE_HOME`), on Apple platforms `Library/Caches/<bundle identifier>/ImageCache`.
+    /// The program's cache, in a folder named after the program (its bundle identifier, else its
+    /// executable name), so that programs never share it by accident: on Linux
+    /// `~/.cache/<program>/ImageCache` (or under `$XDG_CACHE_HOME`), on Apple platforms
+    /// `Library/Caches/<bundle identifier>/ImageCache`.
     public static let shared: ImageCache = {
         let program = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
         return ImageCache(uniqueName: "ImageCache",
@@ -146,9 +146,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         #endif
     }
 
-    /// Creates a cache that keeps its files in `directory/uniqueName`.
+    /// Creates a cache that keeps its files in `directory/uniqueName`; reads and writes nothing yet.
     ///
-    /// Nothing is read from or written to disk here.
     /// - Parameters:
     ///   - uniqueName: The name of the cache's folder. Two instances with different names never
     ///     share files; instances with the same name, in one process or several, share the folder
@@ -156,11 +155,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     keeps replaced names apart.
     ///   - directory: The parent folder. The platform's caches folder by default.
     ///   - session: A session whose configuration (headers, timeouts, cookies, protocol classes,
-    ///     proxies) the cache downloads with. The cache makes its own session from that
-    ///     configuration, with its own delegate, so that it can stop a response that is too large
-    ///     before reading it all; the given session's delegate is not called. By default: no
-    ///     `URLCache` (the cache is the cache) and 16 connections per host. A given configuration's
-    ///     request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
+    ///     proxies) the cache downloads with, in a session of its own whose delegate can stop a
+    ///     response too large before reading it all: the given session's delegate is not called.
+    ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
+    ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
     public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
         folder = (directory ?? Self.cachesFolder)
@@ -240,13 +238,12 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
-    /// The callback runs once, asynchronously, on ``callbackQueue`` (as it was when `fetch` was
-    /// called), with `url` and the image, or nil if it could not be had (see ``error(for:)``),
-    /// unless the returned task is cancelled first (see ``FetchTask/cancel()``). Fetching a URL
-    /// that waits on the slow lane moves that download to the fast lane.
+    /// The callback runs once, asynchronously, on ``callbackQueue`` as it was at the call, with
+    /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
+    /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
     /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
-    ///   when the URL changes but the image does not (a signed URL's token, say): URLs fetched
-    ///   under one key share one entry, and one URL under two keys makes two.
+    ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
+    ///   key share one entry, and one URL under two keys makes two.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
         request(Load(url, key: key)) { result in callback?(url, try? Self.image(result).get().value) }
@@ -262,16 +259,14 @@ nonisolated extension ImageCache {
 
     /// Fetches an image and says where it came from, or why it could not be had.
     ///
-    /// `completion` runs once on ``callbackQueue`` unless the task is cancelled first, with the
-    /// image and its ``Source``, or an ``Error`` whose ``Error/isFatal`` says whether trying again
-    /// can help. `onRetry` runs on ``callbackQueue`` before each retry, with the error that caused
-    /// it and the number of the attempt that failed (from 1).
-    ///
-    /// `onProgress` runs on ``callbackQueue`` while the image downloads, with the bytes received so
-    /// far and the length the server announced (nil if it announced none): at most about 20
-    /// times a second, `received` never smaller than the call before (not even after a retry),
-    /// and a last call with the whole size before `completion`. A request that joins a download
-    /// under way is told from where it is. Memory and disk hits do not call it.
+    /// Each closure runs on ``callbackQueue``. `completion` runs once unless the task is cancelled
+    /// first, with the image and its ``Source``, or an ``Error`` (see ``Error/isFatal``). `onRetry`
+    /// runs before each retry, with the error that caused it and the number of the attempt that
+    /// failed (from 1). `onProgress` runs while the image downloads, with the bytes received so far
+    /// and the length the server announced (nil if none): at most about 20 times a second,
+    /// `received` never smaller than the call before (not even after a retry), and a last call with
+    /// the whole size before `completion`. A request that joins a download under way is told from
+    /// where it is. Memory and disk hits do not call it.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
                       onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
@@ -280,17 +275,17 @@ nonisolated extension ImageCache {
         fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
-    /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)`
-    /// does a URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval`
-    /// are sent as they are (plus the cache's `Accept` and `Accept-Encoding: identity`, where the
-    /// request has none), and ``requestModifier`` sees it before each attempt.
+    /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
+    /// URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval` are sent
+    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none), and
+    /// ``requestModifier`` sees it before each attempt. Its headers go to a redirect's target only on
+    /// the same origin (see README).
     ///
-    /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of
-    /// it**, so two users' private images at one URL need two keys. Downloads of one key are
-    /// shared, with the headers of the request that started it. Only a `GET` with no body and an
-    /// http(s) URL is sent; any other request fails at once with the fatal
-    /// ``Error/invalidRequest(_:)`` (or ``Error/unsupportedURL(_:)``), and nothing is cached.
-    /// Headers of the request go to a redirect's target only on the same origin (see README).
+    /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
+    /// so two users' private images at one URL need two keys. Downloads of one key are shared, with
+    /// the headers of the request that started it. Anything but a `GET` with no body of an http(s)
+    /// URL fails at once, caching nothing, with the fatal ``Error/invalidRequest(_:)`` (or
+    /// ``Error/unsupportedURL(_:)``).
     @discardableResult
     public func fetch(_ request: URLRequest, key: String? = nil, slow: Bool = false,
                       onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
@@ -300,16 +295,16 @@ nonisolated extension ImageCache {
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
-    /// bytes are kept on disk as downloaded, and memory keeps what `decode` made of them (for
-    /// the memory budget, a value costs its bytes). An error thrown by `decode` fails the fetch
-    /// with ``Error/decodingFailed(_:)``, which is fatal. Pass `{ $0 }` for the bytes themselves.
+    /// bytes are kept on disk as downloaded, and memory keeps what `decode` made of them (costing
+    /// its bytes), reused only for the type that made it (another type decodes the bytes). An error
+    /// thrown by `decode` fails the fetch with the fatal ``Error/decodingFailed(_:)``. Pass `{ $0 }`
+    /// for the bytes themselves.
     ///
     /// ```swift
     /// cache.fetch(feedURL, decode: { try JSONDecoder().decode(Feed.self, from: $0) }) { result in
     ///     if case .success(let fetched) = result { show(fetched.value) }
     /// }
     /// ```
-    /// Memory reuses an entry only for the type that made it; another type decodes the bytes.
     @discardableResult
     public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
@@ -319,8 +314,9 @@ nonisolated extension ImageCache {
         fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
-    /// Fetches any data with `request`: the `decode:` form of `fetch(_:key:slow:decode:onProgress:onRetry:completion:)`
-    /// with the request's headers, as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends them.
+    /// Fetches any data with `request`, as `fetch(_:key:slow:decode:onProgress:onRetry:completion:)`
+    /// fetches a URL, with the request's headers, as `fetch(_:key:slow:onProgress:onRetry:completion:)`
+    /// sends them.
     @discardableResult
     public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
@@ -331,22 +327,20 @@ nonisolated extension ImageCache {
     }
 
     /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
-    /// why the image could not be had, or ``Error/cancelled`` when the calling task is cancelled
-    /// first.
+    /// why the image could not be had, or ``Error/cancelled`` if the calling task is cancelled first.
     public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
         try await image(Load(url, key: key, slow: slow))
     }
 
-    /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)`
-    /// fetches a URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
+    /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)` fetches a
+    /// URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     public func image(for request: URLRequest, key: String? = nil, slow: Bool = false) async throws -> Image {
         try await image(Load(request, key: key, slow: slow))
     }
 
-    /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection
-    /// view's `prefetchItemsAt` hands over. A URL in memory or on disk costs no network request,
-    /// one already being prefetched is not asked again, and one that a fetch is downloading shares
-    /// that download. See ``cancelPrefetching(_:)``.
+    /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection view's
+    /// `prefetchItemsAt` hands over. A URL in memory or on disk costs no network request, one being
+    /// prefetched is not asked again, and one that a fetch is downloading shares that download.
     ///
     /// - Complexity: O(n) in the URLs.
     public func prefetch(_ urls: [URL]) {
@@ -427,10 +421,9 @@ nonisolated extension ImageCache {
         try store((try? Decoder.image.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
     }
 
-    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this
-    /// image, the disk its bytes (on Apple platforms a PNG encoding). Throws
-    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``,
-    /// and stores nothing then.
+    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this image, the
+    /// disk its bytes (on Apple platforms a PNG encoding). Throws, storing nothing,
+    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``.
     public func store(_ image: Image, for key: String) throws {
         guard let bytes = Self.encodedBytes(of: image) else {
             throw Error.notAnImage("an image that cannot be encoded as PNG")
@@ -593,8 +586,8 @@ nonisolated extension ImageCache {
     /// written as they arrive, so this only writes again what could not be written then, or was
     /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
     /// platforms memory keeps the decoded image alone once its bytes are on disk). Returns when
-    /// done, with every disk operation queued before; given a `completion`, returns at once and
-    /// runs it on ``callbackQueue`` when done.
+    /// done, with the disk work queued before, or at once given a `completion`, which runs on
+    /// ``callbackQueue`` when done.
     public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
         lock.withLock {
@@ -605,9 +598,9 @@ nonisolated extension ImageCache {
 
     /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
     /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
-    /// count as used now, in their order of use; memory is not changed. Returns when done; given a
-    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
-    /// within ``diskMaxBytes`` without this call.)
+    /// count as used now, in their order of use; memory is not changed. Returns when done, or at
+    /// once given a `completion`, run on ``callbackQueue`` when done. (The disk keeps within
+    /// ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
@@ -653,11 +646,11 @@ nonisolated extension ImageCache {
 
     /// How many bytes of images memory holds, the second chance included. An image costs its
     /// decoded size on Apple platforms (width x height x 4 bytes), its downloaded bytes on Linux.
-    /// When it is passed, the least recently used images leave down to 90% of it. One image that
-    /// costs more than a quarter of it is delivered but not kept in memory (the disk keeps it).
-    /// By default a tenth of the device's physical memory, at most 512 MiB, and 8 MiB in an app
-    /// extension (a widget or a share extension, which the system stops at a few tens of MB);
-    /// values below 1 are clamped to 1 (and above `Int.max / 2` to that). Lowering it evicts at once.
+    /// When it is passed, the least recently used images leave down to 90% of it; an image that
+    /// costs more than a quarter of it is delivered but kept only on disk. By default a tenth of
+    /// physical memory, at most 512 MiB, and 8 MiB in an app extension (a widget or a share
+    /// extension, which the system stops at a few tens of MB); values are clamped to
+    /// 1...`Int.max / 2`. Lowering it evicts at once.
     public var imageMemoryMaxBytes: Int {
         get { setting(\.memoryMaxBytes) }
         set { changeMemoryLimit(\.memoryMaxBytes, to: min(max(1, newValue), Int.max / 2)) }
@@ -675,8 +668,8 @@ nonisolated extension ImageCache {
         change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
     }
 
-    /// Changes a setting under the lock and runs `then`, the work the new value calls for, under it
-    /// too. Returns what `then` returns, for the caller to act on after unlocking.
+    /// Changes a setting and runs `then`, the work the new value calls for, under the lock.
+    /// Returns what `then` returns, for the caller to act on after unlocking.
     private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                         then: () -> Effects) -> Effects {
         lock.withLock {
@@ -695,22 +688,19 @@ nonisolated extension ImageCache {
         defaultMemoryMaxBytes(bundlePath: Bundle.main.bundlePath,
                               physicalMemory: ProcessInfo.processInfo.physicalMemory)
 
-    /// A tenth of physical memory, at most 512 MiB; 8 MiB in an app extension (its bundle ends in
-    /// `.appex`), which the system stops far below an app's memory (a widget near 30 MB).
+    /// The default of ``imageMemoryMaxBytes``; an app extension's bundle ends in `.appex`.
     static func defaultMemoryMaxBytes(bundlePath: String, physicalMemory: UInt64) -> Int {
         if bundlePath.hasSuffix(".appex") || bundlePath.hasSuffix(".appex/") { return 8 * 1024 * 1024 }
         return Int(min(physicalMemory / 10, 512 * 1024 * 1024))
     }
 
     /// How many bytes the image files on disk may take. 256 MiB by default; values below 1 are
-    /// clamped to 1. The disk queue enforces it after each write that passes it, deleting expired
-    /// images and then the least recently used ones down to 90% of it, so the folder passes it by
-    /// at most the writes under way. Each process sharing a folder counts what it writes and
-    /// recounts the folder when it enforces the limit.
-    ///
-    /// Setting it lists no folder: a lower limit applies at once only when the bytes already
-    /// counted pass it, else in the sweep that runs 2 s after the first disk lookup (so that an app
-    /// that sets it at launch gets its first images from disk without waiting for a scan).
+    /// clamped to 1. After each write that passes it, the disk queue deletes expired images, then
+    /// the least recently used down to 90% of it, so the folder passes it by at most the writes
+    /// under way. Each process sharing a folder counts what it writes and recounts the folder when
+    /// it enforces the limit. Setting it lists no folder: a lower limit applies at once only when
+    /// the bytes already counted pass it, else in the sweep 2 s after the first disk lookup (so an
+    /// app that sets it at launch gets its first images from disk without waiting for a scan).
     public var diskMaxBytes: Int {
         get { setting(\.diskMaxBytes) }
         set {
@@ -767,11 +757,10 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Seconds one download attempt may take, from its request to its last byte. 120 by default;
-    /// values below 1 are clamped to 1. When `init` is given a session, its configuration's
-    /// `timeoutIntervalForResource` is the default. The cache enforces it, on Linux too: an attempt
-    /// still running then fails with `.network(.timedOut, …)`, which ``retryPolicy`` may retry with
-    /// a limit of its own. A change applies to attempts that start after it.
+    /// Seconds one download attempt may take, from its request to its last byte. 120 by default
+    /// (a session given to `init` sets it); values below 1 are clamped to 1. The cache enforces
+    /// it, on Linux too: an attempt still running then fails with `.network(.timedOut, …)`, which
+    /// ``retryPolicy`` may retry with a limit of its own. Applies to attempts that start after it.
     public var downloadTimeLimit: TimeInterval {
         get { setting(\.downloadTimeLimit) }
         set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
@@ -779,12 +768,12 @@ nonisolated extension ImageCache {
 
     /// Makes every request the cache sends (first attempts, retries, revalidations) just before it
     /// is sent: add an `Authorization` header with the current token, say, so that a retry picks up
-    /// a refreshed one. Returning nil fails the load with the fatal ``Error/invalidRequest(_:)``, as
-    /// does a request that is not a `GET` of an http(s) URL without a body. Runs once per attempt,
-    /// outside the cache's lock, on the thread that starts the attempt (a queue of the cache's, or
+    /// a refreshed one. Nil by default. Returning nil, or anything but a `GET` of an http(s) URL
+    /// without a body, fails the load with the fatal ``Error/invalidRequest(_:)``. Runs once per
+    /// attempt, outside the cache's lock, on the thread that starts it (a queue of the cache's, or
     /// the caller of a method that freed a slot): keep it quick. What it returns is sent as it is,
-    /// and cached under the load's key: a modifier that changes the URL or its host changes what is
-    /// downloaded, not the key. Its headers follow a redirect to the same origin only. Nil by default.
+    /// with its headers following a redirect to the same origin only, and cached under the load's
+    /// key: changing the URL or its host changes what is downloaded, not the key.
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
         get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
@@ -798,32 +787,31 @@ nonisolated extension ImageCache {
 
     /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
     /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
-    /// or its received bytes (inflated, if the server compressed them) pass the limit, without reading the rest.
+    /// or its received bytes (inflated, if compressed) pass the limit, without reading the rest.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
-    /// The longest side, in pixels, of an image decoded with no size to fill: a `fetch`, a
-    /// prefetch, or a view not laid out yet (bounds of zero). A larger image is decoded scaled down
-    /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB at full
-    /// size). A binder or view with a size decodes to fill that size, whatever this says. By
-    /// default, the longest side of the main screen in pixels (2,796 on a 6.7-inch iPhone, 2,752 on
-    /// a 13-inch iPad), read on the main thread with its scale (see ``screenScale``); 4,096 where
-    /// there is none to read (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at
-    /// full size; values below 1 are clamped to 1. Applies to requests made after it changes. On
-    /// Linux an image is its bytes, and this decides nothing but
-    /// `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    /// The longest side, in pixels, of an image decoded with no size to fill (a `fetch`, a
+    /// prefetch, a view not laid out yet, with bounds of zero): a larger one is decoded scaled down
+    /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
+    /// binder or view with a size decodes to fill it, whatever this says. By default the main screen's longest side in
+    /// pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read on the main thread with
+    /// its scale (see ``screenScale``); 4,096 where there is none to read (Linux, visionOS,
+    /// watchOS) or until it is read. `Int.max` decodes at full size; values below 1 are clamped to
+    /// 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
+    /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
     }
 
-    /// The most frames a GIF or APNG may have to be shown animated on Apple platforms. One with more,
-    /// or whose frames would together cost more than a quarter of ``imageMemoryMaxBytes`` (decoded
-    /// width x height x 4 bytes each), is shown as its first frame. 200 by default; values below 1 are
-    /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
-    /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
+    /// The most frames a GIF or APNG may have to be shown animated on Apple platforms. One with
+    /// more, or whose frames would together cost more than a quarter of ``imageMemoryMaxBytes``
+    /// (width x height x 4 bytes each), shows its first frame. 200 by default; values below 1 are
+    /// clamped to 1 (no animation animates). Applies to requests made after it changes. On Linux
+    /// an image is its bytes; its `frameCount` says how many frames they hold.
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
@@ -904,8 +892,7 @@ nonisolated extension ImageCache {
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
-        /// The decoder given to `fetch(_:key:slow:decode:onProgress:onRetry:completion:)` threw
-        /// this error (described).
+        /// The decoder given to a `decode:` form of `fetch` threw this error (described).
         case decodingFailed(String)
 
         /// True when trying the same URL again cannot help: a 4xx other than 408 and 429, an
@@ -1010,12 +997,11 @@ nonisolated extension ImageCache {
         public var diskFiles = 0, diskBytes = 0
     }
 
-    /// A snapshot of the counters and sizes. The counters cost one addition each under the lock
-    /// the cache takes anyway. The disk figures are what the folder held when it was last counted
-    /// (by the sweep 2 s after the first disk lookup, the disk limit, `reduceDiskCache`, or the
-    /// first write), plus what this instance wrote and deleted since: approximate while other
-    /// processes or instances share the folder, and 0 until it is first counted.
-    /// ``statistics(completion:)`` counts the folder.
+    /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and
+    /// sizes. The disk figures are what the folder held when it was last counted (by the sweep 2 s
+    /// after the first disk lookup, the disk limit, `reduceDiskCache`, the first write, or
+    /// ``statistics(completion:)``), plus what this instance wrote and deleted since: approximate
+    /// while other processes or instances share the folder, and 0 until it is first counted.
     ///
     /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
@@ -1028,7 +1014,7 @@ nonisolated extension ImageCache {
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
     /// is listed on the disk queue, after the disk work queued so far, and `completion` runs on
-    /// ``callbackQueue`` with the snapshot. Later calls of ``statistics()`` start from that count.
+    /// ``callbackQueue`` with the snapshot.
     ///
     /// - Complexity: O(files in the folder): about 0.3 s for 100,000 files on a 2-core Linux VM.
     public func statistics(completion: @escaping @Sendable (Statistics) -> Void) {
@@ -1081,9 +1067,8 @@ nonisolated extension ImageCache {
         public let height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
         /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
-        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, an
-        /// image of more than one frame animates within ``ImageCache/maxAnimatedFrames`` and a quarter
-        /// of ``ImageCache/imageMemoryMaxBytes``; the same rule, tested here, decides it there.
+        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
+        /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
 
         /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
@@ -1136,14 +1121,11 @@ nonisolated extension ImageCache {
         }
 
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
-        /// already started or will never start, and ``isCancelled`` says which: true means it
-        /// never runs. Called on a serial ``ImageCache/callbackQueue`` (the main queue, say)
-        /// before the callback ran, it always wins, since the callback cannot be running then.
-        /// When no other request waits for the same URL, the download itself stops and nothing
-        /// is cached from it. Cancelling twice, or after the callback started, does nothing.
-        ///
-        /// A lock is not held across the callback, so a callback that is already running is not
-        /// waited for: that would deadlock a callback that waits for the cancelling thread.
+        /// already started or will never start, and ``isCancelled`` says which. Called on a serial
+        /// ``ImageCache/callbackQueue`` (the main queue, say) before the callback ran, it always
+        /// wins. When no other request waits for the same URL, the download itself stops and
+        /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
+        /// A running callback is not waited for (that would deadlock one that waits for this thread).
         public func cancel() {
             cache.cancel(self)
         }
