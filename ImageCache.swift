@@ -314,9 +314,8 @@ nonisolated extension ImageCache {
         fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
-    /// Fetches any data with `request`, as `fetch(_:key:slow:decode:onProgress:onRetry:completion:)`
-    /// fetches a URL, with the request's headers, as `fetch(_:key:slow:onProgress:onRetry:completion:)`
-    /// sends them.
+    /// Fetches any data with `request`, as the `decode:` form fetches a URL; the request is sent as
+    /// `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     @discardableResult
     public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
@@ -585,9 +584,8 @@ nonisolated extension ImageCache {
     /// Makes sure every image in memory is on disk, with how recently it was used. Images are
     /// written as they arrive, so this only writes again what could not be written then, or was
     /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
-    /// platforms memory keeps the decoded image alone once its bytes are on disk). Returns when
-    /// done, with the disk work queued before, or at once given a `completion`, which runs on
-    /// ``callbackQueue`` when done.
+    /// platforms, until they are on disk). Returns when done, with the disk work queued before;
+    /// given a `completion`, returns at once and runs it on ``callbackQueue`` when done.
     public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
         let now = currentTime()
         lock.withLock {
@@ -598,9 +596,9 @@ nonisolated extension ImageCache {
 
     /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
     /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
-    /// count as used now, in their order of use; memory is not changed. Returns when done, or at
-    /// once given a `completion`, run on ``callbackQueue`` when done. (The disk keeps within
-    /// ``diskMaxBytes`` without this call.)
+    /// count as used now, in their order of use; memory is not changed. Returns when done; given a
+    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
+    /// within ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
@@ -796,12 +794,12 @@ nonisolated extension ImageCache {
     /// The longest side, in pixels, of an image decoded with no size to fill (a `fetch`, a
     /// prefetch, a view not laid out yet, with bounds of zero): a larger one is decoded scaled down
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
-    /// binder or view with a size decodes to fill it, whatever this says. By default the main screen's longest side in
-    /// pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read on the main thread with
-    /// its scale (see ``screenScale``); 4,096 where there is none to read (Linux, visionOS,
-    /// watchOS) or until it is read. `Int.max` decodes at full size; values below 1 are clamped to
-    /// 1. Applies to requests made after it changes. On Linux an image is its bytes, and this
-    /// decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    /// binder or view with a size decodes to fill it, whatever this says. By default the main
+    /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
+    /// on the main thread with its scale (see ``screenScale``); 4,096 where there is none to read
+    /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
+    /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
+    /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
