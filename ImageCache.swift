@@ -85,13 +85,12 @@ import SwiftUI
 /// fast work is queued or running. Concurrent requests for one key share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
-/// ``callbackQueue`` (the main queue by default on Apple platforms, a serial queue of the instance's
-/// own on Linux), always asynchronously, exactly once per ``FetchTask`` unless it was cancelled.
-/// ``peek(_:)`` takes one lock and does one dictionary lookup; it never waits for the disk or the
-/// network. Shared state lives behind one lock; disk work runs on a private serial queue, network
-/// work in `URLSession`. The class and its extensions are `nonisolated`, so that all of this holds
-/// in a target whose default isolation is the main actor too; only the views (`setImage(with:)`,
-/// ``RemoteImage``) are main-actor.
+/// ``callbackQueue`` (the main queue by default on Apple platforms), always asynchronously, exactly
+/// once per ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one
+/// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
+/// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
+/// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
+/// the main actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache, in a folder named after the program (its bundle identifier, else its
     /// executable name), so that programs never share it by accident: on Linux
@@ -521,8 +520,7 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Why the last fetch of `url` failed, or nil if it did not fail (or was fetched again or
-    /// removed since). The error's ``Error/isFatal`` says whether trying again can help.
+    /// Why the last fetch of `url` failed; nil if it did not, or was fetched again or removed since.
     public func error(for url: URL) -> ImageCache.Error? {
         error(forKey: url.absoluteString)
     }
@@ -808,8 +806,8 @@ nonisolated extension ImageCache {
     /// The most frames a GIF or APNG may have to be shown animated on Apple platforms. One with
     /// more, or whose frames would together cost more than a quarter of ``imageMemoryMaxBytes``
     /// (width x height x 4 bytes each), shows its first frame. 200 by default; values below 1 are
-    /// clamped to 1 (no animation animates). Applies to requests made after it changes. On Linux
-    /// an image is its bytes; its `frameCount` says how many frames they hold.
+    /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
+    /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
@@ -958,15 +956,12 @@ nonisolated extension ImageCache {
         /// A download of `url` failed for a transient reason and will be tried again after `delay`
         /// seconds; `attempt` is the number of the attempt that failed (from 1).
         case retrying(URL, attempt: Int, delay: TimeInterval, error: Error)
-        /// A fetch of `url` ended without an image, for the reason given; `error.isFatal` says
-        /// whether trying again can help.
+        /// A fetch of `url` ended without an image, for the reason given (see ``Error/isFatal``).
         case failed(URL, Error)
         /// The disk tier could not do something; the cache goes on with memory and the network.
         case diskProblem(String)
     }
-}
 
-nonisolated extension ImageCache {
     /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
     /// Counters wrap around past `Int.max` (2^31 - 1 where `Int` is 32 bits) rather than trap.
     public struct Statistics: Sendable, Equatable {
