@@ -1054,10 +1054,8 @@ nonisolated extension ImageCache {
         public let data: Data
         /// The format the bytes are in.
         public let format: Format
-        /// Width in pixels, from the header.
-        public let width: Int
-        /// Height in pixels, from the header.
-        public let height: Int
+        /// Width and height in pixels, from the header.
+        public let width: Int, height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
         /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
         /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
