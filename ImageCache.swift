@@ -2596,28 +2596,27 @@ nonisolated extension ImageCache {
         }
     }
 
-    #if canImport(UIKit) || canImport(AppKit)
-    /// An `NSCache`, so that the system may take the images back under memory pressure.
-    fileprivate final class SecondChanceShelf {  // NSString keys compare code units, as `Key` does bytes
-        private let cache = NSCache<NSString, SecondChance>()
+    /// Where evicted images wait for their second chance. On Apple platforms an `NSCache`, so that
+    /// the system may take the images back under memory pressure. Elsewhere a dictionary: no system
+    /// takes memory back there, and corelibs' `NSCache` would cost ~3 us an insert (it keeps a
+    /// cost-sorted list) and evict the newest entry first.
+    fileprivate final class SecondChanceShelf {
+        #if canImport(UIKit) || canImport(AppKit)
+        private let cache = NSCache<NSString, SecondChance>()  // NSString keys compare code units, as `Key` does bytes
         func object(forKey key: Key) -> SecondChance? { cache.object(forKey: key.string as NSString) }
         func setObject(_ object: SecondChance, forKey key: Key) {
             cache.setObject(object, forKey: key.string as NSString)
         }
         func removeObject(forKey key: Key) { cache.removeObject(forKey: key.string as NSString) }
         func removeAllObjects() { cache.removeAllObjects() }
-    }
-    #else
-    /// A dictionary: no system takes memory back here, and corelibs' `NSCache` would cost ~3 us an
-    /// insert (it keeps a cost-sorted list) and evict the newest entry first.
-    fileprivate final class SecondChanceShelf {
+        #else
         private var items: [Key: SecondChance] = [:]
         func object(forKey key: Key) -> SecondChance? { items[key] }
         func setObject(_ object: SecondChance, forKey key: Key) { items[key] = object }
         func removeObject(forKey key: Key) { items[key] = nil }
         func removeAllObjects() { items = [:] }
+        #endif
     }
-    #endif
 
     /// Memory entries in CLOCK order: a doubly linked list threaded through an array, newest insert
     /// first, and a reference bit per entry. A use only sets the bit; eviction takes the oldest
