@@ -3009,10 +3009,7 @@ nonisolated extension ImageCache {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
                                  AT_SYMLINK_NOFOLLOW)
-            if downloadedAt > now, let fd = openFile(found.file.id) {
-                Validators.setShift(downloadedAt - now, fd: fd)
-                Foundation.close(fd)
-            }
+            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -3106,9 +3103,12 @@ nonisolated extension ImageCache {
             var end = 0  // `live` is filtered in place: a second array would double the memory
             for index in live.indices {
                 var file = live[index]
-                let untrusted = file.downloadedAt > latest && file.downloadedAt - shift(of: file) > latest
+                let untrusted = file.downloadedAt > latest
+                    && file.downloadedAt - (withFile(file.id, Validators.shift(fd:)) ?? 0) > latest
                 if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
-                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired, !canRevalidate(file.id) {
+                // An expired file with the server's validators is kept, to be revalidated.
+                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired,
+                   withFile(file.id, { Validators(fd: $0) == nil }) ?? true {
                     delete(file)
                 } else {
                     live[end] = file
@@ -3166,18 +3166,12 @@ nonisolated extension ImageCache {
             if Foundation.unlinkat(directory, file.name, 0) == 0 { count(files: -1, bytes: -file.size) }
         }
 
-        /// How far a max-age moved `file`'s download date ahead (see `Validators.shift`).
-        private func shift(of file: File) -> TimeInterval {
-            guard let fd = openFile(file.id) else { return 0 }
+        /// Runs `body` on file `id` opened to read, and closes it; nil if it cannot be opened.
+        @discardableResult
+        private func withFile<T>(_ id: UInt64, _ body: (Int32) -> T) -> T? {
+            guard let fd = openFile(id) else { return nil }
             defer { Foundation.close(fd) }
-            return Validators.shift(fd: fd)
-        }
-
-        /// True if the server gave `name` validators: expired, it is kept to be revalidated.
-        private func canRevalidate(_ id: UInt64) -> Bool {
-            guard let fd = openFile(id) else { return false }
-            defer { Foundation.close(fd) }
-            return Validators(fd: fd) != nil
+            return body(fd)
         }
 
         /// True if `judged`'s name still holds that file (same inode and date).
