@@ -3089,7 +3089,7 @@ nonisolated extension ImageCache {
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
             for file in list(sweeping: true) { remove(file.id) }
-            recount(files: 0, bytes: 0)
+            recount((0, 0))
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
@@ -3126,24 +3126,23 @@ nonisolated extension ImageCache {
                     delete(file)
                 }
             }
-            recount(files: kept, bytes: bytes)
+            recount((kept, bytes))
         }
 
         /// Counts the folder's image files and their bytes again, for the cache's statistics.
         func recount() {
-            let (files, bytes) = sizes()
-            recount(files: files, bytes: bytes)
+            recount(sizes())
         }
 
-        private func recount(files: Int, bytes: Int) {
-            counted = (files, bytes)
-            owner?.diskCounted((files, bytes))
+        private func recount(_ counts: (files: Int, bytes: Int)) {
+            counted = counts
+            owner?.diskCounted(counts)
         }
 
         /// Adds to what was counted (nothing until the folder has been counted), for the statistics.
         private func count(files: Int, bytes: Int64) {
             guard let old = counted else { return }
-            recount(files: max(0, old.files + files), bytes: max(0, Int(clamping: Int64(old.bytes) + bytes)))
+            recount((max(0, old.files + files), max(0, Int(clamping: Int64(old.bytes) + bytes))))
         }
 
         /// How many entry files the folder holds (expired ones included), and their bytes.
