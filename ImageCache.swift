@@ -3298,12 +3298,7 @@ nonisolated extension ImageCache.DiskStore {
             var info = Foundation.stat()
             guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
             (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
-            #if canImport(Darwin)
-            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtimespec),
-                                      ImageCache.POSIX.seconds(info.st_atimespec))
-            #else
-            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtim), ImageCache.POSIX.seconds(info.st_atim))
-            #endif
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
         }
     }
 
@@ -3351,11 +3346,7 @@ nonisolated extension ImageCache.DiskStore {
     private func deleteIfStale(_ name: String, in directory: Int32) {
         var judged = Foundation.stat(), now = Foundation.stat()
         guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        #if canImport(Darwin)
-        let changedAt = ImageCache.POSIX.seconds(judged.st_ctimespec)
-        #else
-        let changedAt = ImageCache.POSIX.seconds(judged.st_ctim)
-        #endif
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
         let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
         let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
         guard clock - changedAt > Self.staleTemporaryAge
@@ -3952,8 +3943,18 @@ nonisolated extension ImageCache {
             return String(describing: error)
         }
 
-        static func seconds(_ time: Foundation.timespec) -> TimeInterval {
+        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
             TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+        }
+
+        /// The modification, access and status change dates that `stat` read.
+        static func dates(of info: Foundation.stat) -> (modified: TimeInterval, accessed: TimeInterval,
+                                                        changed: TimeInterval) {
+            #if canImport(Darwin)
+            return (seconds(info.st_mtimespec), seconds(info.st_atimespec), seconds(info.st_ctimespec))
+            #else
+            return (seconds(info.st_mtim), seconds(info.st_atim), seconds(info.st_ctim))
+            #endif
         }
 
         /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
