@@ -3404,6 +3404,7 @@ nonisolated extension ImageCache {
     fileprivate struct Validators {
         let etag: String?, lastModified: String?
         private static let attribute = "user.imagecache.validators"
+        private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
 
         init?(etag: String?, lastModified: String?) {
             guard etag != nil || lastModified != nil else { return nil }
@@ -3417,16 +3418,13 @@ nonisolated extension ImageCache {
         }
 
         init?(fd: Int32) {
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            let count = Self.get(fd, &buffer, buffer.count)
-            let lines = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).components(separatedBy: "\n") : []
+            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
         func write(to fd: Int32) {
-            let value = Array("\(etag ?? "")\n\(lastModified ?? "")".utf8)
-            Self.set(fd, value, value.count)
+            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
         }
 
         /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
@@ -3438,27 +3436,34 @@ nonisolated extension ImageCache {
         /// Seconds by which the server's max-age moved a file's download date ahead (see
         /// `maxClockSkew`), in an attribute of its own; 0 if none.
         static func shift(fd: Int32) -> TimeInterval {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = get(fd, &buffer, buffer.count, shiftAttribute)
-            return count > 0 ? TimeInterval(String(decoding: buffer[..<count], as: UTF8.self)) ?? 0 : 0
+            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
         }
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            let value = Array(String(seconds.rounded(.up)).utf8)
-            set(fd, value, value.count, shiftAttribute)
+            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
         }
 
-        private static let shiftAttribute = "user.imagecache.shift"
+        /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.
+        private static func get(_ name: String, fd: Int32, capacity: Int) -> String? {
+            var buffer = [UInt8](repeating: 0, count: capacity)
+            #if canImport(Darwin)
+            let count = Darwin.fgetxattr(fd, name, &buffer, capacity, 0, 0)
+            #else
+            let count = getxattr.map { $0(fd, name, &buffer, capacity) } ?? -1
+            #endif
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+        }
 
-        #if canImport(Darwin)
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
-                                _ name: String = attribute) -> Int {
-            Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
+        private static func set(_ name: String, _ value: String, fd: Int32) {
+            let bytes = Array(value.utf8)
+            #if canImport(Darwin)
+            _ = Darwin.fsetxattr(fd, name, bytes, bytes.count, 0, 0)
+            #else
+            _ = setxattr.map { $0(fd, name, bytes, bytes.count, 0) }
+            #endif
         }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = Darwin.fsetxattr(fd, name, value, count, 0, 0)
-        }
-        #else
+
+        #if !canImport(Darwin)
         // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
         private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
             unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?,
@@ -3467,13 +3472,6 @@ nonisolated extension ImageCache {
         private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
             unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?,
                                                    Int, Int32) -> Int32).self)
-        }
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
-                                _ name: String = attribute) -> Int {
-            getxattr.map { $0(fd, name, buffer, count) } ?? -1
-        }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = setxattr.map { $0(fd, name, value, count, 0) }
         }
         #endif
     }
