@@ -3510,12 +3510,11 @@ nonisolated extension ImageCache {
             guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
-            return .success((image, trimmed))
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
                               frameCount: info.frames)
-            return .success((image, trimmed))
             #endif
+            return .success((image, trimmed))
         }
     }
 
