@@ -2569,28 +2569,27 @@ nonisolated extension ImageCache {
         }
     }
 
-    #if canImport(UIKit) || canImport(AppKit)
-    /// An `NSCache`, so that the system may take the images back under memory pressure.
-    fileprivate final class SecondChanceShelf {  // NSString keys compare code units, as `Key` does bytes
-        private let cache = NSCache<NSString, SecondChance>()
+    /// Where evicted images wait for their second chance. On Apple platforms an `NSCache`, so that
+    /// the system may take the images back under memory pressure. Elsewhere a dictionary: no system
+    /// takes memory back there, and corelibs' `NSCache` would cost ~3 us an insert (it keeps a
+    /// cost-sorted list) and evict the newest entry first.
+    fileprivate final class SecondChanceShelf {
+        #if canImport(UIKit) || canImport(AppKit)
+        private let cache = NSCache<NSString, SecondChance>()  // NSString keys compare code units, as `Key` does bytes
         func object(forKey key: Key) -> SecondChance? { cache.object(forKey: key.string as NSString) }
         func setObject(_ object: SecondChance, forKey key: Key) {
             cache.setObject(object, forKey: key.string as NSString)
         }
         func removeObject(forKey key: Key) { cache.removeObject(forKey: key.string as NSString) }
         func removeAllObjects() { cache.removeAllObjects() }
-    }
-    #else
-    /// A dictionary: no system takes memory back here, and corelibs' `NSCache` would cost ~3 us an
-    /// insert (it keeps a cost-sorted list) and evict the newest entry first.
-    fileprivate final class SecondChanceShelf {
+        #else
         private var items: [Key: SecondChance] = [:]
         func object(forKey key: Key) -> SecondChance? { items[key] }
         func setObject(_ object: SecondChance, forKey key: Key) { items[key] = object }
         func removeObject(forKey key: Key) { items[key] = nil }
         func removeAllObjects() { items = [:] }
+        #endif
     }
-    #endif
 
     /// Memory entries in CLOCK order: a doubly linked list threaded through an array, newest insert
     /// first, and a reference bit per entry. A use only sets the bit; eviction takes the oldest
@@ -2983,10 +2982,7 @@ nonisolated extension ImageCache {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
                                  AT_SYMLINK_NOFOLLOW)
-            if downloadedAt > now, let fd = openFile(found.file.id) {
-                Validators.setShift(downloadedAt - now, fd: fd)
-                Foundation.close(fd)
-            }
+            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -3066,7 +3062,7 @@ nonisolated extension ImageCache {
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
             for file in list(sweeping: true) { remove(file.id) }
-            recount(files: 0, bytes: 0)
+            recount((0, 0))
         }
 
         /// Deletes expired images and stale temporary files, then the least recently used images
@@ -3080,9 +3076,12 @@ nonisolated extension ImageCache {
             var end = 0  // `live` is filtered in place: a second array would double the memory
             for index in live.indices {
                 var file = live[index]
-                let untrusted = file.downloadedAt > latest && file.downloadedAt - shift(of: file) > latest
+                let untrusted = file.downloadedAt > latest
+                    && file.downloadedAt - (withFile(file.id, Validators.shift(fd:)) ?? 0) > latest
                 if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
-                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired, !canRevalidate(file.id) {
+                // An expired file with the server's validators is kept, to be revalidated.
+                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired,
+                   withFile(file.id, { Validators(fd: $0) == nil }) ?? true {
                     delete(file)
                 } else {
                     live[end] = file
@@ -3100,24 +3099,23 @@ nonisolated extension ImageCache {
                     delete(file)
                 }
             }
-            recount(files: kept, bytes: bytes)
+            recount((kept, bytes))
         }
 
         /// Counts the folder's image files and their bytes again, for the cache's statistics.
         func recount() {
-            let (files, bytes) = sizes()
-            recount(files: files, bytes: bytes)
+            recount(sizes())
         }
 
-        private func recount(files: Int, bytes: Int) {
-            counted = (files, bytes)
-            owner?.diskCounted((files, bytes))
+        private func recount(_ counts: (files: Int, bytes: Int)) {
+            counted = counts
+            owner?.diskCounted(counts)
         }
 
         /// Adds to what was counted (nothing until the folder has been counted), for the statistics.
         private func count(files: Int, bytes: Int64) {
             guard let old = counted else { return }
-            recount(files: max(0, old.files + files), bytes: max(0, Int(clamping: Int64(old.bytes) + bytes)))
+            recount((max(0, old.files + files), max(0, Int(clamping: Int64(old.bytes) + bytes))))
         }
 
         /// How many entry files the folder holds (expired ones included), and their bytes.
@@ -3140,18 +3138,12 @@ nonisolated extension ImageCache {
             if Foundation.unlinkat(directory, file.name, 0) == 0 { count(files: -1, bytes: -file.size) }
         }
 
-        /// How far a max-age moved `file`'s download date ahead (see `Validators.shift`).
-        private func shift(of file: File) -> TimeInterval {
-            guard let fd = openFile(file.id) else { return 0 }
+        /// Runs `body` on file `id` opened to read, and closes it; nil if it cannot be opened.
+        @discardableResult
+        private func withFile<T>(_ id: UInt64, _ body: (Int32) -> T) -> T? {
+            guard let fd = openFile(id) else { return nil }
             defer { Foundation.close(fd) }
-            return Validators.shift(fd: fd)
-        }
-
-        /// True if the server gave `name` validators: expired, it is kept to be revalidated.
-        private func canRevalidate(_ id: UInt64) -> Bool {
-            guard let fd = openFile(id) else { return false }
-            defer { Foundation.close(fd) }
-            return Validators(fd: fd) != nil
+            return body(fd)
         }
 
         /// True if `judged`'s name still holds that file (same inode and date).
@@ -3279,12 +3271,7 @@ nonisolated extension ImageCache.DiskStore {
             var info = Foundation.stat()
             guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
             (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
-            #if canImport(Darwin)
-            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtimespec),
-                                      ImageCache.POSIX.seconds(info.st_atimespec))
-            #else
-            (downloadedAt, usedAt) = (ImageCache.POSIX.seconds(info.st_mtim), ImageCache.POSIX.seconds(info.st_atim))
-            #endif
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
         }
     }
 
@@ -3332,11 +3319,7 @@ nonisolated extension ImageCache.DiskStore {
     private func deleteIfStale(_ name: String, in directory: Int32) {
         var judged = Foundation.stat(), now = Foundation.stat()
         guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        #if canImport(Darwin)
-        let changedAt = ImageCache.POSIX.seconds(judged.st_ctimespec)
-        #else
-        let changedAt = ImageCache.POSIX.seconds(judged.st_ctim)
-        #endif
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
         let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
         let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
         guard clock - changedAt > Self.staleTemporaryAge
@@ -3394,6 +3377,7 @@ nonisolated extension ImageCache {
     fileprivate struct Validators {
         let etag: String?, lastModified: String?
         private static let attribute = "user.imagecache.validators"
+        private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
 
         init?(etag: String?, lastModified: String?) {
             guard etag != nil || lastModified != nil else { return nil }
@@ -3407,16 +3391,13 @@ nonisolated extension ImageCache {
         }
 
         init?(fd: Int32) {
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            let count = Self.get(fd, &buffer, buffer.count)
-            let lines = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).components(separatedBy: "\n") : []
+            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
         func write(to fd: Int32) {
-            let value = Array("\(etag ?? "")\n\(lastModified ?? "")".utf8)
-            Self.set(fd, value, value.count)
+            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
         }
 
         /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
@@ -3428,27 +3409,34 @@ nonisolated extension ImageCache {
         /// Seconds by which the server's max-age moved a file's download date ahead (see
         /// `maxClockSkew`), in an attribute of its own; 0 if none.
         static func shift(fd: Int32) -> TimeInterval {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = get(fd, &buffer, buffer.count, shiftAttribute)
-            return count > 0 ? TimeInterval(String(decoding: buffer[..<count], as: UTF8.self)) ?? 0 : 0
+            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
         }
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            let value = Array(String(seconds.rounded(.up)).utf8)
-            set(fd, value, value.count, shiftAttribute)
+            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
         }
 
-        private static let shiftAttribute = "user.imagecache.shift"
+        /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.
+        private static func get(_ name: String, fd: Int32, capacity: Int) -> String? {
+            var buffer = [UInt8](repeating: 0, count: capacity)
+            #if canImport(Darwin)
+            let count = Darwin.fgetxattr(fd, name, &buffer, capacity, 0, 0)
+            #else
+            let count = getxattr.map { $0(fd, name, &buffer, capacity) } ?? -1
+            #endif
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+        }
 
-        #if canImport(Darwin)
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
-                                _ name: String = attribute) -> Int {
-            Darwin.fgetxattr(fd, name, buffer, count, 0, 0)
+        private static func set(_ name: String, _ value: String, fd: Int32) {
+            let bytes = Array(value.utf8)
+            #if canImport(Darwin)
+            _ = Darwin.fsetxattr(fd, name, bytes, bytes.count, 0, 0)
+            #else
+            _ = setxattr.map { $0(fd, name, bytes, bytes.count, 0) }
+            #endif
         }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = Darwin.fsetxattr(fd, name, value, count, 0, 0)
-        }
-        #else
+
+        #if !canImport(Darwin)
         // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
         private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
             unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?,
@@ -3457,13 +3445,6 @@ nonisolated extension ImageCache {
         private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
             unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?,
                                                    Int, Int32) -> Int32).self)
-        }
-        private static func get(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int,
-                                _ name: String = attribute) -> Int {
-            getxattr.map { $0(fd, name, buffer, count) } ?? -1
-        }
-        private static func set(_ fd: Int32, _ value: UnsafeRawPointer, _ count: Int, _ name: String = attribute) {
-            _ = setxattr.map { $0(fd, name, value, count, 0) }
         }
         #endif
     }
@@ -3502,12 +3483,11 @@ nonisolated extension ImageCache {
             guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
-            return .success((image, trimmed))
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
                               frameCount: info.frames)
-            return .success((image, trimmed))
             #endif
+            return .success((image, trimmed))
         }
     }
 
@@ -3933,8 +3913,18 @@ nonisolated extension ImageCache {
             return String(describing: error)
         }
 
-        static func seconds(_ time: Foundation.timespec) -> TimeInterval {
+        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
             TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+        }
+
+        /// The modification, access and status change dates that `stat` read.
+        static func dates(of info: Foundation.stat) -> (modified: TimeInterval, accessed: TimeInterval,
+                                                        changed: TimeInterval) {
+            #if canImport(Darwin)
+            return (seconds(info.st_mtimespec), seconds(info.st_atimespec), seconds(info.st_ctimespec))
+            #else
+            return (seconds(info.st_mtim), seconds(info.st_atim), seconds(info.st_ctim))
+            #endif
         }
 
         /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
