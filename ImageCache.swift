@@ -2443,18 +2443,12 @@ nonisolated extension ImageCache {
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
-        for task in tasks {
-            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
-                byQueue[index].tasks.append(task)
-            } else {
-                byQueue.append((task.queue, [task]))
-            }
-        }
-        for (index, group) in byQueue.enumerated() {
-            group.queue.async {
+        var queues: [DispatchQueue] = []  // in the order of their first task
+        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
+        for (index, queue) in queues.enumerated() {
+            queue.async {
                 if index == 0, let event, let handler { handler(event) }
-                for task in group.tasks { self.complete(task, result.value) }
+                for task in tasks where task.queue === queue { self.complete(task, result.value) }
             }
         }
     }
