@@ -2254,9 +2254,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is.
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
+    /// unless it was answered or cancelled meanwhile.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        tell(lock.withLock { _progressed(download, received: received) }, received: received, expected: expected)
+        for task in lock.withLock({ _progressed(download, received: received) }) {
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
+        }
     }
 
     /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
@@ -2266,13 +2269,6 @@ nonisolated extension ImageCache {
             guard task.load.onProgress != nil, received > task.progress else { return false }
             task.progress = received
             return true
-        }
-    }
-
-    /// Calls `onProgress` of each task on its queue, unless it was answered or cancelled meanwhile.
-    private func tell(_ tasks: [FetchTask], received: Int, expected: Int?) {
-        for task in tasks {
-            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
 
@@ -2383,10 +2379,8 @@ nonisolated extension ImageCache {
         guard let waiters else { return [] }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
-            for task in waiters {
-                if let onRetry = task.load.onRetry {
-                    task.queue.async { if task.isWaiting { onRetry(retry.error, retry.attempt) } }
-                }
+            for task in waiters where task.load.onRetry != nil {
+                task.queue.async { if task.isWaiting { task.load.onRetry?(retry.error, retry.attempt) } }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
