@@ -1182,10 +1182,6 @@ nonisolated extension ImageCache {
         case none
         /// A cross-dissolve from what the target shows, over this many seconds.
         case fade(TimeInterval)
-
-        /// What showing an image from `source` uses, when `self` was asked for: nothing for one
-        /// from memory, which is there at once (a fade would only flash).
-        func applied(to source: Source) -> Transition { source == .memory ? .none : self }
     }
 
     /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
@@ -1259,10 +1255,7 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
-            var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
-            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache {
-                showing = true
-            }
+            let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
@@ -1275,7 +1268,8 @@ nonisolated extension ImageCache {
                 show(image, .image(.memory))
                 return nil
             }
-            if showing { state = .loading } else { show(placeholder, .loading) }
+            // Bound again to the image it shows (a reload): no placeholder meanwhile.
+            if case .image = state, sameKey { state = .loading } else { show(placeholder, .loading) }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
@@ -1299,8 +1293,9 @@ nonisolated extension ImageCache {
             task = nil
             switch result {
             case .success(let fetched)?:
-                show(fetched.value, .image(fetched.source),
-                     transition: (binding?.transition ?? .none).applied(to: fetched.source))
+                // One from memory is there at once: a fade would only flash.
+                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                show(fetched.value, .image(fetched.source), transition: transition)
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
