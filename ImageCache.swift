@@ -2077,8 +2077,7 @@ nonisolated extension ImageCache {
             session = makeSession(configuration, timeout: timeout)
         }
 
-        private func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
-            let configuration = base
+        private func makeSession(_ configuration: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
             configuration.timeoutIntervalForRequest = timeout
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
@@ -2514,21 +2513,19 @@ nonisolated extension ImageCache {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
             let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
+            let truncated: Error? = expected > 0 && Int64(data.count) < expected
+                ? .truncatedBody(expected: expected, received: data.count) : nil
             if let error {
                 let code = (error as? URLError)?.code ?? .unknown
                 if code == .cancelled { return .failure(.cancelled) }
                 // libcurl reports a body cut short as a generic error: say what it was.
-                if expected > 0, Int64(data.count) < expected {
-                    return .failure(.truncatedBody(expected: expected, received: data.count))
-                }
+                if let truncated { return .failure(truncated) }
                 let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
                 return .failure(.network(code, text))
             }
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
-            if expected > 0, Int64(data.count) < expected {
-                return .failure(.truncatedBody(expected: expected, received: data.count))
-            }
+            if let truncated { return .failure(truncated) }
             return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
