@@ -1431,8 +1431,7 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
-                    cache: ImageCache
-        private let transition: Transition
+                    cache: ImageCache, transition: Transition
         @StateObject private var target = Target()
         @Environment(\.displayScale) private var displayScale
 
@@ -1440,9 +1439,8 @@ extension ImageCache {
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) =
-                (url, key, placeholder, failureImage, pixelSize, cache)
-            self.transition = transition
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (url, key, placeholder, failureImage, pixelSize, cache, transition)
         }
 
         public var body: some View {
