@@ -1155,10 +1155,6 @@ nonisolated extension ImageCache {
         case none
         /// A cross-dissolve from what the target shows, over this many seconds.
         case fade(TimeInterval)
-
-        /// What showing an image from `source` uses, when `self` was asked for: nothing for one
-        /// from memory, which is there at once (a fade would only flash).
-        func applied(to source: Source) -> Transition { source == .memory ? .none : self }
     }
 
     /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
@@ -1232,10 +1228,7 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
-            var showing = false  // bound again to what it shows (a reload): no placeholder meanwhile
-            if case .image = state, memoryKey != nil, memoryKey == binding?.memoryKey, cache === binding?.cache {
-                showing = true
-            }
+            let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
@@ -1248,7 +1241,8 @@ nonisolated extension ImageCache {
                 show(image, .image(.memory))
                 return nil
             }
-            if showing { state = .loading } else { show(placeholder, .loading) }
+            // Bound again to the image it shows (a reload): no placeholder meanwhile.
+            if case .image = state, sameKey { state = .loading } else { show(placeholder, .loading) }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
@@ -1272,8 +1266,9 @@ nonisolated extension ImageCache {
             task = nil
             switch result {
             case .success(let fetched)?:
-                show(fetched.value, .image(fetched.source),
-                     transition: (binding?.transition ?? .none).applied(to: fetched.source))
+                // One from memory is there at once: a fade would only flash.
+                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                show(fetched.value, .image(fetched.source), transition: transition)
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -1409,8 +1404,7 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
-                    cache: ImageCache
-        private let transition: Transition
+                    cache: ImageCache, transition: Transition
         @StateObject private var target = Target()
         @Environment(\.displayScale) private var displayScale
 
@@ -1418,9 +1412,8 @@ extension ImageCache {
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache) =
-                (url, key, placeholder, failureImage, pixelSize, cache)
-            self.transition = transition
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (url, key, placeholder, failureImage, pixelSize, cache, transition)
         }
 
         public var body: some View {
@@ -2055,8 +2048,7 @@ nonisolated extension ImageCache {
             session = makeSession(configuration, timeout: timeout)
         }
 
-        private func makeSession(_ base: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
-            let configuration = base
+        private func makeSession(_ configuration: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
             configuration.timeoutIntervalForRequest = timeout
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
@@ -2227,9 +2219,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is.
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
+    /// unless it was answered or cancelled meanwhile.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        tell(lock.withLock { _progressed(download, received: received) }, received: received, expected: expected)
+        for task in lock.withLock({ _progressed(download, received: received) }) {
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
+        }
     }
 
     /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
@@ -2242,17 +2237,9 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Calls `onProgress` of each task on its queue, unless it was answered or cancelled meanwhile.
-    private func tell(_ tasks: [FetchTask], received: Int, expected: Int?) {
-        for task in tasks {
-            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
-
     /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
     /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on the decode queue: a large decode on this serial delegate queue
-    /// would hold back every other transfer's data.
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue).
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
@@ -2356,10 +2343,8 @@ nonisolated extension ImageCache {
         guard let waiters else { return [] }
         if let retry {
             emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
-            for task in waiters {
-                if let onRetry = task.load.onRetry {
-                    task.queue.async { if task.isWaiting { onRetry(retry.error, retry.attempt) } }
-                }
+            for task in waiters where task.load.onRetry != nil {
+                task.queue.async { if task.isWaiting { task.load.onRetry?(retry.error, retry.attempt) } }
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
         } else {
@@ -2416,18 +2401,12 @@ nonisolated extension ImageCache {
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var byQueue: [(queue: DispatchQueue, tasks: [FetchTask])] = []
-        for task in tasks {
-            if let index = byQueue.firstIndex(where: { $0.queue === task.queue }) {
-                byQueue[index].tasks.append(task)
-            } else {
-                byQueue.append((task.queue, [task]))
-            }
-        }
-        for (index, group) in byQueue.enumerated() {
-            group.queue.async {
+        var queues: [DispatchQueue] = []  // in the order of their first task
+        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
+        for (index, queue) in queues.enumerated() {
+            queue.async {
                 if index == 0, let event, let handler { handler(event) }
-                for task in group.tasks { self.complete(task, result.value) }
+                for task in tasks where task.queue === queue { self.complete(task, result.value) }
             }
         }
     }
@@ -2504,21 +2483,19 @@ nonisolated extension ImageCache {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
             let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
+            let truncated: Error? = expected > 0 && Int64(data.count) < expected
+                ? .truncatedBody(expected: expected, received: data.count) : nil
             if let error {
                 let code = (error as? URLError)?.code ?? .unknown
                 if code == .cancelled { return .failure(.cancelled) }
                 // libcurl reports a body cut short as a generic error: say what it was.
-                if expected > 0, Int64(data.count) < expected {
-                    return .failure(.truncatedBody(expected: expected, received: data.count))
-                }
+                if let truncated { return .failure(truncated) }
                 let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
                 return .failure(.network(code, text))
             }
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
-            if expected > 0, Int64(data.count) < expected {
-                return .failure(.truncatedBody(expected: expected, received: data.count))
-            }
+            if let truncated { return .failure(truncated) }
             return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
