@@ -128,14 +128,15 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     private let decodes: Decodes
     private let disk: DiskStore  // used only on `diskQueue`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // The clock, in seconds since 1970; tests move it forward (see the section for tests).
-    // Set only before the instance is used, so unchecked like `_state` (the check costs `peek` more
-    // than the clock itself).
-    @exclusivity(unchecked) fileprivate var currentTime: @Sendable () -> TimeInterval = ImageCache.wallClock
+    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
+    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
+    // Set only before the instance is used, so unchecked like `_state`.
+    @exclusivity(unchecked) fileprivate var testClock: (@Sendable () -> TimeInterval)?
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, a
     /// fifth of `Date()`'s cost on `peek`'s path); time to live is counted in seconds anyway.
-    private static let wallClock: @Sendable () -> TimeInterval = {
+    fileprivate func currentTime() -> TimeInterval {
+        if let testClock { return testClock() }
         #if os(Linux)
         var now = timespec()
         Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
@@ -3965,11 +3966,10 @@ nonisolated extension ImageCache {
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: String, size: UInt64 = 0) {
-            var string = string
+        init(string: consuming String, size: UInt64 = 0) {  // consuming: stored without a retain
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
-            (self.string, self.size) = (string, size)
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            (self.string, self.size) = (string, size)
             hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
         }
 
@@ -4083,8 +4083,8 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// The clock, in seconds since 1970; set it before the first call that uses the instance.
     @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
-        get { currentTime }
-        set { currentTime = newValue }
+        get { testClock ?? { Date().timeIntervalSince1970 } }
+        set { testClock = newValue }
     }
 
     /// How many images memory holds now.
