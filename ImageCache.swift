@@ -1702,7 +1702,7 @@ nonisolated extension ImageCache {
             /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
             /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A phase may
             /// also stay as it is while the download changes lane. `Lanes.move` checks every change
-            /// against it. A decoding download holds no slot: its bytes are in, the next one may start.
+            /// against it. A decoding download's bytes are in: the next one may start (see `startReady`).
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
                 case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued), (.queued, .running(nil)),
@@ -1743,8 +1743,9 @@ nonisolated extension ImageCache {
         private var queuedFast = 0  // live places in `fastQueue`
         private var tickets: UInt64 = 0
         private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private var runningFast = 0
-        private var runningSlow = 0
+        private(set) var runningFast = 0
+        private(set) var runningSlow = 0
+        private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
@@ -1757,14 +1758,17 @@ nonisolated extension ImageCache {
             count(download, +1)
         }
 
-        /// Takes downloads off the queues as far as the limits allow and marks them running.
+        /// Takes downloads off the queues as far as the limits allow and marks them running. A
+        /// decoding download holds no slot while a decode worker is free for it; those beyond the
+        /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
         mutating func startReady(maxFast: Int) -> [Download] {
             var started: [Download] = []
-            while runningFast < maxFast, let download = Self.popLive(&fastQueue) {
+            let held = max(0, decoding - Decodes.width)
+            while runningFast + held < maxFast, let download = Self.popLive(&fastQueue) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0,
+            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, held == 0,
                   let download = Self.popLive(&slowQueue) {
                 start(download)
                 started.append(download)
@@ -1800,7 +1804,9 @@ nonisolated extension ImageCache {
                 }
             case .running:
                 if fast { runningFast += sign } else { runningSlow += sign }
-            case .new, .checkingDisk, .decoding, .waitingToRetry, .done:
+            case .decoding:
+                decoding += sign
+            case .new, .checkingDisk, .waitingToRetry, .done:
                 break
             }
         }
@@ -2080,9 +2086,16 @@ nonisolated extension ImageCache {
         /// Stops every transfer, when the cache goes away.
         func invalidate() {
             // The last reference may go away inside one of the session's own callbacks, where
-            // invalidating synchronously would wait for the queue it runs on.
-            let session = lock.withLock { timer?.cancel(); return self.session }
-            DispatchQueue.global().async { session?.invalidateAndCancel() }
+            // invalidating synchronously would wait for the queue it runs on. Transfers of sessions
+            // that `setTimeout` replaced are cancelled too: no timer would stop them now.
+            let (session, tasks) = lock.withLock {
+                timer?.cancel()
+                return (self.session, transfers.values.map(\.task))
+            }
+            DispatchQueue.global().async {
+                session?.invalidateAndCancel()
+                for task in tasks { task.cancel() }
+            }
         }
 
         private func transfer(for task: URLSessionTask) -> Transfer? {
@@ -2139,7 +2152,8 @@ nonisolated extension ImageCache {
             guard let (transfer, timedOut) = lock.withLock({
                 transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
             }) else { return }
-            cache?.transferred(transfer, stopped: transfer.failure ?? timedOut, error: error)
+            // The time limit stopped it only if it did not complete meanwhile.
+            cache?.transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask,
@@ -2192,7 +2206,7 @@ nonisolated extension ImageCache {
         private let lock = NSLock()
         private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
         private var running = 0  // guarded by `lock`
-        private static let width = 2
+        static let width = 2  // decodes at once
 
         init(label: String) {
             queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
@@ -2265,7 +2279,11 @@ nonisolated extension ImageCache {
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
-            decodes.async { finish(download.decoder.decode(body, download.limits), body) }
+            decodes.async {
+                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
+                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
+                finish(download.decoder.decode(body, download.limits), body)
+            }
         }
     }
 
@@ -2290,12 +2308,12 @@ nonisolated extension ImageCache {
             }
             let policy = _state.settings.retryPolicy
             let offline = _state.settings.servesStaleWhenOffline ? download.stale : nil
+            if let whole {  // the body is whole, whatever its decoder made of it
+                for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
+            }
             switch result {
             case .success(let payload):
                 _state.lanes.move(download, to: .done)
-                if let whole {
-                    for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
-                }
                 let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
                 // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
                 let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
@@ -4096,6 +4114,11 @@ nonisolated extension ImageCache {
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
+    }
+
+    /// Downloads on the network now, and those whose bytes are in, waiting for a decode or in one.
+    @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
+        lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
     }
 
     /// The bounds a decode for a request made now works within (see `DecodeLimits`).

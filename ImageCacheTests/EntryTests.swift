@@ -197,6 +197,68 @@ final class EntryTests: CacheTestCase {
         XCTAssertEqual(cache.checkInvariants(), [])
     }
 
+    func testBodiesWaitingForADecodeStayWithinTheSlotsAndTheDecodeWorkers() {
+        // Given one download slot, and a decoder that holds every image until told
+        let cache = makeCache("backlog")
+        cache.maxConcurrentDownloads = 1
+        let release = DispatchSemaphore(value: 0)
+        let urls = (0..<12).map { serve("/\($0).png") }
+        let done = expectation(description: "all")
+        done.expectedFulfillmentCount = urls.count
+        // When twelve images are fetched
+        for url in urls {
+            cache.fetch(url, decode: { data -> Int in
+                release.wait()
+                return data.count
+            }) { _ in done.fulfill() }
+        }
+        // Then three bodies come in (two decoding, one waiting for a worker, which holds the slot)
+        XCTAssertTrue(eventually { cache.downloadCounts.decoding == 3 })
+        // and, as nothing decodes, nothing else is downloading: the lanes hold the rest back
+        XCTAssertEqual(cache.downloadCounts.running, 0)
+        XCTAssertEqual(server.totalRequests, 3)
+        for _ in urls { release.signal() }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(server.totalRequests, 12)
+        XCTAssertEqual(cache.checkInvariants(), [])
+    }
+
+    func testADownloadForgottenWhileItWaitsForADecodeWorkerIsNotDecoded() {
+        // Given both decode workers held by two images, and a third whose bytes wait for a worker
+        let cache = makeCache("forgotten")
+        let release = DispatchSemaphore(value: 0)
+        let held = expectation(description: "both workers held")
+        held.expectedFulfillmentCount = 2
+        let holding: @Sendable (Data) throws -> Int = { data in
+            held.fulfill()
+            release.wait()
+            return data.count
+        }
+        cache.fetch(serve("/a.png"), decode: holding) { _ in }
+        cache.fetch(serve("/b.png"), decode: holding) { _ in }
+        wait(for: [held], timeout: 10)
+        let decoded = Locked<[String]>([])
+        let recording: (String) -> @Sendable (Data) throws -> Int = { name in
+            { data in
+                decoded.mutate { $0.append(name) }
+                return data.count
+            }
+        }
+        let task = cache.fetch(serve("/c.png"), decode: recording("c")) { _ in }
+        XCTAssertTrue(eventually { cache.downloadCounts.decoding == 3 })
+        // When it is cancelled, and a fourth image queues its decode behind it
+        task.cancel()
+        let fourth = expectation(description: "the fourth")
+        cache.fetch(serve("/d.png"), decode: recording("d")) { _ in fourth.fulfill() }
+        XCTAssertTrue(eventually { cache.downloadCounts.decoding == 3 })
+        // and one worker is let go (it takes the decodes in order: the third's, then the fourth's)
+        release.signal()
+        wait(for: [fourth], timeout: 10)
+        // Then the fourth was decoded and the forgotten third was not
+        XCTAssertEqual(decoded.value, ["d"])
+        release.signal()
+    }
+
     func testAKeyIsItsBytesInMemoryAsOnDisk() throws {
         // Given an image stored under "café" written with a precomposed é, and many keys of every
         // length around it (the key hash reads eight bytes at a time)

@@ -353,6 +353,32 @@ final class RequestTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/joined.png"), 1)
     }
 
+    func testAWaiterOfAnotherTypeHearsTheWholeSizeWhenTheImageDecoderRejectsTheBytes() throws {
+        // Given a download of text started by an image fetch, which its image decoder rejects
+        let cache = makeCache()
+        let body = Data(repeating: UInt8(ascii: "a"), count: 30_000)
+        server.set("/text", LoopbackServer.Response(body: body, behavior: .slowBody(chunkSize: 1_000, interval: 0.01)))
+        let url = server.url("/text")
+        let imageDone = expectation(description: "image")
+        cache.fetch(url) { _, image in
+            XCTAssertNil(image)
+            imageDone.fulfill()
+        }
+        // When a request for the bytes joins it, with a progress handler
+        let calls = Locked<[Int]>([])
+        let bytesDone = expectation(description: "bytes")
+        let delivered = Locked<Int?>(nil)
+        cache.fetch(url, decode: { $0 }, onProgress: { received, _ in calls.mutate { $0.append(received) } }) {
+            delivered.value = try? $0.get().value.count
+            XCTAssertEqual(calls.value.last, body.count, "the whole size, before the completion")
+            bytesDone.fulfill()
+        }
+        wait(for: [imageDone, bytesDone], timeout: 10)
+        // Then it gets the bytes, and its last progress call was their whole size
+        XCTAssertEqual(delivered.value, body.count)
+        XCTAssertEqual(server.requestCount("/text"), 1)
+    }
+
     // MARK: Prefetching
 
     func testPrefetchingAListDownloadsEachOnceAndCostsNothingForWhatIsCached() throws {
