@@ -198,14 +198,15 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 
     /// All the state `lock` guards.
     private struct Guarded {
-        var settings: Settings
+        // What `peek` reads first, together: its layout is part of `peek`'s cost.
         var entries: [Key: Entry] = [:]
+        var memory = MemoryList()
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
+        var settings: Settings
         var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
         var sizeRecords = 0  // the sizes in `sizes`
-        var memory = MemoryList()
         var lanes = Lanes()
         var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
-        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
         var failureOrder = FIFO<(key: Key, serial: UInt64)>()
         var secondChanceOrder = FIFO<(key: Key, serial: UInt64, cost: Int)>()
