@@ -1900,11 +1900,6 @@ nonisolated extension ImageCache {
         startNetwork(started)
     }
 
-    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
-    private func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
-    }
-
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
     private func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
@@ -1949,6 +1944,11 @@ nonisolated extension ImageCache {
                     event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
+    }
+
+    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
+    private func _startReadyDownloads() -> [Download] {
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
@@ -2198,43 +2198,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
-    /// of their own (never URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data). A decode that ends takes the next waiting one in the same block. (An
-    /// `OperationQueue` does the same at ~10% of a 50 KB download's CPU on Linux.)
-    fileprivate final class Decodes: @unchecked Sendable {
-        private let queue: DispatchQueue
-        private let lock = NSLock()
-        private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
-        private var running = 0  // guarded by `lock`
-        static let width = 2  // decodes at once
-
-        init(label: String) {
-            queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
-        }
-
-        func async(_ work: @escaping @Sendable () -> Void) {
-            let starts: Bool = lock.withLock {
-                guard running < Self.width else { waiting.append(work); return false }
-                running += 1
-                return true
-            }
-            if starts { queue.async { self.drain(from: work) } }
-        }
-
-        private func drain(from first: @escaping @Sendable () -> Void) {
-            var next: (@Sendable () -> Void)? = first
-            while let work = next {
-                work()
-                next = lock.withLock {
-                    if let following = waiting.popFirst() { return following }
-                    running -= 1
-                    return nil
-                }
-            }
-        }
-    }
-
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
     /// unless it was answered or cancelled meanwhile.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
@@ -2284,6 +2247,43 @@ nonisolated extension ImageCache {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
                 guard self.lock.withLock({ self._isCurrent(download) }) else { return }
                 finish(download.decoder.decode(body, download.limits), body)
+            }
+        }
+    }
+
+    /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
+    /// of their own (never URLSession's delegate queue, where one large decode would hold back every
+    /// transfer's data). A decode that ends takes the next waiting one in the same block. (An
+    /// `OperationQueue` does the same at ~10% of a 50 KB download's CPU on Linux.)
+    fileprivate final class Decodes: @unchecked Sendable {
+        private let queue: DispatchQueue
+        private let lock = NSLock()
+        private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
+        private var running = 0  // guarded by `lock`
+        static let width = 2  // decodes at once
+
+        init(label: String) {
+            queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
+        }
+
+        func async(_ work: @escaping @Sendable () -> Void) {
+            let starts: Bool = lock.withLock {
+                guard running < Self.width else { waiting.append(work); return false }
+                running += 1
+                return true
+            }
+            if starts { queue.async { self.drain(from: work) } }
+        }
+
+        private func drain(from first: @escaping @Sendable () -> Void) {
+            var next: (@Sendable () -> Void)? = first
+            while let work = next {
+                work()
+                next = lock.withLock {
+                    if let following = waiting.popFirst() { return following }
+                    running -= 1
+                    return nil
+                }
             }
         }
     }
