@@ -1229,7 +1229,8 @@ nonisolated extension ImageCache {
                               _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
-            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size) }
+            let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size, scale: scale) }
             let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
@@ -1295,9 +1296,14 @@ nonisolated extension ImageCache {
         return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
     }
 
-    /// `key` at `size` (a size from `pixels`): memory keeps an entry per size, the disk one file, the key's.
-    fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?) -> Key {
-        Key(string: key, size: size.map { UInt64($0.width) << 32 | UInt64($0.height) } ?? 0)
+    /// `key` at `size` (a size from `pixels`) for a screen of `scale` (from `displayScale`): memory
+    /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
+    /// keeps one file, the key's.
+    fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
+                                      scale: Double = 1) -> Key {
+        guard let size else { return Key(string: key) }
+        let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
+        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
     }
 
 }
@@ -3980,7 +3986,7 @@ nonisolated extension ImageCache {
     /// when it is made, with a hash of its own.
     fileprivate struct Key: Hashable, CustomStringConvertible {
         let string: String
-        let size: UInt64  // width << 32 | height, in pixels; 0 for none
+        let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
         private let hash: Int
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
@@ -4004,8 +4010,13 @@ nonisolated extension ImageCache {
             Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: seed)))
         }
 
-        /// The string, then NUL and the size if it has one (as the binder's keys were written once).
-        var description: String { size == 0 ? string : "\(string)\u{0}\(size >> 32)x\(size & 0xffff_ffff)" }
+        /// The string, then NUL and the size if it has one (as the binder's keys were written once),
+        /// then the scale if it is not 1 (`@2x`).
+        var description: String {
+            guard size != 0 else { return string }
+            let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
+            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)"
+        }
 
         /// Random per process, so that keys made to collide in one process do not in another.
         private static let seed = UInt64.random(in: 0 ... .max)
@@ -4214,9 +4225,15 @@ nonisolated extension ImageCache {
     }
 
     /// How the memory entry of `key` at `size` is described (see `Key.description`).
-    @_spi(Testing) public static func memoryKeyDescription(_ key: String,
-                                                           filling size: (width: Int, height: Int)?) -> String {
-        memoryKey(key, filling: size).description
+    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?,
+                                                           scale: Double = 1) -> String {
+        memoryKey(key, filling: size, scale: scale).description
+    }
+
+    /// Binds `binder` to `url` at `pixelSize` for a screen of `scale`, as a view on that screen does.
+    @_spi(Testing) public static func bind(_ binder: Binder, _ url: URL, pixelSize: CGSize, scale: Double,
+                                           cache: ImageCache) {
+        binder.bind(Load(url, key: nil), nil, nil, pixelSize, cache, .none, scale: scale)
     }
 
     /// Waits until every disk operation queued so far has run.

@@ -522,6 +522,35 @@ final class BinderTests: BinderTestCase {
         // Memory keys: the key alone without a size (described as the key, NUL, the size with one).
         XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: (100, 50)), "k\u{0}100x50")
         XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: nil), "k")
+        // A screen's scale other than 1 is part of a sized key: the image's size is in its points.
+        XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: (100, 50), scale: 2), "k\u{0}100x50@2x")
+        XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: (100, 50), scale: 2.5), "k\u{0}100x50@2.5x")
+        XCTAssertEqual(ImageCache.memoryKeyDescription("k", filling: nil, scale: 2), "k")
+    }
+
+    func testTwoScreensOfOneSizeInPixelsGetAnImageEachInTheirOwnPoints() {
+        // Given an image bound at 200x200 pixels for a 2x screen (a 100-point view)
+        let cache = makeCache()
+        let url = serveImage("/scaled.png", width: 400)
+        let (retina, retinaBinder) = makeTarget(), (plain, plainBinder) = makeTarget()
+        let first = expectation(description: "the 2x view")
+        retina.onSet = { if $0 != nil { first.fulfill() } }
+        callbacks.sync { ImageCache.bind(retinaBinder, url, pixelSize: CGSize(width: 200, height: 200), scale: 2, cache: cache) }
+        wait(for: [first], timeout: 10)
+        // When a view of 200 points on a 1x screen (the same pixels) binds it
+        let second = expectation(description: "the 1x view")
+        plain.onSet = { if $0 != nil { second.fulfill() } }
+        callbacks.sync { ImageCache.bind(plainBinder, url, pixelSize: CGSize(width: 200, height: 200), scale: 1, cache: cache) }
+        wait(for: [second], timeout: 10)
+        // Then it did not take the 2x image from memory: it decoded its own from the file
+        guard case .image(.disk) = callbacks.sync(execute: { plainBinder.state }) else {
+            return XCTFail("the 1x view got the 2x view's image")
+        }
+        cache.drainDisk()
+        let key = url.absoluteString
+        XCTAssertEqual(Set(cache.memoryURLs), [key + "\u{0}200x200@2x", key + "\u{0}200x200"])
+        XCTAssertEqual(server.requestCount("/scaled.png"), 1)
+        assertInvariants(cache)
     }
 
     func testEachSizeHasItsOwnMemoryEntryAndAllShareOneFileAndOneDownload() {
