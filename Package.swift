@@ -8,13 +8,12 @@ let package = Package(
         .library(name: "ImageCache", targets: ["ImageCache"]),
     ],
     targets: [
-        // The whole library is one file at the top level, so that an app can copy it.
+        // The library, one file per concern. `.ci/amalgamate` joins these into the top-level
+        // ImageCache.swift that apps may copy instead of depending on the package.
         .target(
             name: "ImageCache",
-            path: ".",
-            exclude: ["ExampleApp", "ImageCacheTests", "Benchmarks", "README.md", "LICENSE", "CHANGELOG.md"],
-            sources: ["ImageCache.swift"],
-            // The section "For tests and benchmarks" at the end of the file; a copied file has none of it.
+            path: "Sources/ImageCache",
+            // Testing.swift's hooks for the package's own tests and benchmarks; a copied file has none of them.
             swiftSettings: [.define("IMAGECACHE_TESTING")]
         ),
         // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.

@@ -1,0 +1,348 @@
+// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and
+// SwiftUI's `RemoteImage`.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
+    public protocol ImageTarget: AnyObject {
+        /// The image shown; nil shows none.
+        var image: Image? { get set }
+        /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
+        var isDisplayed: Bool { get }
+        /// Shows `image` with `transition`, which is `.none` but for an image that did not come
+        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
+        /// and `NSImageView` cross-dissolve.
+        func show(_ image: Image?, transition: Transition)
+    }
+
+    /// How a binder shows an image that arrives: at once, or fading in. An image found in memory
+    /// always appears at once, as do the placeholder and the failure image.
+    public enum Transition: Sendable, Hashable {
+        /// At once.
+        case none
+        /// A cross-dissolve from what the target shows, over this many seconds.
+        case fade(TimeInterval)
+    }
+
+    /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
+    /// new binding replaces the request, and no callback of an earlier one touches the target; an
+    /// image in memory is set at once, inside `bind`, without the placeholder; a failure leaves the
+    /// failure image (else the placeholder) and ``state`` says why; on `purgeMemory()`, a target not
+    /// displayed lets its image go until it is bound again.
+    ///
+    /// **Thread safety.** A binder belongs to the serial queue it is made with (the main queue for
+    /// views): call it there; it sets the target there, and its requests' callbacks run there.
+    public final class Binder: @unchecked Sendable {
+        /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
+        /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
+        public enum State: Sendable, Equatable {
+            case idle, placeholder, loading, image(Source), failed(Error)
+        }
+
+        /// What the target shows now.
+        public private(set) var state = State.idle
+        private let queue: DispatchQueue
+        private weak var target: ImageTarget?
+        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?,
+                              transition: Transition)?
+        private var task: FetchTask?
+        private var generation = 0  // of the binding: a callback of an earlier one is ignored
+        internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        private var observer: NSObjectProtocol?
+
+        /// A binder for `target`, which it holds weakly, used on `queue`.
+        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            (self.target, self.queue) = (target, queue)
+            observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
+                                                              queue: nil) { [weak self] note in
+                guard let self, let cache = note.object as? ImageCache else { return }
+                queue.async { self.purged(cache) }
+            }
+        }
+
+        deinit {
+            task?.cancel()
+            observer.map(NotificationCenter.default.removeObserver)
+        }
+
+        /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
+        /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
+        /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
+        /// fill that, as an entry of its own in memory, at the main screen's scale (see
+        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
+        @discardableResult
+        public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
+            bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition, scale: nil)
+        }
+
+        /// Shows the image that `request` loads, as `bind(_:key:...)` shows a URL's; the request is
+        /// sent as `fetch(_ request: URLRequest, ...)` sends it, and its headers are not part of the
+        /// key. (Not optional, so that `bind(nil)` stays the URL form's: the placeholder.)
+        @discardableResult
+        public func bind(_ request: URLRequest, key: String? = nil, placeholder: Image? = nil,
+                         failureImage: Image? = nil, pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
+            bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
+        }
+
+        /// `scale`: the display scale of the target's screen (a view's), which the image carries;
+        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        @discardableResult
+        internal func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
+            dispatchPrecondition(condition: .onQueue(queue))
+            let size = ImageCache.pixels(pixelSize)
+            let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size, scale: scale) }
+            let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
+            let previous = task
+            defer { previous?.cancel() }  // after the new request, which may share its download
+            generation += 1
+            let generation = generation  // before `show`: a target that binds again from its setter wins
+            task = nil
+            binding = (placeholder, failureImage, cache, memoryKey, transition)
+            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
+            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
+            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
+                show(image, .image(.memory))
+                return nil
+            }
+            // Bound again to the image it shows (a reload): no placeholder meanwhile.
+            if case .image = state, sameKey { state = .loading } else { show(placeholder, .loading) }
+            let decoder = Decoder.image(filling: size, scale: scale)
+            (load.key, load.decoder) = (memoryKey, decoder)
+            task = cache.request(load, queue: queue, completion: { [weak self] result in
+                self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
+            }, onCancel: { [weak self] in self?.finished(generation, nil) })
+            return task
+        }
+
+        /// Cancels the load under way, if any; what the target shows stays (`loading` becomes `idle`).
+        public func cancel() {
+            dispatchPrecondition(condition: .onQueue(queue))
+            generation += 1
+            task?.cancel()
+            task = nil
+            if case .loading = state { state = .idle }
+        }
+
+        /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
+        private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
+            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            task = nil
+            switch result {
+            case .success(let fetched)?:
+                // One from memory is there at once: a fade would only flash.
+                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                show(fetched.value, .image(fetched.source), transition: transition)
+            case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
+            case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
+            }
+        }
+
+        private func purged(_ cache: ImageCache) {
+            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
+            show(binding?.placeholder, .placeholder)
+        }
+
+        private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
+            self.state = state
+            target?.show(image, transition: transition)
+        }
+    }
+
+    internal static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
+
+    /// A target size in whole pixels; nil for none, or one that is empty or absurd.
+    internal static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
+        guard let size, (1...100_000).contains(size.width), (1...100_000).contains(size.height) else { return nil }
+        return (Int(size.width.rounded(.up)), Int(size.height.rounded(.up)))
+    }
+
+    /// `key` at `size` (a size from `pixels`) for a screen of `scale` (from `displayScale`): memory
+    /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
+    /// keeps one file, the key's.
+    internal static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
+                                      scale: Double = 1) -> Key {
+        guard let size else { return Key(string: key) }
+        let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
+        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
+    }
+
+}
+
+nonisolated extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+
+#if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+#if canImport(UIKit)
+extension ImageCache { fileprivate typealias ImageView = UIImageView }
+#else
+extension ImageCache { fileprivate typealias ImageView = NSImageView }
+#endif
+
+// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
+extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
+    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
+    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
+    /// warning rather than show its placeholder until it is bound again.
+    public var isDisplayed: Bool { true }
+
+    /// Sets `image`; with a fade, as a cross-dissolve.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        if case .fade(let seconds) = transition, seconds > 0 {
+            #if canImport(UIKit)
+            return UIView.transition(with: self, duration: seconds,
+                                     options: [.transitionCrossDissolve, .allowUserInteraction],
+                                     animations: { self.image = image })
+            #else
+            // NSImageView does not animate `image`: a fade of its layer's contents does.
+            let fade = CATransition()
+            (fade.type, fade.duration) = (.fade, seconds)
+            wantsLayer = true
+            layer?.add(fade, forKey: "ImageCache.fade")
+            #endif
+        }
+        self.image = image
+    }
+
+    /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
+    /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
+    /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
+    /// is in points), or `failureImage` (else `placeholder`) if it cannot be had; an image that was
+    /// not in memory comes with `transition` (a fade: `.fade(0.25)`). Returns the request, if one was made.
+    @discardableResult
+    public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
+                         cache, transition, scale: displayScale)
+    }
+
+    /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
+    /// request is sent as ``ImageCache/Binder`` sends it, and its headers are not part of the key.
+    /// (Not optional, so that `setImage(with: nil)` stays the URL form's: the placeholder.)
+    @discardableResult
+    public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
+                         transition, scale: displayScale)
+    }
+
+    /// `size` (the view's bounds by default) in the screen's pixels.
+    private func pixels(_ size: CGSize?) -> CGSize {
+        let size = size ?? bounds.size
+        return CGSize(width: size.width * displayScale, height: size.height * displayScale)
+    }
+
+    /// The scale of the view's screen, which its images carry; the main screen's when it is in no window.
+    private var displayScale: Double {
+        #if canImport(UIKit)
+        // Not `contentScaleFactor`: a system view's may be 1 on a 3x screen. (0 when not yet in a
+        // window, where the bounds are rarely laid out either.)
+        let scale = traitCollection.displayScale
+        #else
+        let scale = window?.backingScaleFactor ?? 0
+        #endif
+        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
+    }
+
+    /// Cancels the load under way, if any; what the view shows stays.
+    public func cancelImageLoad() { imageBinder.cancel() }
+
+    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
+    public var imageBinder: ImageCache.Binder {
+        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
+        let binder = ImageCache.Binder(self)
+        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        return binder
+    }
+
+    private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+}
+#endif
+
+#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
+extension ImageCache {
+    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
+    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// The image carries the environment's `displayScale`: its `size` is in points.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor public struct RemoteImage: View {
+        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
+                    cache: ImageCache, transition: Transition
+        @StateObject private var target = Target()
+        @Environment(\.displayScale) private var displayScale
+
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
+        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (url, key, placeholder, failureImage, pixelSize, cache, transition)
+        }
+
+        public var body: some View {
+            #if canImport(UIKit)
+            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
+            #else
+            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
+            #endif
+            // A new identity per image, so that a fade's transition takes the old one out and the new in.
+            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
+            return ZStack { identified.transition(AnyTransition.opacity) }
+                .onAppear { target.isDisplayed = true; bind() }
+                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+                .onChange(of: arguments) { _ in bind() }
+        }
+
+        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
+        private static let empty = Image()
+
+        /// What a binding is made of: a change of any argument binds again (the images by identity).
+        private var arguments: [AnyHashable?] {
+            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
+             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
+        }
+
+        private func bind() {
+            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
+                               scale: Double(displayScale))
+        }
+
+        private final class Target: ObservableObject, ImageTarget {
+            @Published var image: Image?
+            var isDisplayed = false
+            lazy var binder = Binder(self)
+
+            func show(_ image: Image?, transition: Transition) {
+                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
+                withAnimation(.easeIn(duration: seconds)) { self.image = image }
+            }
+        }
+    }
+}
+#endif

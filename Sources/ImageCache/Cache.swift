@@ -1,0 +1,216 @@
+// The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
+// the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
+// first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
+// statistics), PublicTypes (the image, its formats, a request's task), Binding (views). Then the
+// internal rooms in the order a miss walks them: Requests (a load, the request path,
+// cancellation); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport
+// (sending, the transport and its delegate, deadlines, progress, the end of an attempt); Delivery;
+// and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Images
+// (formats and decoding); Platform (support); Helpers; and, in the package's own builds only,
+// Testing.
+//
+// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
+// nothing in memory and makes a `Download`; (2) `lookUpOnDisk` (Downloads) misses and
+// queues it on its lane; (3) `startNetwork` (Transport) sends it through the `Transport`;
+// (4) the transport's delegate keeps the bytes and hands the ended transfer to `transferred`, which
+// checks the body and has it decoded; (5) `networkFinished` puts the entry in memory (`_insert`,
+// MemoryTier) and queues its file's write (`_queueOnDisk`); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
+//
+// Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
+// memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
+// *removes* a file by name when told to, *deletes* a file it judged only if it is still that file,
+// and *discards* one that does not decode; `remove` and `removeAll` are the public calls that
+// forget in every tier.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+/// A cache of remote images (or any data): memory, then disk, then network, with one download per
+/// key (the URL by default).
+///
+/// ```swift
+/// ImageCache.shared.fetch(url) { url, image in
+///     cell.imageView?.image = image
+/// }
+/// // In `cellForRow`, where the main thread cannot wait:
+/// cell.imageView?.image = ImageCache.shared.peek(url) ?? placeholder
+/// ```
+///
+/// **Tiers.** Memory holds up to ``imageMemoryMaxCount`` images and ``imageMemoryMaxBytes`` bytes in
+/// CLOCK order (an approximation of least recently used: a use sets a bit, eviction gives a used
+/// entry a second pass), an `NSCache` second chance included; past a limit, the least recently
+/// used leave in one batch. Disk holds the downloaded bytes in `directory/uniqueName`, one file per
+/// key named by a stable hash, written as soon as they arrive, within ``diskMaxBytes``. There is no
+/// index: a file's modification date is when it was downloaded and its access date when it was last
+/// used, so nothing is loaded before the first lookup, and several processes may share one folder.
+/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded, in both tiers, and is
+/// then revalidated if the server gave an `ETag` or `Last-Modified`.
+///
+/// **Queues.** ``fetch(_:key:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads``
+/// at once); ``slowFetch(_:key:callback:)`` on a slow lane, one at a time, that starts nothing while
+/// fast work is queued or running. Concurrent requests for one key share one download.
+///
+/// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
+/// ``callbackQueue`` (the main queue by default on Apple platforms), always asynchronously, exactly
+/// once per ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one
+/// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
+/// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
+/// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
+/// the main actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
+nonisolated public final class ImageCache: @unchecked Sendable {
+    /// The program's cache, in a folder named after the program (its bundle identifier, else its
+    /// executable name), so that programs never share it by accident: on Linux
+    /// `~/.cache/<program>/ImageCache` (or under `$XDG_CACHE_HOME`), on Apple platforms
+    /// `Library/Caches/<bundle identifier>/ImageCache`.
+    public static let shared: ImageCache = {
+        let program = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        return ImageCache(uniqueName: "ImageCache",
+                          directory: cachesFolder.appendingPathComponent(folderName(for: program)))
+    }()
+
+    private static var cachesFolder: URL {
+        FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+    }
+
+    /// The name given to `init`.
+    public let uniqueName: String
+    /// The folder this instance keeps its files in: `directory/uniqueName`.
+    public let folder: URL
+
+    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
+    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
+    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
+    // The lock already makes each access exclusive, so `_state` skips the runtime's own
+    // exclusivity check (a fifth of `peek`'s cost).
+    internal let lock = NSLock()
+    @exclusivity(unchecked) internal var _state: Guarded
+
+    // Images evicted lately; `Guarded.secondChanceOrder` bounds it. Guarded by `lock`.
+    internal let secondChance = SecondChanceShelf()
+    internal let transport: Transport
+    internal let diskQueue: DispatchQueue
+    // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
+    internal let decodes: Decodes
+    internal let disk: DiskStore  // used only on `diskQueue`
+    internal var memoryWarnings: NSObjectProtocol?  // under UIKit
+    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
+    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
+    // Set only before the instance is used, so unchecked like `_state`.
+    @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
+
+    /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, a
+    /// fifth of `Date()`'s cost on `peek`'s path); time to live is counted in seconds anyway.
+    internal func currentTime() -> TimeInterval {
+        if let testClock { return testClock() }
+        #if os(Linux)
+        var now = timespec()
+        Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        return TimeInterval(now.tv_sec) + TimeInterval(now.tv_nsec) / 1_000_000_000
+        #else
+        return Date().timeIntervalSince1970
+        #endif
+    }
+
+    /// Creates a cache that keeps its files in `directory/uniqueName`; reads and writes nothing yet.
+    ///
+    /// - Parameters:
+    ///   - uniqueName: The name of the cache's folder. Two instances with different names never
+    ///     share files; instances with the same name, in one process or several, share the folder
+    ///     safely. Characters other than letters, digits, `-`, `_` and `.` are replaced, and a hash
+    ///     keeps replaced names apart.
+    ///   - directory: The parent folder. The platform's caches folder by default.
+    ///   - session: A session whose configuration (headers, timeouts, cookies, protocol classes,
+    ///     proxies) the cache downloads with, in a session of its own whose delegate can stop a
+    ///     response too large before reading it all: the given session's delegate is not called.
+    ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
+    ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+        self.uniqueName = uniqueName
+        folder = (directory ?? Self.cachesFolder)
+            .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
+        var settings = Settings()
+        #if !canImport(UIKit) && !canImport(AppKit)
+        // No program is obliged to run a main queue here: a command-line tool that waits on a
+        // semaphore would never see its callbacks.
+        settings.callbackQueue = DispatchQueue(label: "ImageCache.callbacks.\(uniqueName)")
+        #endif
+        let configuration: URLSessionConfiguration
+        if let session {
+            configuration = session.configuration
+            settings.requestTimeout = max(1, configuration.timeoutIntervalForRequest)
+            settings.downloadTimeLimit = max(1, configuration.timeoutIntervalForResource)
+        } else {
+            configuration = URLSessionConfiguration.default
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            configuration.httpMaximumConnectionsPerHost = 16
+        }
+        transport = Transport(configuration, timeout: settings.requestTimeout)
+        _state = Guarded(settings: settings)
+        diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
+        decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
+        disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
+        disk.owner = self
+        transport.cache = self
+        observeMemoryWarnings()
+        Self.readScreenScale()
+    }
+
+    deinit {
+        memoryWarnings.map(NotificationCenter.default.removeObserver)
+        transport.invalidate()
+    }
+
+    /// All the state `lock` guards.
+    internal struct Guarded {
+        // What `peek` reads first, together: its layout is part of `peek`'s cost.
+        var entries: [Key: Entry] = [:]
+        var memory = MemoryList()
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
+        var settings: Settings
+        var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
+        var sizeRecords = 0  // the sizes in `sizes`
+        var lanes = Lanes()
+        var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
+        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var failureOrder = FIFO<(key: Key, serial: UInt64)>()
+        var secondChanceOrder = FIFO<(key: Key, serial: UInt64, cost: Int)>()
+        var secondChanceBytes = 0  // the costs in `secondChanceOrder`
+    }
+
+    /// What the public properties set.
+    internal struct Settings {
+        var timeToLive: TimeInterval = 600
+        var memoryMaxCount = 100
+        var memoryMaxBytes = ImageCache.defaultMemoryMaxBytes
+        var diskMaxBytes = 256 * 1024 * 1024
+        var usesServerMaxAge = false
+        var servesStaleWhenOffline = false
+        var maxConcurrentDownloads = 6
+        var requestTimeout: TimeInterval = 30
+        var downloadTimeLimit: TimeInterval = 120
+        var retryPolicy = RetryPolicy.default
+        var maxImageBytes = 20 * 1024 * 1024
+        var maxDecodedPixelSize: Int?  // nil: the screen's (see `screenPixels`)
+        var maxAnimatedFrames = 200
+        var callbackQueue = DispatchQueue.main
+        var onEvent: (@Sendable (Event) -> Void)?
+        var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
+    }
+}

@@ -1,0 +1,261 @@
+// The settings (time to live, memory and disk limits, lanes, timeouts, retries, decoding limits,
+// callbacks) and the one way they are read and changed under the lock.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
+    /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
+    public var imageTimeToLive: TimeInterval {
+        get { setting(\.timeToLive) }
+        set {
+            change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
+                disk.timeToLive = timeToLive
+            }
+        }
+    }
+
+    /// How many images memory holds, the second chance included: the most that ``peek(_:)`` can
+    /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
+    /// recently used tenth leaves in one batch; lowering it evicts at once.
+    public var imageMemoryMaxCount: Int {
+        get { setting(\.memoryMaxCount) }
+        set { changeMemoryLimit(\.memoryMaxCount, to: max(1, newValue)) }
+    }
+
+    /// How many bytes of images memory holds, the second chance included. An image costs its
+    /// decoded size on Apple platforms (width x height x 4 bytes), its downloaded bytes on Linux.
+    /// When it is passed, the least recently used images leave down to 90% of it; an image that
+    /// costs more than a quarter of it is delivered but kept only on disk. By default a tenth of
+    /// physical memory, at most 512 MiB, and 8 MiB in an app extension (a widget or a share
+    /// extension, which the system stops at a few tens of MB); values are clamped to
+    /// 1...`Int.max / 2`. Lowering it evicts at once.
+    public var imageMemoryMaxBytes: Int {
+        get { setting(\.memoryMaxBytes) }
+        set { changeMemoryLimit(\.memoryMaxBytes, to: min(max(1, newValue), Int.max / 2)) }
+    }
+
+    /// The value of a setting, read under the lock.
+    private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
+        lock.withLock { _state.settings[keyPath: setting] }
+    }
+
+    /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
+    /// with the disk work that follows.
+    private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                         disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
+    }
+
+    /// Changes a setting and runs `then`, the work the new value calls for, under the lock.
+    /// Returns what `then` returns, for the caller to act on after unlocking.
+    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                        then: () -> Effects) -> Effects {
+        lock.withLock {
+            _state.settings[keyPath: setting] = value
+            return then()
+        }
+    }
+
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
+        let now = currentTime()
+        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
+    }
+
+    internal static let defaultMemoryMaxBytes =
+        defaultMemoryMaxBytes(bundlePath: Bundle.main.bundlePath,
+                              physicalMemory: ProcessInfo.processInfo.physicalMemory)
+
+    /// The default of ``imageMemoryMaxBytes``; an app extension's bundle ends in `.appex`.
+    internal static func defaultMemoryMaxBytes(bundlePath: String, physicalMemory: UInt64) -> Int {
+        if bundlePath.hasSuffix(".appex") || bundlePath.hasSuffix(".appex/") { return 8 * 1024 * 1024 }
+        return Int(min(physicalMemory / 10, 512 * 1024 * 1024))
+    }
+
+    /// How many bytes the image files on disk may take. 256 MiB by default; values below 1 are
+    /// clamped to 1. After each write that passes it, the disk queue deletes expired images, then
+    /// the least recently used down to 90% of it, so the folder passes it by at most the writes
+    /// under way. Each process sharing a folder counts what it writes and recounts the folder when
+    /// it enforces the limit. Setting it lists no folder: a lower limit applies at once only when
+    /// the bytes already counted pass it, else in the sweep 2 s after the first disk lookup (so an
+    /// app that sets it at launch gets its first images from disk without waiting for a scan).
+    public var diskMaxBytes: Int {
+        get { setting(\.diskMaxBytes) }
+        set {
+            change(\.diskMaxBytes, to: max(1, newValue)) { disk, maxBytes in
+                disk.setMaxBytes(maxBytes, now: self.currentTime())
+            }
+        }
+    }
+
+    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
+    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
+    /// in memory only.)
+    public var usesServerMaxAge: Bool {
+        get { setting(\.usesServerMaxAge) }
+        set { change(\.usesServerMaxAge, to: newValue) }
+    }
+
+    /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
+    /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
+    /// `reduceDiskCache` still delete the least recently used).
+    public var servesStaleWhenOffline: Bool {
+        get { setting(\.servesStaleWhenOffline) }
+        set {
+            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
+        }
+    }
+
+    /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
+    /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
+    /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
+    public var callbackQueue: DispatchQueue {
+        get { setting(\.callbackQueue) }
+        set { change(\.callbackQueue, to: newValue) }
+    }
+
+    /// How many fast-lane downloads run at once. 6 by default; values below 1 are clamped to 1.
+    public var maxConcurrentDownloads: Int {
+        get { setting(\.maxConcurrentDownloads) }
+        set {
+            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
+            startNetwork(started)
+        }
+    }
+
+    /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
+    /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
+    public var requestTimeout: TimeInterval {
+        get { setting(\.requestTimeout) }
+        set {
+            // Under the lock, so that the settings and the transport's session agree.
+            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
+                   then: { transport.setTimeout(_state.settings.requestTimeout) })
+        }
+    }
+
+    /// Seconds one download attempt may take, from its request to its last byte. 120 by default
+    /// (a session given to `init` sets it); values below 1 are clamped to 1. The cache enforces
+    /// it, on Linux too: an attempt still running then fails with `.network(.timedOut, …)`, which
+    /// ``retryPolicy`` may retry with a limit of its own. Applies to attempts that start after it.
+    public var downloadTimeLimit: TimeInterval {
+        get { setting(\.downloadTimeLimit) }
+        set { change(\.downloadTimeLimit, to: max(1, newValue.isNaN ? 120 : newValue)) }
+    }
+
+    /// Makes every request the cache sends (first attempts, retries, revalidations) just before it
+    /// is sent: add an `Authorization` header with the current token, say, so that a retry picks up
+    /// a refreshed one. Nil by default. Returning nil, or anything but a `GET` of an http(s) URL
+    /// without a body, fails the load with the fatal ``Error/invalidRequest(_:)``. Runs once per
+    /// attempt, outside the cache's lock, on the thread that starts it (a queue of the cache's, or
+    /// the caller of a method that freed a slot): keep it quick. What it returns is sent as it is,
+    /// with its headers following a redirect to the same origin only, and cached under the load's
+    /// key: changing the URL or its host changes what is downloaded, not the key.
+    public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
+        get { setting(\.requestModifier) }
+        set { change(\.requestModifier, to: newValue) }
+    }
+
+    /// How transient failures are retried; see ``RetryPolicy``.
+    public var retryPolicy: RetryPolicy {
+        get { setting(\.retryPolicy) }
+        set { change(\.retryPolicy, to: newValue) }
+    }
+
+    /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
+    /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
+    /// or its received bytes (inflated, if compressed) pass the limit, without reading the rest.
+    public var maxImageBytes: Int {
+        get { setting(\.maxImageBytes) }
+        set { change(\.maxImageBytes, to: max(1, newValue)) }
+    }
+
+    /// The longest side, in pixels, of an image decoded with no size to fill (a `fetch`, a
+    /// prefetch, a view not laid out yet, with bounds of zero): a larger one is decoded scaled down
+    /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
+    /// binder or view with a size decodes to fill it, whatever this says. By default the main
+    /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
+    /// on the main thread with its scale (see ``screenScale``); 4,096 where there is none to read
+    /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
+    /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
+    /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    public var maxDecodedPixelSize: Int {
+        get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
+        set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
+    }
+
+    /// The most frames a GIF or APNG may have to be shown animated on Apple platforms. One with
+    /// more, or whose frames would together cost more than a quarter of ``imageMemoryMaxBytes``
+    /// (width x height x 4 bytes each), shows its first frame. 200 by default; values below 1 are
+    /// clamped to 1 (every animation then shows its first frame). Applies to requests made after it
+    /// changes. On Linux an image is its bytes; its `frameCount` says how many frames they hold.
+    public var maxAnimatedFrames: Int {
+        get { setting(\.maxAnimatedFrames) }
+        set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
+    }
+
+    /// The bounds a decode for a request made now works within (call with the lock held).
+    internal var _decodeLimits: DecodeLimits {
+        let settings = _state.settings
+        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? Self.screenPixels,
+                            maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+    }
+
+    /// When and how often a download is tried again after a transient failure: a timeout, a lost
+    /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
+    /// not an image, too large, unsupported URL) are never retried.
+    ///
+    /// Wait number `n` (from 1) is `baseDelay * 2^(n-1)` seconds times a random factor in
+    /// 0.5...1, or the server's `Retry-After` (seconds or an HTTP date) cut to `maxRetryAfter`.
+    /// While a download waits to retry, `fetching(url)` is true and it holds no lane slot.
+    public struct RetryPolicy: Sendable, Equatable {
+        /// Retries after the first attempt. 2 by default; 0 turns retries off.
+        public var maxRetries: Int
+        /// The first wait in seconds, before jitter. 0.5 by default, so the first wait is at most 0.5 s.
+        public var baseDelay: TimeInterval
+        /// The longest `Retry-After` honoured, in seconds; longer ones are cut to it. 10 by default.
+        public var maxRetryAfter: TimeInterval
+
+        public init(maxRetries: Int = 2, baseDelay: TimeInterval = 0.5, maxRetryAfter: TimeInterval = 10) {
+            self.maxRetries = max(0, maxRetries)
+            self.baseDelay = max(0, baseDelay)
+            self.maxRetryAfter = max(0, maxRetryAfter)
+        }
+
+        /// 2 retries, 0.5 s first wait, Retry-After up to 10 s.
+        public static let `default` = RetryPolicy()
+        /// No retries.
+        public static let never = RetryPolicy(maxRetries: 0)
+
+        /// Seconds to wait before retry number `attempt` (from 1).
+        internal func delay(attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
+            if let retryAfter { return min(max(0, retryAfter), maxRetryAfter) }
+            return baseDelay * Foundation.pow(2, Double(attempt - 1)) * Double.random(in: 0.5...1)
+        }
+    }
+
+    /// Called for what the cache does, for logs, metrics and spinners: where each delivered image
+    /// came from, each failure, each problem with the disk. Runs on ``callbackQueue``, before the
+    /// callbacks of the same fetch when they share that queue. Nil by default.
+    public var onEvent: (@Sendable (Event) -> Void)? {
+        get { setting(\.onEvent) }
+        set { change(\.onEvent, to: newValue) }
+    }
+}

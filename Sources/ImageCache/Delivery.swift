@@ -1,0 +1,100 @@
+// Delivery: each waiter's callback on its queue.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// What a download or a memory hit hands to each waiter.
+    internal struct Delivery {
+        let payload: Payload
+        let source: Source
+        var isStale = false
+        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+    }
+
+    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
+    /// its decoder's reading of the bytes (a download shared by requests for two types).
+    internal static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
+        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+                             delivery.limits)
+        return payload.flatMap { payload in
+            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
+            }
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
+    /// with a request for another type). No generic cast where it holds one.
+    internal static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
+        result.flatMap { delivery in
+            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    internal func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        var queues: [DispatchQueue] = []  // in the order of their first task
+        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
+        for (index, queue) in queues.enumerated() {
+            queue.async {
+                if index == 0, let event, let handler { handler(event) }
+                for task in tasks where task.queue === queue { self.complete(task, result.value) }
+            }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    internal func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
+                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
+        }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
+    /// `onProgress` with the whole size, if the download left it one.
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
+        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .delivered
+            _endPrefetch(task)
+            return (true, task.finalProgress)
+        }
+        guard due else { return }
+        if let progress { task.load.onProgress?(progress.received, progress.expected) }
+        task.completion(result)
+    }
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    internal func emit(_ event: Event) {
+        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
+    }
+}

@@ -1,0 +1,215 @@
+// Disk files: one file per key, its dates and attributes, validators.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+// The disk tier's folder as files: their names, and a listing that keeps little of each.
+nonisolated extension ImageCache.DiskStore {
+    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes (a
+    /// scan of 100,000 files holds 4 MB, where a name `String` and a whole `stat` took ~450 bytes).
+    struct File {
+        let id: UInt64  // the name, 16 hex digits, as a number
+        let size: Int64
+        let downloadedAt: TimeInterval  // the modification date
+        var usedAt: TimeInterval  // the access date
+        let inode: UInt64  // with `downloadedAt`, what a later delete checks
+
+        var name: String { ImageCache.DiskStore.name(id) }
+
+        /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+        init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
+            var info = Foundation.stat()
+            guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
+        }
+    }
+
+    /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
+    /// `sweeping`, it deletes the stale temporary files it meets.
+    func list(sweeping: Bool = false) -> [File] {
+        _ = reopenIfReplaced()
+        guard let directory = openFolder(create: false) else { return [] }
+        // An open file of its own: `readdir` moves the offset, which `directory` must not share.
+        let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
+            if fd >= 0 { Foundation.close(fd) }
+            return []
+        }
+        defer { Foundation.closedir(stream) }
+        var files: [File] = []
+        var temporary: [String] = []
+        while let entry = Foundation.readdir(stream) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { name in
+                if let id = Self.imageID(name) {
+                    let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                        files.append(file)
+                    }
+                } else if sweeping, name[0] == UInt8(ascii: ".") {
+                    let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                    if Self.isTemporaryName(string) { temporary.append(string) }
+                }
+            }
+        }
+        for name in temporary { deleteIfStale(name, in: directory) }
+        return files
+    }
+
+    /// The regular file `id` in the folder, if there is one.
+    internal func file(_ id: UInt64) -> File? {
+        guard let directory = openFolder(create: false) else { return nil }
+        return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
+    }
+
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<random>.tmp":
+    /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
+    /// may have been reused). (A writer in another pid namespace may look gone: its rename then
+    /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
+    private func deleteIfStale(_ name: String, in directory: Int32) {
+        var judged = Foundation.stat(), now = Foundation.stat()
+        guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
+        let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+        let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+        guard clock - changedAt > Self.staleTemporaryAge
+            || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
+        guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
+              now.st_mode & S_IFMT == S_IFREG else { return }
+        Foundation.unlinkat(directory, name, 0)
+    }
+
+    /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
+    /// platform, unlike `hashValue`, and never a path outside the folder.
+    static func fileName(for url: String) -> String {
+        name(fileID(for: url))
+    }
+
+    /// The hash that `fileName(for:)` writes in hexadecimal.
+    static func fileID(for url: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// An image file's name: `id` in 16 lowercase hexadecimal digits.
+    static func name(_ id: UInt64) -> String {
+        let hex = String(id, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The number an image file's name (16 lowercase hexadecimal digits, then NUL) stands for.
+    static func imageID(_ name: UnsafeRawBufferPointer) -> UInt64? {
+        guard name.count > 16, name[16] == 0 else { return nil }
+        var id: UInt64 = 0
+        for byte in name.prefix(16) {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): id = id << 4 | UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): id = id << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+        }
+        return id
+    }
+
+    static func isTemporaryName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(".tmp")
+    }
+}
+
+nonisolated extension ImageCache {
+    /// What a server said to revalidate an entry with. The disk keeps it in the file's extended
+    /// attribute `user.imagecache.validators`, set before the file is renamed into place; where
+    /// the file system keeps none (older tmpfs), an expired entry is downloaded again.
+    internal struct Validators {
+        let etag: String?, lastModified: String?
+        private static let attribute = "user.imagecache.validators"
+        private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
+
+        init?(etag: String?, lastModified: String?) {
+            guard etag != nil || lastModified != nil else { return nil }
+            (self.etag, self.lastModified) = (etag, lastModified)
+        }
+
+        init?(_ response: URLResponse?) {
+            let http = response as? HTTPURLResponse
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"),
+                      lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
+        }
+
+        init?(fd: Int32) {
+            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2 else { return nil }
+            self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        func write(to fd: Int32) {
+            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
+        }
+
+        /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
+        func ask(_ request: inout URLRequest) {
+            request.setValue(etag, forHTTPHeaderField: "If-None-Match")
+            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+        }
+
+        /// Seconds by which the server's max-age moved a file's download date ahead (see
+        /// `maxClockSkew`), in an attribute of its own; 0 if none.
+        static func shift(fd: Int32) -> TimeInterval {
+            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
+        }
+
+        static func setShift(_ seconds: TimeInterval, fd: Int32) {
+            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+        }
+
+        /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.
+        private static func get(_ name: String, fd: Int32, capacity: Int) -> String? {
+            var buffer = [UInt8](repeating: 0, count: capacity)
+            #if canImport(Darwin)
+            let count = Darwin.fgetxattr(fd, name, &buffer, capacity, 0, 0)
+            #else
+            let count = getxattr.map { $0(fd, name, &buffer, capacity) } ?? -1
+            #endif
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+        }
+
+        private static func set(_ name: String, _ value: String, fd: Int32) {
+            let bytes = Array(value.utf8)
+            #if canImport(Darwin)
+            _ = Darwin.fsetxattr(fd, name, bytes, bytes.count, 0, 0)
+            #else
+            _ = setxattr.map { $0(fd, name, bytes, bytes.count, 0) }
+            #endif
+        }
+
+        #if !canImport(Darwin)
+        // Glibc's module leaves out <sys/xattr.h>: the two calls are found at run time.
+        private static let getxattr = Foundation.dlsym(nil, "fgetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?,
+                                                   Int) -> Int).self)
+        }
+        private static let setxattr = Foundation.dlsym(nil, "fsetxattr").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?,
+                                                   Int, Int32) -> Int32).self)
+        }
+        #endif
+    }
+}

@@ -1,0 +1,440 @@
+// The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    internal enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
+        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
+        case keep([DiskStore.Item], usedAt: TimeInterval)
+        case touch([String], at: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case remove(String)
+        case removeAll
+        case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
+        case setting(@Sendable (DiskStore) -> Void)
+    }
+
+    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
+    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
+    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
+    /// work are not changes, and are queued as they are.)
+    internal func _queueOnDisk(_ work: DiskWork) {
+        diskQueue.async { self.run(work) }
+    }
+
+    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
+    private func run(_ work: DiskWork) {
+        switch work {
+        case .write(let item, let key, let now):
+            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+        case .keep(let items, let now):
+            disk.keep(items, usedAt: now)
+        case .touch(let keys, let now):
+            disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
+        case .renew(let found, let downloadedAt, let receivedAt):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .remove(let key):
+            disk.remove(DiskStore.fileID(for: key))
+        case .removeAll:
+            disk.removeAll()
+        case .reduce(let recency, let maxCount, let maxBytes, let now):
+            disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
+            disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
+        case .setting(let apply):
+            apply(disk)
+        }
+    }
+
+
+    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// No index: a file's modification date is when its image was downloaded, its access date
+    /// when it was last used (set by the cache itself, since mounts update access dates lazily or
+    /// never). Used only on the cache's disk queue.
+    ///
+    /// Safe for several processes on one folder, without fsync: a file is written under a unique
+    /// temporary name and renamed, so a reader sees a whole file or none; a file is deleted for
+    /// being old or unused only if it is still the one that was judged (same inode and date), so a
+    /// file another process has just written is not; a temporary file is deleted only when the
+    /// process named in it is gone or it has not changed for an hour (a crash's left-overs). A file that
+    /// does not decode (a write torn by power loss) is a miss, and is deleted. Nothing is opened
+    /// through a symbolic link: the folder is opened once with `O_NOFOLLOW`, and every file in it
+    /// relative to that descriptor, also with `O_NOFOLLOW`.
+    internal final class DiskStore: @unchecked Sendable {  // confined to the disk queue
+        /// An image to keep on disk.
+        struct Item {
+            let url: String
+            let data: Data?  // nil: memory no longer has the bytes (they were written)
+            let size: Int
+            let downloadedAt: TimeInterval
+            let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
+            var validators: Validators?
+            // Hashed on the disk queue, not under the lock where the item is made.
+            var id: UInt64 { fileID(for: url) }
+        }
+
+        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
+        struct Found {
+            let file: File
+            let receivedAt: TimeInterval  // see `Item`
+            let data: Data
+            let validators: Validators?
+            let expired: Bool
+        }
+
+        let folder: URL
+        private let folderPath: String
+        weak var owner: ImageCache?
+        private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
+        private var failing = false  // the last write failed: report a failure once, not per file
+        private var lastTouch: TimeInterval = 0
+        private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
+        // The image files and their bytes when last counted, plus what this instance wrote and
+        // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
+        private var counted: (files: Int, bytes: Int)?
+        var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
+        var maxBytes: Int
+        var keepsExpired = false
+        #if IMAGECACHE_TESTING
+        var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
+        #endif
+        internal static let staleTemporaryAge: TimeInterval = 3_600
+
+        init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
+            self.folder = folder
+            folderPath = folder.path
+            self.timeToLive = timeToLive
+            self.maxBytes = maxBytes
+        }
+
+        deinit {
+            if directory >= 0 { Foundation.close(directory) }
+        }
+
+        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// deleted); marks it as used `now`.
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
+            guard openFolder(create: false) != nil else { return nil }
+            if sweep == nil, let queue = owner?.diskQueue {
+                // Once per instance, 2 s after its first lookup: expired files, a crash's
+                // temporary files and files past `maxBytes` go without competing with a launch's
+                // first lookups. (Queued at once, the sweep of 10,000 files held the first callback
+                // up to 4 ms on 2 cores.)
+                let sweep = DispatchWorkItem { [weak self] in
+                    guard let self, let owner = self.owner else { return }
+                    self.reduce(maxBytes: self.maxBytes, now: owner.currentTime())
+                }
+                self.sweep = sweep
+                queue.asyncAfter(deadline: .now() + 2, execute: sweep)
+            }
+            var fd = openFile(id)
+            if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
+            guard let fd else { return nil }
+            defer { Foundation.close(fd) }
+            // Larger than any download may be: not read (a planted or damaged file), a miss.
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
+            if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
+                receivedAt -= Validators.shift(fd: fd)
+                expired = expired || receivedAt > now + ImageCache.maxClockSkew
+            }
+            let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
+            // An expired file stays only to be revalidated, or to be served when offline.
+            guard !expired || validators != nil || keepsExpired else {
+                delete(file)
+                return nil
+            }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
+            if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, expired: expired)
+        }
+
+        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
+        /// that was read.
+        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
+            guard isStill(found.file), let directory = openFolder(create: false) else { return }
+            Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
+                                 AT_SYMLINK_NOFOLLOW)
+            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
+        }
+
+        /// Writes each image whose file is missing or older than it (or as old, of another size);
+        /// marks the others as used. A newer file (another process's, say) is left as it is.
+        func keep(_ items: [Item], usedAt now: TimeInterval) {
+            for item in items {
+                // 2 s: some file systems keep whole seconds.
+                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
+                    || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
+                    touch([file.id], at: now)
+                } else {
+                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
+                }
+            }
+        }
+
+        /// Writes one image under a temporary name and renames it into place; true if it did. If the
+        /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
+        @discardableResult
+        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+            guard let data = item.data else { return false }
+            var replaced: Int64?  // the size of the file the write replaced
+            do {
+                #if IMAGECACHE_TESTING
+                if let injected = injectedWriteError { throw POSIXError(injected) }
+                #endif
+                do {
+                    replaced = try writeFile(item, data, usedAt: now)
+                } catch let error as POSIXError where error.code == .ENOENT {
+                    // The folder was deleted (and every file with it), or our temporary file was
+                    // taken for a dead writer's: try once more, in the folder as it is now.
+                    _ = reopenIfReplaced()
+                    replaced = try writeFile(item, data, usedAt: now)
+                }
+                failing = false
+            } catch {
+                fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); "
+                     + "serving from memory and the network")
+                return false
+            }
+            // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
+            // that only a write that passes the limit deletes anything.
+            if counted == nil {
+                recount()
+            } else {
+                count(files: replaced == nil ? 1 : 0, bytes: Int64(item.size) - (replaced ?? 0))
+            }
+            if let counted, counted.bytes > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
+            return true
+        }
+
+        /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
+        /// ahead of a launch's lookups), else by the sweep or the next write.
+        func setMaxBytes(_ limit: Int, now: TimeInterval) {
+            maxBytes = limit
+            if let counted, counted.bytes > limit { reduce(maxBytes: limit, now: now) }
+        }
+
+        /// Marks files as used, in the order given (the last is the most recent).
+        func touch(_ ids: [UInt64], at now: TimeInterval) {
+            guard let directory = openFolder(create: false) else { return }
+            for id in ids { Foundation.utimensat(directory, Self.name(id), dates(usedAt: now), AT_SYMLINK_NOFOLLOW) }
+        }
+
+        func remove(_ id: UInt64) {
+            guard let directory = openFolder(create: false) else { return }
+            let size = file(id)?.size
+            if Foundation.unlinkat(directory, Self.name(id), 0) == 0, let size { count(files: -1, bytes: -size) }
+        }
+
+        /// Drops a file because what was read from it is not an image.
+        func discard(_ found: Found, because reason: String) {
+            report("dropped \(folderPath)/\(found.file.name): \(reason)")
+            delete(found.file)
+        }
+
+        /// Deletes every image, and temporary files a crash left behind.
+        func removeAll() {
+            for file in list(sweeping: true) { remove(file.id) }
+            recount((0, 0))
+        }
+
+        /// Deletes expired images and stale temporary files, then the least recently used images
+        /// beyond the `maxCount` or `maxBytes` most recent.
+        ///
+        /// - Complexity: O(n log n) in the files, and ~40 bytes of memory a file.
+        func reduce(maxCount: Int = .max, maxBytes: Int = .max, now: TimeInterval) {
+            var live = list(sweeping: true)
+            counted = nil  // counted below: the deletes on the way need not be
+            let latest = now + ImageCache.maxClockSkew
+            var end = 0  // `live` is filtered in place: a second array would double the memory
+            for index in live.indices {
+                var file = live[index]
+                let untrusted = file.downloadedAt > latest
+                    && file.downloadedAt - (withFile(file.id, Validators.shift(fd:)) ?? 0) > latest
+                if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
+                // An expired file with the server's validators is kept, to be revalidated.
+                if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired,
+                   withFile(file.id, { Validators(fd: $0) == nil }) ?? true {
+                    delete(file)
+                } else {
+                    live[end] = file
+                    end += 1
+                }
+            }
+            live.removeLast(live.count - end)
+            live.sort { $0.usedAt > $1.usedAt }
+            var (kept, bytes) = (0, 0)
+            for file in live {
+                let size = Int(clamping: file.size)
+                if kept < maxCount, size <= maxBytes - bytes {
+                    (kept, bytes) = (kept + 1, bytes + size)
+                } else {
+                    delete(file)
+                }
+            }
+            recount((kept, bytes))
+        }
+
+        /// Counts the folder's image files and their bytes again, for the cache's statistics.
+        func recount() {
+            recount(sizes())
+        }
+
+        private func recount(_ counts: (files: Int, bytes: Int)) {
+            counted = counts
+            owner?.diskCounted(counts)
+        }
+
+        /// Adds to what was counted (nothing until the folder has been counted), for the statistics.
+        private func count(files: Int, bytes: Int64) {
+            guard let old = counted else { return }
+            recount((max(0, old.files + files), max(0, Int(clamping: Int64(old.bytes) + bytes))))
+        }
+
+        /// How many entry files the folder holds (expired ones included), and their bytes.
+        func sizes() -> (files: Int, bytes: Int) {
+            let files = list()
+            return (files.count, Int(clamping: files.reduce(Int64(0)) { $0 + $1.size }))
+        }
+
+        /// Opens file `id` in the folder to read it. O_NONBLOCK: a FIFO planted under an image's name must
+        /// not block the disk queue.
+        private func openFile(_ id: UInt64) -> Int32? {
+            guard let directory = openFolder(create: false) else { return nil }
+            let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            return fd >= 0 ? fd : nil
+        }
+
+        /// Deletes `file` if its name still holds it: a file another process has written since stays.
+        private func delete(_ file: File) {
+            guard isStill(file), let directory = openFolder(create: false) else { return }
+            if Foundation.unlinkat(directory, file.name, 0) == 0 { count(files: -1, bytes: -file.size) }
+        }
+
+        /// Runs `body` on file `id` opened to read, and closes it; nil if it cannot be opened.
+        @discardableResult
+        private func withFile<T>(_ id: UInt64, _ body: (Int32) -> T) -> T? {
+            guard let fd = openFile(id) else { return nil }
+            defer { Foundation.close(fd) }
+            return body(fd)
+        }
+
+        /// True if `judged`'s name still holds that file (same inode and date).
+        private func isStill(_ judged: File) -> Bool {
+            guard let current = file(judged.id) else { return false }
+            return current.inode == judged.inode && current.downloadedAt == judged.downloadedAt
+        }
+
+        /// Forgets the folder's descriptor if the folder it stands for was deleted or replaced (by
+        /// anyone: another instance or process may have made it again); true if it did.
+        internal func reopenIfReplaced() -> Bool {
+            guard directory >= 0 else { return false }
+            var open = Foundation.stat(), now = Foundation.stat()
+            let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
+                || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
+            guard gone else { return false }
+            report("the folder \(folderPath) was deleted or replaced; using the one there now")
+            Foundation.close(directory)
+            directory = -1
+            return true
+        }
+
+        /// The folder's descriptor, opened once without following a symbolic link; with `create`,
+        /// the folder (and its parents) are made first. It must be the process's own and private
+        /// (0700 is set if it is not): a folder others can write to could be handed planted images.
+        internal func openFolder(create: Bool) -> Int32? {
+            if directory >= 0 { return directory }
+            if create {
+                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
+                                                         withIntermediateDirectories: true)
+                Foundation.mkdir(folderPath, 0o700)
+            }
+            let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                if create { fail("cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))") }
+                return nil
+            }
+            var info = Foundation.stat()
+            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
+                Foundation.fstat(fd, &info)
+            }
+            guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
+                Foundation.close(fd)
+                fail("not using \(folderPath): it belongs to another user or others may write to it")
+                return nil
+            }
+            directory = fd
+            return fd
+        }
+
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
+        /// renames it into place; returns the size of the file it replaced, if any. A failure deletes
+        /// the temporary file.
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
+            guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
+            let name = Self.name(item.id)
+            // Hidden, unique across processes, and beside its final name.
+            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            let fd = Foundation.openat(directory, temporary,
+                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw POSIX.lastError() }
+            var closed = false
+            do {
+                try data.withUnsafeBytes { bytes in
+                    let written = POSIX.transfer(bytes.count) {
+                        Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0)
+                    }
+                    if !written { throw POSIX.lastError() }
+                }
+                item.validators?.write(to: fd)
+                if item.downloadedAt > item.receivedAt {
+                    Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
+                }
+                try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                closed = true  // once, even if that fails: the descriptor is gone either way
+                // A network file system may report a full disk only here.
+                try POSIX.check(Foundation.close(fd))
+                let replaced = file(item.id)?.size
+                try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
+                return replaced
+            } catch {
+                if !closed { Foundation.close(fd) }
+                Foundation.unlinkat(directory, temporary, 0)
+                throw error
+            }
+        }
+
+        /// Dates for `futimens` or `utimensat`: last used `now`, and downloaded at `downloadedAt` (nil:
+        /// left as it is). Later uses get later dates, even within one clock tick, so that the order
+        /// of use is kept.
+        private func dates(usedAt now: TimeInterval, downloadedAt: TimeInterval? = nil) -> [Foundation.timespec] {
+            lastTouch = max(now, lastTouch + 1e-6)
+            return [POSIX.time(lastTouch), downloadedAt.map(POSIX.time) ?? POSIX.omit]
+        }
+
+        private func report(_ message: String) {
+            owner?.emit(.diskProblem(message))
+        }
+
+        /// Reports a failing disk once; the next successful image write ends the episode.
+        private func fail(_ message: String) {
+            if !failing { report(message) }
+            failing = true
+        }
+    }
+}

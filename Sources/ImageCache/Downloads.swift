@@ -1,0 +1,297 @@
+// The download lifecycle: phases, the lanes, the look-up on disk, forgetting.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    internal enum Lane { case fast, slow }
+
+    /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
+    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    internal final class Download: @unchecked Sendable {  // guarded by the cache's lock
+        let load: Load  // the first requester's; the others' decoders decode the bytes themselves
+        fileprivate(set) var lane: Lane
+        fileprivate(set) var phase = Phase.new
+        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
+        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        var attempts = 0
+        fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
+        enum Phase {
+            case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
+
+            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
+            /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
+            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A phase may
+            /// also stay as it is while the download changes lane. `Lanes.move` checks every change
+            /// against it. A decoding download's bytes are in: the next one may start (see `startReady`).
+            func mayBecome(_ next: Phase) -> Bool {
+                switch (self, next) {
+                case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued), (.queued, .running(nil)),
+                     (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
+                     (.waitingToRetry, .queued):
+                    return true
+                case (.checkingDisk, .checkingDisk), (.queued, .queued), (.decoding, .decoding),
+                     (.waitingToRetry, .waitingToRetry):
+                    return true  // a change of lane
+                case (.running(let task?), .running(let same)):
+                    return task === same  // a change of lane
+                default:
+                    return false
+                }
+            }
+        }
+
+        let limits: DecodeLimits  // the settings' when it was made
+
+        var key: Key { load.key }
+        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        var decoder: Decoder { load.decoder }
+
+        init(_ load: Load, limits: DecodeLimits) {
+            self.load = load
+            lane = load.lane
+            self.limits = limits
+        }
+    }
+
+    /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
+    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
+    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
+    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
+    internal struct Lanes {
+        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
+        private var queuedFast = 0  // live places in `fastQueue`
+        private var tickets: UInt64 = 0
+        private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
+        private(set) var runningFast = 0
+        private(set) var runningSlow = 0
+        private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
+
+        mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
+                wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
+            }
+            count(download, -1)
+            download.phase = phase
+            download.lane = lane ?? download.lane
+            count(download, +1)
+        }
+
+        /// Takes downloads off the queues as far as the limits allow and marks them running. A
+        /// decoding download holds no slot while a decode worker is free for it; those beyond the
+        /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
+        mutating func startReady(maxFast: Int) -> [Download] {
+            var started: [Download] = []
+            let held = max(0, decoding - Decodes.width)
+            while runningFast + held < maxFast, let download = Self.popLive(&fastQueue) {
+                start(download)
+                started.append(download)
+            }
+            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, held == 0,
+                  let download = Self.popLive(&slowQueue) {
+                start(download)
+                started.append(download)
+            }
+            return started
+        }
+
+        /// The first download still queued where `queue` has it, past the stale places before it.
+        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
+            while let (download, ticket) = queue.popFirst() {
+                if case .queued = download.phase, download.ticket == ticket { return download }
+            }
+            return nil
+        }
+
+        private mutating func start(_ download: Download) {
+            move(download, to: .running(nil))
+            download.attempts += 1
+        }
+
+        /// Adds (`+1`) or takes away (`-1`) a download's share of the queues and counts.
+        private mutating func count(_ download: Download, _ sign: Int) {
+            let fast = download.lane == .fast
+            switch download.phase {
+            case .checkingDisk where fast:
+                checkingFast += sign
+            case .queued:
+                if fast { queuedFast += sign }
+                if sign > 0 {
+                    tickets += 1
+                    download.ticket = tickets
+                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
+                }
+            case .running:
+                if fast { runningFast += sign } else { runningSlow += sign }
+            case .decoding:
+                decoding += sign
+            case .new, .checkingDisk, .waitingToRetry, .done:
+                break
+            }
+        }
+    }
+
+    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
+    internal func _isCurrent(_ download: Download) -> Bool {
+        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
+        return false
+    }
+
+    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
+    internal struct Stopped {
+        let waiters: [FetchTask]
+        let task: URLSessionDataTask?
+    }
+
+    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
+    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
+    internal func _forget(_ key: Key) -> Stopped? {
+        switch _state.entries[key] {
+        case .loaded(let slot)?:
+            _evict(slot)
+        case .loading(let download)?:
+            _state.entries[key] = nil
+            var task: URLSessionDataTask?
+            if case .running(let running) = download.phase { task = running }
+            _state.lanes.move(download, to: .done)
+            defer { download.waiters = [] }
+            return Stopped(waiters: download.waiters, task: task)
+        case .failed?:
+            _state.entries[key] = nil
+        case nil:
+            break
+        }
+        return nil
+    }
+
+    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+    ///
+    /// - Complexity: O(1) plus the sizes `key` has had entries at.
+    internal func _forgetWithSizes(_ key: Key) -> [Stopped] {
+        var stopped = _forget(key).map { [$0] } ?? []
+        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
+            _state.sizeRecords -= 1
+            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
+        }
+        return stopped
+    }
+
+    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
+    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
+    /// outnumber the entries: then they are made again from the entries, so that they stay within
+    /// twice the entries, at O(1) amortized.
+    internal func _noteSize(_ key: Key) {
+        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
+        _state.sizes[key.string, default: []].append(key.size)
+        _state.sizeRecords += 1
+        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
+        _state.sizes = [:]
+        _state.sizeRecords = 0
+        for sized in _state.entries.keys where sized.size != 0 {
+            _state.sizes[sized.string, default: []].append(sized.size)
+            _state.sizeRecords += 1
+        }
+    }
+
+    internal func _setFailed(_ key: Key, _ error: Error) {
+        _state.serial += 1
+        let serial = _state.serial
+        _state.entries[key] = .failed(error, serial: serial)
+        _state.counts.failures &+= 1
+        _state.failureOrder.append((key, serial))
+        // The FIFO holds live and superseded records alike; the serial tells them apart.
+        while _state.failureOrder.count > Self.maxFailuresRemembered,
+              let (oldKey, serial) = _state.failureOrder.popFirst() {
+            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
+        }
+    }
+
+    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
+    /// default) to whoever still waits, and starts what the freed slots allow.
+    internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+        guard !stopped.isEmpty else { return }
+        let started = lock.withLock { _startReadyDownloads() }
+        for item in stopped {
+            item.task?.cancel()
+            deliver(item.waiters, result)
+        }
+        startNetwork(started)
+    }
+
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
+    internal func lookUpOnDisk(_ download: Download, maxBytes: Int) {
+        let now = currentTime()
+        var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
+        var stale: (payload: Payload, found: DiskStore.Found)?
+        if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
+            switch download.decoder.decode(found.data, download.limits) {
+            case .success(let payload) where found.expired: stale = (payload, found)
+            case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
+            case .failure(let error):
+                // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
+                switch error {
+                case .corruptImage, .emptyBody: disk.discard(found, because: "\(error)")
+                default: break
+                }
+            }
+        }
+        var started: [Download] = []
+        var handler: (@Sendable (Event) -> Void)?
+        let waiters: [FetchTask]? = lock.withLock {
+            handler = _state.settings.onEvent
+            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
+            guard let hit else {
+                download.stale = stale
+                _state.lanes.move(download, to: .queued)
+                _state.counts.misses &+= 1
+                started = _startReadyDownloads()
+                return []
+            }
+            _state.counts.diskHits &+= 1
+            _state.lanes.move(download, to: .done)
+            var kept = hit.payload
+            kept.bytes = nil  // they are on disk
+            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt,
+                                receivedAt: hit.receivedAt), usedAt: now)
+            started = _startReadyDownloads()
+            defer { download.waiters = [] }
+            return download.waiters
+        }
+        if let waiters, let hit {
+            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, limits: download.limits)),
+                    event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
+        }
+        startNetwork(started)
+    }
+
+    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
+    internal func _startReadyDownloads() -> [Download] {
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
+    }
+
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    internal func requeue(_ download: Download) {
+        let started: [Download] = lock.withLock {
+            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
+            _state.lanes.move(download, to: .queued)
+            return _startReadyDownloads()
+        }
+        startNetwork(started)
+    }
+}

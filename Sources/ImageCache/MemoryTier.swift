@@ -1,0 +1,286 @@
+// The memory tier: the CLOCK list, its limits, and the second chance.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    internal final class SecondChance {
+        let slot: MemoryList.Slot
+        let serial: UInt64
+        init(_ slot: MemoryList.Slot, serial: UInt64) {
+            self.slot = slot
+            self.serial = serial
+        }
+    }
+
+    /// Where evicted images wait for their second chance. On Apple platforms an `NSCache`, so that
+    /// the system may take the images back under memory pressure. Elsewhere a dictionary: no system
+    /// takes memory back there, and corelibs' `NSCache` would cost ~3 us an insert (it keeps a
+    /// cost-sorted list) and evict the newest entry first.
+    internal final class SecondChanceShelf {
+        #if canImport(UIKit) || canImport(AppKit)
+        private let cache = NSCache<NSString, SecondChance>()  // NSString keys compare code units, as `Key` does bytes
+        func object(forKey key: Key) -> SecondChance? { cache.object(forKey: key.string as NSString) }
+        func setObject(_ object: SecondChance, forKey key: Key) {
+            cache.setObject(object, forKey: key.string as NSString)
+        }
+        func removeObject(forKey key: Key) { cache.removeObject(forKey: key.string as NSString) }
+        func removeAllObjects() { cache.removeAllObjects() }
+        #else
+        private var items: [Key: SecondChance] = [:]
+        func object(forKey key: Key) -> SecondChance? { items[key] }
+        func setObject(_ object: SecondChance, forKey key: Key) { items[key] = object }
+        func removeObject(forKey key: Key) { items[key] = nil }
+        func removeAllObjects() { items = [:] }
+        #endif
+    }
+
+    /// Memory entries in CLOCK order: a doubly linked list threaded through an array, newest insert
+    /// first, and a reference bit per entry. A use only sets the bit; eviction takes the oldest
+    /// entry whose bit is clear, and an older one whose bit is set gets a second pass (bit cleared,
+    /// moved to the front). A hit writes one byte at most; an insert or an eviction is O(1)
+    /// amortized, with no allocation and no reference counting.
+    internal struct MemoryList {
+        struct Slot {
+            var key: Key
+            var image: Image?
+            var value: Box?  // what a decoder other than the image's made
+            var type: ObjectIdentifier? { value?.type }  // nil for an image, as `Decoder.type`
+            var noStore = false
+            var data: Data?  // the downloaded bytes, until they are known to be on disk
+            var size: Int  // of the downloaded bytes
+            var cost: Int  // what the image costs in memory, in bytes
+            var downloadedAt: TimeInterval
+            var receivedAt: TimeInterval  // `downloadedAt` less a max-age's shift: later than the clock, not trusted
+            var referenced = false  // used since eviction last passed it
+            var previous = -1
+            var next = -1
+
+            var payload: Payload { Payload(bytes: data, image: image, value: value, noStore: noStore) }
+
+            /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
+            var item: DiskStore.Item {
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)),
+                               size: size, downloadedAt: downloadedAt, receivedAt: receivedAt)
+            }
+        }
+        private var slots: [Slot] = []
+        private var free: [Int] = []
+        private var head = -1
+        private var last = -1
+        private(set) var bytes = 0  // the sum of the costs
+
+        var count: Int { slots.count - free.count }
+
+        subscript(index: Int) -> Slot {
+            _read { yield slots[index] }  // no copy of the slot (and its references) per field read
+            _modify { yield &slots[index] }
+        }
+
+        mutating func insert(_ slot: Slot) -> Int {
+            let index: Int
+            if let reused = free.popLast() {
+                index = reused
+                slots[index] = slot
+            } else {
+                index = slots.count
+                slots.append(slot)
+            }
+            link(index)
+            bytes += slot.cost
+            return index
+        }
+
+        /// Moves the slot out (no copy, so no reference counting), leaving an empty one.
+        @discardableResult
+        mutating func remove(_ index: Int) -> Slot {
+            unlink(index)
+            var slot = Slot(key: Key(string: ""), size: 0, cost: 0, downloadedAt: 0, receivedAt: 0)
+            swap(&slot, &slots[index])
+            free.append(index)
+            bytes -= slot.cost
+            return slot
+        }
+
+        /// Counts as a use: sets the reference bit, written only when it is clear (a hit on a hot
+        /// entry writes nothing).
+        mutating func markUsed(_ index: Int) {
+            if !slots[index].referenced { slots[index].referenced = true }
+        }
+
+        /// The entry eviction takes next, nil when empty: the oldest whose bit is clear, after the
+        /// older ones with a set bit have had it cleared and gone to the front.
+        ///
+        /// - Complexity: O(1) amortized: a pass clears each bit once.
+        mutating func victim() -> Int? {
+            while last >= 0, slots[last].referenced {
+                let index = last
+                slots[index].referenced = false
+                unlink(index)
+                link(index)
+            }
+            return last < 0 ? nil : last
+        }
+
+        /// Every entry in the order eviction would take them (without changing anything): oldest
+        /// first those not used since eviction last passed them, then oldest first those used.
+        ///
+        /// - Complexity: O(count).
+        func indicesFromLeastRecent() -> [Int] {
+            var unused: [Int] = [], used: [Int] = []
+            unused.reserveCapacity(count)
+            var index = last
+            while index >= 0 {
+                if slots[index].referenced { used.append(index) } else { unused.append(index) }
+                index = slots[index].previous
+            }
+            return unused + used
+        }
+
+        private mutating func link(_ index: Int) {
+            slots[index].previous = -1
+            slots[index].next = head
+            if head >= 0 { slots[head].previous = index }
+            head = index
+            if last < 0 { last = index }
+        }
+
+        private mutating func unlink(_ index: Int) {
+            let (previous, next) = (slots[index].previous, slots[index].next)
+            if previous >= 0 { slots[previous].next = next } else { head = next }
+            if next >= 0 { slots[next].previous = previous } else { last = previous }
+        }
+    }
+
+    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    internal func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
+                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+        let size = size ?? payload.bytes?.count ?? 0
+        let cost = payload.image.map(Self.memoryCost(of:)) ?? size
+        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+            if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
+            return []
+        }
+        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
+        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
+        // every older entry was used; then it is clear, as for any entry not used since.
+        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
+                                              noStore: payload.noStore, data: payload.bytes, size: size, cost: cost,
+                                              downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
+                                              referenced: true))
+        if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
+        defer { _state.memory[slot].referenced = false }
+        return _evictOverLimits()
+    }
+
+    /// When memory is over its count or byte limit, evicts the least recently used images (in
+    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
+    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
+    /// shares both limits with memory.
+    internal func _evictOverLimits() -> [MemoryList.Slot] {
+        let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
+        var evicted: [MemoryList.Slot] = []
+        let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
+        if overCount || overBytes {
+            let batch = max(1, cap / 10)
+            while _state.memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && _state.memory.bytes > budget - budget / 10), let victim = _state.memory.victim() {
+                evicted.append(_evict(victim))
+            }
+            _state.counts.evictions &+= evicted.count
+            // Only the most recent few: the second chance is for what was just evicted, and an
+            // NSCache insert is not cheap.
+            for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
+        }
+        // Everything `peek` can return stays within the limits: memory first, the second chance after.
+        while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
+                || _state.memory.count + _state.secondChanceOrder.count > cap
+                || _state.secondChanceBytes > budget - _state.memory.bytes,
+              let (oldKey, serial, cost) = _state.secondChanceOrder.popFirst() {
+            _state.secondChanceBytes -= cost
+            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
+        }
+        return evicted
+    }
+
+    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
+    @discardableResult
+    internal func _evict(_ slot: Int) -> MemoryList.Slot {
+        let gone = _state.memory.remove(slot)
+        _state.entries[gone.key] = nil
+        return gone
+    }
+
+    /// Queues memory's entries for the disk: each is written unless its file is there already, in
+    /// which case it is marked as used (least recent first, so that the order of use is kept).
+    internal func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
+        let items = slots.filter { !$0.noStore }.map(\.item)
+        guard !items.isEmpty else { return }
+        _queueOnDisk(.keep(items, usedAt: now))
+    }
+
+    /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
+    /// until it is popped (a record whose image left early still counts: the bound errs low).
+    private func _keepSecondChance(_ slot: MemoryList.Slot) {
+        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        _state.serial += 1
+        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key)
+        _state.secondChanceOrder.append((slot.key, _state.serial, slot.cost))
+        _state.secondChanceBytes += slot.cost
+    }
+
+    internal func _forgetSecondChances() {
+        secondChance.removeAllObjects()
+        _state.secondChanceOrder = FIFO()
+        _state.secondChanceBytes = 0
+    }
+
+    /// The second chance: an image evicted lately comes back into memory.
+    internal func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
+        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot,
+              let image = found.image else { return nil }
+        secondChance.removeObject(forKey: key)
+        guard now < found.downloadedAt + _state.settings.timeToLive,
+              found.receivedAt <= now + Self.maxClockSkew else { return nil }
+        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
+        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
+                            receivedAt: found.receivedAt), usedAt: now)
+        return (image, found.size)
+    }
+
+    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
+    /// does not hold them itself (it does on Linux).
+    internal func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
+        lock.withLock {
+            if case .loaded(let slot)? = _state.entries[key], _state.memory[slot].downloadedAt == downloadedAt {
+                _state.memory[slot].data = nil
+            }
+        }
+    }
+
+    /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
+    internal static let maxFailuresRemembered = 1_000
+
+    /// How far ahead of the clock a download date may lie, in seconds, and still be trusted: the
+    /// clocks of processes sharing a folder disagree by a little. An entry downloaded further in the
+    /// future (a clock set back, a restored backup, a file dated 2100) has expired, in memory and on
+    /// disk, and the sweep counts its file as the least recently used. (A server's max-age longer
+    /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
+    internal static let maxClockSkew: TimeInterval = 60
+
+}

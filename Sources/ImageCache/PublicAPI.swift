@@ -1,0 +1,403 @@
+// The public calls: fetch (callbacks, Result, async), prefetch, store, peek, remove, and the
+// disk's maintenance calls.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
+    ///
+    /// The callback runs once, asynchronously, on ``callbackQueue`` as it was at the call, with
+    /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
+    /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
+    /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
+    ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
+    ///   key share one entry, and one URL under two keys makes two.
+    @discardableResult
+    public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
+        request(Load(url, key: key)) { result in callback?(url, try? Self.image(result).get().value) }
+    }
+
+    /// Fetches an image ahead of need on the slow lane: one download at a time, started only
+    /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
+    @discardableResult
+    public func slowFetch(_ url: URL, key: String? = nil,
+                          callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
+        request(Load(url, key: key, slow: true)) { result in callback?(url, try? Self.image(result).get().value) }
+    }
+
+    /// Fetches an image and says where it came from, or why it could not be had.
+    ///
+    /// Each closure runs on ``callbackQueue``. `completion` runs once unless the task is cancelled
+    /// first, with the image and its ``Source``, or an ``Error`` (see ``Error/isFatal``). `onRetry`
+    /// runs before each retry, with the error that caused it and the number of the attempt that
+    /// failed (from 1). `onProgress` runs while the image downloads, with the bytes received so far
+    /// and the length the server announced (nil if none): at most about 20 times a second,
+    /// `received` never smaller than the call before (not even after a retry), and a last call with
+    /// the whole size before `completion`. A request that joins a download under way is told from
+    /// where it is. Memory and disk hits do not call it.
+    @discardableResult
+    public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
+                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
+    }
+
+    /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
+    /// URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval` are sent
+    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none), and
+    /// ``requestModifier`` sees it before each attempt. Its headers go to a redirect's target only on
+    /// the same origin (see README).
+    ///
+    /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
+    /// so two users' private images at one URL need two keys. Downloads of one key are shared, with
+    /// the headers of the request that started it. Anything but a `GET` with no body of an http(s)
+    /// URL fails at once, caching nothing, with the fatal ``Error/invalidRequest(_:)`` (or
+    /// ``Error/unsupportedURL(_:)``).
+    @discardableResult
+    public func fetch(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
+    }
+
+    /// Fetches any data, with the same tiers, lanes and single download per key as images: the
+    /// bytes are kept on disk as downloaded, and memory keeps what `decode` made of them (costing
+    /// its bytes), reused only for the type that made it (another type decodes the bytes). An error
+    /// thrown by `decode` fails the fetch with the fatal ``Error/decodingFailed(_:)``. Pass `{ $0 }`
+    /// for the bytes themselves.
+    ///
+    /// ```swift
+    /// cache.fetch(feedURL, decode: { try JSONDecoder().decode(Feed.self, from: $0) }) { result in
+    ///     if case .success(let fetched) = result { show(fetched.value) }
+    /// }
+    /// ```
+    @discardableResult
+    public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
+                             decode: @escaping @Sendable (Data) throws -> Value,
+                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
+    }
+
+    /// Fetches any data with `request`, as the `decode:` form fetches a URL; the request is sent as
+    /// `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
+    @discardableResult
+    public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+                             decode: @escaping @Sendable (Data) throws -> Value,
+                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
+                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
+                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        fetch(Load(request, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
+    }
+
+    /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
+    /// why the image could not be had, or ``Error/cancelled`` if the calling task is cancelled first.
+    public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
+        try await image(Load(url, key: key, slow: slow))
+    }
+
+    /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)` fetches a
+    /// URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
+    public func image(for request: URLRequest, key: String? = nil, slow: Bool = false) async throws -> Image {
+        try await image(Load(request, key: key, slow: slow))
+    }
+
+    /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection view's
+    /// `prefetchItemsAt` hands over. A URL in memory or on disk costs no network request, one being
+    /// prefetched is not asked again, and one that a fetch is downloading shares that download.
+    ///
+    /// - Complexity: O(n) in the URLs.
+    public func prefetch(_ urls: [URL]) {
+        for url in urls { prefetch(Load(url, key: nil, slow: true)) }
+    }
+
+    /// Prefetches each request, as `prefetch(_:)` prefetches URLs, with its headers.
+    public func prefetch(_ requests: [URLRequest]) {
+        for request in requests { prefetch(Load(request, key: nil, slow: true)) }
+    }
+
+    /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a
+    /// download that a fetch or a binder also waits for goes on; one that only the prefetch wanted
+    /// stops, and nothing is cached from it. A URL not being prefetched is ignored.
+    ///
+    /// - Complexity: O(n) in the URLs.
+    public func cancelPrefetching(_ urls: [URL]) {
+        let tasks = lock.withLock { urls.compactMap { _state.prefetches[Key($0)] } }
+        for task in tasks { task.cancel() }
+    }
+
+    /// The image Result forms of `fetch`, with their hooks.
+    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
+                       _ onRetry: (@Sendable (Error, Int) -> Void)?,
+                       _ completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+        var load = load
+        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+        return request(load) { completion(Self.image($0)) }
+    }
+
+    /// The `decode:` forms of `fetch`, with their hooks.
+    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
+                              _ onRetry: (@Sendable (Error, Int) -> Void)?,
+                              _ completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+        var load = load
+        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+        let decoder = load.decoder
+        return request(load) { completion($0.flatMap { Self.resolve($0, decoder) }) }
+    }
+
+    private func image(_ load: Load) async throws -> Image {
+        let box = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
+                // The continuation resumes on a global queue: the main queue may not be running.
+                let task = request(load, queue: .global()) { result in
+                    continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
+                } onCancel: {
+                    continuation.resume(throwing: Error.cancelled)
+                }
+                box.set(task)
+            }
+        } onCancel: {
+            box.cancel()
+        }.value
+    }
+
+    private func prefetch(_ load: Load) {
+        var load = load
+        load.isPrefetch = true
+        _ = request(load, queue: Self.prefetchQueue) { _ in }
+    }
+
+    /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).
+    private static let prefetchQueue = DispatchQueue(label: "ImageCache.prefetch", qos: .utility)
+
+    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
+    /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
+    /// without the network, and callers waiting for a download under `key` get it at once (the
+    /// download stops). Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger
+    /// than ``maxImageBytes`` (no lookup would read it back).
+    ///
+    /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
+    ///   image to; the file is written on the disk queue.
+    public func store(_ data: Data, for key: String) throws {
+        let limits = lock.withLock { _decodeLimits }
+        try store((try? Decoder.image.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+    }
+
+    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this image, the
+    /// disk its bytes (on Apple platforms a PNG encoding). Throws, storing nothing,
+    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``.
+    public func store(_ image: Image, for key: String) throws {
+        guard let bytes = Self.encodedBytes(of: image) else {
+            throw Error.notAnImage("an image that cannot be encoded as PNG")
+        }
+        try store(Payload(bytes: bytes, image: image), for: key)
+    }
+
+    private func store(_ payload: Payload, for key: String) throws {
+        let key = Key(string: key)
+        let now = currentTime()
+        // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
+        let waiting: [Stopped] = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key)  // an older image of the key
+            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
+            return stopped
+        }
+        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+    }
+
+    /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
+    ///
+    /// A download that is already running is left to finish: stopping it would throw away the
+    /// bytes already received. Nothing happens if `url` is not being fetched.
+    public func moveToSlowQueue(_ url: URL, key: String? = nil) {
+        let key = Key(string: key ?? url.absoluteString)
+        let started: [Download] = lock.withLock {
+            guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
+            if case .running = download.phase { return [] }
+            if case .decoding = download.phase { return [] }
+            _state.lanes.move(download, to: download.phase, lane: .slow)
+            return _startReadyDownloads()
+        }
+        startNetwork(started)
+    }
+
+    /// The image for `url` if it is in memory and fresh, else nil. Never touches the disk or the
+    /// network and never waits for them; counts as a use of the image.
+    ///
+    /// - Complexity: O(1): one lock, one dictionary lookup.
+    public func peek(_ url: URL) -> Image? {
+        peek(key: url.absoluteString)
+    }
+
+    /// The image cached under `key`, as ``peek(_:)`` finds it.
+    public func peek(key: String) -> Image? {
+        peek(Key(string: key))
+    }
+
+    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
+    internal func peek(_ key: Key) -> Image? {
+        let now = currentTime()
+        return lock.withLock {
+            _state.counts.peeks &+= 1
+            switch _state.entries[key] {
+            case .loaded(let slot)?:
+                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
+                   _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
+                    guard let image = _state.memory[slot].image else { return nil }  // data, not an image
+                    _state.memory.markUsed(slot)
+                    _state.counts.peekHits &+= 1
+                    return image
+                }
+                _evict(slot)
+                return nil
+            case nil:
+                let found = _secondChance(key, now: now)?.image
+                _state.counts.peekHits &+= found == nil ? 0 : 1
+                return found
+            case .loading?, .failed?:
+                return nil
+            }
+        }
+    }
+
+    /// True when the last fetch of `url` failed; cleared when `url` is fetched again or removed.
+    public func failedToFetch(_ url: URL) -> Bool {
+        error(for: url) != nil
+    }
+
+    /// True when the last fetch under `key` failed; cleared when it is fetched again or removed.
+    public func failedToFetch(key: String) -> Bool {
+        error(forKey: key) != nil
+    }
+
+    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry.
+    public func fetching(_ url: URL) -> Bool {
+        let key = Key(url)
+        return lock.withLock {
+            if case .loading? = _state.entries[key] { return true }
+            return false
+        }
+    }
+
+    /// Why the last fetch of `url` failed; nil if it did not, or was fetched again or removed since.
+    public func error(for url: URL) -> ImageCache.Error? {
+        error(forKey: url.absoluteString)
+    }
+
+    /// Why the last fetch under `key` failed, as ``error(for:)`` says.
+    public func error(forKey key: String) -> ImageCache.Error? {
+        lock.withLock {
+            if case .failed(let error, _)? = _state.entries[Key(string: key)] { return error }
+            return nil
+        }
+    }
+
+    /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
+    /// with nil. The disk file is deleted on the disk queue, before any later disk lookup.
+    ///
+    /// - Complexity: O(1) amortized, plus the sizes a ``Binder`` decoded `url`'s image to.
+    public func remove(_ url: URL) {
+        remove(key: url.absoluteString)
+    }
+
+    /// Forgets what is cached under `key`, as ``remove(_:)`` does.
+    public func remove(key: String) {
+        let key = Key(string: key)
+        let stopped: [Stopped] = lock.withLock {
+            secondChance.removeObject(forKey: key)
+            _queueOnDisk(.remove(key.string))
+            return _forgetWithSizes(key)
+        }
+        finishStopped(stopped)
+    }
+
+    /// Forgets everything, in memory and on disk. Downloads in flight are cancelled and their
+    /// callbacks run with nil. Returns when the disk is empty; given a `completion`, returns at
+    /// once (memory is empty then) and runs it on ``callbackQueue`` when the disk is. Another
+    /// process's write that is under way at that moment may still land.
+    public func removeAll(completion: (@Sendable () -> Void)? = nil) {
+        let stopped: [Stopped] = lock.withLock {
+            _forgetSecondChances()
+            _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
+            return _state.entries.keys.compactMap { _forget($0) }
+        }
+        finishStopped(stopped)
+        finishDiskWork(completion)
+    }
+
+    /// Empties memory; the disk keeps everything (an image whose file is missing is written
+    /// again), and downloads in flight go on and deliver their images. Called on a memory warning
+    /// under UIKit. Targets of a ``Binder`` that are not displayed let their images go.
+    public func purgeMemory() {
+        let now = currentTime()
+        lock.withLock {
+            let evicted = _state.memory.indicesFromLeastRecent().map { _evict($0) }
+            _forgetSecondChances()
+            _keepOnDisk(evicted, usedAt: now)
+        }
+        NotificationCenter.default.post(name: Self.memoryPurged, object: self)  // for the binders
+    }
+
+    /// Makes sure every image in memory is on disk, with how recently it was used. Images are
+    /// written as they arrive, so this only writes again what could not be written then, or was
+    /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
+    /// platforms, until they are on disk). Returns when done, with the disk work queued before;
+    /// given a `completion`, returns at once and runs it on ``callbackQueue`` when done.
+    public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
+        let now = currentTime()
+        lock.withLock {
+            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
+        }
+        finishDiskWork(completion)
+    }
+
+    /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
+    /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
+    /// count as used now, in their order of use; memory is not changed. Returns when done; given a
+    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
+    /// within ``diskMaxBytes`` without this call.)
+    ///
+    /// - Complexity: O(n log n) in the number of files in the folder.
+    public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
+                                completion: (@Sendable () -> Void)? = nil) {
+        let now = currentTime()
+        lock.withLock {
+            let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
+            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes),
+                                 now: now))
+        }
+        finishDiskWork(completion)
+    }
+
+    /// Waits for the disk work queued so far, or has `completion` run on ``callbackQueue`` after it.
+    private func finishDiskWork(_ completion: (@Sendable () -> Void)?) {
+        guard let completion else { return diskQueue.sync {} }
+        let queue = callbackQueue
+        diskQueue.async { queue.async(execute: completion) }
+    }
+}

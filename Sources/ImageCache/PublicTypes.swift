@@ -1,0 +1,115 @@
+// The public values: the image (Linux's own), its formats, `Fetched`, and a request's `FetchTask`.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    #if canImport(UIKit)
+    /// The platform image type.
+    public typealias Image = UIImage
+    #elseif canImport(AppKit)
+    /// The platform image type.
+    public typealias Image = NSImage
+    #else
+    /// An image as the cache holds it where no UI framework exists: the original bytes and what
+    /// their header says. Bytes that are not a whole image of a known format fail to decode.
+    public struct Image: Sendable, Hashable {
+        /// The formats an image can be in (``ImageCache/Format``).
+        public typealias Format = ImageCache.Format
+
+        /// The image's bytes as downloaded, without any that followed its end.
+        public let data: Data
+        /// The format the bytes are in.
+        public let format: Format
+        /// Width and height in pixels, from the header.
+        public let width: Int, height: Int
+        /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
+        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
+        /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
+        public let frameCount: Int
+
+        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// Bytes after the image's end are dropped.
+        public init?(data: Data) {
+            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            self = decoded.image
+        }
+
+        internal init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
+            self.data = data
+            self.format = format
+            self.width = width
+            self.height = height
+            self.frameCount = frameCount
+        }
+    }
+    #endif
+
+    /// The image formats the cache recognises and checks.
+    public enum Format: String, Sendable {
+        case png, jpeg, gif, webp
+    }
+
+    /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
+    public final class FetchTask: @unchecked Sendable {
+        /// The URL that was requested (`about:blank` for a `URLRequest` without one).
+        public let url: URL
+        fileprivate let cache: ImageCache
+        internal let load: Load  // this request's own: its hooks, and the key
+        internal let queue: DispatchQueue
+        internal let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
+        internal let onCancel: (@Sendable () -> Void)?
+        internal var answer = Answer.waiting  // guarded by `cache.lock`
+        internal weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        internal var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
+        internal var finalProgress: (received: Int, expected: Int?)?
+        internal enum Answer { case waiting, delivered, cancelled }
+
+        internal init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
+                         completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
+                         onCancel: (@Sendable () -> Void)?) {
+            url = load.url ?? URL(string: "about:blank")!
+            self.cache = cache
+            self.load = load
+            self.queue = queue
+            self.completion = completion
+            self.onCancel = onCancel
+        }
+
+        /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
+        /// already started or will never start, and ``isCancelled`` says which. Called on a serial
+        /// ``ImageCache/callbackQueue`` (the main queue, say) before the callback ran, it always
+        /// wins. When no other request waits for the same URL, the download itself stops and
+        /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
+        /// A running callback is not waited for (that would deadlock one that waits for this thread).
+        public func cancel() {
+            cache.cancel(self)
+        }
+
+        /// True once ``cancel()`` has been called before the callback started: it never runs.
+        public var isCancelled: Bool {
+            cache.lock.withLock { answer == .cancelled }
+        }
+
+        /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
+        internal var isWaiting: Bool {
+            cache.lock.withLock { answer == .waiting }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+// Everything below the public files is internal. A miss walks them in this order: Requests,
+// Downloads, Transport, Delivery; they use HTTP, MemoryTier, DiskTier, DiskFiles, Images, Platform
+// and Helpers.
+//
+// Requests: a load (`Load`, `Payload`, `Decoder`), the request path, and cancellation.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    internal struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+        var noStore = false  // the server said `Cache-Control: no-store`: memory only
+    }
+
+    /// A decoded value that is not an image, with its type.
+    internal final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    internal struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+            Decoder(type: nil) { data, limits in
+                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image) }
+            }
+        }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }
+                    .mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+
+    /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
+    /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
+    internal struct Load {
+        let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
+        let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
+        var key: Key
+        var lane: Lane
+        var decoder: Decoder
+        var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
+        var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        var isPrefetch = false
+
+        /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
+        /// on Linux each is an object, and a memory hit needs none.
+        init(_ url: URL, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            (self.url, request) = (url, nil)
+            self.key = Key(string: key ?? url.absoluteString)
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// A load of `request` as given: its headers, cache policy and timeout.
+        init(_ request: URLRequest, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            (url, self.request) = (request.url, request)
+            self.key = Key(string: key ?? request.url?.absoluteString ?? "")
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
+        static func refusal(of request: URLRequest) -> Error? {
+            guard request.url != nil else { return .invalidRequest("the request has no URL") }
+            if let method = request.httpMethod, method != "GET" {
+                return .invalidRequest("method \(method); only GET is sent")
+            }
+            if request.httpBody != nil || request.httpBodyStream != nil { return .invalidRequest("a GET has no body") }
+            return nil
+        }
+
+        /// Why `url` cannot be downloaded, if it cannot: only http(s) URLs with a host are.
+        static func refusal(of url: URL) -> Error? {
+            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                return .unsupportedURL(url.absoluteString)
+            }
+            return nil
+        }
+    }
+
+    internal enum Entry {
+        case loaded(Int)  // a slot in `Guarded.memory`
+        case loading(Download)
+        case failed(Error, serial: UInt64)
+    }
+
+    /// The one path of every fetch: memory, a download under way, then a new download (which
+    /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
+    internal func request(_ load: Load, queue: DispatchQueue? = nil,
+                         completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
+                         onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
+        let (key, decoder, lane) = (load.key, load.decoder, load.lane)
+        let now = currentTime()
+        var started: [Download] = []
+        var lookUp: (download: Download, maxBytes: Int)?
+        var immediate: (result: Result<Delivery, Error>, bytes: Int)?
+        var handler: (@Sendable (Event) -> Void)?
+        let task: FetchTask = lock.withLock {
+            let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
+                                 completion: completion, onCancel: onCancel)
+            /// The request waits for `download`, which moves to the fast lane if the request is fast.
+            func join(_ download: Download) -> FetchTask {
+                download.waiters.append(task)
+                task.download = download
+                _state.counts.deduplicated &+= 1
+                if lane == .fast, download.lane == .slow {
+                    _state.lanes.move(download, to: download.phase, lane: .fast)
+                    started = _startReadyDownloads()
+                }
+                return task
+            }
+            handler = _state.settings.onEvent
+            _state.counts.requests &+= 1
+            if load.isPrefetch {
+                guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
+                    task.answer = .delivered
+                    return task
+                }
+                _state.prefetches[key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) {
+                immediate = (.failure(refusal), 0)
+                return task
+            }
+            switch _state.entries[key] {
+            case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
+                    && _state.memory[slot].receivedAt <= now + Self.maxClockSkew
+                    && decoder.type == _state.memory[slot].type:
+                _state.memory.markUsed(slot)
+                _state.counts.memoryHits &+= 1
+                // No bytes: the entry is of the requested type.
+                let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
+                immediate = (.success(Delivery(payload: payload, source: .memory)), _state.memory[slot].size)
+                return task
+            case .loaded(let slot)?:
+                _evict(slot)
+            case .loading(let download)?:
+                return join(download)
+            case .failed?, nil:
+                break
+            }
+            if let error = Load.refusal(of: task.url) {
+                _setFailed(key, error)
+                immediate = (.failure(error), 0)
+                return task
+            }
+            // An image evicted lately comes back; a request for another type forgets it (its
+            // entry will replace it).
+            if decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
+            if decoder.type == nil, let found = _secondChance(key, now: now) {
+                _state.counts.memoryHits &+= 1
+                immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
+                return task
+            }
+            // A binder's request at a size shares a download of its key under way (a prefetch's,
+            // say): it gets that image, whole, rather than download it twice.
+            if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] { return join(whole) }
+            let download = Download(load, limits: _decodeLimits)
+            download.waiters.append(task)
+            task.download = download
+            _state.lanes.move(download, to: .checkingDisk)
+            _state.entries[key] = .loading(download)
+            if key.size != 0 { _noteSize(key) }
+            lookUp = (download, _state.settings.maxImageBytes)
+            return task
+        }
+        if let immediate {
+            let event = handler == nil ? nil : Self.event(immediate.result, task.url, from: .memory,
+                                                          bytes: immediate.bytes)
+            deliver(task, immediate.result, event: event, handler: handler)
+        }
+        if let lookUp {
+            diskQueue.async { self.lookUpOnDisk(lookUp.download, maxBytes: lookUp.maxBytes) }
+        }
+        startNetwork(started)
+        return task
+    }
+
+    internal func cancel(_ task: FetchTask) {
+        let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .cancelled
+            _endPrefetch(task)
+            guard let download = task.download, _isCurrent(download) else { return (true, nil) }
+            download.waiters.removeAll { $0 === task }
+            return (true, download.waiters.isEmpty ? _forget(download.key) : nil)
+        }
+        if let stopped { finishStopped([stopped]) }
+        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+    internal func _endPrefetch(_ task: FetchTask) {
+        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
+    }
+
+}

@@ -1,0 +1,158 @@
+// For tests and benchmarks: compiled only where the package defines IMAGECACHE_TESTING for its own
+// tests and benchmarks (Package.swift); a copied file has none of this.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+#if IMAGECACHE_TESTING
+nonisolated extension ImageCache {
+    /// The clock, in seconds since 1970; set it before the first call that uses the instance.
+    @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
+        get { testClock ?? { Date().timeIntervalSince1970 } }
+        set { testClock = newValue }
+    }
+
+    /// How many images memory holds now.
+    @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
+
+    /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
+    @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
+
+    /// The URLs in memory, least recently used first.
+    @_spi(Testing) public var memoryURLs: [String] {
+        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
+    }
+
+    /// Downloads on the network now, and those whose bytes are in, waiting for a decode or in one.
+    @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
+        lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
+    }
+
+    /// The bounds a decode for a request made now works within (see `DecodeLimits`).
+    @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
+        let limits = lock.withLock { _decodeLimits }
+        return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
+    }
+
+    /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
+    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.sizes().files } }
+
+    /// Makes every disk write fail with `code` (nil: work again).
+    @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {
+        diskQueue.sync { disk.injectedWriteError = code }
+    }
+
+    /// The file name the disk tier uses for `url`.
+    @_spi(Testing) public static func diskFileName(for url: URL) -> String {
+        DiskStore.fileName(for: url.absoluteString)
+    }
+
+    /// Every broken invariant, described; empty when all hold. Checks the memory list against the
+    /// dictionary, memory against its cap, the downloads listed, that every download's phase
+    /// changed as its lifecycle allows (`Download.Phase.mayBecome`), and that the folder holds
+    /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
+    /// no check: `Lanes.move` is the only way to change them.
+    @_spi(Testing) public func checkInvariants() -> [String] {
+        var problems: [String] = lock.withLock {
+            var problems: [String] = []
+            let order = _state.memory.indicesFromLeastRecent()
+            if order.count != _state.memory.count {
+                problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
+            }
+            if _state.memory.count + _state.secondChanceOrder.count > _state.settings.memoryMaxCount {
+                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count)"
+                                + " > cap \(_state.settings.memoryMaxCount)")
+            }
+            if _state.memory.bytes + _state.secondChanceBytes > _state.settings.memoryMaxBytes {
+                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes)"
+                                + " > budget \(_state.settings.memoryMaxBytes)")
+            }
+            var loaded = 0
+            for (key, entry) in _state.entries {
+                switch entry {
+                case .loaded(let slot):
+                    loaded += 1
+                    if _state.memory[slot].key != key {
+                        problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)")
+                    }
+                case .loading(let download):
+                    if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
+                    if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
+                case .failed:
+                    break
+                }
+            }
+            if loaded != _state.memory.count {
+                problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)")
+            }
+            problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
+            return problems
+        }
+        problems += diskQueue.sync {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            let known = Set(disk.list().map(\.name))
+            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }
+                .map { "unexpected file in the folder: \($0)" }
+        }
+        return problems
+    }
+
+    /// Puts `image` in memory as if it had just been read from disk, with the count cap and batch
+    /// eviction: the memory tier alone. Evicted images are marked as used on disk, as they are
+    /// when their files exist (here they do not, and are not written).
+    @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
+        let key = Key(url)
+        let now = currentTime()
+        lock.withLock {
+            let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
+            if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
+        }
+    }
+
+    /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
+    @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
+        diskQueue.async { gate.wait() }
+    }
+
+    /// The image a ``Binder`` decoded to `size` under `key`, as `peek(key:)` finds images.
+    @_spi(Testing) public func peek(key: String, filling size: (width: Int, height: Int)) -> Image? {
+        peek(Self.memoryKey(key, filling: size))
+    }
+
+    /// How the memory entry of `key` at `size` is described (see `Key.description`).
+    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?,
+                                                           scale: Double = 1) -> String {
+        memoryKey(key, filling: size, scale: scale).description
+    }
+
+    /// Binds `binder` to `url` at `pixelSize` for a screen of `scale`, as a view on that screen does.
+    @_spi(Testing) public static func bind(_ binder: Binder, _ url: URL, pixelSize: CGSize, scale: Double,
+                                           cache: ImageCache) {
+        binder.bind(Load(url, key: nil), nil, nil, pixelSize, cache, .none, scale: scale)
+    }
+
+    /// Waits until every disk operation queued so far has run.
+    @_spi(Testing) public func drainDisk() {
+        diskQueue.sync {}
+    }
+
+    /// Waits for the sweep that the first disk lookup schedules (see `DiskStore.read`), if it has.
+    @_spi(Testing) public func waitForSweep() {
+        diskQueue.sync { disk.sweep }?.wait()
+    }
+}
+#endif

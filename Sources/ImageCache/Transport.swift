@@ -1,0 +1,434 @@
+// The network transfer: sending, the transport and its delegate, deadlines, progress, the end of
+// an attempt.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Sends the first request of each download (or its next attempt): the load's request with the
+    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
+    /// refuses fails its download at once, and what that frees is started in the same loop.
+    internal func startNetwork(_ downloads: [Download]) {
+        var batch = downloads
+        while !batch.isEmpty {
+            var freed: [Download] = []
+            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            for (download, stale) in zip(batch, stale) {
+                switch request(for: download, settings, stale?.found.validators) {
+                case .failure(let refusal):
+                    freed += networkFinished(download, .failure(refusal), response: nil)
+                case .success(let request):
+                    let task: URLSessionDataTask? = lock.withLock {
+                        guard case .running(nil) = download.phase else { return nil }
+                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
+                        _state.lanes.move(download, to: .running(task))
+                        return task
+                    }
+                    task?.resume()
+                }
+            }
+            batch = freed
+        }
+    }
+
+    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
+    /// be sent. The modifier runs here, outside the lock: it is the app's code.
+    private func request(for download: Download, _ settings: Settings,
+                         _ validators: Validators?) -> Result<URLRequest, Error> {
+        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                          timeoutInterval: settings.requestTimeout)
+        if request.value(forHTTPHeaderField: "Accept") == nil {
+            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
+        }
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
+        }
+        validators?.ask(&request)
+        guard let modifier = settings.requestModifier else { return .success(request) }
+        guard let modified = modifier(request) else {
+            return .failure(.invalidRequest("the request modifier returned nil"))
+        }
+        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
+            return .failure(refusal)
+        }
+        return .success(modified)
+    }
+
+    /// One network attempt: its download, its limits, and the bytes and response that the session's
+    /// serial delegate queue alone fills and reads.
+    fileprivate final class Transfer: @unchecked Sendable {
+        let download: Download
+        let task: URLSessionDataTask
+        let limit: Int
+        let seconds: TimeInterval  // its time limit, from its start to `deadline`
+        let deadline: DispatchTime
+        let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
+        var response: URLResponse?
+        var data = Data()
+        var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
+        var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        var failure: Error?  // set when the transport stopped the transfer itself
+        var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
+
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?) {
+            (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            deadline = .now() + seconds
+        }
+    }
+
+    /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
+    /// the one timer of their time limits. It keeps no download's bookkeeping: it hands progress
+    /// and each finished transfer to the cache. Its `lock` is taken after the cache's, never
+    /// before, and never held while it calls the cache.
+    internal final class Transport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
+        private let lock = NSLock()
+        // Guarded by `lock`: the session (set in `init`, once `self` exists to be its delegate; made
+        // again when the timeout changes), the transfers by task, and the timer with its deadline.
+        private var session: URLSession?
+        private var transfers: [ObjectIdentifier: Transfer] = [:]
+        private var timer: DispatchSourceTimer?
+        private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
+
+        init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
+            super.init()
+            session = makeSession(configuration, timeout: timeout)
+        }
+
+        private func makeSession(_ configuration: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
+            configuration.timeoutIntervalForRequest = timeout
+            return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        }
+
+        /// A task that sends `request` for `download`, to be resumed by the caller: under the
+        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
+                  stale: Payload?) -> URLSessionDataTask {
+            lock.withLock {
+                let task = session!.dataTask(with: request)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale)
+                transfers[ObjectIdentifier(task)] = transfer
+                _setTimer(for: transfer.deadline)
+                return task
+            }
+        }
+
+        /// URLSession on Linux times out by its configuration, not by the request: a new session
+        /// sends new transfers, and the old one finishes its own.
+        func setTimeout(_ seconds: TimeInterval) {
+            let old: URLSession? = lock.withLock {
+                defer { session = session.map { makeSession($0.configuration, timeout: seconds) } }
+                return session
+            }
+            old?.finishTasksAndInvalidate()
+        }
+
+        /// Stops every transfer, when the cache goes away.
+        func invalidate() {
+            // The last reference may go away inside one of the session's own callbacks, where
+            // invalidating synchronously would wait for the queue it runs on. Transfers of sessions
+            // that `setTimeout` replaced are cancelled too: no timer would stop them now.
+            let (session, tasks) = lock.withLock {
+                timer?.cancel()
+                return (self.session, transfers.values.map(\.task))
+            }
+            DispatchQueue.global().async {
+                session?.invalidateAndCancel()
+                for task in tasks { task.cancel() }
+            }
+        }
+
+        private func transfer(for task: URLSessionTask) -> Transfer? {
+            lock.withLock { transfers[ObjectIdentifier(task)] }
+        }
+
+        /// The response head: stops at once on an error status or an announced length over the
+        /// limit, so that neither body is read.
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+            guard let transfer = transfer(for: dataTask) else { return completionHandler(.cancel) }
+            transfer.response = response
+            let length = response.expectedContentLength
+            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
+            if length > 0, length <= Int64(transfer.limit) { transfer.data.reserveCapacity(Int(length)) }
+            let http = response as? HTTPURLResponse
+            let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+            transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
+            let status = http?.statusCode ?? 200
+            if !(200..<300).contains(status), status != 304 {
+                transfer.failure = .httpStatus(status)
+            } else if length > Int64(transfer.limit) {
+                transfer.failure = .tooLarge(limit: transfer.limit)
+            }
+            guard transfer.failure == nil else { return stop(transfer, completionHandler) }
+            completionHandler(.allow)
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            guard let transfer = transfer(for: dataTask),
+                  transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
+            guard transfer.data.count + data.count <= transfer.limit else {
+                transfer.failure = .tooLarge(limit: transfer.limit)
+                return stop(transfer, nil)
+            }
+            transfer.data.append(data)
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now >= transfer.nextProgress {
+                transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
+                cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
+            }
+        }
+
+        /// Cancels a transfer the transport failed itself. corelibs' `cancel()` waits while libcurl
+        /// inflates the burst it is in; the delegate queue must go on dropping chunks meanwhile (a
+        /// 149 KB gzip bomb piled up 170 MB), so not there, nor on a GCD worker that can starve it.
+        private func stop(_ transfer: Transfer, _ completionHandler: ((URLSession.ResponseDisposition) -> Void)?) {
+            let task = transfer.task
+            Thread.detachNewThread { task.cancel() }
+            completionHandler?(.cancel)  // which corelibs ignores
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Swift.Error?) {
+            guard let (transfer, timedOut) = lock.withLock({
+                transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
+            }) else { return }
+            // The time limit stopped it only if it did not complete meanwhile.
+            cache?.transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask,
+                        willPerformHTTPRedirection response: HTTPURLResponse,
+                        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+        }
+
+        /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
+        /// deadline it is set for. One timer, not one per transfer: a transfer then costs no timer of
+        /// its own to make and cancel (on Linux each pokes the dispatch manager thread), and 10,000
+        /// downloads leave no 10,000 timers behind.
+        private func _setTimer(for deadline: DispatchTime) {
+            if let next = nextDeadline, next <= deadline { return }
+            nextDeadline = deadline
+            if let timer { return timer.schedule(deadline: deadline) }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.setEventHandler { [weak self] in self?.deadlinesPassed() }
+            timer.schedule(deadline: deadline)
+            timer.resume()
+            self.timer = timer
+        }
+
+        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), and sets
+        /// the timer for the next deadline, if any transfer is left.
+        private func deadlinesPassed() {
+            let now = DispatchTime.now()
+            let late: [URLSessionDataTask] = lock.withLock {
+                nextDeadline = nil
+                var late: [URLSessionDataTask] = []
+                for transfer in transfers.values where transfer.timedOut == nil {
+                    guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
+                    let limit = String(format: "%g", transfer.seconds)
+                    transfer.timedOut = .network(.timedOut,
+                                                 "no complete response within the \(limit)-second limit per download")
+                    late.append(transfer.task)
+                }
+                return late
+            }
+            for task in late { task.cancel() }
+        }
+    }
+
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
+    /// unless it was answered or cancelled meanwhile.
+    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
+        for task in lock.withLock({ _progressed(download, received: received) }) {
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
+        }
+    }
+
+    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+    /// less (so never less, even after a retry, and never twice the same), marked as told.
+    private func _progressed(_ download: Download, received: Int) -> [FetchTask] {
+        download.waiters.filter { task in
+            guard task.load.onProgress != nil, received > task.progress else { return false }
+            task.progress = received
+            return true
+        }
+    }
+
+    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue).
+    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
+        let download = transfer.download
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+            && transfer.stale != nil
+        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
+                                                   notModified: notModified, whole: whole))
+        }
+        if let stopped { return finish(.failure(stopped), nil) }
+        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+        case .failure(let error):
+            finish(.failure(error), nil)
+        case .success(let body):
+            // The bytes are in: the download's slot goes to the next one while this one decodes.
+            let started: [Download]? = lock.withLock {
+                guard _isCurrent(download), case .running = download.phase else { return nil }
+                _state.lanes.move(download, to: .decoding)
+                return _startReadyDownloads()
+            }
+            guard let started else { return }  // forgotten meanwhile: nobody waits for it
+            startNetwork(started)
+            decodes.async {
+                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
+                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
+                finish(download.decoder.decode(body, download.limits), body)
+            }
+        }
+    }
+
+    /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
+    /// of their own (never URLSession's delegate queue, where one large decode would hold back every
+    /// transfer's data). A decode that ends takes the next waiting one in the same block. (An
+    /// `OperationQueue`'s own machinery was ~10% of the CPU in a profile of 50 KB downloads on Linux.)
+    internal final class Decodes: @unchecked Sendable {
+        private let queue: DispatchQueue
+        private let lock = NSLock()
+        private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
+        private var running = 0  // guarded by `lock`
+        static let width = 2  // decodes at once
+
+        init(label: String) {
+            queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
+        }
+
+        func async(_ work: @escaping @Sendable () -> Void) {
+            let starts: Bool = lock.withLock {
+                guard running < Self.width else { waiting.append(work); return false }
+                running += 1
+                return true
+            }
+            if starts { queue.async { self.drain(from: work) } }
+        }
+
+        private func drain(from first: @escaping @Sendable () -> Void) {
+            var next: (@Sendable () -> Void)? = first
+            while let work = next {
+                work()
+                next = lock.withLock {
+                    if let following = waiting.popFirst() { return following }
+                    running -= 1
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is
+    /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
+    /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
+    /// the caller to start (here it would nest one call per queued download that fails at once).
+    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
+                                 response: URLResponse?, notModified: Bool = false,
+                                 whole: (Int, Int?)? = nil) -> [Download] {
+        let now = currentTime()
+        var delivery = result.map { Delivery(payload: $0, source: .network, limits: download.limits) }
+        var started: [Download] = []
+        var retry: (attempt: Int, delay: TimeInterval, error: Error)?
+        var handler: (@Sendable (Event) -> Void)?
+        let waiters: [FetchTask]? = lock.withLock {
+            handler = _state.settings.onEvent
+            guard _isCurrent(download) else { return nil }
+            switch download.phase {
+            case .running, .decoding: break
+            default: return nil
+            }
+            let policy = _state.settings.retryPolicy
+            let offline = _state.settings.servesStaleWhenOffline ? download.stale : nil
+            if let whole {  // the body is whole, whatever its decoder made of it
+                for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
+            }
+            switch result {
+            case .success(let payload):
+                _state.lanes.move(download, to: .done)
+                let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+                // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
+                let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
+                var payload = payload
+                let size = payload.bytes?.count
+                payload.noStore = cacheControl.noStore
+                if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
+                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                            usedAt: now)
+                if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
+                if notModified, let found = download.stale?.found {
+                    _state.counts.revalidated &+= 1
+                    _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
+                } else if cacheControl.noStore {
+                    _queueOnDisk(.remove(download.key.string))
+                } else {
+                    _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
+                                                       size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
+                                                       receivedAt: now, validators: Validators(response)),
+                                        key: download.key, usedAt: now))
+                }
+            case .failure(let error) where !error.isFatal && error != .cancelled
+                    && download.attempts <= policy.maxRetries:
+                _state.lanes.move(download, to: .waitingToRetry)
+                retry = (download.attempts,
+                         policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)), error)
+            case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
+                _state.lanes.move(download, to: .done)
+                _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
+                if let offline {
+                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true,
+                                                 limits: download.limits))
+                }
+            case .failure(let error):
+                _state.lanes.move(download, to: .done)
+                _setFailed(download.key, error)
+                if let bytes {  // waiters of another type decode the bytes themselves
+                    delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                                 failed: (download.decoder.type, error), limits: download.limits))
+                }
+            }
+            started = _startReadyDownloads()
+            defer { if retry == nil { download.waiters = [] } }
+            return download.waiters
+        }
+        guard let waiters else { return [] }
+        if let retry {
+            emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
+            for task in waiters where task.load.onRetry != nil {
+                task.queue.async { if task.isWaiting { task.load.onRetry?(retry.error, retry.attempt) } }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
+        } else {
+            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+            let source = (try? delivery.get().source) ?? .network
+            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+            deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
+                    handler: handler)
+        }
+        return started
+    }
+
+}
