@@ -90,12 +90,14 @@ import SwiftUI
 /// fast work is queued or running. Concurrent requests for one key share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
-/// ``callbackQueue`` (the main queue by default on Apple platforms), always asynchronously, exactly
-/// once per ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one
+/// the main actor on Apple platforms (they are typed `@MainActor`, so they may update views), on
+/// ``callbackQueue`` on Linux; always asynchronously, exactly once per ``FetchTask`` unless it was
+/// cancelled. ``peek(_:)`` takes one lock and does one
 /// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
-/// the main actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
+/// the main actor too; only the callbacks and the views (``ImageTarget``, `setImage(with:)`,
+/// ``RemoteImage``) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache, in a folder named after the program (its bundle identifier, else its
     /// executable name), so that programs never share it by accident: on Linux
@@ -248,28 +250,28 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
-    /// The callback runs once, asynchronously, on ``callbackQueue`` as it was at the call, with
+    /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
     /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
     /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
     ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
     ///   key share one entry, and one URL under two keys makes two.
     @discardableResult
-    public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(Load(url, key: key)) { result in callback?(url, try? Self.image(result).get().value) }
+    public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
+        fetch(Load(url, key: key), url, callback)
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil,
-                          callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(Load(url, key: key, slow: true)) { result in callback?(url, try? Self.image(result).get().value) }
+                          callback: FetchCallback? = nil) -> FetchTask {
+        fetch(Load(url, key: key, slow: true), url, callback)
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
     ///
-    /// Each closure runs on ``callbackQueue``. `completion` runs once unless the task is cancelled
+    /// Each closure runs where callbacks run (see ``Completion``). `completion` runs once unless the task is cancelled
     /// first, with the image and its ``Source``, or an ``Error`` (see ``Error/isFatal``). `onRetry`
     /// runs before each retry, with the error that caused it and the number of the attempt that
     /// failed (from 1). `onProgress` runs while the image downloads, with the bytes received so far
@@ -279,9 +281,9 @@ nonisolated extension ImageCache {
     /// where it is. Memory and disk hits do not call it.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
-                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+                      onProgress: ProgressCallback? = nil,
+                      onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
         fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
@@ -298,9 +300,9 @@ nonisolated extension ImageCache {
     /// ``Error/unsupportedURL(_:)``).
     @discardableResult
     public func fetch(_ request: URLRequest, key: String? = nil, slow: Bool = false,
-                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+                      onProgress: ProgressCallback? = nil,
+                      onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
         fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
@@ -316,22 +318,22 @@ nonisolated extension ImageCache {
     /// }
     /// ```
     @discardableResult
-    public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
+    public func fetch<Value: Sendable>(_ url: URL, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
-                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+                             onProgress: ProgressCallback? = nil,
+                             onRetry: RetryCallback? = nil,
+                             completion: @escaping Completion<Value>) -> FetchTask {
         fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
     /// Fetches any data with `request`, as the `decode:` form fetches a URL; the request is sent as
     /// `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     @discardableResult
-    public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+    public func fetch<Value: Sendable>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
-                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+                             onProgress: ProgressCallback? = nil,
+                             onRetry: RetryCallback? = nil,
+                             completion: @escaping Completion<Value>) -> FetchTask {
         fetch(Load(request, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
@@ -371,23 +373,42 @@ nonisolated extension ImageCache {
         for task in tasks { task.cancel() }
     }
 
+    /// The callback forms of `fetch`: the URL and the image, or nil.
+    private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
+        request(load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(try? Self.image(result).get().value) { callback?(url, $0) }
+        }
+    }
+
     /// The image Result forms of `fetch`, with their hooks.
-    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
-                       _ onRetry: (@Sendable (Error, Int) -> Void)?,
-                       _ completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
-        var load = load
-        (load.onProgress, load.onRetry) = (onProgress, onRetry)
-        return request(load) { completion(Self.image($0)) }
+    private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
+                       _ completion: @escaping Completion<Image>) -> FetchTask {
+        request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.image(result)) { completion($0) }
+        }
     }
 
     /// The `decode:` forms of `fetch`, with their hooks.
-    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
-                              _ onRetry: (@Sendable (Error, Int) -> Void)?,
-                              _ completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
-        var load = load
-        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+    private func fetch<Value: Sendable>(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
+                                        _ completion: @escaping Completion<Value>) -> FetchTask {
         let decoder = load.decoder
-        return request(load) { completion($0.flatMap { Self.resolve($0, decoder) }) }
+        return request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(result.flatMap { Self.resolve($0, decoder) }) { completion($0) }
+        }
+    }
+
+    /// `load` with the public hooks, which run where its callback runs.
+    private func hooked(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?) -> Load {
+        var load = load
+        if let onProgress {
+            load.onProgress = { received, expected in
+                Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) }
+            }
+        }
+        if let onRetry {
+            load.onRetry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
+        }
+        return load
     }
 
     private func image(_ load: Load) async throws -> Image {
@@ -565,9 +586,9 @@ nonisolated extension ImageCache {
 
     /// Forgets everything, in memory and on disk. Downloads in flight are cancelled and their
     /// callbacks run with nil. Returns when the disk is empty; given a `completion`, returns at
-    /// once (memory is empty then) and runs it on ``callbackQueue`` when the disk is. Another
+    /// once (memory is empty then) and runs it (see ``DoneCallback``) when the disk is. Another
     /// process's write that is under way at that moment may still land.
-    public func removeAll(completion: (@Sendable () -> Void)? = nil) {
+    public func removeAll(completion: DoneCallback? = nil) {
         let stopped: [Stopped] = lock.withLock {
             _forgetSecondChances()
             _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
@@ -594,8 +615,8 @@ nonisolated extension ImageCache {
     /// written as they arrive, so this only writes again what could not be written then, or was
     /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
     /// platforms, until they are on disk). Returns when done, with the disk work queued before;
-    /// given a `completion`, returns at once and runs it on ``callbackQueue`` when done.
-    public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
+    /// given a `completion`, returns at once and runs it (see ``DoneCallback``) when done.
+    public func persistCacheToDisk(completion: DoneCallback? = nil) {
         let now = currentTime()
         lock.withLock {
             _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
@@ -606,12 +627,12 @@ nonisolated extension ImageCache {
     /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
     /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
     /// count as used now, in their order of use; memory is not changed. Returns when done; given a
-    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
+    /// `completion`, returns at once and runs it (see ``DoneCallback``) when done. (The disk keeps
     /// within ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
-                                completion: (@Sendable () -> Void)? = nil) {
+                                completion: DoneCallback? = nil) {
         let now = currentTime()
         lock.withLock {
             let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
@@ -621,11 +642,11 @@ nonisolated extension ImageCache {
         finishDiskWork(completion)
     }
 
-    /// Waits for the disk work queued so far, or has `completion` run on ``callbackQueue`` after it.
-    private func finishDiskWork(_ completion: (@Sendable () -> Void)?) {
+    /// Waits for the disk work queued so far, or has `completion` run after it.
+    private func finishDiskWork(_ completion: DoneCallback?) {
         guard let completion else { return diskQueue.sync {} }
-        let queue = callbackQueue
-        diskQueue.async { queue.async(execute: completion) }
+        let queue = Self.callbackActorQueue ?? callbackQueue
+        diskQueue.async { queue.async { Self.onCallbackActor(()) { completion() } } }
     }
 }
 
@@ -740,9 +761,11 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
-    /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
-    /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
+    /// The queue callbacks run on, on Linux: a serial queue of the instance's own by default, so that
+    /// a command-line program needs no run loop; set `.main` for a program that runs one
+    /// (`dispatchMain()` or `RunLoop.main.run()`). On Apple platforms the public API's callbacks are
+    /// main-actor isolated and run on the main queue whatever this says (see ``FetchCallback``);
+    /// there it is the queue of ``onEvent``, `.main` by default.
     public var callbackQueue: DispatchQueue {
         get { setting(\.callbackQueue) }
         set { change(\.callbackQueue, to: newValue) }
@@ -956,6 +979,8 @@ nonisolated extension ImageCache {
 // Events (`onEvent`) and statistics.
 
 
+nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
+
 nonisolated extension ImageCache {
     /// Where a delivered image came from.
     public enum Source: String, Sendable {
@@ -964,7 +989,7 @@ nonisolated extension ImageCache {
 
     /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
     /// entry delivered because the network failed).
-    public struct Fetched<Value>: @unchecked Sendable {  // a value is handed to one callback queue
+    public struct Fetched<Value> {
         public let value: Value
         public let source: Source
         public let isStale: Bool
@@ -1027,16 +1052,16 @@ nonisolated extension ImageCache {
     }
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
-    /// is listed on the disk queue, after the disk work queued so far, and `completion` runs on
-    /// ``callbackQueue`` with the snapshot.
+    /// is listed on the disk queue, after the disk work queued so far, and `completion` runs with
+    /// the snapshot (on the main actor on Apple platforms, else on ``callbackQueue``).
     ///
     /// - Complexity: O(files in the folder): about 0.3 s for 100,000 files on a 2-core Linux VM.
-    public func statistics(completion: @escaping @Sendable (Statistics) -> Void) {
-        let queue = callbackQueue
+    public func statistics(completion: @escaping StatisticsCallback) {
+        let queue = Self.callbackActorQueue ?? callbackQueue
         diskQueue.async {
             self.disk.recount()
             let snapshot = self.statistics()
-            queue.async { completion(snapshot) }
+            queue.async { Self.onCallbackActor(snapshot) { completion($0) } }
         }
     }
 
@@ -1059,6 +1084,40 @@ nonisolated extension ImageCache {
 
 // The public values: the image (Linux's own), its formats, `Fetched`, and a request's `FetchTask`.
 
+
+// Callbacks. On Apple platforms, where callbacks update views, every callback the public API takes
+// is main-actor isolated and runs on the main queue: a Swift 6 app writes
+// `fetch(url) { url, image in cell.imageView?.image = image }` with nothing else. On Linux they
+// are plain `@Sendable` closures that run on `callbackQueue`.
+nonisolated extension ImageCache {
+    #if canImport(UIKit) || canImport(AppKit)
+    /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on the main actor.
+    public typealias FetchCallback = @MainActor @Sendable (URL, Image?) -> Void
+    /// A fetch's completion, with the value and where it came from, or why not: on the main actor.
+    public typealias Completion<Value> = @MainActor @Sendable (Result<Fetched<Value>, Error>) -> Void
+    /// A download's progress: the bytes received so far, and the length announced: on the main actor.
+    public typealias ProgressCallback = @MainActor @Sendable (_ received: Int, _ expected: Int?) -> Void
+    /// Called before a retry, with the error and the number of the attempt that failed: on the main actor.
+    public typealias RetryCallback = @MainActor @Sendable (Error, _ attempt: Int) -> Void
+    /// Called when disk work asked for is done: on the main actor.
+    public typealias DoneCallback = @MainActor @Sendable () -> Void
+    /// Called with a snapshot of the statistics: on the main actor.
+    public typealias StatisticsCallback = @MainActor @Sendable (Statistics) -> Void
+    #else
+    /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on ``callbackQueue``.
+    public typealias FetchCallback = @Sendable (URL, Image?) -> Void
+    /// A fetch's completion, with the value and where it came from, or why not: on ``callbackQueue``.
+    public typealias Completion<Value> = @Sendable (Result<Fetched<Value>, Error>) -> Void
+    /// A download's progress: the bytes received so far, and the length announced: on ``callbackQueue``.
+    public typealias ProgressCallback = @Sendable (_ received: Int, _ expected: Int?) -> Void
+    /// Called before a retry, with the error and the number of the attempt that failed: on ``callbackQueue``.
+    public typealias RetryCallback = @Sendable (Error, _ attempt: Int) -> Void
+    /// Called when disk work asked for is done: on ``callbackQueue``.
+    public typealias DoneCallback = @Sendable () -> Void
+    /// Called with a snapshot of the statistics: on ``callbackQueue``.
+    public typealias StatisticsCallback = @Sendable (Statistics) -> Void
+    #endif
+}
 
 nonisolated extension ImageCache {
     #if canImport(UIKit)
@@ -1136,9 +1195,9 @@ nonisolated extension ImageCache {
         }
 
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
-        /// already started or will never start, and ``isCancelled`` says which. Called on a serial
-        /// ``ImageCache/callbackQueue`` (the main queue, say) before the callback ran, it always
-        /// wins. When no other request waits for the same URL, the download itself stops and
+        /// already started or will never start, and ``isCancelled`` says which. Called on the queue
+        /// the callback runs on (the main queue on Apple platforms; a serial
+        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no other request waits for the same URL, the download itself stops and
         /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
         /// A running callback is not waited for (that would deadlock one that waits for this thread).
         public func cancel() {
@@ -1164,15 +1223,19 @@ nonisolated extension ImageCache {
 
 
 nonisolated extension ImageCache {
-    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
+    /// Something that shows one image: any class of the app's (`UIImageView` and `NSImageView` have
+    /// `setImage(with:)` and need none of this). On Apple platforms it is main-actor isolated, as
+    /// views are, and its ``Binder`` uses it on the main queue; on Linux, on the binder's queue.
+    #if canImport(UIKit) || canImport(AppKit)
+    @MainActor
+    #endif
     public protocol ImageTarget: AnyObject {
         /// The image shown; nil shows none.
         var image: Image? { get set }
         /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
         var isDisplayed: Bool { get }
         /// Shows `image` with `transition`, which is `.none` but for an image that did not come
-        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
-        /// and `NSImageView` cross-dissolve.
+        /// from memory when the binding asked for a fade. By default, sets ``image``.
         func show(_ image: Image?, transition: Transition)
     }
 
@@ -1211,8 +1274,12 @@ nonisolated extension ImageCache {
         fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
 
-        /// A binder for `target`, which it holds weakly, used on `queue`.
+        /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
+        /// targets are main-actor isolated, the main queue (another queue stops the program here).
         public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            #if canImport(UIKit) || canImport(AppKit)
+            precondition(queue === DispatchQueue.main, "a binder's target is main-actor isolated: use the main queue")
+            #endif
             (self.target, self.queue) = (target, queue)
             observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
                                                               queue: nil) { [weak self] note in
@@ -1304,17 +1371,32 @@ nonisolated extension ImageCache {
         }
 
         private func purged(_ cache: ImageCache) {
-            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
+            guard case .image = state, binding?.cache === cache, let target else { return }
+            guard !ImageCache.onTargetActor(target, { $0.isDisplayed }) else { return }
             show(binding?.placeholder, .placeholder)
         }
 
         private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
             self.state = state
-            target?.show(image, transition: transition)
+            guard let target else { return }
+            ImageCache.onTargetActor((target, image)) { $0.0.show($0.1, transition: transition) }
         }
     }
 
     fileprivate static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// Runs `body` on the main actor, where targets are isolated; a binder runs on the main queue.
+    fileprivate static func onTargetActor<Value, Result: Sendable>(_ value: Value,
+                                                               _ body: @MainActor (Value) -> Result) -> Result {
+        let value = Unchecked(value)
+        return MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    fileprivate static func onTargetActor<Value, Result>(_ value: Value, _ body: (Value) -> Result) -> Result {
+        body(value)
+    }
+    #endif
 
     /// A target size in whole pixels; nil for none, or one that is empty or absurd.
     fileprivate static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
@@ -1334,12 +1416,21 @@ nonisolated extension ImageCache {
 
 }
 
+#if canImport(UIKit) || canImport(AppKit)
+@MainActor extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+#else
 nonisolated extension ImageCache.ImageTarget {
     /// Sets ``ImageCache/ImageTarget/image``: no transition.
     public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
         self.image = image
     }
 }
+#endif
 
 #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
 #if canImport(UIKit)
@@ -1348,31 +1439,54 @@ extension ImageCache { fileprivate typealias ImageView = UIImageView }
 extension ImageCache { fileprivate typealias ImageView = NSImageView }
 #endif
 
-// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
-extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
-    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
-    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
-    /// warning rather than show its placeholder until it is bound again.
-    public var isDisplayed: Bool { true }
+extension ImageCache {
+    /// An image view as its binder's target: the view's own members stay the app's (a subclass
+    /// may have an `isDisplayed` or a `show` of its own). It holds the view weakly; the view holds
+    /// it (and so its binder).
+    @MainActor fileprivate final class ViewTarget: ImageTarget {
+        weak var view: ImageView?
+        private(set) lazy var binder = Binder(self)
 
-    /// Sets `image`; with a fade, as a cross-dissolve.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        if case .fade(let seconds) = transition, seconds > 0 {
-            #if canImport(UIKit)
-            return UIView.transition(with: self, duration: seconds,
-                                     options: [.transitionCrossDissolve, .allowUserInteraction],
-                                     animations: { self.image = image })
-            #else
-            // NSImageView does not animate `image`: a fade of its layer's contents does.
-            let fade = CATransition()
-            (fade.type, fade.duration) = (.fade, seconds)
-            wantsLayer = true
-            layer?.add(fade, forKey: "ImageCache.fade")
-            #endif
+        init(_ view: ImageView) { self.view = view }
+
+        var image: Image? {
+            get { view?.image }
+            set { view?.image = newValue }
         }
-        self.image = image
-    }
 
+        /// Always true: nothing tells a view's binder when it returns to a window (a view controller
+        /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a
+        /// memory warning rather than show its placeholder until it is bound again.
+        var isDisplayed: Bool { true }
+
+        /// Sets the view's image; with a fade, as a cross-dissolve. A fade still running from the
+        /// last image stops first, so it cannot play over this one.
+        func show(_ image: Image?, transition: Transition) {
+            guard let view else { return }
+            #if canImport(UIKit)
+            view.layer.removeAllAnimations()
+            #else
+            view.layer?.removeAllAnimations()
+            #endif
+            if case .fade(let seconds) = transition, seconds > 0 {
+                #if canImport(UIKit)
+                return UIView.transition(with: view, duration: seconds,
+                                         options: [.transitionCrossDissolve, .allowUserInteraction],
+                                         animations: { view.image = image })
+                #else
+                // NSImageView does not animate `image`: a fade of its layer's contents does.
+                let fade = CATransition()
+                (fade.type, fade.duration) = (.fade, seconds)
+                view.wantsLayer = true
+                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #endif
+            }
+            view.image = image
+        }
+    }
+}
+
+extension ImageCache.ImageView {
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
     /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
@@ -1415,15 +1529,13 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
         return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
-    /// Cancels the load under way, if any; what the view shows stays.
-    public func cancelImageLoad() { imageBinder.cancel() }
-
-    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
+    /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
+    /// its `cancel()` stops the load under way (what the view shows stays).
     public var imageBinder: ImageCache.Binder {
-        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
-        let binder = ImageCache.Binder(self)
-        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-        return binder
+        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget { return target.binder }
+        let target = ImageCache.ViewTarget(self)
+        objc_setAssociatedObject(self, Self.binderKey, target, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        return target.binder
     }
 
     private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
@@ -2497,6 +2609,25 @@ nonisolated extension ImageCache {
         if let progress { task.load.onProgress?(progress.received, progress.expected) }
         task.completion(result)
     }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// The queue of the public API's callbacks, which are main-actor isolated here (see
+    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
+    fileprivate static let callbackActorQueue: DispatchQueue? = .main
+
+    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
+    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
+        let value = Unchecked(value)
+        MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    fileprivate static let callbackActorQueue: DispatchQueue? = nil
+
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
+        body(value)
+    }
+    #endif
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     fileprivate func emit(_ event: Event) {

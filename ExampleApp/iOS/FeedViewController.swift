@@ -14,7 +14,7 @@
 //   on disk for the row to decode at its size.
 // - cancelPrefetchingForRowsAt: rows that may still come back go to the slow lane
 //   (`moveToSlowQueue`); rows far from the screen are cancelled.
-// - didEndDisplaying: a row that scrolled away stops loading (`cancelImageLoad`).
+// - didEndDisplaying: a row that scrolled away stops loading (`imageBinder.cancel()`).
 #if canImport(UIKit)
 import UIKit
 #if canImport(ImageCache)
@@ -66,14 +66,13 @@ final class FeedViewController: UITableViewController, UITableViewDataSourcePref
 
     override func tableView(_ tableView: UITableView, didEndDisplaying cell: UITableViewCell, forRowAt indexPath: IndexPath) {
         // Scrolled off screen while its image was still coming: let the rows on screen go first.
-        (cell as? PhotoCell)?.photo.cancelImageLoad()
+        (cell as? PhotoCell)?.photo.imageBinder.cancel()
     }
 
     func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
         for indexPath in indexPaths where prefetches[indexPath] == nil {
             prefetches[indexPath] = ImageCache.shared.slowFetch(urls[indexPath.row]) { [weak self] _, _ in
-                // Callbacks are @Sendable; this one runs on the main queue (the default callbackQueue).
-                MainActor.assumeIsolated { self?.prefetches[indexPath] = nil }
+                self?.prefetches[indexPath] = nil  // callbacks run on the main actor
             }
         }
     }

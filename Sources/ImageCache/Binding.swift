@@ -19,15 +19,19 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// Something that shows one image: `UIImageView`, `NSImageView` (below), or any class.
+    /// Something that shows one image: any class of the app's (`UIImageView` and `NSImageView` have
+    /// `setImage(with:)` and need none of this). On Apple platforms it is main-actor isolated, as
+    /// views are, and its ``Binder`` uses it on the main queue; on Linux, on the binder's queue.
+    #if canImport(UIKit) || canImport(AppKit)
+    @MainActor
+    #endif
     public protocol ImageTarget: AnyObject {
         /// The image shown; nil shows none.
         var image: Image? { get set }
         /// Whether it is on screen now: on a memory warning, a target that is not lets its image go.
         var isDisplayed: Bool { get }
         /// Shows `image` with `transition`, which is `.none` but for an image that did not come
-        /// from memory when the binding asked for a fade. By default, sets ``image``; `UIImageView`
-        /// and `NSImageView` cross-dissolve.
+        /// from memory when the binding asked for a fade. By default, sets ``image``.
         func show(_ image: Image?, transition: Transition)
     }
 
@@ -66,8 +70,12 @@ nonisolated extension ImageCache {
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
 
-        /// A binder for `target`, which it holds weakly, used on `queue`.
+        /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
+        /// targets are main-actor isolated, the main queue (another queue stops the program here).
         public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            #if canImport(UIKit) || canImport(AppKit)
+            precondition(queue === DispatchQueue.main, "a binder's target is main-actor isolated: use the main queue")
+            #endif
             (self.target, self.queue) = (target, queue)
             observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
                                                               queue: nil) { [weak self] note in
@@ -159,17 +167,32 @@ nonisolated extension ImageCache {
         }
 
         private func purged(_ cache: ImageCache) {
-            guard case .image = state, binding?.cache === cache, target?.isDisplayed == false else { return }
+            guard case .image = state, binding?.cache === cache, let target else { return }
+            guard !ImageCache.onTargetActor(target, { $0.isDisplayed }) else { return }
             show(binding?.placeholder, .placeholder)
         }
 
         private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
             self.state = state
-            target?.show(image, transition: transition)
+            guard let target else { return }
+            ImageCache.onTargetActor((target, image)) { $0.0.show($0.1, transition: transition) }
         }
     }
 
     internal static let memoryPurged = Notification.Name("ImageCache.memoryPurged")
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// Runs `body` on the main actor, where targets are isolated; a binder runs on the main queue.
+    internal static func onTargetActor<Value, Result: Sendable>(_ value: Value,
+                                                               _ body: @MainActor (Value) -> Result) -> Result {
+        let value = Unchecked(value)
+        return MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    internal static func onTargetActor<Value, Result>(_ value: Value, _ body: (Value) -> Result) -> Result {
+        body(value)
+    }
+    #endif
 
     /// A target size in whole pixels; nil for none, or one that is empty or absurd.
     internal static func pixels(_ size: CGSize?) -> (width: Int, height: Int)? {
@@ -189,45 +212,77 @@ nonisolated extension ImageCache {
 
 }
 
+#if canImport(UIKit) || canImport(AppKit)
+@MainActor extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+#else
 nonisolated extension ImageCache.ImageTarget {
     /// Sets ``ImageCache/ImageTarget/image``: no transition.
     public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
         self.image = image
     }
 }
+#endif
 
 #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
 #if canImport(UIKit)
-extension ImageCache { fileprivate typealias ImageView = UIImageView }
+extension ImageCache { internal typealias ImageView = UIImageView }
 #else
-extension ImageCache { fileprivate typealias ImageView = NSImageView }
+extension ImageCache { internal typealias ImageView = NSImageView }
 #endif
 
-// The view is main-actor isolated and the protocol is not: its binder uses it on the main queue only.
-extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
-    /// Always true: nothing tells a view's binder when it returns to a window (a view controller
-    /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a memory
-    /// warning rather than show its placeholder until it is bound again.
-    public var isDisplayed: Bool { true }
+extension ImageCache {
+    /// An image view as its binder's target: the view's own members stay the app's (a subclass
+    /// may have an `isDisplayed` or a `show` of its own). It holds the view weakly; the view holds
+    /// it (and so its binder).
+    @MainActor internal final class ViewTarget: ImageTarget {
+        weak var view: ImageView?
+        private(set) lazy var binder = Binder(self)
 
-    /// Sets `image`; with a fade, as a cross-dissolve.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        if case .fade(let seconds) = transition, seconds > 0 {
-            #if canImport(UIKit)
-            return UIView.transition(with: self, duration: seconds,
-                                     options: [.transitionCrossDissolve, .allowUserInteraction],
-                                     animations: { self.image = image })
-            #else
-            // NSImageView does not animate `image`: a fade of its layer's contents does.
-            let fade = CATransition()
-            (fade.type, fade.duration) = (.fade, seconds)
-            wantsLayer = true
-            layer?.add(fade, forKey: "ImageCache.fade")
-            #endif
+        init(_ view: ImageView) { self.view = view }
+
+        var image: Image? {
+            get { view?.image }
+            set { view?.image = newValue }
         }
-        self.image = image
-    }
 
+        /// Always true: nothing tells a view's binder when it returns to a window (a view controller
+        /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a
+        /// memory warning rather than show its placeholder until it is bound again.
+        var isDisplayed: Bool { true }
+
+        /// Sets the view's image; with a fade, as a cross-dissolve. A fade still running from the
+        /// last image stops first, so it cannot play over this one.
+        func show(_ image: Image?, transition: Transition) {
+            guard let view else { return }
+            #if canImport(UIKit)
+            view.layer.removeAllAnimations()
+            #else
+            view.layer?.removeAllAnimations()
+            #endif
+            if case .fade(let seconds) = transition, seconds > 0 {
+                #if canImport(UIKit)
+                return UIView.transition(with: view, duration: seconds,
+                                         options: [.transitionCrossDissolve, .allowUserInteraction],
+                                         animations: { view.image = image })
+                #else
+                // NSImageView does not animate `image`: a fade of its layer's contents does.
+                let fade = CATransition()
+                (fade.type, fade.duration) = (.fade, seconds)
+                view.wantsLayer = true
+                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #endif
+            }
+            view.image = image
+        }
+    }
+}
+
+extension ImageCache.ImageView {
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
     /// `targetSize` (points; the view's bounds by default) at the view's display scale (its `size`
@@ -270,15 +325,13 @@ extension ImageCache.ImageView: @preconcurrency ImageCache.ImageTarget {
         return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
-    /// Cancels the load under way, if any; what the view shows stays.
-    public func cancelImageLoad() { imageBinder.cancel() }
-
-    /// The view's binder, made on first use: its `state` says what the view shows, or why not.
+    /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
+    /// its `cancel()` stops the load under way (what the view shows stays).
     public var imageBinder: ImageCache.Binder {
-        if let binder = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.Binder { return binder }
-        let binder = ImageCache.Binder(self)
-        objc_setAssociatedObject(self, Self.binderKey, binder, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-        return binder
+        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget { return target.binder }
+        let target = ImageCache.ViewTarget(self)
+        objc_setAssociatedObject(self, Self.binderKey, target, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        return target.binder
     }
 
     private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))

@@ -66,12 +66,14 @@ import SwiftUI
 /// fast work is queued or running. Concurrent requests for one key share one download.
 ///
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
-/// ``callbackQueue`` (the main queue by default on Apple platforms), always asynchronously, exactly
-/// once per ``FetchTask`` unless it was cancelled. ``peek(_:)`` takes one lock and does one
+/// the main actor on Apple platforms (they are typed `@MainActor`, so they may update views), on
+/// ``callbackQueue`` on Linux; always asynchronously, exactly once per ``FetchTask`` unless it was
+/// cancelled. ``peek(_:)`` takes one lock and does one
 /// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
-/// the main actor too; only the views (`setImage(with:)`, ``RemoteImage``) are main-actor.
+/// the main actor too; only the callbacks and the views (``ImageTarget``, `setImage(with:)`,
+/// ``RemoteImage``) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache, in a folder named after the program (its bundle identifier, else its
     /// executable name), so that programs never share it by accident: on Linux

@@ -123,9 +123,11 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// The queue callbacks run on. On Apple platforms `.main` by default. On Linux, a serial queue of
-    /// the instance's own by default, so that a command-line program needs no run loop; set `.main`
-    /// for a program that runs one (`dispatchMain()` or `RunLoop.main.run()`).
+    /// The queue callbacks run on, on Linux: a serial queue of the instance's own by default, so that
+    /// a command-line program needs no run loop; set `.main` for a program that runs one
+    /// (`dispatchMain()` or `RunLoop.main.run()`). On Apple platforms the public API's callbacks are
+    /// main-actor isolated and run on the main queue whatever this says (see ``FetchCallback``);
+    /// there it is the queue of ``onEvent``, `.main` by default.
     public var callbackQueue: DispatchQueue {
         get { setting(\.callbackQueue) }
         set { change(\.callbackQueue, to: newValue) }

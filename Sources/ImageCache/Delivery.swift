@@ -91,6 +91,25 @@ nonisolated extension ImageCache {
         task.completion(result)
     }
 
+    #if canImport(UIKit) || canImport(AppKit)
+    /// The queue of the public API's callbacks, which are main-actor isolated here (see
+    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
+    internal static let callbackActorQueue: DispatchQueue? = .main
+
+    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
+    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
+    internal static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
+        let value = Unchecked(value)
+        MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    internal static let callbackActorQueue: DispatchQueue? = nil
+
+    internal static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
+        body(value)
+    }
+    #endif
+
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     internal func emit(_ event: Event) {
         let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }

@@ -21,28 +21,28 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
-    /// The callback runs once, asynchronously, on ``callbackQueue`` as it was at the call, with
+    /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
     /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
     /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
     ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
     ///   key share one entry, and one URL under two keys makes two.
     @discardableResult
-    public func fetch(_ url: URL, key: String? = nil, callback: (@Sendable (URL, Image?) -> Void)?) -> FetchTask {
-        request(Load(url, key: key)) { result in callback?(url, try? Self.image(result).get().value) }
+    public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
+        fetch(Load(url, key: key), url, callback)
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
     /// while no fast work is queued or running. Same callback contract as ``fetch(_:key:callback:)``.
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil,
-                          callback: (@Sendable (URL, Image?) -> Void)? = nil) -> FetchTask {
-        request(Load(url, key: key, slow: true)) { result in callback?(url, try? Self.image(result).get().value) }
+                          callback: FetchCallback? = nil) -> FetchTask {
+        fetch(Load(url, key: key, slow: true), url, callback)
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
     ///
-    /// Each closure runs on ``callbackQueue``. `completion` runs once unless the task is cancelled
+    /// Each closure runs where callbacks run (see ``Completion``). `completion` runs once unless the task is cancelled
     /// first, with the image and its ``Source``, or an ``Error`` (see ``Error/isFatal``). `onRetry`
     /// runs before each retry, with the error that caused it and the number of the attempt that
     /// failed (from 1). `onProgress` runs while the image downloads, with the bytes received so far
@@ -52,9 +52,9 @@ nonisolated extension ImageCache {
     /// where it is. Memory and disk hits do not call it.
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, slow: Bool = false,
-                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+                      onProgress: ProgressCallback? = nil,
+                      onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
         fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
@@ -71,9 +71,9 @@ nonisolated extension ImageCache {
     /// ``Error/unsupportedURL(_:)``).
     @discardableResult
     public func fetch(_ request: URLRequest, key: String? = nil, slow: Bool = false,
-                      onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                      onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                      completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
+                      onProgress: ProgressCallback? = nil,
+                      onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
         fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
@@ -89,22 +89,22 @@ nonisolated extension ImageCache {
     /// }
     /// ```
     @discardableResult
-    public func fetch<Value>(_ url: URL, key: String? = nil, slow: Bool = false,
+    public func fetch<Value: Sendable>(_ url: URL, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
-                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+                             onProgress: ProgressCallback? = nil,
+                             onRetry: RetryCallback? = nil,
+                             completion: @escaping Completion<Value>) -> FetchTask {
         fetch(Load(url, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
     /// Fetches any data with `request`, as the `decode:` form fetches a URL; the request is sent as
     /// `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     @discardableResult
-    public func fetch<Value>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
+    public func fetch<Value: Sendable>(_ request: URLRequest, key: String? = nil, slow: Bool = false,
                              decode: @escaping @Sendable (Data) throws -> Value,
-                             onProgress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-                             onRetry: (@Sendable (Error, _ attempt: Int) -> Void)? = nil,
-                             completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
+                             onProgress: ProgressCallback? = nil,
+                             onRetry: RetryCallback? = nil,
+                             completion: @escaping Completion<Value>) -> FetchTask {
         fetch(Load(request, key: key, slow: slow, .value(decode)), onProgress, onRetry, completion)
     }
 
@@ -144,23 +144,42 @@ nonisolated extension ImageCache {
         for task in tasks { task.cancel() }
     }
 
+    /// The callback forms of `fetch`: the URL and the image, or nil.
+    private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
+        request(load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(try? Self.image(result).get().value) { callback?(url, $0) }
+        }
+    }
+
     /// The image Result forms of `fetch`, with their hooks.
-    private func fetch(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
-                       _ onRetry: (@Sendable (Error, Int) -> Void)?,
-                       _ completion: @escaping @Sendable (Result<Fetched<Image>, Error>) -> Void) -> FetchTask {
-        var load = load
-        (load.onProgress, load.onRetry) = (onProgress, onRetry)
-        return request(load) { completion(Self.image($0)) }
+    private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
+                       _ completion: @escaping Completion<Image>) -> FetchTask {
+        request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.image(result)) { completion($0) }
+        }
     }
 
     /// The `decode:` forms of `fetch`, with their hooks.
-    private func fetch<Value>(_ load: Load, _ onProgress: (@Sendable (Int, Int?) -> Void)?,
-                              _ onRetry: (@Sendable (Error, Int) -> Void)?,
-                              _ completion: @escaping @Sendable (Result<Fetched<Value>, Error>) -> Void) -> FetchTask {
-        var load = load
-        (load.onProgress, load.onRetry) = (onProgress, onRetry)
+    private func fetch<Value: Sendable>(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
+                                        _ completion: @escaping Completion<Value>) -> FetchTask {
         let decoder = load.decoder
-        return request(load) { completion($0.flatMap { Self.resolve($0, decoder) }) }
+        return request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(result.flatMap { Self.resolve($0, decoder) }) { completion($0) }
+        }
+    }
+
+    /// `load` with the public hooks, which run where its callback runs.
+    private func hooked(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?) -> Load {
+        var load = load
+        if let onProgress {
+            load.onProgress = { received, expected in
+                Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) }
+            }
+        }
+        if let onRetry {
+            load.onRetry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
+        }
+        return load
     }
 
     private func image(_ load: Load) async throws -> Image {
@@ -338,9 +357,9 @@ nonisolated extension ImageCache {
 
     /// Forgets everything, in memory and on disk. Downloads in flight are cancelled and their
     /// callbacks run with nil. Returns when the disk is empty; given a `completion`, returns at
-    /// once (memory is empty then) and runs it on ``callbackQueue`` when the disk is. Another
+    /// once (memory is empty then) and runs it (see ``DoneCallback``) when the disk is. Another
     /// process's write that is under way at that moment may still land.
-    public func removeAll(completion: (@Sendable () -> Void)? = nil) {
+    public func removeAll(completion: DoneCallback? = nil) {
         let stopped: [Stopped] = lock.withLock {
             _forgetSecondChances()
             _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
@@ -367,8 +386,8 @@ nonisolated extension ImageCache {
     /// written as they arrive, so this only writes again what could not be written then, or was
     /// deleted since while memory still holds its downloaded bytes (always on Linux; on Apple
     /// platforms, until they are on disk). Returns when done, with the disk work queued before;
-    /// given a `completion`, returns at once and runs it on ``callbackQueue`` when done.
-    public func persistCacheToDisk(completion: (@Sendable () -> Void)? = nil) {
+    /// given a `completion`, returns at once and runs it (see ``DoneCallback``) when done.
+    public func persistCacheToDisk(completion: DoneCallback? = nil) {
         let now = currentTime()
         lock.withLock {
             _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
@@ -379,12 +398,12 @@ nonisolated extension ImageCache {
     /// Deletes expired images from disk, then the least recently used beyond the `maxImageCount`
     /// most recent, or beyond the most recent whose sizes add up to `maxBytes`. Images in memory
     /// count as used now, in their order of use; memory is not changed. Returns when done; given a
-    /// `completion`, returns at once and runs it on ``callbackQueue`` when done. (The disk keeps
+    /// `completion`, returns at once and runs it (see ``DoneCallback``) when done. (The disk keeps
     /// within ``diskMaxBytes`` without this call.)
     ///
     /// - Complexity: O(n log n) in the number of files in the folder.
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
-                                completion: (@Sendable () -> Void)? = nil) {
+                                completion: DoneCallback? = nil) {
         let now = currentTime()
         lock.withLock {
             let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
@@ -394,10 +413,10 @@ nonisolated extension ImageCache {
         finishDiskWork(completion)
     }
 
-    /// Waits for the disk work queued so far, or has `completion` run on ``callbackQueue`` after it.
-    private func finishDiskWork(_ completion: (@Sendable () -> Void)?) {
+    /// Waits for the disk work queued so far, or has `completion` run after it.
+    private func finishDiskWork(_ completion: DoneCallback?) {
         guard let completion else { return diskQueue.sync {} }
-        let queue = callbackQueue
-        diskQueue.async { queue.async(execute: completion) }
+        let queue = Self.callbackActorQueue ?? callbackQueue
+        diskQueue.async { queue.async { Self.onCallbackActor(()) { completion() } } }
     }
 }

@@ -17,6 +17,40 @@ import ImageIO
 import SwiftUI
 #endif
 
+// Callbacks. On Apple platforms, where callbacks update views, every callback the public API takes
+// is main-actor isolated and runs on the main queue: a Swift 6 app writes
+// `fetch(url) { url, image in cell.imageView?.image = image }` with nothing else. On Linux they
+// are plain `@Sendable` closures that run on `callbackQueue`.
+nonisolated extension ImageCache {
+    #if canImport(UIKit) || canImport(AppKit)
+    /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on the main actor.
+    public typealias FetchCallback = @MainActor @Sendable (URL, Image?) -> Void
+    /// A fetch's completion, with the value and where it came from, or why not: on the main actor.
+    public typealias Completion<Value> = @MainActor @Sendable (Result<Fetched<Value>, Error>) -> Void
+    /// A download's progress: the bytes received so far, and the length announced: on the main actor.
+    public typealias ProgressCallback = @MainActor @Sendable (_ received: Int, _ expected: Int?) -> Void
+    /// Called before a retry, with the error and the number of the attempt that failed: on the main actor.
+    public typealias RetryCallback = @MainActor @Sendable (Error, _ attempt: Int) -> Void
+    /// Called when disk work asked for is done: on the main actor.
+    public typealias DoneCallback = @MainActor @Sendable () -> Void
+    /// Called with a snapshot of the statistics: on the main actor.
+    public typealias StatisticsCallback = @MainActor @Sendable (Statistics) -> Void
+    #else
+    /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on ``callbackQueue``.
+    public typealias FetchCallback = @Sendable (URL, Image?) -> Void
+    /// A fetch's completion, with the value and where it came from, or why not: on ``callbackQueue``.
+    public typealias Completion<Value> = @Sendable (Result<Fetched<Value>, Error>) -> Void
+    /// A download's progress: the bytes received so far, and the length announced: on ``callbackQueue``.
+    public typealias ProgressCallback = @Sendable (_ received: Int, _ expected: Int?) -> Void
+    /// Called before a retry, with the error and the number of the attempt that failed: on ``callbackQueue``.
+    public typealias RetryCallback = @Sendable (Error, _ attempt: Int) -> Void
+    /// Called when disk work asked for is done: on ``callbackQueue``.
+    public typealias DoneCallback = @Sendable () -> Void
+    /// Called with a snapshot of the statistics: on ``callbackQueue``.
+    public typealias StatisticsCallback = @Sendable (Statistics) -> Void
+    #endif
+}
+
 nonisolated extension ImageCache {
     #if canImport(UIKit)
     /// The platform image type.
@@ -93,9 +127,9 @@ nonisolated extension ImageCache {
         }
 
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
-        /// already started or will never start, and ``isCancelled`` says which. Called on a serial
-        /// ``ImageCache/callbackQueue`` (the main queue, say) before the callback ran, it always
-        /// wins. When no other request waits for the same URL, the download itself stops and
+        /// already started or will never start, and ``isCancelled`` says which. Called on the queue
+        /// the callback runs on (the main queue on Apple platforms; a serial
+        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no other request waits for the same URL, the download itself stops and
         /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
         /// A running callback is not waited for (that would deadlock one that waits for this thread).
         public func cancel() {

@@ -16,6 +16,9 @@ open class CALayer: NSObject {
     /// `func add(_ anim: CAAnimation, forKey key: String?)`
     /// (developer.apple.com/documentation/quartzcore/calayer/add(_:forkey:)).
     open func add(_ anim: CAAnimation, forKey key: String?) { fatalError("QuartzCore shim") }
+    /// `func removeAllAnimations()`
+    /// (developer.apple.com/documentation/quartzcore/calayer/removeallanimations()).
+    open func removeAllAnimations() { fatalError("QuartzCore shim") }
 }
 
 /// `open class CAAnimation : NSObject, NSSecureCoding, NSCopying, CAMediaTiming, CAAction` in the

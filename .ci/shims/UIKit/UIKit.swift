@@ -13,6 +13,7 @@
 
 @_exported import Foundation  // UIKit re-exports Foundation
 @_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
+@_exported import QuartzCore  // and QuartzCore: CALayer, a view's `layer` (.ci/shims/QuartzCore)
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, CGSize are Foundation's here
 
 // MARK: - Images (thread-safe, not main-actor isolated)
@@ -181,6 +182,8 @@ open class UIView: UIResponder {
         set { fatalError("UIKit shim") }
     }
     open var subviews: [UIView] { fatalError("UIKit shim") }
+    /// `var layer: CALayer { get }` (developer.apple.com/documentation/uikit/uiview/layer).
+    open var layer: CALayer { fatalError("UIKit shim") }
     /// From `UITraitEnvironment`, which UIView adopts.
     open var traitCollection: UITraitCollection { fatalError("UIKit shim") }
     open func addSubview(_ view: UIView) { fatalError("UIKit shim") }

@@ -1,0 +1,59 @@
+// A client app's code on macOS (deployment target 10.15: NSImage is not Sendable), compiled by
+// .ci/typecheck-apple against the AppKit shims in every mode an app may use: Swift 6 and Swift 5,
+// default isolation nonisolated and MainActor, with ImageCache as a package and copied in,
+// warnings as errors.
+#if canImport(ImageCache)
+import ImageCache
+#endif
+import AppKit
+
+// The class's own example (the card's usage), with an NSImageView.
+final class PhotoCell: NSView {
+    let photo = NSImageView(frame: .zero)
+    var title = ""
+
+    func show(_ url: URL) {
+        photo.image = ImageCache.shared.peek(url)
+        ImageCache.shared.fetch(url) { url, image in
+            self.photo.image = image
+            self.title = url.lastPathComponent
+        }
+    }
+}
+
+// An app's own view as a binder's target.
+final class AvatarView: NSView, ImageCache.ImageTarget {
+    var image: NSImage?
+    var isDisplayed: Bool { window != nil }
+    private lazy var binder = ImageCache.Binder(self)
+
+    func load(_ url: URL) {
+        binder.bind(url, placeholder: NSImage(), transition: .fade(0.2))
+    }
+}
+
+// A subclass of NSImageView with members of its own named as a binder's target's are.
+final class PhotoView: NSImageView {
+    var isDisplayed = false
+    func show(_ image: NSImage?, transition: Bool) { self.image = image }
+
+    func load(_ url: URL) {
+        setImage(with: url, transition: .fade(0.25))
+        imageBinder.cancel()
+    }
+}
+
+// Every other callback of the API updates UI state directly.
+@MainActor final class Status {
+    var text = ""
+    var image: NSImage?
+
+    func load(_ url: URL) {
+        ImageCache.shared.fetch(url, onProgress: { received, _ in self.text = "\(received)" },
+                                completion: { result in
+            self.image = try? result.get().value
+        })
+        ImageCache.shared.persistCacheToDisk { self.text = "saved" }
+        ImageCache.shared.statistics { self.text = "\($0.memoryCount) in memory" }
+    }
+}

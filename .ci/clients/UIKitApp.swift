@@ -1,0 +1,83 @@
+// A client app's code on iOS, compiled by .ci/typecheck-apple against the UIKit shims in every mode
+// an app may use: Swift 6 and Swift 5, default isolation nonisolated and MainActor, with ImageCache
+// as a package (`import ImageCache`) and copied in (one module), warnings as errors.
+#if canImport(ImageCache)
+import ImageCache
+#endif
+import UIKit
+
+// The class's own example (the card's usage): a callback that sets a cell's image.
+final class PhotosViewController: UITableViewController {
+    var urls: [URL] = []
+    let placeholder = UIImage()
+
+    override func tableView(_ tableView: UITableView, cellForRowAt indexPath: IndexPath) -> UITableViewCell {
+        let cell = tableView.dequeueReusableCell(withIdentifier: "cell", for: indexPath)
+        let url = urls[indexPath.row]
+        cell.imageView?.image = ImageCache.shared.peek(url) ?? placeholder
+        ImageCache.shared.fetch(url) { url, image in
+            cell.imageView?.image = image
+            cell.textLabel?.text = url.lastPathComponent
+        }
+        return cell
+    }
+}
+
+// An app's own view as a binder's target.
+final class AvatarView: UIView, ImageCache.ImageTarget {
+    var image: UIImage?
+    var isDisplayed: Bool { window != nil }
+    private lazy var binder = ImageCache.Binder(self)
+
+    func load(_ url: URL) {
+        binder.bind(url, placeholder: UIImage(), transition: .fade(0.2))
+    }
+
+    func show(_ image: UIImage?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+
+// A subclass of UIImageView with members of its own named as a binder's target's are.
+final class PhotoView: UIImageView {
+    var isDisplayed = false
+    func show(_ image: UIImage?, transition: Bool) { self.image = image }
+    func cancelImageLoad() {}
+
+    func load(_ url: URL) {
+        setImage(with: url, placeholder: UIImage(), transition: .fade(0.25))
+        if case .failed(let error) = imageBinder.state { print(error) }
+        imageBinder.cancel()
+    }
+}
+
+// Every other callback of the API updates UI state directly. `decode` runs off the main actor, so
+// in a target whose default isolation is the main actor the decoded type says `nonisolated`.
+nonisolated struct Feed: Decodable, Sendable {
+    let titles: [String]
+}
+
+final class FeedController: UIViewController {
+    let status = UILabel()
+    var feed: Feed?
+
+    func load(_ url: URL, _ feedURL: URL) {
+        ImageCache.shared.slowFetch(url) { _, image in self.status.text = image == nil ? "failed" : "ready" }
+        ImageCache.shared.fetch(url, onProgress: { received, expected in
+            self.status.text = "\(received) of \(expected ?? 0)"
+        }, onRetry: { error, attempt in
+            self.status.text = "attempt \(attempt): \(error)"
+        }, completion: { result in
+            if case .success(let fetched) = result { self.status.text = "\(fetched.value.size) from \(fetched.source)" }
+        })
+        ImageCache.shared.fetch(feedURL, decode: { try JSONDecoder().decode(Feed.self, from: $0) }) { result in
+            self.feed = try? result.get().value
+        }
+        ImageCache.shared.statistics { statistics in self.status.text = "\(statistics.diskFiles) files" }
+        ImageCache.shared.removeAll { self.status.text = "emptied" }
+        Task {
+            let image = try? await ImageCache.shared.image(for: url)
+            self.status.text = image == nil ? "failed" : "ready"
+        }
+    }
+}
