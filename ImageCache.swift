@@ -1144,6 +1144,14 @@ nonisolated extension ImageCache {
         /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
         /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
+        /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
+        /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
+        /// image. Where the platform decodes, UIKit and AppKit play the frames so.
+        public let frameDurations: [Double]
+        /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
+        /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
+        /// repetitions after the first play, as browsers read it), or 1 when it has none.
+        public let playCount: Int
 
         /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
@@ -1152,12 +1160,13 @@ nonisolated extension ImageCache {
             self = decoded.image
         }
 
-        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
+        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int, timing: Timing) {
             self.data = data
             self.format = format
             self.width = width
             self.height = height
             self.frameCount = frameCount
+            (frameDurations, playCount) = (timing.durations, timing.plays)
         }
     }
     #endif
@@ -1465,9 +1474,23 @@ extension ImageCache {
             guard let view else { return }
             #if canImport(UIKit)
             view.layer.removeAllAnimations()
+            view.stopAnimating()
+            view.animationImages = nil
+            // An animation that plays a number of times (a UIImage plays forever) runs as the view's
+            // own, and its last frame stays.
+            if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
+                (view.animationImages, view.animationDuration, view.animationRepeatCount) = (frames, image.duration, plays)
+                view.startAnimating()
+                return fade(to: frames.last, transition)
+            }
             #else
             view.layer?.removeAllAnimations()
             #endif
+            fade(to: image, transition)
+        }
+
+        private func fade(to image: Image?, _ transition: Transition) {
+            guard let view else { return }
             if case .fade(let seconds) = transition, seconds > 0 {
                 #if canImport(UIKit)
                 return UIView.transition(with: view, duration: seconds,
@@ -3672,7 +3695,7 @@ nonisolated extension ImageCache {
             }
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
-                              frameCount: info.frames)
+                              frameCount: info.frames, timing: info.timing)
             #endif
             return .success((image, trimmed))
         }
@@ -3702,6 +3725,38 @@ nonisolated extension ImageCache {
     fileprivate static func frameDuration(delay: Double?) -> Double {
         guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
         return delay
+    }
+
+    /// An animation's timing as its file says it: how long each frame shows (by
+    /// ``frameDuration(delay:)``) and how many times it plays (0: forever).
+    fileprivate struct Timing: Sendable, Hashable {
+        var durations: [Double] = []
+        var plays = 1
+    }
+
+    /// How many times an animated GIF plays, from its NETSCAPE2.0 loop count (nil: the file has
+    /// none): once without one, forever for 0, else the count plus one, as browsers read it (the
+    /// count is of the repetitions after the first play). An APNG's `num_plays` is its plays.
+    fileprivate static func plays(gifLoopCount: Int?) -> Int {
+        guard let count = gifLoopCount else { return 1 }
+        return count == 0 ? 0 : count + 1
+    }
+
+    /// How to show frames of their own `durations` (seconds) where a platform shows every frame
+    /// for the same time (`UIImage.animatedImage(with:duration:)`): each frame repeated `repeats`
+    /// times, each time for `unit` seconds, so that every frame keeps its own duration (a frame of
+    /// 2 s between frames of 20 ms shows for 2 s). `unit` is their greatest common divisor in whole
+    /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
+    /// cost a pointer each; the frames are not copied); every frame shows at least once.
+    fileprivate static func frameSchedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
+        let milliseconds = durations.map { max(1, Int(($0 * 1_000).rounded())) }
+        guard let first = milliseconds.first else { return (0.1, []) }
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let total = milliseconds.reduce(0, +)
+        var unit = milliseconds.reduce(first, gcd)
+        if total / unit > maxShown { unit = (total + maxShown - 1) / maxShown }
+        let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
+        return (Double(unit) / 1_000, repeats)
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -3737,7 +3792,7 @@ nonisolated extension ImageCache {
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
     /// ends first), and `frames` (see ``Image/frameCount``). Or why `data` does not start with a whole image.
     fileprivate static func inspect(_ data: Data)
-        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error> {
+        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -3755,7 +3810,7 @@ nonisolated extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -3783,15 +3838,28 @@ nonisolated extension ImageCache {
             }
             var offset = 8
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
+            var timing = Timing()
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
                 let end = offset + 12 + Int(be32(offset))
                 if matches("IEND".utf8, at: offset + 4) {
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
-                    let frames = claimed.map { controls < $0 ? controls : Int($0) } ?? 1
-                    return .success((.png, Int(width), Int(height), end, max(1, frames)))
+                    let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
+                    timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
+                    if frames == 1 { timing.plays = 1 }
+                    return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
-                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 { claimed = be32(offset + 8) }
-                if matches("fcTL".utf8, at: offset + 4) { controls += 1 }
+                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 {
+                    claimed = be32(offset + 8)
+                    timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
+                }
+                if matches("fcTL".utf8, at: offset + 4) {
+                    controls += 1
+                    if be32(offset) >= 26 {  // delay_num / delay_den (0: hundredths), after 20 bytes
+                        let denominator = be16(offset + 30)
+                        let delay = Double(be16(offset + 28)) / Double(denominator == 0 ? 100 : denominator)
+                        timing.durations.append(frameDuration(delay: delay))
+                    }
+                }
                 offset = end
             }
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
@@ -3819,7 +3887,7 @@ nonisolated extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
-                    return .success((.jpeg, width, height, offset + 2, 1))
+                    return .success((.jpeg, width, height, offset + 2, 1, Timing()))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -3852,12 +3920,23 @@ nonisolated extension ImageCache {
             var offset = 13
             if byte(10) & 0x80 != 0 { offset += 3 << ((byte(10) & 0x07) + 1) }
             var frames = 0
+            var (delays, delay, loopCount): ([Double], Double?, Int?) = ([], nil, nil)
+            func whole(_ end: Int) -> Info {
+                let timing = frames > 1 ? Timing(durations: delays, plays: plays(gifLoopCount: loopCount)) : Timing()
+                return .success((.gif, width, height, end, frames, timing))
+            }
             while offset < count {
                 switch byte(offset) {
                 case 0x3B:
                     guard frames > 0 else { return corrupt(.gif, "no frames") }
-                    return .success((.gif, width, height, offset + 1, frames))
+                    return whole(offset + 1)
                 case 0x21:
+                    if byte(offset + 1) == 0xF9, byte(offset + 2) >= 4 {  // graphic control: the next frame's delay
+                        delay = Double(le16(offset + 4)) / 100
+                    } else if byte(offset + 1) == 0xFF, matches("NETSCAPE2.0".utf8, at: offset + 3),
+                              byte(offset + 14) >= 3, byte(offset + 15) == 1 {
+                        loopCount = le16(offset + 16)
+                    }
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
                 case 0x2C:
@@ -3868,12 +3947,14 @@ nonisolated extension ImageCache {
                     guard let end = skipSubBlocks(offset + 1) else { return truncatedGIF() }
                     offset = end
                     frames += 1
+                    delays.append(frameDuration(delay: delay))
+                    delay = nil
                 default:
                     return corrupt(.gif, "unknown block at byte \(offset)")
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
-            return frames > 0 && offset == count ? .success((.gif, width, height, count, frames)) : truncatedGIF()
+            return frames > 0 && offset == count ? whole(count) : truncatedGIF()
         }
 
         private func truncatedGIF() -> Info {
@@ -3916,7 +3997,7 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1))
+            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1, Timing()))
         }
 
         /// A short description of bytes that are not an image, for error messages.
@@ -4022,20 +4103,51 @@ nonisolated extension ImageCache {
             let images = (0..<frames).compactMap {
                 CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
             }
-            // UIKit shows the frames evenly over the whole duration.
-            let duration = (0..<frames).reduce(0) { $0 + frameDuration(delay: delay(source, at: $1)) }
-            if images.count == frames, let animated = UIImage.animatedImage(with: images, duration: duration) {
+            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
+            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
+            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            if images.count == frames,
+               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 return animated
             }
         }
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
         #else
-        if animates(frames: frames, width: width, height: height, within: limits), let animated = NSImage(data: data) {
+        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
+        // longest side a decode may have, sized in points like a still.
+        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+           let animated = NSImage(data: data) {
+            animated.size = pointSize(width: width, height: height, scale: scale)
             return animated
         }
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
+    }
+
+    #if canImport(UIKit)
+    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
+    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
+    fileprivate static func plays(of image: Image) -> Int? {
+        guard image.images != nil else { return nil }
+        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #endif
+
+    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    private static func plays(_ source: CGImageSource) -> Int {
+        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
+        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
+           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
+            return plays
+        }
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
     }
 
     /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.

@@ -30,6 +30,79 @@ final class AnimatedImageTests: CacheTestCase {
         }
     }
 
+    // MARK: Timing
+
+    func testAGIFsFramesKeepTheirOwnDelaysAndItsLoopCount() {
+        // Given a GIF whose frames say 20 ms, 2 s and nothing usable (0), played once more after the first
+        let gif = Self.gif(frames: 3, delays: [2, 200, 0], loopCount: 1)
+
+        // When it is checked
+        let image = ImageCache.Image(data: gif)
+
+        // Then each frame keeps its delay (none: a tenth of a second), and it plays twice
+        XCTAssertEqual(image?.frameDurations, [0.02, 2, 0.1])
+        XCTAssertEqual(image?.playCount, 2)
+        XCTAssertEqual(ImageCache.Image(data: fixture("animated.gif"))?.frameDurations, [0.1, 0.1, 0.1])
+        XCTAssertEqual(ImageCache.Image(data: fixture("animated.gif"))?.playCount, 0, "the fixture loops forever")
+    }
+
+    func testAGIFWithoutALoopCountPlaysOnceAndOneWithZeroPlaysForever() {
+        XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: nil))?.playCount, 1)
+        XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: 0))?.playCount, 0)
+        XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: 4))?.playCount, 5)
+        XCTAssertEqual(ImageCache.plays(gifLoopCount: nil), 1)
+        XCTAssertEqual(ImageCache.plays(gifLoopCount: 0), 0)
+        XCTAssertEqual(ImageCache.plays(gifLoopCount: 65_535), 65_536)
+    }
+
+    func testAnAPNGsFramesKeepTheirDelaysAndItsPlays() {
+        // Given an APNG of two frames, 1/50 s and 3/2 s (a zero denominator means hundredths), played 3 times
+        let image = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))
+
+        // Then
+        XCTAssertEqual(image?.frameDurations, [0.02, 1.5])
+        XCTAssertEqual(image?.playCount, 3)
+        XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: 2, plays: 0))?.playCount, 0, "0 plays forever")
+    }
+
+    func testStillImagesHaveNoFrameDurationsAndPlayOnce() {
+        for name in ["photo.png", "photo.jpg", "palette.gif", "lossy.webp"] {
+            XCTAssertEqual(ImageCache.Image(data: fixture(name))?.frameDurations, [], name)
+            XCTAssertEqual(ImageCache.Image(data: fixture(name))?.playCount, 1, name)
+        }
+        XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 1, loopCount: 0))?.playCount, 1, "one frame: a still")
+        XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: 1))?.frameDurations, [], "one claimed: a still")
+    }
+
+    func testFramesShownEvenlyAreRepeatedToKeepTheirOwnDurations() {
+        // A frame of 2 s between frames of 20 ms shows for 2 s, not for the average
+        let schedule = ImageCache.frameSchedule([0.02, 2, 0.02])
+        XCTAssertEqual(schedule.unit, 0.02, accuracy: 1e-9)
+        XCTAssertEqual(schedule.repeats, [1, 100, 1])
+
+        // Equal durations are shown once each
+        let even = ImageCache.frameSchedule([0.1, 0.1, 0.1])
+        XCTAssertEqual(even.unit, 0.1, accuracy: 1e-9)
+        XCTAssertEqual(even.repeats, [1, 1, 1])
+    }
+
+    func testAScheduleShowsAtMostItsBoundAndEveryFrameAtLeastOnce() {
+        // Given 200 frames whose durations share no divisor above a millisecond (17 ms and 1.001 s)
+        let durations = (0..<200).map { $0.isMultiple(of: 2) ? 0.017 : 1.001 }
+
+        // When they are scheduled within 1,000 frames shown
+        let schedule = ImageCache.frameSchedule(durations, maxShown: 1_000)
+
+        // Then at most about 1,000 are shown (each rounded), every frame at least once, and each
+        // frame's time is its own within half a unit (or the one unit a short frame gets)
+        XCTAssertLessThanOrEqual(schedule.repeats.reduce(0, +), 1_000 + durations.count)
+        XCTAssertTrue(schedule.repeats.allSatisfy { $0 >= 1 })
+        for (duration, repeats) in zip(durations, schedule.repeats) {
+            XCTAssertEqual(Double(repeats) * schedule.unit, duration, accuracy: max(schedule.unit / 2, schedule.unit - duration) + 1e-9)
+        }
+        XCTAssertEqual(ImageCache.frameSchedule([]).repeats, [])
+    }
+
     // MARK: Hostile input
 
     func testAGIFOfSixtyFiveThousandFramesIsCountedAndShownAsItsFirstFrame() {
@@ -132,35 +205,44 @@ final class AnimatedImageTests: CacheTestCase {
 
     /// A GIF89a of `frames` frames on a `width` x `height` canvas, each frame one pixel of colour 0
     /// (LZW `02 02 44 01 00`) with a descriptor that says `frameSize`, `delay` hundredths of a second apart.
+    /// `delays` (hundredths, one a frame) replaces `delay`; `loopCount` is the NETSCAPE2.0 count
+    /// (0: forever; nil: no such block).
     static func gif(width: Int = 1, height: Int = 1, frames: Int, delay: Int = 10, frameSize: (Int, Int)? = nil,
-                    trailer: Bool = true) -> Data {
+                    trailer: Bool = true, delays: [Int]? = nil, loopCount: Int? = 0) -> Data {
         func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
         let (frameWidth, frameHeight) = frameSize ?? (width, height)
         var gif = Data("GIF89a".utf8)
         gif += le16(width) + le16(height) + [0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF]  // and a 2-colour table
-        gif += [0x21, 0xFF, 0x0B] + Array("NETSCAPE2.0".utf8) + [0x03, 0x01, 0x00, 0x00, 0x00]  // loop forever
-        let frame: [UInt8] = [0x21, 0xF9, 0x04, 0x00] + le16(delay) + [0x00, 0x00]
-            + [0x2C, 0, 0, 0, 0] + le16(frameWidth) + le16(frameHeight) + [0x00] + [0x02, 0x02, 0x44, 0x01, 0x00]
-        gif.reserveCapacity(gif.count + frame.count * frames + 1)
-        for _ in 0..<frames { gif += frame }
+        if let loopCount {
+            gif += [0x21, 0xFF, 0x0B] + Array("NETSCAPE2.0".utf8) + [0x03, 0x01] + le16(loopCount) + [0x00]
+        }
+        func frame(_ delay: Int) -> [UInt8] {
+            [0x21, 0xF9, 0x04, 0x00] + le16(delay) + [0x00, 0x00]
+                + [0x2C, 0, 0, 0, 0] + le16(frameWidth) + le16(frameHeight) + [0x00] + [0x02, 0x02, 0x44, 0x01, 0x00]
+        }
+        gif.reserveCapacity(gif.count + frame(delay).count * frames + 1)
+        for index in 0..<frames { gif += frame(delays?[index] ?? delay) }
         if trailer { gif.append(0x3B) }
         return gif
     }
 
     /// A 2 x 2 APNG of two frames (its default image, then one `fdAT`) whose `acTL` claims `claimed`.
-    static func apng(claiming claimed: UInt32) -> Data {
+    /// `plays` is acTL's `num_plays` (0: forever); `delays` the two frames' delay_num / delay_den.
+    static func apng(claiming claimed: UInt32, plays: UInt32 = 0,
+                     delays: [(UInt8, UInt8)] = [(10, 100), (10, 100)]) -> Data {
         let png = PNGEncoder.rgb(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 12))
         // PNGEncoder writes the signature, IHDR (33 bytes in all), one IDAT, then IEND (12 bytes).
         let idat = png.subdata(in: 33..<(png.count - 12))
         let zlib = idat.subdata(in: 8..<(idat.count - 4))
         func be32(_ value: UInt32) -> Data { Data([24, 16, 8, 0].map { UInt8(value >> $0 & 0xFF) }) }
-        func frameControl(_ sequence: UInt32) -> Data {
-            be32(sequence) + be32(2) + be32(2) + be32(0) + be32(0) + Data([0, 10, 0, 100, 0, 0])  // 10/100 s
+        func frameControl(_ sequence: UInt32, frame: Int) -> Data {
+            let (numerator, denominator) = delays[frame]
+            return be32(sequence) + be32(2) + be32(2) + be32(0) + be32(0) + Data([0, numerator, 0, denominator, 0, 0])
         }
         var apng = png.prefix(33)
-        apng += chunk("acTL", be32(claimed) + be32(0))
-        apng += chunk("fcTL", frameControl(0)) + idat
-        apng += chunk("fcTL", frameControl(1)) + chunk("fdAT", be32(2) + zlib)
+        apng += chunk("acTL", be32(claimed) + be32(plays))
+        apng += chunk("fcTL", frameControl(0, frame: 0)) + idat
+        apng += chunk("fcTL", frameControl(1, frame: 1)) + chunk("fdAT", be32(2) + zlib)
         return apng + png.suffix(12)
     }
 

@@ -261,9 +261,23 @@ extension ImageCache {
             guard let view else { return }
             #if canImport(UIKit)
             view.layer.removeAllAnimations()
+            view.stopAnimating()
+            view.animationImages = nil
+            // An animation that plays a number of times (a UIImage plays forever) runs as the view's
+            // own, and its last frame stays.
+            if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
+                (view.animationImages, view.animationDuration, view.animationRepeatCount) = (frames, image.duration, plays)
+                view.startAnimating()
+                return fade(to: frames.last, transition)
+            }
             #else
             view.layer?.removeAllAnimations()
             #endif
+            fade(to: image, transition)
+        }
+
+        private func fade(to image: Image?, _ transition: Transition) {
+            guard let view else { return }
             if case .fade(let seconds) = transition, seconds > 0 {
                 #if canImport(UIKit)
                 return UIView.transition(with: view, duration: seconds,

@@ -51,7 +51,7 @@ nonisolated extension ImageCache {
             }
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
-                              frameCount: info.frames)
+                              frameCount: info.frames, timing: info.timing)
             #endif
             return .success((image, trimmed))
         }
@@ -81,6 +81,38 @@ nonisolated extension ImageCache {
     internal static func frameDuration(delay: Double?) -> Double {
         guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
         return delay
+    }
+
+    /// An animation's timing as its file says it: how long each frame shows (by
+    /// ``frameDuration(delay:)``) and how many times it plays (0: forever).
+    internal struct Timing: Sendable, Hashable {
+        var durations: [Double] = []
+        var plays = 1
+    }
+
+    /// How many times an animated GIF plays, from its NETSCAPE2.0 loop count (nil: the file has
+    /// none): once without one, forever for 0, else the count plus one, as browsers read it (the
+    /// count is of the repetitions after the first play). An APNG's `num_plays` is its plays.
+    internal static func plays(gifLoopCount: Int?) -> Int {
+        guard let count = gifLoopCount else { return 1 }
+        return count == 0 ? 0 : count + 1
+    }
+
+    /// How to show frames of their own `durations` (seconds) where a platform shows every frame
+    /// for the same time (`UIImage.animatedImage(with:duration:)`): each frame repeated `repeats`
+    /// times, each time for `unit` seconds, so that every frame keeps its own duration (a frame of
+    /// 2 s between frames of 20 ms shows for 2 s). `unit` is their greatest common divisor in whole
+    /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
+    /// cost a pointer each; the frames are not copied); every frame shows at least once.
+    internal static func frameSchedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
+        let milliseconds = durations.map { max(1, Int(($0 * 1_000).rounded())) }
+        guard let first = milliseconds.first else { return (0.1, []) }
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let total = milliseconds.reduce(0, +)
+        var unit = milliseconds.reduce(first, gcd)
+        if total / unit > maxShown { unit = (total + maxShown - 1) / maxShown }
+        let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
+        return (Double(unit) / 1_000, repeats)
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -116,7 +148,7 @@ nonisolated extension ImageCache {
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
     /// ends first), and `frames` (see ``Image/frameCount``). Or why `data` does not start with a whole image.
     internal static func inspect(_ data: Data)
-        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error> {
+        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -134,7 +166,7 @@ nonisolated extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -162,15 +194,28 @@ nonisolated extension ImageCache {
             }
             var offset = 8
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
+            var timing = Timing()
             while count - offset >= 12, be32(offset) <= count - offset - 12 {
                 let end = offset + 12 + Int(be32(offset))
                 if matches("IEND".utf8, at: offset + 4) {
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
-                    let frames = claimed.map { controls < $0 ? controls : Int($0) } ?? 1
-                    return .success((.png, Int(width), Int(height), end, max(1, frames)))
+                    let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
+                    timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
+                    if frames == 1 { timing.plays = 1 }
+                    return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
-                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 { claimed = be32(offset + 8) }
-                if matches("fcTL".utf8, at: offset + 4) { controls += 1 }
+                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 {
+                    claimed = be32(offset + 8)
+                    timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
+                }
+                if matches("fcTL".utf8, at: offset + 4) {
+                    controls += 1
+                    if be32(offset) >= 26 {  // delay_num / delay_den (0: hundredths), after 20 bytes
+                        let denominator = be16(offset + 30)
+                        let delay = Double(be16(offset + 28)) / Double(denominator == 0 ? 100 : denominator)
+                        timing.durations.append(frameDuration(delay: delay))
+                    }
+                }
                 offset = end
             }
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
@@ -198,7 +243,7 @@ nonisolated extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
-                    return .success((.jpeg, width, height, offset + 2, 1))
+                    return .success((.jpeg, width, height, offset + 2, 1, Timing()))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -231,12 +276,23 @@ nonisolated extension ImageCache {
             var offset = 13
             if byte(10) & 0x80 != 0 { offset += 3 << ((byte(10) & 0x07) + 1) }
             var frames = 0
+            var (delays, delay, loopCount): ([Double], Double?, Int?) = ([], nil, nil)
+            func whole(_ end: Int) -> Info {
+                let timing = frames > 1 ? Timing(durations: delays, plays: plays(gifLoopCount: loopCount)) : Timing()
+                return .success((.gif, width, height, end, frames, timing))
+            }
             while offset < count {
                 switch byte(offset) {
                 case 0x3B:
                     guard frames > 0 else { return corrupt(.gif, "no frames") }
-                    return .success((.gif, width, height, offset + 1, frames))
+                    return whole(offset + 1)
                 case 0x21:
+                    if byte(offset + 1) == 0xF9, byte(offset + 2) >= 4 {  // graphic control: the next frame's delay
+                        delay = Double(le16(offset + 4)) / 100
+                    } else if byte(offset + 1) == 0xFF, matches("NETSCAPE2.0".utf8, at: offset + 3),
+                              byte(offset + 14) >= 3, byte(offset + 15) == 1 {
+                        loopCount = le16(offset + 16)
+                    }
                     guard let end = skipSubBlocks(offset + 2) else { return truncatedGIF() }
                     offset = end
                 case 0x2C:
@@ -247,12 +303,14 @@ nonisolated extension ImageCache {
                     guard let end = skipSubBlocks(offset + 1) else { return truncatedGIF() }
                     offset = end
                     frames += 1
+                    delays.append(frameDuration(delay: delay))
+                    delay = nil
                 default:
                     return corrupt(.gif, "unknown block at byte \(offset)")
                 }
             }
             // Many GIFs in the wild lack the trailer; a last frame that is whole is enough.
-            return frames > 0 && offset == count ? .success((.gif, width, height, count, frames)) : truncatedGIF()
+            return frames > 0 && offset == count ? whole(count) : truncatedGIF()
         }
 
         private func truncatedGIF() -> Info {
@@ -295,7 +353,7 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1))
+            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1, Timing()))
         }
 
         /// A short description of bytes that are not an image, for error messages.

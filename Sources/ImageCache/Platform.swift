@@ -99,20 +99,51 @@ nonisolated extension ImageCache {
             let images = (0..<frames).compactMap {
                 CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
             }
-            // UIKit shows the frames evenly over the whole duration.
-            let duration = (0..<frames).reduce(0) { $0 + frameDuration(delay: delay(source, at: $1)) }
-            if images.count == frames, let animated = UIImage.animatedImage(with: images, duration: duration) {
+            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
+            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
+            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            if images.count == frames,
+               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 return animated
             }
         }
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
         #else
-        if animates(frames: frames, width: width, height: height, within: limits), let animated = NSImage(data: data) {
+        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
+        // longest side a decode may have, sized in points like a still.
+        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+           let animated = NSImage(data: data) {
+            animated.size = pointSize(width: width, height: height, scale: scale)
             return animated
         }
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
+    }
+
+    #if canImport(UIKit)
+    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
+    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
+    internal static func plays(of image: Image) -> Int? {
+        guard image.images != nil else { return nil }
+        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #endif
+
+    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    private static func plays(_ source: CGImageSource) -> Int {
+        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
+        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
+           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
+            return plays
+        }
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
     }
 
     /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.

@@ -19,6 +19,12 @@ public func CGImageSourceCopyPropertiesAtIndex(_ isrc: CGImageSource, _ index: I
 }
 
 // developer.apple.com/documentation/imageio/cgimagesourcegetcount(_:): iOS 4, macOS 10.4.
+/// `func CGImageSourceCopyProperties(_ isrc: CGImageSource, _ options: CFDictionary?) -> CFDictionary?`:
+/// the container's properties (developer.apple.com/documentation/imageio/cgimagesourcecopyproperties(_:_:)).
+public func CGImageSourceCopyProperties(_ isrc: CGImageSource, _ options: CFDictionary?) -> CFDictionary? {
+    fatalError("ImageIO shim")
+}
+
 public func CGImageSourceGetCount(_ isrc: CGImageSource) -> Int {
     fatalError("ImageIO shim")
 }
@@ -49,3 +55,8 @@ nonisolated(unsafe) public let kCGImagePropertyGIFUnclampedDelayTime: CFString =
 nonisolated(unsafe) public let kCGImagePropertyPNGDictionary: CFString = "{PNG}"
 nonisolated(unsafe) public let kCGImagePropertyAPNGDelayTime: CFString = "DelayTime"
 nonisolated(unsafe) public let kCGImagePropertyAPNGUnclampedDelayTime: CFString = "UnclampedDelayTime"
+/// `let kCGImagePropertyGIFLoopCount: CFString`, in a GIF's {GIF} dictionary: its NETSCAPE2.0 loop count.
+nonisolated(unsafe) public let kCGImagePropertyGIFLoopCount: CFString = "LoopCount"
+/// `let kCGImagePropertyAPNGLoopCount: CFString`: the times an APNG plays, 0 for forever
+/// (developer.apple.com/documentation/imageio/kcgimagepropertyapngloopcount).
+nonisolated(unsafe) public let kCGImagePropertyAPNGLoopCount: CFString = "LoopCount"

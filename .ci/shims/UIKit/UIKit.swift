@@ -52,6 +52,10 @@ open class UIImage: NSObject, @unchecked Sendable {
     }
     @available(iOS 5.0, *)
     open var images: [UIImage]? { fatalError("UIKit shim") }
+    /// `var duration: TimeInterval { get }`, iOS 5: an animated image's time for all its frames
+    /// (developer.apple.com/documentation/uikit/uiimage/duration).
+    @available(iOS 5.0, *)
+    open var duration: TimeInterval { fatalError("UIKit shim") }
 }
 
 extension UIImage {
@@ -236,6 +240,23 @@ open class UIImageView: UIView {
         get { fatalError("UIKit shim") }
         set { fatalError("UIKit shim") }
     }
+    // developer.apple.com/documentation/uikit/uiimageview: `var animationImages: [UIImage]? { get set }`,
+    // `var animationDuration: TimeInterval { get set }`, `var animationRepeatCount: Int { get set }`
+    // (0, the default, repeats forever), `func startAnimating()`, `func stopAnimating()`.
+    open var animationImages: [UIImage]? {
+        get { fatalError("UIKit shim") }
+        set { fatalError("UIKit shim") }
+    }
+    open var animationDuration: TimeInterval {
+        get { fatalError("UIKit shim") }
+        set { fatalError("UIKit shim") }
+    }
+    open var animationRepeatCount: Int {
+        get { fatalError("UIKit shim") }
+        set { fatalError("UIKit shim") }
+    }
+    open func startAnimating() { fatalError("UIKit shim") }
+    open func stopAnimating() { fatalError("UIKit shim") }
 }
 
 @MainActor
