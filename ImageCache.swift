@@ -1341,13 +1341,18 @@ nonisolated extension ImageCache {
             task = nil
             binding = (placeholder, failureImage, cache, memoryKey, transition)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
-            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
-            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
-                show(image, .image(.memory))
-                return nil
+            // In memory at this size, or whole (ready to draw): set at once. A whole image that a
+            // bounded decode made smaller than this size is shown meanwhile, and replaced.
+            var meanwhile = false
+            if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
+            if let size, let whole = cache.peek(key: load.key.string) {
+                show(whole, .image(.memory))
+                guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
+                                          decodeBound: cache.wholeDecodeBound) else { return nil }
+                meanwhile = true
             }
-            // Bound again to the image it shows (a reload): no placeholder meanwhile.
-            if case .image = state, sameKey { state = .loading } else { show(placeholder, .loading) }
+            // Bound again to the image it shows (a reload), or showing a smaller one: no placeholder meanwhile.
+            if case .image = state, sameKey || meanwhile { state = .loading } else { show(placeholder, .loading) }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
@@ -3773,6 +3778,17 @@ nonisolated extension ImageCache {
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
+    /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
+    /// pixels, is to be replaced by the target's own decode: only if a bounded decode made it
+    /// smaller than its original (its longest side reached `decodeBound`, the longest side of a
+    /// whole decode; nil where images are not decoded, so a whole one is its original) and it does
+    /// not fill the target. Else it is as sharp as the target's decode would be, and stays.
+    fileprivate static func upgrades(whole: (width: Int, height: Int), to target: (width: Int, height: Int),
+                                  decodeBound: Int?) -> Bool {
+        guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
+        return whole.width < target.width || whole.height < target.height
+    }
+
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
@@ -4160,15 +4176,39 @@ nonisolated extension ImageCache {
     }
     #endif
 
+    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
+    /// representation's), its header's on Linux.
+    fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
+        #if canImport(UIKit)
+        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
+        #elseif canImport(AppKit)
+        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
+        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
+        #else
+        return (image.width, image.height)
+        #endif
+    }
+
+    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    fileprivate var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return lock.withLock { _decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
+    }
+
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
     /// every frame of an animation), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
-        let frames = Double(image.images?.count ?? 1)
-        let pixels = Double(image.size.width * image.scale) * Double(image.size.height * image.scale) * frames
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
-        let pixels = Double(image.representations.map { $0.pixelsWide * $0.pixelsHigh }.max() ?? 0)
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height)
         #else
         let pixels = Double(image.data.count) / 4
         #endif

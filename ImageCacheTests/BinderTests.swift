@@ -232,6 +232,22 @@ final class BinderTests: BinderTestCase {
         XCTAssertEqual(history, [7_200])  // before the fix: [9001] (the placeholder)
     }
 
+    /// A whole image in memory that a bounded decode made smaller than a binding's size is shown at
+    /// once and replaced by the size's own decode; one that fills the size, or is its original (a
+    /// decode's bound not reached; on Linux always), stays, with no request.
+    func testASmallerWholeImageIsShownMeanwhileAndUpgradedOnlyWhenADecodeShrankIt() {
+        // Shrunk to the bound of 4,096 and smaller than the target: replaced
+        XCTAssertTrue(ImageCache.upgrades(whole: (4_096, 3_072), to: (5_000, 5_000), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.upgrades(whole: (2_048, 1_536), to: (2_049, 10), decodeBound: 2_048))
+        // Fills the target: stays
+        XCTAssertFalse(ImageCache.upgrades(whole: (4_096, 3_072), to: (300, 300), decodeBound: 4_096))
+        // Under the bound, so its original: no decode would be sharper
+        XCTAssertFalse(ImageCache.upgrades(whole: (1_000, 750), to: (2_000, 2_000), decodeBound: 4_096))
+        // Not decoded at all (Linux): the original
+        XCTAssertFalse(ImageCache.upgrades(whole: (64, 48), to: (300, 300), decodeBound: nil))
+        XCTAssertNil(makeCache().wholeDecodeBound, "Linux keeps images whole")
+    }
+
     /// Rebinding a target that already shows the right image (RemoteImage's `onAppear` after a
     /// navigation pop; `reloadData`/`reloadRows` in UIKit) keeps that image, with no placeholder over
     /// it, also when the cache's memory no longer holds it (LRU eviction, or a purge, which displayed

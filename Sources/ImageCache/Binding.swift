@@ -128,13 +128,18 @@ nonisolated extension ImageCache {
             task = nil
             binding = (placeholder, failureImage, cache, memoryKey, transition)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
-            // In memory at this size, or whole (ready to draw, if larger than asked): set at once.
-            if let image = cache.peek(memoryKey) ?? (size == nil ? nil : cache.peek(key: load.key.string)) {
-                show(image, .image(.memory))
-                return nil
+            // In memory at this size, or whole (ready to draw): set at once. A whole image that a
+            // bounded decode made smaller than this size is shown meanwhile, and replaced.
+            var meanwhile = false
+            if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
+            if let size, let whole = cache.peek(key: load.key.string) {
+                show(whole, .image(.memory))
+                guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
+                                          decodeBound: cache.wholeDecodeBound) else { return nil }
+                meanwhile = true
             }
-            // Bound again to the image it shows (a reload): no placeholder meanwhile.
-            if case .image = state, sameKey { state = .loading } else { show(placeholder, .loading) }
+            // Bound again to the image it shows (a reload), or showing a smaller one: no placeholder meanwhile.
+            if case .image = state, sameKey || meanwhile { state = .loading } else { show(placeholder, .loading) }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in

@@ -129,6 +129,17 @@ nonisolated extension ImageCache {
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
+    /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
+    /// pixels, is to be replaced by the target's own decode: only if a bounded decode made it
+    /// smaller than its original (its longest side reached `decodeBound`, the longest side of a
+    /// whole decode; nil where images are not decoded, so a whole one is its original) and it does
+    /// not fill the target. Else it is as sharp as the target's decode would be, and stays.
+    internal static func upgrades(whole: (width: Int, height: Int), to target: (width: Int, height: Int),
+                                  decodeBound: Int?) -> Bool {
+        guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
+        return whole.width < target.width || whole.height < target.height
+    }
+
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.

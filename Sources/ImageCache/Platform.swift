@@ -156,15 +156,39 @@ nonisolated extension ImageCache {
     }
     #endif
 
+    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
+    /// representation's), its header's on Linux.
+    internal static func pixelSize(of image: Image) -> (width: Int, height: Int) {
+        #if canImport(UIKit)
+        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
+        #elseif canImport(AppKit)
+        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
+        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
+        #else
+        return (image.width, image.height)
+        #endif
+    }
+
+    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    internal var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return lock.withLock { _decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
+    }
+
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
     /// every frame of an animation), its bytes on Linux.
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
-        let frames = Double(image.images?.count ?? 1)
-        let pixels = Double(image.size.width * image.scale) * Double(image.size.height * image.scale) * frames
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
-        let pixels = Double(image.representations.map { $0.pixelsWide * $0.pixelsHigh }.max() ?? 0)
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height)
         #else
         let pixels = Double(image.data.count) / 4
         #endif
