@@ -1747,91 +1747,107 @@ nonisolated extension ImageCache {
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
-        let (key, decoder, lane) = (load.key, load.decoder, load.lane)
         let now = currentTime()
-        var started: [Download] = []
-        var lookUp: (download: Download, maxBytes: Int)?
-        var immediate: (result: Result<Delivery, Error>, bytes: Int)?
-        var handler: (@Sendable (Event) -> Void)?
-        let task: FetchTask = lock.withLock {
+        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = lock.withLock {
             let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
-            /// The request waits for `download`, which moves to the fast lane if the request is fast.
-            func join(_ download: Download) -> FetchTask {
-                download.waiters.append(task)
-                task.download = download
-                _state.counts.deduplicated &+= 1
-                if lane == .fast, download.lane == .slow {
-                    _state.lanes.move(download, to: download.phase, lane: .fast)
-                    started = _startReadyDownloads()
-                }
-                return task
-            }
-            handler = _state.settings.onEvent
             _state.counts.requests &+= 1
-            if load.isPrefetch {
-                guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answer = .delivered
-                    return task
-                }
-                _state.prefetches[key] = task
-            }
-            if let refusal = load.request.flatMap(Load.refusal(of:)) {
-                immediate = (.failure(refusal), 0)
-                return task
-            }
-            switch _state.entries[key] {
-            case .loaded(let slot)? where now < _state.memory[slot].downloadedAt + _state.settings.timeToLive
-                    && _state.memory[slot].receivedAt <= now + Self.maxClockSkew
-                    && decoder.type == _state.memory[slot].type:
-                _state.memory.markUsed(slot)
-                _state.counts.memoryHits &+= 1
-                // No bytes: the entry is of the requested type.
-                let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
-                immediate = (.success(Delivery(payload: payload, source: .memory)), _state.memory[slot].size)
-                return task
-            case .loaded(let slot)?:
-                _evict(slot)
-            case .loading(let download)?:
-                return join(download)
-            case .failed?, nil:
-                break
-            }
-            if let error = Load.refusal(of: task.url) {
-                _setFailed(key, error)
-                immediate = (.failure(error), 0)
-                return task
-            }
-            // An image evicted lately comes back; a request for another type forgets it (its
-            // entry will replace it).
-            if decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
-            if decoder.type == nil, let found = _secondChance(key, now: now) {
-                _state.counts.memoryHits &+= 1
-                immediate = (.success(Delivery(payload: Payload(image: found.image), source: .memory)), found.bytes)
-                return task
-            }
-            // A binder's request at a size shares a download of its key under way (a prefetch's,
-            // say): it gets that image, whole, rather than download it twice.
-            if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] { return join(whole) }
-            let download = Download(load, limits: _decodeLimits)
-            download.waiters.append(task)
-            task.download = download
-            _state.lanes.move(download, to: .checkingDisk)
-            _state.entries[key] = .loading(download)
-            if key.size != 0 { _noteSize(key) }
-            lookUp = (download, _state.settings.maxImageBytes)
-            return task
+            return (task, _route(task, now: now), _state.settings.onEvent)
         }
-        if let immediate {
-            let event = handler == nil ? nil : Self.event(immediate.result, task.url, from: .memory,
-                                                          bytes: immediate.bytes)
-            deliver(task, immediate.result, event: event, handler: handler)
+        switch route {
+        case .answered(let result, let bytes):
+            let event = handler == nil ? nil : Self.event(result, task.url, from: .memory, bytes: bytes)
+            deliver(task, result, event: event, handler: handler)
+        case .joined(let started):
+            startNetwork(started)
+        case .lookUp(let download, let maxBytes):
+            diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
+        case .none:
+            break
         }
-        if let lookUp {
-            diskQueue.async { self.lookUpOnDisk(lookUp.download, maxBytes: lookUp.maxBytes) }
-        }
-        startNetwork(started)
         return task
+    }
+
+    /// Where `request` sent a task: answered at once (from memory, or refused), joined to a
+    /// download under way (with the downloads that may start now), to a new download's look-up on
+    /// disk, or nowhere (a prefetch of a key prefetched already).
+    fileprivate enum Route {
+        case answered(Result<Delivery, Error>, bytes: Int)
+        case joined(started: [Download])
+        case lookUp(Download, maxBytes: Int)
+        case none
+    }
+
+    /// Routes `task` (its load's key, type and lane) under the lock.
+    private func _route(_ task: FetchTask, now: TimeInterval) -> Route {
+        let (load, key) = (task.load, task.load.key)
+        if load.isPrefetch {
+            guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
+                task.answer = .delivered
+                return .none
+            }
+            _state.prefetches[key] = task
+        }
+        if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+        switch _state.entries[key] {
+        case .loaded(let slot)?:
+            if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
+        case .loading(let download)?:
+            return .joined(started: _join(task, download))
+        case .failed?, nil:
+            break
+        }
+        if let error = Load.refusal(of: task.url) {
+            _setFailed(key, error)
+            return .answered(.failure(error), bytes: 0)
+        }
+        // An image evicted lately comes back; a request for another type forgets it (its
+        // entry will replace it).
+        if load.decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
+        if load.decoder.type == nil, let found = _secondChance(key, now: now) {
+            _state.counts.memoryHits &+= 1
+            return .answered(.success(Delivery(payload: Payload(image: found.image), source: .memory)), bytes: found.bytes)
+        }
+        // A binder's request at a size shares a download of its key under way (a prefetch's,
+        // say): it gets that image, whole, rather than download it twice.
+        if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] {
+            return .joined(started: _join(task, whole))
+        }
+        let download = Download(load, limits: _decodeLimits)
+        download.waiters.append(task)
+        task.download = download
+        _state.lanes.move(download, to: .checkingDisk)
+        _state.entries[key] = .loading(download)
+        if key.size != 0 { _noteSize(key) }
+        return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
+    }
+
+    /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
+    /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
+    /// will replace it).
+    private func _memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
+        guard now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
+              _state.memory[slot].receivedAt <= now + Self.maxClockSkew,
+              decoder.type == _state.memory[slot].type else {
+            _evict(slot)
+            return nil
+        }
+        _state.memory.markUsed(slot)
+        _state.counts.memoryHits &+= 1
+        // No bytes: the entry is of the requested type.
+        let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
+        return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: _state.memory[slot].size)
+    }
+
+    /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
+    /// downloads that may start now.
+    private func _join(_ task: FetchTask, _ download: Download) -> [Download] {
+        download.waiters.append(task)
+        task.download = download
+        _state.counts.deduplicated &+= 1
+        guard task.load.lane == .fast, download.lane == .slow else { return [] }
+        _state.lanes.move(download, to: download.phase, lane: .fast)
+        return _startReadyDownloads()
     }
 
     fileprivate func cancel(_ task: FetchTask) {
