@@ -25,13 +25,13 @@
 // The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, a request's task), Binding (views). Then the
-// internal rooms in the order a miss walks them: Requests (a load, the request path,
-// cancellation); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport
-// (sending, the transport and its delegate, deadlines, progress, the end of an attempt); Delivery;
-// and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Images
-// (formats and decoding); Platform (support); Helpers; and, in the package's own builds only,
-// Testing.
+// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
+// Then the internal rooms in the order a miss walks them: Requests (a load, the request path,
+// cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
+// look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
+// progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
+// the one way to the disk); DiskFiles; Images (formats and decoding); Platform (support); Helpers;
+// and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
 // nothing in memory and makes a `Download`; (2) `lookUpOnDisk` (Downloads) misses and
@@ -127,7 +127,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let lock = NSLock()
     @exclusivity(unchecked) fileprivate var _state: Guarded
 
-    // Images evicted lately; `Guarded.secondChanceOrder` bounds it. Guarded by `lock`.
+    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
     fileprivate let secondChance = SecondChanceShelf()
     fileprivate let transport: Transport
     fileprivate let diskQueue: DispatchQueue
@@ -203,21 +203,16 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards.
+    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
+    /// private and changes them only through its methods.
     fileprivate struct Guarded {
         // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries: [Key: Entry] = [:]
-        var memory = MemoryList()
+        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
+        var memory = MemoryList()  // and the second chance's records
         var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
         var settings: Settings
-        var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
-        var sizeRecords = 0  // the sizes in `sizes`
         var lanes = Lanes()
-        var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
-        var failureOrder = FIFO<(key: Key, serial: UInt64)>()
-        var secondChanceOrder = FIFO<(key: Key, serial: UInt64, cost: Int)>()
-        var secondChanceBytes = 0  // the costs in `secondChanceOrder`
     }
 
     /// What the public properties set.
@@ -1736,12 +1731,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    fileprivate enum Entry {
-        case loaded(Int)  // a slot in `Guarded.memory`
-        case loading(Download)
-        case failed(Error, serial: UInt64)
-    }
-
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
@@ -1803,7 +1792,7 @@ nonisolated extension ImageCache {
         }
         // An image evicted lately comes back; a request for another type forgets it (its
         // entry will replace it).
-        if load.decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
+        if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
         if load.decoder.type == nil, let found = _secondChance(key, now: now) {
             _state.counts.memoryHits &+= 1
             return .answered(.success(Delivery(payload: Payload(image: found.image), source: .memory)), bytes: found.bytes)
@@ -1818,7 +1807,7 @@ nonisolated extension ImageCache {
         task.download = download
         _state.lanes.move(download, to: .checkingDisk)
         _state.entries[key] = .loading(download)
-        if key.size != 0 { _noteSize(key) }
+        if key.size != 0 { _state.entries.noteSize(key) }
         return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
     }
 
@@ -1868,6 +1857,155 @@ nonisolated extension ImageCache {
         if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
     }
 
+}
+
+// MARK: - Entries.swift
+
+// The entry table: what names an entry (`Key`), an entry (loaded, loading, failed), and the table
+// of them, which also remembers the failures' order and the sizes a key has had entries at.
+
+
+nonisolated extension ImageCache {
+    /// An entry's key: the caller's key (a URL's absolute string by default), and for an image a
+    /// ``Binder`` decoded to a size, that size. The size is no part of the string, so every string
+    /// a caller gives is an entry of its own (NUL bytes included), and a sized entry finds its key's
+    /// file by the string. Two keys are the same when their bytes are (as for file names:
+    /// canonically equivalent strings in other bytes are two keys). A key hashes its bytes once,
+    /// when it is made, with a hash of its own.
+    fileprivate struct Key: Hashable, CustomStringConvertible {
+        let string: String
+        let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
+        private let hash: Int
+
+        init(_ url: URL) { self.init(string: url.absoluteString) }
+
+        init(string: consuming String, size: UInt64 = 0) {  // consuming: stored without a retain
+            string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
+            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            (self.string, self.size) = (string, size)
+            hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+        }
+
+        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.size == b.size && a.string == b.string }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+        /// What `Dictionary` hashes a key with: the key's hash mixed with the dictionary's seed. By
+        /// default it runs a `Hasher` (SipHash-1-3), most of a lookup's cost, once per `peek` and
+        /// twice per insert at the cap. (The requirement is the standard library's: were it gone,
+        /// `hash(into:)` would be used, and nothing would break.)
+        func _rawHashValue(seed: Int) -> Int {
+            Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: seed)))
+        }
+
+        /// The string, then NUL and the size if it has one (as the binder's keys were written once),
+        /// then the scale if it is not 1 (`@2x`).
+        var description: String {
+            guard size != 0 else { return string }
+            let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
+            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)"
+        }
+
+        /// Random per process, so that keys made to collide in one process do not in another.
+        private static let seed = UInt64.random(in: 0 ... .max)
+
+        /// Eight bytes at a time, a multiply and a shift each (the last eight overlap the ones
+        /// before when the count is not a multiple of 8; the count is hashed too), then a full mix.
+        private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+            guard let base = bytes.baseAddress.map(UnsafeRawPointer.init) else { return mix(seed) }
+            var hash = seed ^ UInt64(bytes.count)
+            func add(_ word: UInt64) {
+                hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
+                hash ^= hash >> 29
+            }
+            guard bytes.count >= 8 else {
+                var word: UInt64 = 0
+                for (index, byte) in bytes.enumerated() { word |= UInt64(byte) << (8 * UInt64(index)) }
+                add(word)
+                return mix(hash)
+            }
+            var offset = 0
+            while bytes.count - offset > 8 {
+                add(base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                offset += 8
+            }
+            add(base.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
+            return mix(hash)
+        }
+
+        /// SplitMix64's finalizer: every bit of the result depends on every bit of `x`.
+        private static func mix(_ x: UInt64) -> Int {
+            var x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int(truncatingIfNeeded: x ^ (x >> 31))
+        }
+    }
+
+    fileprivate enum Entry {
+        case loaded(Int)  // a slot in the memory tier (`Guarded.memory`)
+        case loading(Download)
+        case failed(Error, serial: UInt64)
+    }
+
+    /// The entries by key, with what only the table needs to keep them bounded: the order of the
+    /// failures it remembers (at most `maxFailures`), and the sizes each key has had entries at (a
+    /// binder's), so that a key is forgotten with its sizes. Changed only through its own methods.
+    fileprivate struct EntryTable {
+        private var entries: [Key: Entry] = [:]  // first: what `peek` reads
+        private var failureOrder = FIFO<(key: Key, serial: UInt64)>()  // live and superseded records
+        private var serial: UInt64 = 0  // of the failures, to tell live records from superseded ones
+        private var sizes: [String: [UInt64]] = [:]  // see `noteSize`
+        private var sizeRecords = 0  // the sizes in `sizes`
+        let maxFailures: Int
+
+        init(maxFailures: Int) { self.maxFailures = maxFailures }
+
+        subscript(key: Key) -> Entry? {
+            get { entries[key] }
+            set { entries[key] = newValue }
+        }
+
+        var count: Int { entries.count }
+        var keys: Dictionary<Key, Entry>.Keys { entries.keys }
+        var all: [Key: Entry] { entries }
+
+        mutating func removeValue(forKey key: Key) -> Entry? { entries.removeValue(forKey: key) }
+
+        mutating func updateValue(_ entry: Entry, forKey key: Key) -> Entry? { entries.updateValue(entry, forKey: key) }
+
+        /// Records that `key` failed with `error`; the oldest failures past `maxFailures` are forgotten.
+        mutating func setFailed(_ key: Key, _ error: Error) {
+            serial += 1
+            entries[key] = .failed(error, serial: serial)
+            failureOrder.append((key, serial))
+            while failureOrder.count > maxFailures, let (oldKey, serial) = failureOrder.popFirst() {
+                if case .failed(_, serial)? = entries[oldKey] { entries[oldKey] = nil }
+            }
+        }
+
+        /// Notes that `key`, which has a size, has an entry, for `takeSizes`. Sizes whose entries
+        /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
+        /// outnumber the entries: then they are made again from the entries, so that they stay
+        /// within twice the entries, at O(1) amortized.
+        mutating func noteSize(_ key: Key) {
+            guard !(sizes[key.string]?.contains(key.size) ?? false) else { return }
+            sizes[key.string, default: []].append(key.size)
+            sizeRecords += 1
+            guard sizeRecords > 2 * entries.count + 64 else { return }
+            (sizes, sizeRecords) = ([:], 0)
+            for sized in entries.keys where sized.size != 0 {
+                sizes[sized.string, default: []].append(sized.size)
+                sizeRecords += 1
+            }
+        }
+
+        /// The sizes noted for the key named `string`, which are forgotten.
+        mutating func takeSizes(of string: String) -> [UInt64] {
+            let taken = sizes.removeValue(forKey: string) ?? []
+            sizeRecords -= taken.count
+            return taken
+        }
+    }
 }
 
 // MARK: - Downloads.swift
@@ -2043,41 +2181,15 @@ nonisolated extension ImageCache {
     /// - Complexity: O(1) plus the sizes `key` has had entries at.
     fileprivate func _forgetWithSizes(_ key: Key) -> [Stopped] {
         var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
-            _state.sizeRecords -= 1
+        for size in _state.entries.takeSizes(of: key.string) {
             if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
         }
         return stopped
     }
 
-    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
-    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
-    /// outnumber the entries: then they are made again from the entries, so that they stay within
-    /// twice the entries, at O(1) amortized.
-    fileprivate func _noteSize(_ key: Key) {
-        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
-        _state.sizes[key.string, default: []].append(key.size)
-        _state.sizeRecords += 1
-        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
-        _state.sizes = [:]
-        _state.sizeRecords = 0
-        for sized in _state.entries.keys where sized.size != 0 {
-            _state.sizes[sized.string, default: []].append(sized.size)
-            _state.sizeRecords += 1
-        }
-    }
-
     fileprivate func _setFailed(_ key: Key, _ error: Error) {
-        _state.serial += 1
-        let serial = _state.serial
-        _state.entries[key] = .failed(error, serial: serial)
+        _state.entries.setFailed(key, error)
         _state.counts.failures &+= 1
-        _state.failureOrder.append((key, serial))
-        // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > Self.maxFailuresRemembered,
-              let (oldKey, serial) = _state.failureOrder.popFirst() {
-            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
-        }
     }
 
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
@@ -2846,8 +2958,33 @@ nonisolated extension ImageCache {
         private var head = -1
         private var last = -1
         private(set) var bytes = 0  // the sum of the costs
+        // The second chance's records, oldest first: each counts against memory's limits until it
+        // is popped (a record whose image left early still counts: the bound errs low).
+        private var secondChances = FIFO<(key: Key, serial: UInt64, cost: Int)>()
+        private(set) var secondChanceBytes = 0  // the costs in `secondChances`
+        private var serial: UInt64 = 0  // of the second chances, to tell live records from old ones
 
         var count: Int { slots.count - free.count }
+        var secondChanceCount: Int { secondChances.count }
+
+        /// Records a second chance for `key` at `cost`; returns its serial, which the shelf keeps.
+        mutating func recordSecondChance(_ key: Key, cost: Int) -> UInt64 {
+            serial += 1
+            secondChances.append((key, serial, cost))
+            secondChanceBytes += cost
+            return serial
+        }
+
+        /// The oldest second chance's record, taken out of the count.
+        mutating func popSecondChance() -> (key: Key, serial: UInt64)? {
+            guard let (key, serial, cost) = secondChances.popFirst() else { return nil }
+            secondChanceBytes -= cost
+            return (key, serial)
+        }
+
+        mutating func forgetSecondChances() {
+            (secondChances, secondChanceBytes) = (FIFO(), 0)
+        }
 
         subscript(index: Int) -> Slot {
             _read { yield slots[index] }  // no copy of the slot (and its references) per field read
@@ -2971,11 +3108,10 @@ nonisolated extension ImageCache {
             for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
         }
         // Everything `peek` can return stays within the limits: memory first, the second chance after.
-        while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
-                || _state.memory.count + _state.secondChanceOrder.count > cap
-                || _state.secondChanceBytes > budget - _state.memory.bytes,
-              let (oldKey, serial, cost) = _state.secondChanceOrder.popFirst() {
-            _state.secondChanceBytes -= cost
+        while _state.memory.secondChanceCount > min(64, max(1, cap / 5))
+                || _state.memory.count + _state.memory.secondChanceCount > cap
+                || _state.memory.secondChanceBytes > budget - _state.memory.bytes,
+              let (oldKey, serial) = _state.memory.popSecondChance() {
             if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
         }
         return evicted
@@ -2997,20 +3133,16 @@ nonisolated extension ImageCache {
         _queueOnDisk(.keep(items, usedAt: now))
     }
 
-    /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
-    /// until it is popped (a record whose image left early still counts: the bound errs low).
+    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
         guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
-        _state.serial += 1
-        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key)
-        _state.secondChanceOrder.append((slot.key, _state.serial, slot.cost))
-        _state.secondChanceBytes += slot.cost
+        let serial = _state.memory.recordSecondChance(slot.key, cost: slot.cost)
+        secondChance.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
     }
 
     fileprivate func _forgetSecondChances() {
         secondChance.removeAllObjects()
-        _state.secondChanceOrder = FIFO()
-        _state.secondChanceBytes = 0
+        _state.memory.forgetSecondChances()
     }
 
     /// The second chance: an image evicted lately comes back into memory.
@@ -4332,85 +4464,10 @@ nonisolated extension ImageCache {
 
 // MARK: - Helpers.swift
 
-// Small helpers: `Key`, `FIFO`, boxes, and a `FetchTask`'s bridge to Swift concurrency.
+// Small helpers: `FIFO`, boxes, and a `FetchTask`'s bridge to Swift concurrency.
 
 
 nonisolated extension ImageCache {
-    /// An entry's key: the caller's key (a URL's absolute string by default), and for an image a
-    /// ``Binder`` decoded to a size, that size. The size is no part of the string, so every string
-    /// a caller gives is an entry of its own (NUL bytes included), and a sized entry finds its key's
-    /// file by the string. Two keys are the same when their bytes are (as for file names:
-    /// canonically equivalent strings in other bytes are two keys). A key hashes its bytes once,
-    /// when it is made, with a hash of its own.
-    fileprivate struct Key: Hashable, CustomStringConvertible {
-        let string: String
-        let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
-        private let hash: Int
-
-        init(_ url: URL) { self.init(string: url.absoluteString) }
-
-        init(string: consuming String, size: UInt64 = 0) {  // consuming: stored without a retain
-            string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
-            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size) = (string, size)
-            hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
-        }
-
-        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.size == b.size && a.string == b.string }
-
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-
-        /// What `Dictionary` hashes a key with: the key's hash mixed with the dictionary's seed. By
-        /// default it runs a `Hasher` (SipHash-1-3), 32 ns of a 70 ns lookup on the benchmark
-        /// machine, once per `peek` and twice per insert at the cap. (The requirement is the
-        /// standard library's: were it gone, `hash(into:)` would be used, and nothing would break.)
-        func _rawHashValue(seed: Int) -> Int {
-            Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: seed)))
-        }
-
-        /// The string, then NUL and the size if it has one (as the binder's keys were written once),
-        /// then the scale if it is not 1 (`@2x`).
-        var description: String {
-            guard size != 0 else { return string }
-            let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
-            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)"
-        }
-
-        /// Random per process, so that keys made to collide in one process do not in another.
-        private static let seed = UInt64.random(in: 0 ... .max)
-
-        /// Eight bytes at a time, a multiply and a shift each (the last eight overlap the ones
-        /// before when the count is not a multiple of 8; the count is hashed too), then a full mix.
-        private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-            guard let base = bytes.baseAddress.map(UnsafeRawPointer.init) else { return mix(seed) }
-            var hash = seed ^ UInt64(bytes.count)
-            func add(_ word: UInt64) {
-                hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
-                hash ^= hash >> 29
-            }
-            guard bytes.count >= 8 else {
-                var word: UInt64 = 0
-                for (index, byte) in bytes.enumerated() { word |= UInt64(byte) << (8 * UInt64(index)) }
-                add(word)
-                return mix(hash)
-            }
-            var offset = 0
-            while bytes.count - offset > 8 {
-                add(base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                offset += 8
-            }
-            add(base.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
-            return mix(hash)
-        }
-
-        /// SplitMix64's finalizer: every bit of the result depends on every bit of `x`.
-        private static func mix(_ x: UInt64) -> Int {
-            var x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int(truncatingIfNeeded: x ^ (x >> 31))
-        }
-    }
-
     /// A first-in first-out queue with O(1) amortized append and pop.
     fileprivate struct FIFO<Element> {
         private var items: [Element?] = []
@@ -4524,16 +4581,16 @@ nonisolated extension ImageCache {
             if order.count != _state.memory.count {
                 problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
             }
-            if _state.memory.count + _state.secondChanceOrder.count > _state.settings.memoryMaxCount {
-                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count)"
+            if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
+                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.memory.secondChanceCount)"
                                 + " > cap \(_state.settings.memoryMaxCount)")
             }
-            if _state.memory.bytes + _state.secondChanceBytes > _state.settings.memoryMaxBytes {
-                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes)"
+            if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
+                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.memory.secondChanceBytes)"
                                 + " > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0
-            for (key, entry) in _state.entries {
+            for (key, entry) in _state.entries.all {
                 switch entry {
                 case .loaded(let slot):
                     loaded += 1

@@ -1,13 +1,13 @@
 // The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, a request's task), Binding (views). Then the
-// internal rooms in the order a miss walks them: Requests (a load, the request path,
-// cancellation); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport
-// (sending, the transport and its delegate, deadlines, progress, the end of an attempt); Delivery;
-// and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Images
-// (formats and decoding); Platform (support); Helpers; and, in the package's own builds only,
-// Testing.
+// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
+// Then the internal rooms in the order a miss walks them: Requests (a load, the request path,
+// cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
+// look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
+// progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
+// the one way to the disk); DiskFiles; Images (formats and decoding); Platform (support); Helpers;
+// and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
 // nothing in memory and makes a `Download`; (2) `lookUpOnDisk` (Downloads) misses and
@@ -103,7 +103,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let lock = NSLock()
     @exclusivity(unchecked) internal var _state: Guarded
 
-    // Images evicted lately; `Guarded.secondChanceOrder` bounds it. Guarded by `lock`.
+    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
     internal let secondChance = SecondChanceShelf()
     internal let transport: Transport
     internal let diskQueue: DispatchQueue
@@ -179,21 +179,16 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards.
+    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
+    /// private and changes them only through its methods.
     internal struct Guarded {
         // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries: [Key: Entry] = [:]
-        var memory = MemoryList()
+        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
+        var memory = MemoryList()  // and the second chance's records
         var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
         var settings: Settings
-        var sizes: [String: [UInt64]] = [:]  // the sizes each key has had entries at: see `_noteSize`
-        var sizeRecords = 0  // the sizes in `sizes`
         var lanes = Lanes()
-        var serial: UInt64 = 0  // orders failures and second chances, to tell live records from old
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
-        var failureOrder = FIFO<(key: Key, serial: UInt64)>()
-        var secondChanceOrder = FIFO<(key: Key, serial: UInt64, cost: Int)>()
-        var secondChanceBytes = 0  // the costs in `secondChanceOrder`
     }
 
     /// What the public properties set.

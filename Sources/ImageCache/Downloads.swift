@@ -185,41 +185,15 @@ nonisolated extension ImageCache {
     /// - Complexity: O(1) plus the sizes `key` has had entries at.
     internal func _forgetWithSizes(_ key: Key) -> [Stopped] {
         var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.sizes.removeValue(forKey: key.string) ?? [] {
-            _state.sizeRecords -= 1
+        for size in _state.entries.takeSizes(of: key.string) {
             if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
         }
         return stopped
     }
 
-    /// Notes that `key`, which has a size, has an entry, for `_forgetWithSizes`. Sizes whose entries
-    /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
-    /// outnumber the entries: then they are made again from the entries, so that they stay within
-    /// twice the entries, at O(1) amortized.
-    internal func _noteSize(_ key: Key) {
-        guard !(_state.sizes[key.string]?.contains(key.size) ?? false) else { return }
-        _state.sizes[key.string, default: []].append(key.size)
-        _state.sizeRecords += 1
-        guard _state.sizeRecords > 2 * _state.entries.count + 64 else { return }
-        _state.sizes = [:]
-        _state.sizeRecords = 0
-        for sized in _state.entries.keys where sized.size != 0 {
-            _state.sizes[sized.string, default: []].append(sized.size)
-            _state.sizeRecords += 1
-        }
-    }
-
     internal func _setFailed(_ key: Key, _ error: Error) {
-        _state.serial += 1
-        let serial = _state.serial
-        _state.entries[key] = .failed(error, serial: serial)
+        _state.entries.setFailed(key, error)
         _state.counts.failures &+= 1
-        _state.failureOrder.append((key, serial))
-        // The FIFO holds live and superseded records alike; the serial tells them apart.
-        while _state.failureOrder.count > Self.maxFailuresRemembered,
-              let (oldKey, serial) = _state.failureOrder.popFirst() {
-            if case .failed(_, serial)? = _state.entries[oldKey] { _state.entries[oldKey] = nil }
-        }
     }
 
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by

@@ -83,8 +83,33 @@ nonisolated extension ImageCache {
         private var head = -1
         private var last = -1
         private(set) var bytes = 0  // the sum of the costs
+        // The second chance's records, oldest first: each counts against memory's limits until it
+        // is popped (a record whose image left early still counts: the bound errs low).
+        private var secondChances = FIFO<(key: Key, serial: UInt64, cost: Int)>()
+        private(set) var secondChanceBytes = 0  // the costs in `secondChances`
+        private var serial: UInt64 = 0  // of the second chances, to tell live records from old ones
 
         var count: Int { slots.count - free.count }
+        var secondChanceCount: Int { secondChances.count }
+
+        /// Records a second chance for `key` at `cost`; returns its serial, which the shelf keeps.
+        mutating func recordSecondChance(_ key: Key, cost: Int) -> UInt64 {
+            serial += 1
+            secondChances.append((key, serial, cost))
+            secondChanceBytes += cost
+            return serial
+        }
+
+        /// The oldest second chance's record, taken out of the count.
+        mutating func popSecondChance() -> (key: Key, serial: UInt64)? {
+            guard let (key, serial, cost) = secondChances.popFirst() else { return nil }
+            secondChanceBytes -= cost
+            return (key, serial)
+        }
+
+        mutating func forgetSecondChances() {
+            (secondChances, secondChanceBytes) = (FIFO(), 0)
+        }
 
         subscript(index: Int) -> Slot {
             _read { yield slots[index] }  // no copy of the slot (and its references) per field read
@@ -208,11 +233,10 @@ nonisolated extension ImageCache {
             for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
         }
         // Everything `peek` can return stays within the limits: memory first, the second chance after.
-        while _state.secondChanceOrder.count > min(64, max(1, cap / 5))
-                || _state.memory.count + _state.secondChanceOrder.count > cap
-                || _state.secondChanceBytes > budget - _state.memory.bytes,
-              let (oldKey, serial, cost) = _state.secondChanceOrder.popFirst() {
-            _state.secondChanceBytes -= cost
+        while _state.memory.secondChanceCount > min(64, max(1, cap / 5))
+                || _state.memory.count + _state.memory.secondChanceCount > cap
+                || _state.memory.secondChanceBytes > budget - _state.memory.bytes,
+              let (oldKey, serial) = _state.memory.popSecondChance() {
             if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
         }
         return evicted
@@ -234,20 +258,16 @@ nonisolated extension ImageCache {
         _queueOnDisk(.keep(items, usedAt: now))
     }
 
-    /// Records a second chance; its record in `secondChanceOrder` counts against memory's limits
-    /// until it is popped (a record whose image left early still counts: the bound errs low).
+    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
     private func _keepSecondChance(_ slot: MemoryList.Slot) {
         guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
-        _state.serial += 1
-        secondChance.setObject(SecondChance(slot, serial: _state.serial), forKey: slot.key)
-        _state.secondChanceOrder.append((slot.key, _state.serial, slot.cost))
-        _state.secondChanceBytes += slot.cost
+        let serial = _state.memory.recordSecondChance(slot.key, cost: slot.cost)
+        secondChance.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
     }
 
     internal func _forgetSecondChances() {
         secondChance.removeAllObjects()
-        _state.secondChanceOrder = FIFO()
-        _state.secondChanceBytes = 0
+        _state.memory.forgetSecondChances()
     }
 
     /// The second chance: an image evicted lately comes back into memory.

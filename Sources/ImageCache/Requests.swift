@@ -116,12 +116,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    internal enum Entry {
-        case loaded(Int)  // a slot in `Guarded.memory`
-        case loading(Download)
-        case failed(Error, serial: UInt64)
-    }
-
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
     internal func request(_ load: Load, queue: DispatchQueue? = nil,
@@ -183,7 +177,7 @@ nonisolated extension ImageCache {
         }
         // An image evicted lately comes back; a request for another type forgets it (its
         // entry will replace it).
-        if load.decoder.type != nil, _state.secondChanceOrder.count > 0 { secondChance.removeObject(forKey: key) }
+        if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
         if load.decoder.type == nil, let found = _secondChance(key, now: now) {
             _state.counts.memoryHits &+= 1
             return .answered(.success(Delivery(payload: Payload(image: found.image), source: .memory)), bytes: found.bytes)
@@ -198,7 +192,7 @@ nonisolated extension ImageCache {
         task.download = download
         _state.lanes.move(download, to: .checkingDisk)
         _state.entries[key] = .loading(download)
-        if key.size != 0 { _noteSize(key) }
+        if key.size != 0 { _state.entries.noteSize(key) }
         return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
     }
 

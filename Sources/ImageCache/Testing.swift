@@ -73,16 +73,16 @@ nonisolated extension ImageCache {
             if order.count != _state.memory.count {
                 problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
             }
-            if _state.memory.count + _state.secondChanceOrder.count > _state.settings.memoryMaxCount {
-                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.secondChanceOrder.count)"
+            if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
+                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.memory.secondChanceCount)"
                                 + " > cap \(_state.settings.memoryMaxCount)")
             }
-            if _state.memory.bytes + _state.secondChanceBytes > _state.settings.memoryMaxBytes {
-                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.secondChanceBytes)"
+            if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
+                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.memory.secondChanceBytes)"
                                 + " > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0
-            for (key, entry) in _state.entries {
+            for (key, entry) in _state.entries.all {
                 switch entry {
                 case .loaded(let slot):
                     loaded += 1
