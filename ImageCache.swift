@@ -30,7 +30,7 @@
 // cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
 // look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
 // progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
-// the one way to the disk); DiskFiles; Images (formats and decoding); Platform (support); Helpers;
+// the one way to the disk); DiskFiles; Decoding; Formats (the structural check); Screen; Helpers;
 // and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
@@ -123,7 +123,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
     // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
     // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check (a fifth of `peek`'s cost).
+    // exclusivity check, a measurable part of `peek`'s cost.
     fileprivate let lock = NSLock()
     @exclusivity(unchecked) fileprivate var _state: Guarded
 
@@ -140,8 +140,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) fileprivate var testClock: (@Sendable () -> TimeInterval)?
 
-    /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, a
-    /// fifth of `Date()`'s cost on `peek`'s path); time to live is counted in seconds anyway.
+    /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
+    /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     fileprivate func currentTime() -> TimeInterval {
         if let testClock { return testClock() }
         #if os(Linux)
@@ -1050,7 +1050,7 @@ nonisolated extension ImageCache {
     /// is listed on the disk queue, after the disk work queued so far, and `completion` runs with
     /// the snapshot (on the main actor on Apple platforms, else on ``callbackQueue``).
     ///
-    /// - Complexity: O(files in the folder): about 0.3 s for 100,000 files on a 2-core Linux VM.
+    /// - Complexity: O(files in the folder); README's Performance section has the figure.
     public func statistics(completion: @escaping StatisticsCallback) {
         let queue = Self.callbackActorQueue ?? callbackQueue
         diskQueue.async {
@@ -2561,8 +2561,8 @@ nonisolated extension ImageCache {
 
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
     /// of their own (never URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data). A decode that ends takes the next waiting one in the same block. (An
-    /// `OperationQueue`'s own machinery was ~10% of the CPU in a profile of 50 KB downloads on Linux.)
+    /// transfer's data). A decode that ends takes the next waiting one in the same block. (Not an
+    /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
     fileprivate final class Decodes: @unchecked Sendable {
         private let queue: DispatchQueue
         private let lock = NSLock()
@@ -2904,8 +2904,8 @@ nonisolated extension ImageCache {
 
     /// Where evicted images wait for their second chance. On Apple platforms an `NSCache`, so that
     /// the system may take the images back under memory pressure. Elsewhere a dictionary: no system
-    /// takes memory back there, and corelibs' `NSCache` would cost ~3 us an insert (it keeps a
-    /// cost-sorted list) and evict the newest entry first.
+    /// takes memory back there, and corelibs' `NSCache` keeps a cost-sorted list (an insert slows
+    /// as it grows) and evicts the newest entry first.
     fileprivate final class SecondChanceShelf {
         #if canImport(UIKit) || canImport(AppKit)
         private let cache = NSCache<NSString, SecondChance>()  // NSString keys compare code units, as `Key` does bytes
@@ -3180,6 +3180,25 @@ nonisolated extension ImageCache {
 
 }
 
+// What an image costs memory, by platform.
+nonisolated extension ImageCache {
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
+    /// every frame of an animation), its bytes on Linux.
+    fileprivate static func memoryCost(of image: Image) -> Int {
+        #if canImport(UIKit)
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
+        #elseif canImport(AppKit)
+        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height)
+        #else
+        let pixels = Double(image.data.count) / 4
+        #endif
+        return Int(min(pixels * 4, Double(Int.max / 2)))
+    }
+}
+
 // MARK: - DiskTier.swift
 
 // The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
@@ -3301,8 +3320,8 @@ nonisolated extension ImageCache {
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
-                // first lookups. (Queued at once, the sweep of 10,000 files held the first callback
-                // up to 4 ms on 2 cores.)
+                // first lookups. (Queued at once, a sweep of a large folder held the first
+                // callbacks back.)
                 let sweep = DispatchWorkItem { [weak self] in
                     guard let self, let owner = self.owner else { return }
                     self.reduce(maxBytes: self.maxBytes, now: owner.currentTime())
@@ -3614,8 +3633,8 @@ nonisolated extension ImageCache {
 
 // The disk tier's folder as files: their names, and a listing that keeps little of each.
 nonisolated extension ImageCache.DiskStore {
-    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes (a
-    /// scan of 100,000 files holds 4 MB, where a name `String` and a whole `stat` took ~450 bytes).
+    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
+    /// a scan of a large folder holds a tenth of what a name `String` and a whole `stat` would.
     struct File {
         let id: UInt64  // the name, 16 hex digits, as a number
         let size: Int64
@@ -3809,10 +3828,89 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Images.swift
+// System calls, by qualified names, and the cache's folder name.
+nonisolated extension ImageCache {
+    /// The disk tier's helpers around system calls, which are called by qualified names so that a
+    /// copied file never picks up a host app's own `read` or `close`.
+    fileprivate enum POSIX {
+        /// The error `errno` names.
+        static func lastError() -> POSIXError {
+            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
+        }
 
-// Images: formats and decoding, and the decisions about sizes, scales and frames that every
-// platform shares.
+        /// Throws the error `errno` names if `result`, a system call's, is not 0.
+        static func check(_ result: Int32) throws {
+            if result != 0 { throw lastError() }
+        }
+
+        static func describe(_ error: Swift.Error) -> String {
+            if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
+            return String(describing: error)
+        }
+
+        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
+            TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+        }
+
+        /// The modification, access and status change dates that `stat` read.
+        static func dates(of info: Foundation.stat) -> (modified: TimeInterval, accessed: TimeInterval,
+                                                        changed: TimeInterval) {
+            #if canImport(Darwin)
+            return (seconds(info.st_mtimespec), seconds(info.st_atimespec), seconds(info.st_ctimespec))
+            #else
+            return (seconds(info.st_mtim), seconds(info.st_atim), seconds(info.st_ctim))
+            #endif
+        }
+
+        /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
+        #if canImport(Darwin)
+        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: -2)
+        #else
+        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)
+        #endif
+
+        static func time(_ seconds: TimeInterval) -> Foundation.timespec {
+            // Clamped: `Int(_:)` traps past `Int.max` (2038 where `Int` is 32 bits), and on NaN.
+            let seconds = seconds.isNaN ? 0 : min(max(seconds, 0), TimeInterval(Int.max).nextDown)
+            let whole = seconds.rounded(.down)
+            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        }
+
+        /// Reads `count` bytes into fresh memory without zero-filling it first.
+        static func readAll(_ fd: Int32, count: Int) -> Data? {
+            guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
+            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
+                Foundation.free(buffer)
+                return nil
+            }
+            return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+        }
+
+        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
+        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
+        static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
+            var done = 0
+            while done < count {
+                let n = io(done)
+                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
+            }
+            return true
+        }
+    }
+
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
+    fileprivate static func folderName(for name: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
+        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
+        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// MARK: - Decoding.swift
+
+// Decoding: an image checked and decoded for the platform, the decisions about sizes, scales and
+// frames that every platform shares, and ImageIO's decoding on Apple platforms.
 
 
 nonisolated extension ImageCache {
@@ -3950,7 +4048,149 @@ nonisolated extension ImageCache {
     fileprivate static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
         CGSize(width: Double(width) / scale, height: Double(height) / scale)
     }
+}
 
+// The platform's decoding (ImageIO on Apple platforms), and what an image is in pixels and bytes.
+nonisolated extension ImageCache {
+    #if canImport(ImageIO)
+    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
+    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
+    /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
+    /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
+    /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
+    /// as `NSImageView` animates it, so the rule counts full frames.
+    fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                               frames: Int, scale: Double) -> Image? {
+        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+              let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
+              let width = header[kCGImagePropertyPixelWidth] as? Int,
+              let height = header[kCGImagePropertyPixelHeight] as? Int
+        else { return nil }
+        let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
+        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
+                              maxPixels: limits.maxPixels)
+        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                        kCGImageSourceShouldCacheImmediately: true,
+                                        kCGImageSourceCreateThumbnailWithTransform: true,
+                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        let frames = min(frames, CGImageSourceGetCount(source))
+        #if canImport(UIKit)
+        let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
+            let images = (0..<frames).compactMap {
+                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+            }
+            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
+            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
+            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            if images.count == frames,
+               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                return animated
+            }
+        }
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+        #else
+        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
+        // longest side a decode may have, sized in points like a still.
+        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+           let animated = NSImage(data: data) {
+            animated.size = pointSize(width: width, height: height, scale: scale)
+            return animated
+        }
+        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
+        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        #endif
+    }
+
+    #if canImport(UIKit)
+    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
+    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
+    fileprivate static func plays(of image: Image) -> Int? {
+        guard image.images != nil else { return nil }
+        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #endif
+
+    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    private static func plays(_ source: CGImageSource) -> Int {
+        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
+        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
+           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
+            return plays
+        }
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
+    }
+
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
+        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
+        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
+            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+    }
+    #endif
+
+    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
+    /// representation's), its header's on Linux.
+    fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
+        #if canImport(UIKit)
+        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
+        #elseif canImport(AppKit)
+        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
+        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
+        #else
+        return (image.width, image.height)
+        #endif
+    }
+
+    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    fileprivate var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return lock.withLock { _decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
+    }
+
+    /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
+    fileprivate static func downloadedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit) || canImport(AppKit)
+        return nil
+        #else
+        return image.data
+        #endif
+    }
+
+    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
+    fileprivate static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        return image.pngData()
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
+        #else
+        return image.data
+        #endif
+    }
+}
+
+// MARK: - Formats.swift
+
+// Formats: the structural check of PNG, JPEG, GIF and WebP bytes (where an image ends, its size, its
+// frames and their timing), which runs on every platform before any decoder.
+
+
+nonisolated extension ImageCache {
     /// What the header and structure of `data` say: format, size, `end`, where the image ends
     /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
@@ -4180,9 +4420,9 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Platform.swift
+// MARK: - Screen.swift
 
-// Platform support: the Apple decoders, the screen, and POSIX calls.
+// The platform around the cache: memory warnings, and the main screen's scale and size.
 
 
 nonisolated extension ImageCache {
@@ -4236,229 +4476,6 @@ nonisolated extension ImageCache {
             }
         }
         #endif
-    }
-
-    #if canImport(ImageIO)
-    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
-    /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
-    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
-    /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
-    /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
-    /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
-    /// as `NSImageView` animates it, so the rule counts full frames.
-    fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int, scale: Double) -> Image? {
-        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
-              let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
-              let width = header[kCGImagePropertyPixelWidth] as? Int,
-              let height = header[kCGImagePropertyPixelHeight] as? Int
-        else { return nil }
-        let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
-        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
-                              maxPixels: limits.maxPixels)
-        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
-                                        kCGImageSourceShouldCacheImmediately: true,
-                                        kCGImageSourceCreateThumbnailWithTransform: true,
-                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
-        let frames = min(frames, CGImageSourceGetCount(source))
-        #if canImport(UIKit)
-        let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
-        if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
-            let images = (0..<frames).compactMap {
-                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
-            }
-            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
-            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
-            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
-            if images.count == frames,
-               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                return animated
-            }
-        }
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
-        #else
-        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
-        // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
-           let animated = NSImage(data: data) {
-            animated.size = pointSize(width: width, height: height, scale: scale)
-            return animated
-        }
-        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
-        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-        #endif
-    }
-
-    #if canImport(UIKit)
-    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
-    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
-    fileprivate static func plays(of image: Image) -> Int? {
-        guard image.images != nil else { return nil }
-        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
-    }
-
-    // An address used only as the association's key, never read or written through: safe anywhere.
-    nonisolated(unsafe) private static let playsKey =
-        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
-    #endif
-
-    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
-    private static func plays(_ source: CGImageSource) -> Int {
-        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
-        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
-           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
-            return plays
-        }
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
-    }
-
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
-    private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
-        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
-            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
-    }
-    #endif
-
-    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
-    /// representation's), its header's on Linux.
-    fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
-        #if canImport(UIKit)
-        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
-        #elseif canImport(AppKit)
-        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
-        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
-        #else
-        return (image.width, image.height)
-        #endif
-    }
-
-    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
-    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
-    fileprivate var wholeDecodeBound: Int? {
-        #if canImport(ImageIO)
-        return lock.withLock { _decodeLimits.maxPixels }
-        #else
-        return nil
-        #endif
-    }
-
-    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
-    /// every frame of an animation), its bytes on Linux.
-    fileprivate static func memoryCost(of image: Image) -> Int {
-        #if canImport(UIKit)
-        let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
-        #elseif canImport(AppKit)
-        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
-        let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height)
-        #else
-        let pixels = Double(image.data.count) / 4
-        #endif
-        return Int(min(pixels * 4, Double(Int.max / 2)))
-    }
-
-    /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
-    fileprivate static func downloadedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit) || canImport(AppKit)
-        return nil
-        #else
-        return image.data
-        #endif
-    }
-
-    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
-    fileprivate static func encodedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit)
-        return image.pngData()
-        #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
-        }
-        #else
-        return image.data
-        #endif
-    }
-
-    /// The disk tier's helpers around system calls, which are called by qualified names so that a
-    /// copied file never picks up a host app's own `read` or `close`.
-    fileprivate enum POSIX {
-        /// The error `errno` names.
-        static func lastError() -> POSIXError {
-            POSIXError(POSIXErrorCode(rawValue: Foundation.errno) ?? .EIO)
-        }
-
-        /// Throws the error `errno` names if `result`, a system call's, is not 0.
-        static func check(_ result: Int32) throws {
-            if result != 0 { throw lastError() }
-        }
-
-        static func describe(_ error: Swift.Error) -> String {
-            if let posix = error as? POSIXError { return String(cString: Foundation.strerror(posix.code.rawValue)) }
-            return String(describing: error)
-        }
-
-        private static func seconds(_ time: Foundation.timespec) -> TimeInterval {
-            TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
-        }
-
-        /// The modification, access and status change dates that `stat` read.
-        static func dates(of info: Foundation.stat) -> (modified: TimeInterval, accessed: TimeInterval,
-                                                        changed: TimeInterval) {
-            #if canImport(Darwin)
-            return (seconds(info.st_mtimespec), seconds(info.st_atimespec), seconds(info.st_ctimespec))
-            #else
-            return (seconds(info.st_mtim), seconds(info.st_atim), seconds(info.st_ctim))
-            #endif
-        }
-
-        /// Leaves a date as it is in `futimens` (UTIME_OMIT, a macro Swift does not import on Linux).
-        #if canImport(Darwin)
-        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: -2)
-        #else
-        static let omit = Foundation.timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)
-        #endif
-
-        static func time(_ seconds: TimeInterval) -> Foundation.timespec {
-            // Clamped: `Int(_:)` traps past `Int.max` (2038 where `Int` is 32 bits), and on NaN.
-            let seconds = seconds.isNaN ? 0 : min(max(seconds, 0), TimeInterval(Int.max).nextDown)
-            let whole = seconds.rounded(.down)
-            return Foundation.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
-        }
-
-        /// Reads `count` bytes into fresh memory without zero-filling it first.
-        static func readAll(_ fd: Int32, count: Int) -> Data? {
-            guard count >= 0, let buffer = Foundation.malloc(max(1, count)) else { return nil }
-            guard transfer(count, { Foundation.read(fd, buffer + $0, count - $0) }) else {
-                Foundation.free(buffer)
-                return nil
-            }
-            return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
-        }
-
-        /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
-        /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
-        static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
-            var done = 0
-            while done < count {
-                let n = io(done)
-                if n > 0 { done += n } else if n == 0 || Foundation.errno != EINTR { return false }
-            }
-            return true
-        }
-    }
-
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
-    fileprivate static func folderName(for name: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
-        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }
 

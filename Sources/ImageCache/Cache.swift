@@ -6,7 +6,7 @@
 // cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
 // look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
 // progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
-// the one way to the disk); DiskFiles; Images (formats and decoding); Platform (support); Helpers;
+// the one way to the disk); DiskFiles; Decoding; Formats (the structural check); Screen; Helpers;
 // and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
@@ -99,7 +99,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
     // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
     // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check (a fifth of `peek`'s cost).
+    // exclusivity check, a measurable part of `peek`'s cost.
     internal let lock = NSLock()
     @exclusivity(unchecked) internal var _state: Guarded
 
@@ -116,8 +116,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
 
-    /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, a
-    /// fifth of `Date()`'s cost on `peek`'s path); time to live is counted in seconds anyway.
+    /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
+    /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     internal func currentTime() -> TimeInterval {
         if let testClock { return testClock() }
         #if os(Linux)

@@ -133,8 +133,8 @@ nonisolated extension ImageCache {
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
-                // first lookups. (Queued at once, the sweep of 10,000 files held the first callback
-                // up to 4 ms on 2 cores.)
+                // first lookups. (Queued at once, a sweep of a large folder held the first
+                // callbacks back.)
                 let sweep = DispatchWorkItem { [weak self] in
                     guard let self, let owner = self.owner else { return }
                     self.reduce(maxBytes: self.maxBytes, now: owner.currentTime())

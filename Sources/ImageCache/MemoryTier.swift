@@ -29,8 +29,8 @@ nonisolated extension ImageCache {
 
     /// Where evicted images wait for their second chance. On Apple platforms an `NSCache`, so that
     /// the system may take the images back under memory pressure. Elsewhere a dictionary: no system
-    /// takes memory back there, and corelibs' `NSCache` would cost ~3 us an insert (it keeps a
-    /// cost-sorted list) and evict the newest entry first.
+    /// takes memory back there, and corelibs' `NSCache` keeps a cost-sorted list (an insert slows
+    /// as it grows) and evicts the newest entry first.
     internal final class SecondChanceShelf {
         #if canImport(UIKit) || canImport(AppKit)
         private let cache = NSCache<NSString, SecondChance>()  // NSString keys compare code units, as `Key` does bytes
@@ -303,4 +303,23 @@ nonisolated extension ImageCache {
     /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
     internal static let maxClockSkew: TimeInterval = 60
 
+}
+
+// What an image costs memory, by platform.
+nonisolated extension ImageCache {
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
+    /// every frame of an animation), its bytes on Linux.
+    internal static func memoryCost(of image: Image) -> Int {
+        #if canImport(UIKit)
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
+        #elseif canImport(AppKit)
+        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
+        let size = pixelSize(of: image)
+        let pixels = Double(size.width) * Double(size.height)
+        #else
+        let pixels = Double(image.data.count) / 4
+        #endif
+        return Int(min(pixels * 4, Double(Int.max / 2)))
+    }
 }

@@ -307,8 +307,8 @@ nonisolated extension ImageCache {
 
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
     /// of their own (never URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data). A decode that ends takes the next waiting one in the same block. (An
-    /// `OperationQueue`'s own machinery was ~10% of the CPU in a profile of 50 KB downloads on Linux.)
+    /// transfer's data). A decode that ends takes the next waiting one in the same block. (Not an
+    /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
     internal final class Decodes: @unchecked Sendable {
         private let queue: DispatchQueue
         private let lock = NSLock()

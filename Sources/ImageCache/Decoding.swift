@@ -1,0 +1,290 @@
+// Decoding: an image checked and decoded for the platform, the decisions about sizes, scales and
+// frames that every platform shares, and ImageIO's decoding on Apple platforms.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+
+    /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
+    ///
+    /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
+    /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
+    /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
+    ///
+    /// Where the platform decodes (ImageIO), the bitmap is made at
+    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
+    /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
+    /// if ``animates(frames:width:height:within:)`` says so.
+    internal static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
+                       limits: DecodeLimits = DecodeLimits(),
+                       scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
+        let checked = inspect(data)
+        #if canImport(ImageIO)
+        // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
+        // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
+        if case .failure(.notAnImage) = checked,
+           let image = bitmap(data, filling: size, limits: limits, frames: 1, scale: scale) {
+            return .success((image, data))
+        }
+        #endif
+        return checked.flatMap { info in
+            // A copy, not a slice: a slice would keep the padding's memory alive.
+            let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
+            #if canImport(ImageIO)
+            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
+                return .failure(.corruptImage(info.format, "the system decoder rejected it"))
+            }
+            #else
+            let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
+                              frameCount: info.frames, timing: info.timing)
+            #endif
+            return .success((image, trimmed))
+        }
+    }
+
+    /// What bounds a decode: the settings when its request was made.
+    internal struct DecodeLimits: Sendable {
+        /// The longest side of an image decoded with no size to fill (``ImageCache/maxDecodedPixelSize``).
+        var maxPixels = Int.max
+        /// The most frames an animation may have (``ImageCache/maxAnimatedFrames``).
+        var maxAnimatedFrames = 200
+        /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
+        var memoryMaxBytes = Int.max
+    }
+
+    /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
+    /// animated: it has more than one frame, at most `limits.maxAnimatedFrames`, and its frames cost
+    /// (4 bytes a pixel) at most a quarter of `limits.memoryMaxBytes`, the most that one image kept in
+    /// memory may cost. Otherwise its first frame is shown.
+    internal static func animates(frames: Int, width: Int, height: Int, within limits: DecodeLimits) -> Bool {
+        frames > 1 && frames <= limits.maxAnimatedFrames
+            && Double(frames) * Double(width) * Double(height) * 4 <= Double(limits.memoryMaxBytes) / 4
+    }
+
+    /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
+    /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.
+    internal static func frameDuration(delay: Double?) -> Double {
+        guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
+        return delay
+    }
+
+    /// An animation's timing as its file says it: how long each frame shows (by
+    /// ``frameDuration(delay:)``) and how many times it plays (0: forever).
+    internal struct Timing: Sendable, Hashable {
+        var durations: [Double] = []
+        var plays = 1
+    }
+
+    /// How many times an animated GIF plays, from its NETSCAPE2.0 loop count (nil: the file has
+    /// none): once without one, forever for 0, else the count plus one, as browsers read it (the
+    /// count is of the repetitions after the first play). An APNG's `num_plays` is its plays.
+    internal static func plays(gifLoopCount: Int?) -> Int {
+        guard let count = gifLoopCount else { return 1 }
+        return count == 0 ? 0 : count + 1
+    }
+
+    /// How to show frames of their own `durations` (seconds) where a platform shows every frame
+    /// for the same time (`UIImage.animatedImage(with:duration:)`): each frame repeated `repeats`
+    /// times, each time for `unit` seconds, so that every frame keeps its own duration (a frame of
+    /// 2 s between frames of 20 ms shows for 2 s). `unit` is their greatest common divisor in whole
+    /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
+    /// cost a pointer each; the frames are not copied); every frame shows at least once.
+    internal static func frameSchedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
+        let milliseconds = durations.map { max(1, Int(($0 * 1_000).rounded())) }
+        guard let first = milliseconds.first else { return (0.1, []) }
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        let total = milliseconds.reduce(0, +)
+        var unit = milliseconds.reduce(first, gcd)
+        if total / unit > maxShown { unit = (total + maxShown - 1) / maxShown }
+        let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
+        return (Double(unit) / 1_000, repeats)
+    }
+
+    /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
+    /// upright: turned by its EXIF `orientation` (5 to 8 swap the sides, as a camera held upright
+    /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
+    /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
+    /// A target larger than `maxPixels` is what its caller asked for, and is kept.
+    internal static func decodedSize(width: Int, height: Int, orientation: Int = 1, filling size: (width: Int, height: Int)?,
+                            maxPixels: Int = .max) -> (width: Int, height: Int) {
+        let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
+        guard width > 0, height > 0 else { return (width, height) }
+        let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
+            ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
+        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+    }
+
+    /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
+    /// pixels, is to be replaced by the target's own decode: only if a bounded decode made it
+    /// smaller than its original (its longest side reached `decodeBound`, the longest side of a
+    /// whole decode; nil where images are not decoded, so a whole one is its original) and it does
+    /// not fill the target. Else it is as sharp as the target's decode would be, and stays.
+    internal static func upgrades(whole: (width: Int, height: Int), to target: (width: Int, height: Int),
+                                  decodeBound: Int?) -> Bool {
+        guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
+        return whole.width < target.width || whole.height < target.height
+    }
+
+    /// The scale an image decoded for the screen carries, so that its `size` is in points and
+    /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
+    /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
+    internal static func displayScale(_ scale: Double?, screen: Double) -> Double {
+        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    }
+
+    /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
+    /// scale, not rounded (301 pixels at 2x are 150.5 points, as `UIImage` says), so that the size
+    /// times the scale is the pixels again.
+    internal static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
+        CGSize(width: Double(width) / scale, height: Double(height) / scale)
+    }
+}
+
+// The platform's decoding (ImageIO on Apple platforms), and what an image is in pixels and bytes.
+nonisolated extension ImageCache {
+    #if canImport(ImageIO)
+    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
+    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
+    /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
+    /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
+    /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
+    /// as `NSImageView` animates it, so the rule counts full frames.
+    internal static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                               frames: Int, scale: Double) -> Image? {
+        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+              let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
+              let width = header[kCGImagePropertyPixelWidth] as? Int,
+              let height = header[kCGImagePropertyPixelHeight] as? Int
+        else { return nil }
+        let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
+        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
+                              maxPixels: limits.maxPixels)
+        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                        kCGImageSourceShouldCacheImmediately: true,
+                                        kCGImageSourceCreateThumbnailWithTransform: true,
+                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+        let frames = min(frames, CGImageSourceGetCount(source))
+        #if canImport(UIKit)
+        let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
+            let images = (0..<frames).compactMap {
+                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+            }
+            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
+            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
+            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            if images.count == frames,
+               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                return animated
+            }
+        }
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+        #else
+        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
+        // longest side a decode may have, sized in points like a still.
+        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+           let animated = NSImage(data: data) {
+            animated.size = pointSize(width: width, height: height, scale: scale)
+            return animated
+        }
+        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
+        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        #endif
+    }
+
+    #if canImport(UIKit)
+    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
+    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
+    internal static func plays(of image: Image) -> Int? {
+        guard image.images != nil else { return nil }
+        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #endif
+
+    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    private static func plays(_ source: CGImageSource) -> Int {
+        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
+        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
+           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
+            return plays
+        }
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
+    }
+
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
+        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
+        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
+            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+    }
+    #endif
+
+    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
+    /// representation's), its header's on Linux.
+    internal static func pixelSize(of image: Image) -> (width: Int, height: Int) {
+        #if canImport(UIKit)
+        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
+        #elseif canImport(AppKit)
+        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
+        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
+        #else
+        return (image.width, image.height)
+        #endif
+    }
+
+    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    internal var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return lock.withLock { _decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
+    }
+
+    /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
+    internal static func downloadedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit) || canImport(AppKit)
+        return nil
+        #else
+        return image.data
+        #endif
+    }
+
+    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
+    internal static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        return image.pngData()
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
+        #else
+        return image.data
+        #endif
+    }
+}
