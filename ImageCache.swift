@@ -722,8 +722,8 @@ nonisolated extension ImageCache {
     }
 
     /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
-    /// in memory only.)
+    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry goes to
+    /// the requests waiting for it and is kept in no tier.)
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -1508,7 +1508,6 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
-        var noStore = false  // the server said `Cache-Control: no-store`: memory only
     }
 
     /// A decoded value that is not an image, with its type.
@@ -2407,27 +2406,28 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A download's entry goes to memory and, unless the server said `no-store`, to disk (a `304`
-    /// renews the file it revalidated); returns what its waiters get.
+    /// A download's entry goes to memory and to disk (a `304` renews the file it revalidated),
+    /// unless the server said `no-store`: then to no tier. Returns what its waiters get.
     private func _keepDownloaded(_ download: Download, _ payload: Payload, response: URLResponse?,
                                  notModified: Bool, now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
         _state.lanes.move(download, to: .done)
         let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+        let size = payload.bytes?.count
+        if notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
+        guard !cacheControl.noStore else {
+            _state.entries[download.key] = nil
+            _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
         // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
         let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
         var payload = payload
-        let size = payload.bytes?.count
-        payload.noStore = cacheControl.noStore
-        if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
+        if notModified { payload.bytes = nil }  // on disk already
         _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
                     usedAt: now)
-        if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
         if notModified, let found = download.stale?.found {
-            _state.counts.revalidated &+= 1
             _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
-        } else if cacheControl.noStore {
-            _queueOnDisk(.remove(download.key.string))
         } else {
             _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
                                                size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
@@ -2696,7 +2696,6 @@ nonisolated extension ImageCache {
             var image: Image?
             var value: Box?  // what a decoder other than the image's made
             var type: ObjectIdentifier? { value?.type }  // nil for an image, as `Decoder.type`
-            var noStore = false
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
@@ -2706,7 +2705,7 @@ nonisolated extension ImageCache {
             var previous = -1
             var next = -1
 
-            var payload: Payload { Payload(bytes: data, image: image, value: value, noStore: noStore) }
+            var payload: Payload { Payload(bytes: data, image: image, value: value) }
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
@@ -2816,7 +2815,7 @@ nonisolated extension ImageCache {
         // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
         // every older entry was used; then it is clear, as for any entry not used since.
         let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              noStore: payload.noStore, data: payload.bytes, size: size, cost: cost,
+                                              data: payload.bytes, size: size, cost: cost,
                                               downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
                                               referenced: true))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
@@ -2865,7 +2864,7 @@ nonisolated extension ImageCache {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     fileprivate func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.filter { !$0.noStore }.map(\.item)
+        let items = slots.map(\.item)
         guard !items.isEmpty else { return }
         _queueOnDisk(.keep(items, usedAt: now))
     }

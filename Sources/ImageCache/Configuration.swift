@@ -105,8 +105,8 @@ nonisolated extension ImageCache {
     }
 
     /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
-    /// in memory only.)
+    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry goes to
+    /// the requests waiting for it and is kept in no tier.)
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }

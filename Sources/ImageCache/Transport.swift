@@ -421,27 +421,28 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A download's entry goes to memory and, unless the server said `no-store`, to disk (a `304`
-    /// renews the file it revalidated); returns what its waiters get.
+    /// A download's entry goes to memory and to disk (a `304` renews the file it revalidated),
+    /// unless the server said `no-store`: then to no tier. Returns what its waiters get.
     private func _keepDownloaded(_ download: Download, _ payload: Payload, response: URLResponse?,
                                  notModified: Bool, now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
         _state.lanes.move(download, to: .done)
         let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+        let size = payload.bytes?.count
+        if notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
+        guard !cacheControl.noStore else {
+            _state.entries[download.key] = nil
+            _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
         // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
         let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
         var payload = payload
-        let size = payload.bytes?.count
-        payload.noStore = cacheControl.noStore
-        if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
+        if notModified { payload.bytes = nil }  // on disk already
         _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
                     usedAt: now)
-        if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
         if notModified, let found = download.stale?.found {
-            _state.counts.revalidated &+= 1
             _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
-        } else if cacheControl.noStore {
-            _queueOnDisk(.remove(download.key.string))
         } else {
             _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
                                                size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
