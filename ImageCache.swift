@@ -721,9 +721,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry goes to
-    /// the requests waiting for it and is kept in no tier.)
+    /// Whether the server's HTTP freshness decides how long each entry is fresh, as RFC 9111 has a
+    /// private cache compute it, instead of ``imageTimeToLive``: the response's `max-age` (else
+    /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
+    /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
+    /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
+    /// kept, and revalidated before every reuse).
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -2020,7 +2023,8 @@ nonisolated extension ImageCache {
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload,
+                                                  sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return task
                     }
@@ -2063,6 +2067,7 @@ nonisolated extension ImageCache {
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
+        let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         var response: URLResponse?
         var data = Data()
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
@@ -2070,8 +2075,10 @@ nonisolated extension ImageCache {
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?) {
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?,
+             sentAt: TimeInterval) {
             (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            self.sentAt = sentAt
             deadline = .now() + seconds
         }
     }
@@ -2103,10 +2110,10 @@ nonisolated extension ImageCache {
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
-                  stale: Payload?) -> URLSessionDataTask {
+                  stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: transfer.deadline)
                 return task
@@ -2266,7 +2273,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
             self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   notModified: notModified, whole: whole))
+                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
@@ -2341,7 +2348,7 @@ nonisolated extension ImageCache {
     /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
     /// the caller to start (here it would nest one call per queued download that fails at once).
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool = false,
+                                 response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
                                  whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
         var started: [Download] = []
@@ -2360,8 +2367,8 @@ nonisolated extension ImageCache {
             var delivery: Result<Delivery, Error>?  // nil: the waiters wait for the next attempt
             switch outcome {
             case .downloaded(let payload):
-                delivery = .success(_keepDownloaded(download, payload, response: response, notModified: notModified,
-                                                    now: now))
+                let answer = (response, sentAt ?? now, notModified)
+                delivery = .success(_keepDownloaded(download, payload, answer, now: now))
             case .retry:
                 _state.lanes.move(download, to: .waitingToRetry)
             case .offline(let payload):
@@ -2406,35 +2413,54 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A download's entry goes to memory and to disk (a `304` renews the file it revalidated),
-    /// unless the server said `no-store`: then to no tier. Returns what its waiters get.
-    private func _keepDownloaded(_ download: Download, _ payload: Payload, response: URLResponse?,
-                                 notModified: Bool, now: TimeInterval) -> Delivery {
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get. `answer` is the response, when its request was sent, and whether it is a `304`.
+    private func _keepDownloaded(_ download: Download, _ payload: Payload,
+                                 _ answer: (response: URLResponse?, sentAt: TimeInterval, notModified: Bool),
+                                 now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
         _state.lanes.move(download, to: .done)
-        let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt, receivedAt: now)
         let size = payload.bytes?.count
-        if notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
-        guard !cacheControl.noStore else {
+        if answer.notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
             _state.entries[download.key] = nil
             _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
             return delivery
         }
-        // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
-        let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
-        var payload = payload
-        if notModified { payload.bytes = nil }  // on disk already
-        _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                    usedAt: now)
-        if notModified, let found = download.stale?.found {
-            _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
+        let downloadedAt = _downloadDate(freshness, now: now)
+        if now < downloadedAt + _state.settings.timeToLive {
+            var kept = payload
+            if answer.notModified { kept.bytes = nil }  // on disk already
+            _keepOnDisk(_insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                        usedAt: now)
         } else {
-            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
-                                               size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
-                                               receivedAt: now, validators: Validators(response)),
+            _state.entries[download.key] = nil  // stale on arrival: memory would never serve it
+        }
+        if let revalidated {
+            _queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+                                               downloadedAt: downloadedAt, receivedAt: now,
+                                               validators: Validators(answer.response), headers: headers),
                                 key: download.key, usedAt: now))
         }
         return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func _downloadDate(_ freshness: HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = _state.settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard _state.settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
     }
 
     /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
@@ -2613,24 +2639,146 @@ nonisolated extension ImageCache {
             return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
-        /// What a response's `Cache-Control` says about keeping it.
-        fileprivate struct CachePolicy {
-            var noStore = false
-            var maxAge: TimeInterval?  // only when the cache is told to use it
+        /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
+        /// names in any case, in a list with others; `s-maxage` and the other shared-cache
+        /// directives ignored; `no-cache` with field names taken as `no-cache`.
+        fileprivate struct CacheControl {
+            var noStore = false, noCache = false, mustRevalidate = false
+            /// The first `max-age` (4.2.1): 0 (stale) if it is not a number of seconds.
+            var maxAge: TimeInterval?
 
-            init(_ response: URLResponse?, usesMaxAge: Bool) {
-                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased()
-                    ?? ""
-                for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                    if directive == "no-store" { noStore = true }
-                    let digits = directive.dropFirst(8)  // after "max-age="
-                    // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
-                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty,
-                       digits.allSatisfy({ ("0"..."9").contains($0) }) {
-                        maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+            /// Whether the entry must never be served stale, not even by `servesStaleWhenOffline` (4.2.4).
+            var forbidsStale: Bool { noCache || mustRevalidate }
+
+            init(_ value: String?) {
+                for directive in (value ?? "").split(separator: ",") {
+                    let parts = directive.split(separator: "=", maxSplits: 1)
+                    let name = parts.first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+                    let argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil
+                    switch name {
+                    case "no-store": noStore = true
+                    case "no-cache": noCache = true
+                    case "must-revalidate": mustRevalidate = true
+                    case "max-age" where maxAge == nil:
+                        // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
+                        let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
+                            ? String($0.dropFirst().dropLast()) : $0 }
+                        maxAge = unquoted.flatMap(HTTP.seconds) ?? 0
+                    default: break
                     }
                 }
             }
+        }
+
+        /// The headers that judge a stored response, kept with its file: a `304` that leaves one
+        /// out leaves the stored one in force (RFC 9111, 4.3.4).
+        fileprivate struct FreshnessHeaders {
+            var cacheControl: String?, expires: String?
+
+            /// `response`'s, each in place of the one in `stored`, if it has one.
+            init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
+                let http = response as? HTTPURLResponse
+                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
+                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+            }
+
+            init(cacheControl: String?, expires: String?) {
+                (self.cacheControl, self.expires) = (cacheControl, expires)
+            }
+        }
+
+        /// How long a response is fresh, and how old it was when it arrived (RFC 9111, 4.2).
+        fileprivate struct Freshness {
+            let cacheControl: CacheControl
+            /// `max-age`, else `Expires` minus `Date` (an invalid `Expires`: 0); nil: neither.
+            let lifetime: TimeInterval?
+            /// Its corrected initial age (4.2.3): the larger of the time since its `Date` and its
+            /// `Age` plus the time the request took.
+            let age: TimeInterval
+
+            /// `response` with `headers` (its own, or the stored ones it updates), for a request
+            /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
+                 receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
+                cacheControl = CacheControl(headers.cacheControl)
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                if let maxAge = cacheControl.maxAge {
+                    lifetime = maxAge
+                } else if let expires = headers.expires {
+                    lifetime = HTTP.date(expires).map { min(max(0, $0 - date), HTTP.maxSeconds) } ?? 0
+                } else {
+                    lifetime = nil
+                }
+                let ageValue = http?.value(forHTTPHeaderField: "Age")
+                    .flatMap { $0.split(separator: ",").first.flatMap { HTTP.seconds($0) } } ?? 0
+                age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
+            }
+        }
+
+        /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
+        static let maxSeconds: TimeInterval = 2_147_483_648
+
+        /// A delta-seconds value: digits only (not "inf" or "1e999"), at most `maxSeconds`.
+        static func seconds(_ text: some StringProtocol) -> TimeInterval? {
+            let text = text.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return min(Double(text) ?? maxSeconds, maxSeconds)
+        }
+
+        /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
+        /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
+        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
+        /// a time in the past).
+        static func date(_ text: String) -> TimeInterval? {
+            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
+            switch parts.count {
+            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+                fields = (parts[1], parts[2], parts[3], parts[4])
+            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+                let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
+            case 5:
+                fields = (parts[2], parts[1], parts[4], parts[3])
+            default:
+                return nil
+            }
+            let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+            guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+                  let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
+                  hour < 24, minute < 60, second <= 60,
+                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
+                  let month = months.firstIndex(of: fields.month),
+                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
+            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
+                year += 2000
+                if year > thisYear + 50 { year -= 100 }
+            }
+            let days = daysSince1970(year: year, month: month + 1, day: day)
+            return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        }
+
+        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+        /// Decimal digits only (`Int("+5")` would take a sign).
+        private static func number(_ text: Substring) -> Int? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int(text)
+        }
+
+        /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+        /// `days_from_civil`).
+        private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+            let shifted = month <= 2 ? year - 1 : year  // the year as if it began in March
+            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+            let yearOfEra = shifted - era * 400
+            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+            return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
         }
 
         /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -2639,11 +2787,7 @@ nonisolated extension ImageCache {
                   let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces)
             else { return nil }
             if let seconds = TimeInterval(value) { return max(0, seconds) }
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-            return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
+            return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
 }
@@ -2931,7 +3075,7 @@ nonisolated extension ImageCache {
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
         case touch([String], at: TimeInterval)
-        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
         case remove(String)
         case removeAll
         case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
@@ -2955,8 +3099,8 @@ nonisolated extension ImageCache {
             disk.keep(items, usedAt: now)
         case .touch(let keys, let now):
             disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
-        case .renew(let found, let downloadedAt, let receivedAt):
-            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .renew(let found, let downloadedAt, let receivedAt, let headers):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
         case .remove(let key):
             disk.remove(DiskStore.fileID(for: key))
         case .removeAll:
@@ -2992,16 +3136,19 @@ nonisolated extension ImageCache {
             let downloadedAt: TimeInterval
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
+            var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
         }
 
-        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
+        /// A file as read: its bytes, and whether it has expired (then its validators and freshness
+        /// headers, if it has some).
         struct Found {
             let file: File
             let receivedAt: TimeInterval  // see `Item`
             let data: Data
             let validators: Validators?
+            let headers: HTTP.FreshnessHeaders?
             let expired: Bool
         }
 
@@ -3061,7 +3208,8 @@ nonisolated extension ImageCache {
                 receivedAt -= Validators.shift(fd: fd)
                 expired = expired || receivedAt > now + ImageCache.maxClockSkew
             }
-            let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
+            // Two more system calls: only when needed.
+            let (validators, headers) = expired ? (Validators(fd: fd), Validators.headers(fd: fd)) : (nil, nil)
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
@@ -3069,16 +3217,21 @@ nonisolated extension ImageCache {
             }
             guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, expired: expired)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                         expired: expired)
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
-        /// that was read.
-        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
+        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
+        /// the `304` updated, if it is still the file that was read.
+        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
+                   headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
                                  AT_SYMLINK_NOFOLLOW)
-            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
+            withFile(found.file.id) { fd in
+                if downloadedAt > now { Validators.setShift(downloadedAt - now, fd: fd) }
+                Validators.setHeaders(headers, fd: fd)
+            }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -3290,9 +3443,9 @@ nonisolated extension ImageCache {
             return fd
         }
 
-        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
-        /// renames it into place; returns the size of the file it replaced, if any. A failure deletes
-        /// the temporary file.
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
+        /// freshness headers, and renames it into place; returns the size of the file it replaced, if
+        /// any. A failure deletes the temporary file.
         private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
@@ -3310,6 +3463,7 @@ nonisolated extension ImageCache {
                     if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
+                Validators.setHeaders(item.headers, fd: fd)
                 if item.downloadedAt > item.receivedAt {
                     Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
                 }
@@ -3477,6 +3631,7 @@ nonisolated extension ImageCache {
         let etag: String?, lastModified: String?
         private static let attribute = "user.imagecache.validators"
         private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
+        private static let headersAttribute = "user.imagecache.headers"  // see `headers(fd:)`
 
         init?(etag: String?, lastModified: String?) {
             guard etag != nil || lastModified != nil else { return nil }
@@ -3513,6 +3668,21 @@ nonisolated extension ImageCache {
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
             set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+        }
+
+        /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
+        /// their own: what judges the entry again after a `304` without them, and whether it may be
+        /// served stale. Read only for an expired entry.
+        static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
+            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2 else { return nil }
+            return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
+                                         expires: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        static func setHeaders(_ headers: HTTP.FreshnessHeaders?, fd: Int32) {
+            guard let headers, headers.cacheControl != nil || headers.expires != nil else { return }
+            set(headersAttribute, "\(headers.cacheControl ?? "")\n\(headers.expires ?? "")", fd: fd)
         }
 
         /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.

@@ -104,9 +104,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry goes to
-    /// the requests waiting for it and is kept in no tier.)
+    /// Whether the server's HTTP freshness decides how long each entry is fresh, as RFC 9111 has a
+    /// private cache compute it, instead of ``imageTimeToLive``: the response's `max-age` (else
+    /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
+    /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
+    /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
+    /// kept, and revalidated before every reuse).
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }

@@ -35,7 +35,8 @@ nonisolated extension ImageCache {
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload,
+                                                  sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return task
                     }
@@ -78,6 +79,7 @@ nonisolated extension ImageCache {
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
+        let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         var response: URLResponse?
         var data = Data()
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
@@ -85,8 +87,10 @@ nonisolated extension ImageCache {
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?) {
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?,
+             sentAt: TimeInterval) {
             (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            self.sentAt = sentAt
             deadline = .now() + seconds
         }
     }
@@ -118,10 +122,10 @@ nonisolated extension ImageCache {
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
-                  stale: Payload?) -> URLSessionDataTask {
+                  stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: transfer.deadline)
                 return task
@@ -281,7 +285,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
             self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   notModified: notModified, whole: whole))
+                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
@@ -356,7 +360,7 @@ nonisolated extension ImageCache {
     /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
     /// the caller to start (here it would nest one call per queued download that fails at once).
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool = false,
+                                 response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
                                  whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
         var started: [Download] = []
@@ -375,8 +379,8 @@ nonisolated extension ImageCache {
             var delivery: Result<Delivery, Error>?  // nil: the waiters wait for the next attempt
             switch outcome {
             case .downloaded(let payload):
-                delivery = .success(_keepDownloaded(download, payload, response: response, notModified: notModified,
-                                                    now: now))
+                let answer = (response, sentAt ?? now, notModified)
+                delivery = .success(_keepDownloaded(download, payload, answer, now: now))
             case .retry:
                 _state.lanes.move(download, to: .waitingToRetry)
             case .offline(let payload):
@@ -421,35 +425,54 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A download's entry goes to memory and to disk (a `304` renews the file it revalidated),
-    /// unless the server said `no-store`: then to no tier. Returns what its waiters get.
-    private func _keepDownloaded(_ download: Download, _ payload: Payload, response: URLResponse?,
-                                 notModified: Bool, now: TimeInterval) -> Delivery {
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get. `answer` is the response, when its request was sent, and whether it is a `304`.
+    private func _keepDownloaded(_ download: Download, _ payload: Payload,
+                                 _ answer: (response: URLResponse?, sentAt: TimeInterval, notModified: Bool),
+                                 now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
         _state.lanes.move(download, to: .done)
-        let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt, receivedAt: now)
         let size = payload.bytes?.count
-        if notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
-        guard !cacheControl.noStore else {
+        if answer.notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
             _state.entries[download.key] = nil
             _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
             return delivery
         }
-        // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
-        let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
-        var payload = payload
-        if notModified { payload.bytes = nil }  // on disk already
-        _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                    usedAt: now)
-        if notModified, let found = download.stale?.found {
-            _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
+        let downloadedAt = _downloadDate(freshness, now: now)
+        if now < downloadedAt + _state.settings.timeToLive {
+            var kept = payload
+            if answer.notModified { kept.bytes = nil }  // on disk already
+            _keepOnDisk(_insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                        usedAt: now)
         } else {
-            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
-                                               size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
-                                               receivedAt: now, validators: Validators(response)),
+            _state.entries[download.key] = nil  // stale on arrival: memory would never serve it
+        }
+        if let revalidated {
+            _queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+                                               downloadedAt: downloadedAt, receivedAt: now,
+                                               validators: Validators(answer.response), headers: headers),
                                 key: download.key, usedAt: now))
         }
         return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func _downloadDate(_ freshness: HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = _state.settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard _state.settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
     }
 
     /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
