@@ -726,7 +726,8 @@ nonisolated extension ImageCache {
     /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
     /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
     /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
-    /// kept, and revalidated before every reuse).
+    /// kept, and revalidated before every reuse), and an entry marked `no-cache` or
+    /// `must-revalidate` is never served stale.
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -734,6 +735,8 @@ nonisolated extension ImageCache {
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
     /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// Never an entry whose server said `must-revalidate` or `no-cache` (RFC 9111 forbids it): its
+    /// fetch fails.
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
@@ -2408,7 +2411,11 @@ nonisolated extension ImageCache {
                               delay: policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)),
                               error: error)
             }
-            if _state.settings.servesStaleWhenOffline, let stale = download.stale { return .offline(stale.payload) }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if _state.settings.servesStaleWhenOffline, let stale = download.stale,
+               !HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
             return .failed(error)
         }
     }

@@ -7,8 +7,8 @@ import XCTest
 import LoopbackServer
 
 /// HTTP freshness as RFC 9111 has a private cache judge it (issue 30): the lifetime from `max-age`
-/// or `Expires` minus `Date`, the age from `Age` and `Date`, `no-cache` and `no-store`, in
-/// one instance and in a new one on the same folder (a relaunch). The server
+/// or `Expires` minus `Date`, the age from `Age` and `Date`, `no-cache`, `no-store` and
+/// `must-revalidate`, in one instance and in a new one on the same folder (a relaunch). The server
 /// sets the dates and ages from the tests' clock; the tests move that clock, and count requests at
 /// the server.
 final class HTTPFreshnessTests: CacheTestCase {
@@ -252,7 +252,42 @@ final class HTTPFreshnessTests: CacheTestCase {
         }
     }
 
-    // MARK: - The time to live
+    // MARK: - Never stale; the time to live
+
+    func testMustRevalidateAndNoCacheAreNeverServedStaleOffline() throws {
+        for serverFreshness in [true, false] {
+            // Given expired entries with ETags, one plain, one must-revalidate, one no-cache, and a
+            // cache that serves stale entries when offline
+            let clock = TestClock()
+            let lifetime = serverFreshness ? "max-age=60" : "max-age=6000"  // off: the time to live decides
+            let prefix = "/\(serverFreshness)-"
+            let plain = serve(prefix + "plain.png", ["Cache-Control": lifetime], etag: "\"p\"")
+            let strict = serve(prefix + "strict.png", ["Cache-Control": lifetime + ", Must-Revalidate"], etag: "\"s\"")
+            let noCache = serve(prefix + "no-cache.png", ["Cache-Control": "no-cache"], etag: "\"n\"")
+            let first = cache(clock, serverFreshness: serverFreshness)
+            first.servesStaleWhenOffline = true
+            first.retryPolicy = .never
+            for url in [plain, strict, noCache] { XCTAssertEqual(source(first, url), .network) }
+            first.persistCacheToDisk()
+            clock.advance(601)
+            // When the server cannot be reached
+            for url in [plain, strict, noCache] { server.set(url.path, LoopbackServer.Response(behavior: .hangUp)) }
+            let relaunched = cache(clock, serverFreshness: serverFreshness)
+            relaunched.servesStaleWhenOffline = true
+            relaunched.retryPolicy = .never
+            for cache in [first, relaunched] {
+                // Then only the plain one is served stale; the others fail, in both instances
+                let stale = try XCTUnwrap(result(cache, plain)).get()
+                XCTAssertTrue(stale.isStale)
+                for url in [strict, noCache] {
+                    guard case .failure(let error)? = result(cache, url) else {
+                        return XCTFail("\(url.path) served stale (usesServerMaxAge \(serverFreshness))")
+                    }
+                    XCTAssertFalse(error.isFatal)
+                }
+            }
+        }
+    }
 
     func testWithoutUsesServerMaxAgeTheTimeToLiveDecides() {
         // Given a response whose max-age, Age and Expires would make it stale at once

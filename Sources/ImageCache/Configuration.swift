@@ -109,7 +109,8 @@ nonisolated extension ImageCache {
     /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
     /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
     /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
-    /// kept, and revalidated before every reuse).
+    /// kept, and revalidated before every reuse), and an entry marked `no-cache` or
+    /// `must-revalidate` is never served stale.
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -117,6 +118,8 @@ nonisolated extension ImageCache {
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
     /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// Never an entry whose server said `must-revalidate` or `no-cache` (RFC 9111 forbids it): its
+    /// fetch fails.
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {

@@ -420,7 +420,11 @@ nonisolated extension ImageCache {
                               delay: policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)),
                               error: error)
             }
-            if _state.settings.servesStaleWhenOffline, let stale = download.stale { return .offline(stale.payload) }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if _state.settings.servesStaleWhenOffline, let stale = download.stale,
+               !HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
             return .failed(error)
         }
     }
