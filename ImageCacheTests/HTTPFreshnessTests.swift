@@ -328,11 +328,28 @@ final class HTTPFreshnessTests: CacheTestCase {
         XCTAssertEqual(read("MAX-AGE=\"7\"").maxAge, 7, "the quoted form is tolerated")
         XCTAssertEqual(read("max-age=-1").maxAge, 0, "invalid: stale")
         XCTAssertEqual(read("max-age=").maxAge, 0, "invalid: stale")
+        XCTAssertEqual(read("max-age =60").maxAge, 0, "no space around =: invalid, stale")
+        XCTAssertEqual(read("max-age= 60").maxAge, 0, "no space around =: invalid, stale")
+        XCTAssertEqual(read("  max-age=60 ").maxAge, 60, "space around a directive is the list's")
         XCTAssertEqual(read("s-maxage=60").maxAge, nil)
         XCTAssertEqual(read("max-age=99999999999").maxAge, 2_147_483_648)
         XCTAssertTrue(read("no-cache=\"Set-Cookie\"").noCache)
         XCTAssertTrue(read("private, must-revalidate").forbidsStale)
         XCTAssertFalse(read("public, proxy-revalidate, max-age=1").forbidsStale, "for shared caches only")
         XCTAssertTrue(read(" No-Store ").noStore)
+    }
+
+    func testAgeIsTheFirstMemberOfAListAndAnInvalidOneIsIgnored() {
+        func age(_ value: String, date: String? = nil, sentAt: TimeInterval = 1_000) -> TimeInterval {
+            var fields = ["Age": value]
+            fields["Date"] = date
+            let response = HTTPURLResponse(url: server.url("/"), statusCode: 200, httpVersion: nil, headerFields: fields)
+            return ImageCache.HTTP.Freshness(response, .init(response), sentAt: sentAt, receivedAt: 1_000).age
+        }
+        XCTAssertEqual(age("7200, 10"), 7_200)
+        XCTAssertEqual(age("-5"), 0)
+        XCTAssertEqual(age("60.5"), 0)
+        XCTAssertEqual(age("60", sentAt: 990), 70, "plus the time the request took")
+        XCTAssertEqual(age("60", date: "Thu, 01 Jan 1970 00:00:00 GMT"), 1_000, "the time since Date when larger")
     }
 }

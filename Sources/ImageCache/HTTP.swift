@@ -84,9 +84,11 @@ nonisolated extension ImageCache {
 
             init(_ value: String?) {
                 for directive in (value ?? "").split(separator: ",") {
-                    let parts = directive.split(separator: "=", maxSplits: 1)
-                    let name = parts.first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-                    let argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil
+                    let parts = directive.trimmingCharacters(in: .whitespaces)
+                        .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                    // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
+                    let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
                     switch name {
                     case "no-store": noStore = true
                     case "no-cache": noCache = true
@@ -94,8 +96,8 @@ nonisolated extension ImageCache {
                     case "max-age" where maxAge == nil:
                         // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
                         let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
-                            ? String($0.dropFirst().dropLast()) : $0 }
-                        maxAge = unquoted.flatMap(HTTP.seconds) ?? 0
+                            ? $0.dropFirst().dropLast() : Substring($0) }
+                        maxAge = unquoted.flatMap(HTTP.delta) ?? 0
                     default: break
                     }
                 }
@@ -143,8 +145,10 @@ nonisolated extension ImageCache {
                 } else {
                     lifetime = nil
                 }
-                let ageValue = http?.value(forHTTPHeaderField: "Age")
-                    .flatMap { $0.split(separator: ",").first.flatMap { HTTP.seconds($0) } } ?? 0
+                // A list's first member (RFC 9111, 5.1).
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                    $0.split(separator: ",").first.flatMap { HTTP.delta($0.trimmingCharacters(in: .whitespaces)[...]) }
+                } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
             }
         }
@@ -152,9 +156,8 @@ nonisolated extension ImageCache {
         /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
         static let maxSeconds: TimeInterval = 2_147_483_648
 
-        /// A delta-seconds value: digits only (not "inf" or "1e999"), at most `maxSeconds`.
-        static func seconds(_ text: some StringProtocol) -> TimeInterval? {
-            let text = text.trimmingCharacters(in: .whitespaces)
+        /// A delta-seconds value: digits only (not "inf", "1e999" or " 60"), at most `maxSeconds`.
+        static func delta(_ text: Substring) -> TimeInterval? {
             guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
             return min(Double(text) ?? maxSeconds, maxSeconds)
         }
