@@ -343,7 +343,8 @@ final class HTTPFreshnessTests: CacheTestCase {
         func age(_ value: String, date: String? = nil, sentAt: TimeInterval = 1_000) -> TimeInterval {
             var fields = ["Age": value]
             fields["Date"] = date
-            let response = HTTPURLResponse(url: server.url("/"), statusCode: 200, httpVersion: nil, headerFields: fields)
+            let response = HTTPURLResponse(url: server.url("/"), statusCode: 200, httpVersion: nil,
+                                           headerFields: fields)
             return ImageCache.HTTP.Freshness(response, .init(response), sentAt: sentAt, receivedAt: 1_000).age
         }
         XCTAssertEqual(age("7200, 10"), 7_200)

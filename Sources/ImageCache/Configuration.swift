@@ -20,7 +20,9 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
-    /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
+    /// alike (also across launches), unless ``usesServerMaxAge`` lets the server's freshness decide
+    /// (a `no-cache` entry is revalidated before every reuse in any case). 600 by default; values
+    /// below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
         get { setting(\.timeToLive) }
         set {
