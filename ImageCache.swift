@@ -82,8 +82,10 @@ import SwiftUI
 /// key named by a stable hash, written as soon as they arrive, within ``diskMaxBytes``. There is no
 /// index: a file's modification date is when it was downloaded and its access date when it was last
 /// used, so nothing is loaded before the first lookup, and several processes may share one folder.
-/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded, in both tiers, and is
-/// then revalidated if the server gave an `ETag` or `Last-Modified`.
+/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded (or when the server's
+/// HTTP freshness says, with ``usesServerMaxAge``), in both tiers, and is then revalidated if the
+/// server gave an `ETag` or `Last-Modified`. A `no-store` response is kept in no tier, and a
+/// `no-cache` one is revalidated before every reuse.
 ///
 /// **Queues.** ``fetch(_:key:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads``
 /// at once); ``slowFetch(_:key:callback:)`` on a slow lane, one at a time, that starts nothing while
@@ -653,7 +655,9 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
-    /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
+    /// alike (also across launches), unless ``usesServerMaxAge`` lets the server's freshness decide
+    /// (a `no-cache` entry is revalidated before every reuse in any case). 600 by default; values
+    /// below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
         get { setting(\.timeToLive) }
         set {
@@ -737,9 +741,13 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
-    /// in memory only.)
+    /// Whether the server's HTTP freshness decides how long each entry is fresh, as RFC 9111 has a
+    /// private cache compute it, instead of ``imageTimeToLive``: the response's `max-age` (else
+    /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
+    /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
+    /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
+    /// kept, and revalidated before every reuse), and an entry marked `no-cache` or
+    /// `must-revalidate` is never served stale.
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -747,6 +755,8 @@ nonisolated extension ImageCache {
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
     /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// Never an entry whose server said `must-revalidate` or `no-cache` (RFC 9111 forbids it): its
+    /// fetch fails.
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {
@@ -1643,7 +1653,6 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
-        var noStore = false  // the server said `Cache-Control: no-store`: memory only
     }
 
     /// A decoded value that is not an image, with its type.
@@ -2289,7 +2298,8 @@ nonisolated extension ImageCache {
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload)
+                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload,
+                                                  sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return task
                     }
@@ -2332,6 +2342,7 @@ nonisolated extension ImageCache {
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
+        let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         var response: URLResponse?
         var data = Data()
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
@@ -2339,8 +2350,10 @@ nonisolated extension ImageCache {
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?) {
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?,
+             sentAt: TimeInterval) {
             (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            self.sentAt = sentAt
             deadline = .now() + seconds
         }
     }
@@ -2372,10 +2385,10 @@ nonisolated extension ImageCache {
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
-                  stale: Payload?) -> URLSessionDataTask {
+                  stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: transfer.deadline)
                 return task
@@ -2535,7 +2548,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
             self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   notModified: notModified, whole: whole))
+                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
@@ -2596,95 +2609,167 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// What a network attempt came to, decided under the lock by `_outcome(of:_:response:)`; each
+    /// has one handler.
+    private enum Outcome {
+        case downloaded(Payload)  // to memory and disk, and to the waiters
+        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
+        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
+        case failed(Error)
+    }
+
     /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is
     /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
     /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
     /// the caller to start (here it would nest one call per queued download that fails at once).
     private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, notModified: Bool = false,
+                                 response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
                                  whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
-        var delivery = result.map { Delivery(payload: $0, source: .network, limits: download.limits) }
         var started: [Download] = []
-        var retry: (attempt: Int, delay: TimeInterval, error: Error)?
         var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
+        let ended: (outcome: Outcome, delivery: Result<Delivery, Error>?, waiters: [FetchTask])? = lock.withLock {
             handler = _state.settings.onEvent
             guard _isCurrent(download) else { return nil }
             switch download.phase {
             case .running, .decoding: break
             default: return nil
             }
-            let policy = _state.settings.retryPolicy
-            let offline = _state.settings.servesStaleWhenOffline ? download.stale : nil
             if let whole {  // the body is whole, whatever its decoder made of it
                 for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
             }
-            switch result {
-            case .success(let payload):
-                _state.lanes.move(download, to: .done)
-                let cacheControl = HTTP.CachePolicy(response, usesMaxAge: _state.settings.usesServerMaxAge)
-                // The time the entry counts as downloaded: its time to live runs out at the server's max-age.
-                let downloadedAt = cacheControl.maxAge.map { now + $0 - _state.settings.timeToLive } ?? now
-                var payload = payload
-                let size = payload.bytes?.count
-                payload.noStore = cacheControl.noStore
-                if notModified || cacheControl.noStore { payload.bytes = nil }  // on disk already, or never to be
-                _keepOnDisk(_insert(download.key, payload, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                            usedAt: now)
-                if !notModified { _state.counts.bytesDownloaded &+= size ?? 0 }
-                if notModified, let found = download.stale?.found {
-                    _state.counts.revalidated &+= 1
-                    _queueOnDisk(.renew(found, downloadedAt: downloadedAt, receivedAt: now))
-                } else if cacheControl.noStore {
-                    _queueOnDisk(.remove(download.key.string))
-                } else {
-                    _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes,
-                                                       size: payload.bytes?.count ?? 0, downloadedAt: downloadedAt,
-                                                       receivedAt: now, validators: Validators(response)),
-                                        key: download.key, usedAt: now))
-                }
-            case .failure(let error) where !error.isFatal && error != .cancelled
-                    && download.attempts <= policy.maxRetries:
+            let outcome = _outcome(of: download, result, response: response)
+            var delivery: Result<Delivery, Error>?  // nil: the waiters wait for the next attempt
+            switch outcome {
+            case .downloaded(let payload):
+                let answer = (response, sentAt ?? now, notModified)
+                delivery = .success(_keepDownloaded(download, payload, answer, now: now))
+            case .retry:
                 _state.lanes.move(download, to: .waitingToRetry)
-                retry = (download.attempts,
-                         policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)), error)
-            case .failure(let error) where !error.isFatal && error != .cancelled && offline != nil:
-                _state.lanes.move(download, to: .done)
-                _state.entries[download.key] = nil  // expired: not for memory; the disk keeps it
-                if let offline {
-                    delivery = .success(Delivery(payload: offline.payload, source: .disk, isStale: true,
-                                                 limits: download.limits))
-                }
-            case .failure(let error):
-                _state.lanes.move(download, to: .done)
-                _setFailed(download.key, error)
-                if let bytes {  // waiters of another type decode the bytes themselves
-                    delivery = .success(Delivery(payload: Payload(bytes: bytes), source: .network,
-                                                 failed: (download.decoder.type, error), limits: download.limits))
-                }
+            case .offline(let payload):
+                delivery = .success(_serveOffline(download, payload))
+            case .failed(let error):
+                delivery = _fail(download, error, bytes: bytes)
             }
             started = _startReadyDownloads()
-            defer { if retry == nil { download.waiters = [] } }
-            return download.waiters
+            defer { if delivery != nil { download.waiters = [] } }
+            return (outcome, delivery, download.waiters)
         }
-        guard let waiters else { return [] }
-        if let retry {
-            emit(.retrying(download.url, attempt: retry.attempt, delay: retry.delay, error: retry.error))
-            for task in waiters where task.load.onRetry != nil {
-                task.queue.async { if task.isWaiting { task.load.onRetry?(retry.error, retry.attempt) } }
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + retry.delay) { self.requeue(download) }
-        } else {
+        guard let ended else { return [] }  // forgotten, or ended meanwhile
+        if let delivery = ended.delivery {
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
+            deliver(ended.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
                     handler: handler)
+        } else if case .retry(let attempt, let delay, let error) = ended.outcome {
+            scheduleRetry(download, ended.waiters, attempt: attempt, delay: delay, error: error)
         }
         return started
     }
 
+    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
+    /// while the retry policy allows, then served stale from disk if the settings ask for that.
+    private func _outcome(of download: Download, _ result: Result<Payload, Error>, response: URLResponse?) -> Outcome {
+        switch result {
+        case .success(let payload):
+            return .downloaded(payload)
+        case .failure(let error) where error.isFatal || error == .cancelled:
+            return .failed(error)
+        case .failure(let error):
+            let policy = _state.settings.retryPolicy
+            if download.attempts <= policy.maxRetries {
+                return .retry(attempt: download.attempts,
+                              delay: policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)),
+                              error: error)
+            }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if _state.settings.servesStaleWhenOffline, let stale = download.stale,
+               !HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
+            return .failed(error)
+        }
+    }
+
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get. `answer` is the response, when its request was sent, and whether it is a `304`.
+    private func _keepDownloaded(_ download: Download, _ payload: Payload,
+                                 _ answer: (response: URLResponse?, sentAt: TimeInterval, notModified: Bool),
+                                 now: TimeInterval) -> Delivery {
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        _state.lanes.move(download, to: .done)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt, receivedAt: now)
+        let size = payload.bytes?.count
+        if answer.notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
+            _state.entries[download.key] = nil
+            _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
+        let downloadedAt = _downloadDate(freshness, now: now)
+        if now < downloadedAt + _state.settings.timeToLive {
+            var kept = payload
+            if answer.notModified { kept.bytes = nil }  // on disk already
+            _keepOnDisk(_insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                        usedAt: now)
+        } else {
+            _state.entries[download.key] = nil  // stale on arrival: memory would never serve it
+        }
+        if let revalidated {
+            _queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+                                               downloadedAt: downloadedAt, receivedAt: now,
+                                               validators: Validators(answer.response), headers: headers),
+                                key: download.key, usedAt: now))
+        }
+        return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func _downloadDate(_ freshness: HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = _state.settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard _state.settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
+    }
+
+    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
+    /// for memory (the disk keeps it).
+    private func _serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
+        _state.lanes.move(download, to: .done)
+        _state.entries[download.key] = nil
+        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
+    }
+
+    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
+    /// another type decode the bytes themselves.
+    private func _fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
+        _state.lanes.move(download, to: .done)
+        _setFailed(download.key, error)
+        guard let bytes else { return .failure(error) }
+        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                 failed: (download.decoder.type, error), limits: download.limits))
+    }
+
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// back on its lane after `delay`.
+    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
+                               error: Error) {
+        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
+        for task in waiters where task.load.onRetry != nil {
+            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
 }
 
 // MARK: - Delivery.swift
@@ -2852,24 +2937,149 @@ nonisolated extension ImageCache {
             return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
-        /// What a response's `Cache-Control` says about keeping it.
-        fileprivate struct CachePolicy {
-            var noStore = false
-            var maxAge: TimeInterval?  // only when the cache is told to use it
+        /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
+        /// names in any case, in a list with others; `s-maxage` and the other shared-cache
+        /// directives ignored; `no-cache` with field names taken as `no-cache`.
+        fileprivate struct CacheControl {
+            var noStore = false, noCache = false, mustRevalidate = false
+            /// The first `max-age` (4.2.1): 0 (stale) if it is not a number of seconds.
+            var maxAge: TimeInterval?
 
-            init(_ response: URLResponse?, usesMaxAge: Bool) {
-                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased()
-                    ?? ""
-                for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                    if directive == "no-store" { noStore = true }
-                    let digits = directive.dropFirst(8)  // after "max-age="
-                    // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
-                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty,
-                       digits.allSatisfy({ ("0"..."9").contains($0) }) {
-                        maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+            /// Whether the entry must never be served stale, not even by `servesStaleWhenOffline` (4.2.4).
+            var forbidsStale: Bool { noCache || mustRevalidate }
+
+            init(_ value: String?) {
+                for directive in (value ?? "").split(separator: ",") {
+                    let parts = directive.trimmingCharacters(in: .whitespaces)
+                        .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                    // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
+                    let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
+                    switch name {
+                    case "no-store": noStore = true
+                    case "no-cache": noCache = true
+                    case "must-revalidate": mustRevalidate = true
+                    case "max-age" where maxAge == nil:
+                        // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
+                        let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
+                            ? $0.dropFirst().dropLast() : Substring($0) }
+                        maxAge = unquoted.flatMap(HTTP.delta) ?? 0
+                    default: break
                     }
                 }
             }
+        }
+
+        /// The headers that judge a stored response, kept with its file: a `304` that leaves one
+        /// out leaves the stored one in force (RFC 9111, 4.3.4).
+        fileprivate struct FreshnessHeaders {
+            var cacheControl: String?, expires: String?
+
+            /// `response`'s, each in place of the one in `stored`, if it has one.
+            init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
+                let http = response as? HTTPURLResponse
+                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
+                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+            }
+
+            init(cacheControl: String?, expires: String?) {
+                (self.cacheControl, self.expires) = (cacheControl, expires)
+            }
+        }
+
+        /// How long a response is fresh, and how old it was when it arrived (RFC 9111, 4.2).
+        fileprivate struct Freshness {
+            let cacheControl: CacheControl
+            /// `max-age`, else `Expires` minus `Date` (an invalid `Expires`: 0); nil: neither.
+            let lifetime: TimeInterval?
+            /// Its corrected initial age (4.2.3): the larger of the time since its `Date` and its
+            /// `Age` plus the time the request took.
+            let age: TimeInterval
+
+            /// `response` with `headers` (its own, or the stored ones it updates), for a request
+            /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
+                 receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
+                cacheControl = CacheControl(headers.cacheControl)
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                if let maxAge = cacheControl.maxAge {
+                    lifetime = maxAge
+                } else if let expires = headers.expires {
+                    lifetime = HTTP.date(expires).map { min(max(0, $0 - date), HTTP.maxSeconds) } ?? 0
+                } else {
+                    lifetime = nil
+                }
+                // A list's first member (RFC 9111, 5.1).
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                    $0.split(separator: ",").first.flatMap { HTTP.delta($0.trimmingCharacters(in: .whitespaces)[...]) }
+                } ?? 0
+                age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
+            }
+        }
+
+        /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
+        static let maxSeconds: TimeInterval = 2_147_483_648
+
+        /// A delta-seconds value: digits only (not "inf", "1e999" or " 60"), at most `maxSeconds`.
+        static func delta(_ text: Substring) -> TimeInterval? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return min(Double(text) ?? maxSeconds, maxSeconds)
+        }
+
+        /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
+        /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
+        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
+        /// a time in the past).
+        static func date(_ text: String) -> TimeInterval? {
+            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
+            switch parts.count {
+            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+                fields = (parts[1], parts[2], parts[3], parts[4])
+            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+                let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
+            case 5:
+                fields = (parts[2], parts[1], parts[4], parts[3])
+            default:
+                return nil
+            }
+            let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+            guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+                  let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
+                  hour < 24, minute < 60, second <= 60,
+                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
+                  let month = months.firstIndex(of: fields.month),
+                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
+            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
+                year += 2000
+                if year > thisYear + 50 { year -= 100 }
+            }
+            let days = daysSince1970(year: year, month: month + 1, day: day)
+            return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        }
+
+        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+        /// Decimal digits only (`Int("+5")` would take a sign).
+        private static func number(_ text: Substring) -> Int? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int(text)
+        }
+
+        /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+        /// `days_from_civil`).
+        private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+            let shifted = month <= 2 ? year - 1 : year  // the year as if it began in March
+            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+            let yearOfEra = shifted - era * 400
+            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+            return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
         }
 
         /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -2878,11 +3088,7 @@ nonisolated extension ImageCache {
                   let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces)
             else { return nil }
             if let seconds = TimeInterval(value) { return max(0, seconds) }
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-            return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
+            return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
 }
@@ -2935,7 +3141,6 @@ nonisolated extension ImageCache {
             var image: Image?
             var value: Box?  // what a decoder other than the image's made
             var type: ObjectIdentifier? { value?.type }  // nil for an image, as `Decoder.type`
-            var noStore = false
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
@@ -2945,7 +3150,7 @@ nonisolated extension ImageCache {
             var previous = -1
             var next = -1
 
-            var payload: Payload { Payload(bytes: data, image: image, value: value, noStore: noStore) }
+            var payload: Payload { Payload(bytes: data, image: image, value: value) }
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
@@ -3080,7 +3285,7 @@ nonisolated extension ImageCache {
         // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
         // every older entry was used; then it is clear, as for any entry not used since.
         let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              noStore: payload.noStore, data: payload.bytes, size: size, cost: cost,
+                                              data: payload.bytes, size: size, cost: cost,
                                               downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
                                               referenced: true))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
@@ -3128,7 +3333,7 @@ nonisolated extension ImageCache {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     fileprivate func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.filter { !$0.noStore }.map(\.item)
+        let items = slots.map(\.item)
         guard !items.isEmpty else { return }
         _queueOnDisk(.keep(items, usedAt: now))
     }
@@ -3210,7 +3415,7 @@ nonisolated extension ImageCache {
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
         case touch([String], at: TimeInterval)
-        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
         case remove(String)
         case removeAll
         case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
@@ -3234,8 +3439,8 @@ nonisolated extension ImageCache {
             disk.keep(items, usedAt: now)
         case .touch(let keys, let now):
             disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
-        case .renew(let found, let downloadedAt, let receivedAt):
-            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .renew(let found, let downloadedAt, let receivedAt, let headers):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
         case .remove(let key):
             disk.remove(DiskStore.fileID(for: key))
         case .removeAll:
@@ -3271,16 +3476,19 @@ nonisolated extension ImageCache {
             let downloadedAt: TimeInterval
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
+            var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
         }
 
-        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
+        /// A file as read: its bytes, and whether it has expired (then its validators and freshness
+        /// headers, if it has some).
         struct Found {
             let file: File
             let receivedAt: TimeInterval  // see `Item`
             let data: Data
             let validators: Validators?
+            let headers: HTTP.FreshnessHeaders?
             let expired: Bool
         }
 
@@ -3340,7 +3548,8 @@ nonisolated extension ImageCache {
                 receivedAt -= Validators.shift(fd: fd)
                 expired = expired || receivedAt > now + ImageCache.maxClockSkew
             }
-            let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
+            // Two more system calls: only when needed.
+            let (validators, headers) = expired ? (Validators(fd: fd), Validators.headers(fd: fd)) : (nil, nil)
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
@@ -3348,16 +3557,21 @@ nonisolated extension ImageCache {
             }
             guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, expired: expired)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                         expired: expired)
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
-        /// that was read.
-        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
+        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
+        /// the `304` updated, if it is still the file that was read.
+        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
+                   headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
                                  AT_SYMLINK_NOFOLLOW)
-            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
+            withFile(found.file.id) { fd in
+                if downloadedAt > now { Validators.setShift(downloadedAt - now, fd: fd) }
+                Validators.setHeaders(headers, fd: fd)
+            }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -3569,9 +3783,9 @@ nonisolated extension ImageCache {
             return fd
         }
 
-        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
-        /// renames it into place; returns the size of the file it replaced, if any. A failure deletes
-        /// the temporary file.
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
+        /// freshness headers, and renames it into place; returns the size of the file it replaced, if
+        /// any. A failure deletes the temporary file.
         private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
@@ -3589,6 +3803,7 @@ nonisolated extension ImageCache {
                     if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
+                Validators.setHeaders(item.headers, fd: fd)
                 if item.downloadedAt > item.receivedAt {
                     Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
                 }
@@ -3756,6 +3971,7 @@ nonisolated extension ImageCache {
         let etag: String?, lastModified: String?
         private static let attribute = "user.imagecache.validators"
         private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
+        private static let headersAttribute = "user.imagecache.headers"  // see `headers(fd:)`
 
         init?(etag: String?, lastModified: String?) {
             guard etag != nil || lastModified != nil else { return nil }
@@ -3792,6 +4008,21 @@ nonisolated extension ImageCache {
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
             set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+        }
+
+        /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
+        /// their own: what judges the entry again after a `304` without them, and whether it may be
+        /// served stale. Read only for an expired entry.
+        static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
+            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2 else { return nil }
+            return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
+                                         expires: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        static func setHeaders(_ headers: HTTP.FreshnessHeaders?, fd: Int32) {
+            guard let headers, headers.cacheControl != nil || headers.expires != nil else { return }
+            set(headersAttribute, "\(headers.cacheControl ?? "")\n\(headers.expires ?? "")", fd: fd)
         }
 
         /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.

@@ -81,11 +81,11 @@ final class FreshnessTests: CacheTestCase {
         XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.jpg"))
     }
 
-    func testNoStoreKeepsAnEntryInMemoryOnly() throws {
+    func testNoStoreIsDeliveredButKeptInNoTier() throws {
         let cache = makeCache()
         let url = serve("/private.png", headers: ["Cache-Control": "private, no-store"])
         XCTAssertNotNil(try result(cache, url)?.get())
-        XCTAssertNotNil(cache.peek(url))
+        XCTAssertNil(cache.peek(url), "not in memory either (issue 30: it was kept in memory before)")
         cache.persistCacheToDisk()
         XCTAssertEqual(cache.diskCount, 0)
         XCTAssertEqual(cache.statistics().bytesDownloaded, fixture("photo.png").count, "downloaded, if not kept on disk")

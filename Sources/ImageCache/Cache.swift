@@ -58,8 +58,10 @@ import SwiftUI
 /// key named by a stable hash, written as soon as they arrive, within ``diskMaxBytes``. There is no
 /// index: a file's modification date is when it was downloaded and its access date when it was last
 /// used, so nothing is loaded before the first lookup, and several processes may share one folder.
-/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded, in both tiers, and is
-/// then revalidated if the server gave an `ETag` or `Last-Modified`.
+/// Every entry expires ``imageTimeToLive`` seconds after it was downloaded (or when the server's
+/// HTTP freshness says, with ``usesServerMaxAge``), in both tiers, and is then revalidated if the
+/// server gave an `ETag` or `Last-Modified`. A `no-store` response is kept in no tier, and a
+/// `no-cache` one is revalidated before every reuse.
 ///
 /// **Queues.** ``fetch(_:key:callback:)`` downloads on a fast lane (up to ``maxConcurrentDownloads``
 /// at once); ``slowFetch(_:key:callback:)`` on a slow lane, one at a time, that starts nothing while

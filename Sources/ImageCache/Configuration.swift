@@ -20,7 +20,9 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// How long an image stays valid after it was downloaded, in seconds, in memory and on disk
-    /// alike (also across launches). 600 by default; values below 1 are clamped to 1.
+    /// alike (also across launches), unless ``usesServerMaxAge`` lets the server's freshness decide
+    /// (a `no-cache` entry is revalidated before every reuse in any case). 600 by default; values
+    /// below 1 are clamped to 1.
     public var imageTimeToLive: TimeInterval {
         get { setting(\.timeToLive) }
         set {
@@ -104,9 +106,13 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Whether a response's `Cache-Control: max-age` sets its entry's time to live instead of
-    /// ``imageTimeToLive``. False by default. (`no-store` is always obeyed: such an entry is kept
-    /// in memory only.)
+    /// Whether the server's HTTP freshness decides how long each entry is fresh, as RFC 9111 has a
+    /// private cache compute it, instead of ``imageTimeToLive``: the response's `max-age` (else
+    /// `Expires` minus `Date`, else the time to live) less its age when it arrived (`Age`, or the
+    /// time since its `Date`). False by default. In both modes `no-store` is obeyed (the entry goes
+    /// to the requests waiting for it and is kept in no tier) and so is `no-cache` (the entry is
+    /// kept, and revalidated before every reuse), and an entry marked `no-cache` or
+    /// `must-revalidate` is never served stale.
     public var usesServerMaxAge: Bool {
         get { setting(\.usesServerMaxAge) }
         set { change(\.usesServerMaxAge, to: newValue) }
@@ -114,6 +120,8 @@ nonisolated extension ImageCache {
 
     /// Whether an expired entry is delivered, marked ``Fetched/isStale``, when its refetch fails
     /// for a reason that is not fatal (no network, a timeout, a 5xx; not a 404). False by default.
+    /// Never an entry whose server said `must-revalidate` or `no-cache` (RFC 9111 forbids it): its
+    /// fetch fails.
     /// When true, expired files stay on disk until a fetch replaces them (the disk limit and
     /// `reduceDiskCache` still delete the least recently used).
     public var servesStaleWhenOffline: Bool {

@@ -142,6 +142,7 @@ nonisolated extension ImageCache {
         let etag: String?, lastModified: String?
         private static let attribute = "user.imagecache.validators"
         private static let shiftAttribute = "user.imagecache.shift"  // see `shift(fd:)`
+        private static let headersAttribute = "user.imagecache.headers"  // see `headers(fd:)`
 
         init?(etag: String?, lastModified: String?) {
             guard etag != nil || lastModified != nil else { return nil }
@@ -178,6 +179,21 @@ nonisolated extension ImageCache {
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
             set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+        }
+
+        /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
+        /// their own: what judges the entry again after a `304` without them, and whether it may be
+        /// served stale. Read only for an expired entry.
+        static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
+            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2 else { return nil }
+            return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
+                                         expires: lines[1].isEmpty ? nil : lines[1])
+        }
+
+        static func setHeaders(_ headers: HTTP.FreshnessHeaders?, fd: Int32) {
+            guard let headers, headers.cacheControl != nil || headers.expires != nil else { return }
+            set(headersAttribute, "\(headers.cacheControl ?? "")\n\(headers.expires ?? "")", fd: fd)
         }
 
         /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.

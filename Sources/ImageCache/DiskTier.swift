@@ -23,7 +23,7 @@ nonisolated extension ImageCache {
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
         case touch([String], at: TimeInterval)
-        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
         case remove(String)
         case removeAll
         case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
@@ -47,8 +47,8 @@ nonisolated extension ImageCache {
             disk.keep(items, usedAt: now)
         case .touch(let keys, let now):
             disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
-        case .renew(let found, let downloadedAt, let receivedAt):
-            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt)
+        case .renew(let found, let downloadedAt, let receivedAt, let headers):
+            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
         case .remove(let key):
             disk.remove(DiskStore.fileID(for: key))
         case .removeAll:
@@ -84,16 +84,19 @@ nonisolated extension ImageCache {
             let downloadedAt: TimeInterval
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
+            var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
         }
 
-        /// A file as read: its bytes, and whether it has expired (then its validators, if it has some).
+        /// A file as read: its bytes, and whether it has expired (then its validators and freshness
+        /// headers, if it has some).
         struct Found {
             let file: File
             let receivedAt: TimeInterval  // see `Item`
             let data: Data
             let validators: Validators?
+            let headers: HTTP.FreshnessHeaders?
             let expired: Bool
         }
 
@@ -153,7 +156,8 @@ nonisolated extension ImageCache {
                 receivedAt -= Validators.shift(fd: fd)
                 expired = expired || receivedAt > now + ImageCache.maxClockSkew
             }
-            let validators = expired ? Validators(fd: fd) : nil  // one more system call: only when needed
+            // Two more system calls: only when needed.
+            let (validators, headers) = expired ? (Validators(fd: fd), Validators.headers(fd: fd)) : (nil, nil)
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
@@ -161,16 +165,21 @@ nonisolated extension ImageCache {
             }
             guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, expired: expired)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                         expired: expired)
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), if it is still the file
-        /// that was read.
-        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval) {
+        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
+        /// the `304` updated, if it is still the file that was read.
+        func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
+                   headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
             Foundation.utimensat(directory, found.file.name, dates(usedAt: now, downloadedAt: downloadedAt),
                                  AT_SYMLINK_NOFOLLOW)
-            if downloadedAt > now { withFile(found.file.id) { Validators.setShift(downloadedAt - now, fd: $0) } }
+            withFile(found.file.id) { fd in
+                if downloadedAt > now { Validators.setShift(downloadedAt - now, fd: fd) }
+                Validators.setHeaders(headers, fd: fd)
+            }
         }
 
         /// Writes each image whose file is missing or older than it (or as old, of another size);
@@ -382,9 +391,9 @@ nonisolated extension ImageCache {
             return fd
         }
 
-        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates and validators, and
-        /// renames it into place; returns the size of the file it replaced, if any. A failure deletes
-        /// the temporary file.
+        /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
+        /// freshness headers, and renames it into place; returns the size of the file it replaced, if
+        /// any. A failure deletes the temporary file.
         private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
@@ -402,6 +411,7 @@ nonisolated extension ImageCache {
                     if !written { throw POSIX.lastError() }
                 }
                 item.validators?.write(to: fd)
+                Validators.setHeaders(item.headers, fd: fd)
                 if item.downloadedAt > item.receivedAt {
                     Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
                 }

@@ -71,24 +71,149 @@ nonisolated extension ImageCache {
             return data.isEmpty ? .failure(.emptyBody) : .success(data)
         }
 
-        /// What a response's `Cache-Control` says about keeping it.
-        internal struct CachePolicy {
-            var noStore = false
-            var maxAge: TimeInterval?  // only when the cache is told to use it
+        /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
+        /// names in any case, in a list with others; `s-maxage` and the other shared-cache
+        /// directives ignored; `no-cache` with field names taken as `no-cache`.
+        internal struct CacheControl {
+            var noStore = false, noCache = false, mustRevalidate = false
+            /// The first `max-age` (4.2.1): 0 (stale) if it is not a number of seconds.
+            var maxAge: TimeInterval?
 
-            init(_ response: URLResponse?, usesMaxAge: Bool) {
-                let value = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control")?.lowercased()
-                    ?? ""
-                for directive in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                    if directive == "no-store" { noStore = true }
-                    let digits = directive.dropFirst(8)  // after "max-age="
-                    // Digits only (not "inf" or "1e999"), at most 2^31 seconds (RFC 9111, 1.2.2).
-                    if usesMaxAge, directive.hasPrefix("max-age="), !digits.isEmpty,
-                       digits.allSatisfy({ ("0"..."9").contains($0) }) {
-                        maxAge = min(Double(digits) ?? 0, 2_147_483_648)
+            /// Whether the entry must never be served stale, not even by `servesStaleWhenOffline` (4.2.4).
+            var forbidsStale: Bool { noCache || mustRevalidate }
+
+            init(_ value: String?) {
+                for directive in (value ?? "").split(separator: ",") {
+                    let parts = directive.trimmingCharacters(in: .whitespaces)
+                        .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                    // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
+                    let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
+                    switch name {
+                    case "no-store": noStore = true
+                    case "no-cache": noCache = true
+                    case "must-revalidate": mustRevalidate = true
+                    case "max-age" where maxAge == nil:
+                        // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
+                        let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
+                            ? $0.dropFirst().dropLast() : Substring($0) }
+                        maxAge = unquoted.flatMap(HTTP.delta) ?? 0
+                    default: break
                     }
                 }
             }
+        }
+
+        /// The headers that judge a stored response, kept with its file: a `304` that leaves one
+        /// out leaves the stored one in force (RFC 9111, 4.3.4).
+        internal struct FreshnessHeaders {
+            var cacheControl: String?, expires: String?
+
+            /// `response`'s, each in place of the one in `stored`, if it has one.
+            init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
+                let http = response as? HTTPURLResponse
+                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
+                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+            }
+
+            init(cacheControl: String?, expires: String?) {
+                (self.cacheControl, self.expires) = (cacheControl, expires)
+            }
+        }
+
+        /// How long a response is fresh, and how old it was when it arrived (RFC 9111, 4.2).
+        internal struct Freshness {
+            let cacheControl: CacheControl
+            /// `max-age`, else `Expires` minus `Date` (an invalid `Expires`: 0); nil: neither.
+            let lifetime: TimeInterval?
+            /// Its corrected initial age (4.2.3): the larger of the time since its `Date` and its
+            /// `Age` plus the time the request took.
+            let age: TimeInterval
+
+            /// `response` with `headers` (its own, or the stored ones it updates), for a request
+            /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
+                 receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
+                cacheControl = CacheControl(headers.cacheControl)
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                if let maxAge = cacheControl.maxAge {
+                    lifetime = maxAge
+                } else if let expires = headers.expires {
+                    lifetime = HTTP.date(expires).map { min(max(0, $0 - date), HTTP.maxSeconds) } ?? 0
+                } else {
+                    lifetime = nil
+                }
+                // A list's first member (RFC 9111, 5.1).
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                    $0.split(separator: ",").first.flatMap { HTTP.delta($0.trimmingCharacters(in: .whitespaces)[...]) }
+                } ?? 0
+                age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
+            }
+        }
+
+        /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
+        static let maxSeconds: TimeInterval = 2_147_483_648
+
+        /// A delta-seconds value: digits only (not "inf", "1e999" or " 60"), at most `maxSeconds`.
+        static func delta(_ text: Substring) -> TimeInterval? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return min(Double(text) ?? maxSeconds, maxSeconds)
+        }
+
+        /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
+        /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
+        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
+        /// a time in the past).
+        static func date(_ text: String) -> TimeInterval? {
+            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
+            switch parts.count {
+            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+                fields = (parts[1], parts[2], parts[3], parts[4])
+            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+                let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
+            case 5:
+                fields = (parts[2], parts[1], parts[4], parts[3])
+            default:
+                return nil
+            }
+            let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+            guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+                  let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
+                  hour < 24, minute < 60, second <= 60,
+                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
+                  let month = months.firstIndex(of: fields.month),
+                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
+            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
+                year += 2000
+                if year > thisYear + 50 { year -= 100 }
+            }
+            let days = daysSince1970(year: year, month: month + 1, day: day)
+            return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        }
+
+        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+        /// Decimal digits only (`Int("+5")` would take a sign).
+        private static func number(_ text: Substring) -> Int? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int(text)
+        }
+
+        /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+        /// `days_from_civil`).
+        private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+            let shifted = month <= 2 ? year - 1 : year  // the year as if it began in March
+            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+            let yearOfEra = shifted - era * 400
+            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+            return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
         }
 
         /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
@@ -97,11 +222,7 @@ nonisolated extension ImageCache {
                   let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces)
             else { return nil }
             if let seconds = TimeInterval(value) { return max(0, seconds) }
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-            return formatter.date(from: value).map { max(0, $0.timeIntervalSinceNow) }
+            return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
 }

@@ -60,7 +60,6 @@ nonisolated extension ImageCache {
             var image: Image?
             var value: Box?  // what a decoder other than the image's made
             var type: ObjectIdentifier? { value?.type }  // nil for an image, as `Decoder.type`
-            var noStore = false
             var data: Data?  // the downloaded bytes, until they are known to be on disk
             var size: Int  // of the downloaded bytes
             var cost: Int  // what the image costs in memory, in bytes
@@ -70,7 +69,7 @@ nonisolated extension ImageCache {
             var previous = -1
             var next = -1
 
-            var payload: Payload { Payload(bytes: data, image: image, value: value, noStore: noStore) }
+            var payload: Payload { Payload(bytes: data, image: image, value: value) }
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
@@ -205,7 +204,7 @@ nonisolated extension ImageCache {
         // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
         // every older entry was used; then it is clear, as for any entry not used since.
         let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              noStore: payload.noStore, data: payload.bytes, size: size, cost: cost,
+                                              data: payload.bytes, size: size, cost: cost,
                                               downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
                                               referenced: true))
         if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
@@ -253,7 +252,7 @@ nonisolated extension ImageCache {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     internal func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.filter { !$0.noStore }.map(\.item)
+        let items = slots.map(\.item)
         guard !items.isEmpty else { return }
         _queueOnDisk(.keep(items, usedAt: now))
     }

@@ -28,7 +28,6 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
-        var noStore = false  // the server said `Cache-Control: no-store`: memory only
     }
 
     /// A decoded value that is not an image, with its type.
