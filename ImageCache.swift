@@ -1211,8 +1211,9 @@ nonisolated extension ImageCache {
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
         /// already started or will never start, and ``isCancelled`` says which. Called on the queue
         /// the callback runs on (the main queue on Apple platforms; a serial
-        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no other request waits for the same URL, the download itself stops and
-        /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
+        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no
+        /// other request waits for the same URL, the download itself stops and nothing is cached
+        /// from it. Cancelling twice, or after the callback started, does nothing.
         /// A running callback is not waited for (that would deadlock one that waits for this thread).
         public func cancel() {
             cache.cancel(self)
@@ -1489,7 +1490,8 @@ extension ImageCache {
             // An animation that plays a number of times (a UIImage plays forever) runs as the view's
             // own, and its last frame stays.
             if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
-                (view.animationImages, view.animationDuration, view.animationRepeatCount) = (frames, image.duration, plays)
+                (view.animationImages, view.animationDuration) = (frames, image.duration)
+                view.animationRepeatCount = plays
                 view.startAnimating()
                 return fade(to: frames.last, transition)
             }
@@ -1565,7 +1567,9 @@ extension ImageCache.ImageView {
     /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
     /// its `cancel()` stops the load under way (what the view shows stays).
     public var imageBinder: ImageCache.Binder {
-        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget { return target.binder }
+        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget {
+            return target.binder
+        }
         let target = ImageCache.ViewTarget(self)
         objc_setAssociatedObject(self, Self.binderKey, target, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
         return target.binder
@@ -1804,7 +1808,8 @@ nonisolated extension ImageCache {
         if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
         if load.decoder.type == nil, let found = _secondChance(key, now: now) {
             _state.counts.memoryHits &+= 1
-            return .answered(.success(Delivery(payload: Payload(image: found.image), source: .memory)), bytes: found.bytes)
+            let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
+            return .answered(.success(delivery), bytes: found.bytes)
         }
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.
@@ -4246,7 +4251,8 @@ nonisolated extension ImageCache {
     /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
     /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
     /// A target larger than `maxPixels` is what its caller asked for, and is kept.
-    fileprivate static func decodedSize(width: Int, height: Int, orientation: Int = 1, filling size: (width: Int, height: Int)?,
+    fileprivate static func decodedSize(width: Int, height: Int, orientation: Int = 1,
+                                     filling size: (width: Int, height: Int)?,
                             maxPixels: Int = .max) -> (width: Int, height: Int) {
         let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
         guard width > 0, height > 0 else { return (width, height) }
@@ -4317,7 +4323,8 @@ nonisolated extension ImageCache {
             let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
             if images.count == frames,
                let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber,
+                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 return animated
             }
         }
@@ -4325,7 +4332,8 @@ nonisolated extension ImageCache {
         #else
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+        if animates(frames: frames, width: width, height: height, within: limits),
+           max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
             return animated
@@ -4830,11 +4838,13 @@ nonisolated extension ImageCache {
                 problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
             }
             if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
-                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.memory.secondChanceCount)"
+                let (held, chances) = (_state.memory.count, _state.memory.secondChanceCount)
+                problems.append("memory and second chance hold \(held)+\(chances)"
                                 + " > cap \(_state.settings.memoryMaxCount)")
             }
             if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
-                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.memory.secondChanceBytes)"
+                let (cost, chances) = (_state.memory.bytes, _state.memory.secondChanceBytes)
+                problems.append("memory and second chance cost \(cost)+\(chances)"
                                 + " > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0

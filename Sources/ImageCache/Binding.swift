@@ -271,7 +271,8 @@ extension ImageCache {
             // An animation that plays a number of times (a UIImage plays forever) runs as the view's
             // own, and its last frame stays.
             if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
-                (view.animationImages, view.animationDuration, view.animationRepeatCount) = (frames, image.duration, plays)
+                (view.animationImages, view.animationDuration) = (frames, image.duration)
+                view.animationRepeatCount = plays
                 view.startAnimating()
                 return fade(to: frames.last, transition)
             }
@@ -347,7 +348,9 @@ extension ImageCache.ImageView {
     /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
     /// its `cancel()` stops the load under way (what the view shows stays).
     public var imageBinder: ImageCache.Binder {
-        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget { return target.binder }
+        if let target = objc_getAssociatedObject(self, Self.binderKey) as? ImageCache.ViewTarget {
+            return target.binder
+        }
         let target = ImageCache.ViewTarget(self)
         objc_setAssociatedObject(self, Self.binderKey, target, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
         return target.binder

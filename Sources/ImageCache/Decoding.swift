@@ -120,7 +120,8 @@ nonisolated extension ImageCache {
     /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
     /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
     /// A target larger than `maxPixels` is what its caller asked for, and is kept.
-    internal static func decodedSize(width: Int, height: Int, orientation: Int = 1, filling size: (width: Int, height: Int)?,
+    internal static func decodedSize(width: Int, height: Int, orientation: Int = 1,
+                                     filling size: (width: Int, height: Int)?,
                             maxPixels: Int = .max) -> (width: Int, height: Int) {
         let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
         guard width > 0, height > 0 else { return (width, height) }
@@ -191,7 +192,8 @@ nonisolated extension ImageCache {
             let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
             if images.count == frames,
                let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber,
+                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 return animated
             }
         }
@@ -199,7 +201,8 @@ nonisolated extension ImageCache {
         #else
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits), max(width, height) <= limits.maxPixels,
+        if animates(frames: frames, width: width, height: height, within: limits),
+           max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
             return animated

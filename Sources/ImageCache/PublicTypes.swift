@@ -138,8 +138,9 @@ nonisolated extension ImageCache {
         /// Cancels this request, from any thread. When `cancel()` returns, the callback either has
         /// already started or will never start, and ``isCancelled`` says which. Called on the queue
         /// the callback runs on (the main queue on Apple platforms; a serial
-        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no other request waits for the same URL, the download itself stops and
-        /// nothing is cached from it. Cancelling twice, or after the callback started, does nothing.
+        /// ``ImageCache/callbackQueue`` on Linux) before the callback ran, it always wins. When no
+        /// other request waits for the same URL, the download itself stops and nothing is cached
+        /// from it. Cancelling twice, or after the callback started, does nothing.
         /// A running callback is not waited for (that would deadlock one that waits for this thread).
         public func cancel() {
             cache.cancel(self)

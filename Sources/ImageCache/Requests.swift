@@ -179,7 +179,8 @@ nonisolated extension ImageCache {
         if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
         if load.decoder.type == nil, let found = _secondChance(key, now: now) {
             _state.counts.memoryHits &+= 1
-            return .answered(.success(Delivery(payload: Payload(image: found.image), source: .memory)), bytes: found.bytes)
+            let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
+            return .answered(.success(delivery), bytes: found.bytes)
         }
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.

@@ -74,11 +74,13 @@ nonisolated extension ImageCache {
                 problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
             }
             if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
-                problems.append("memory and second chance hold \(_state.memory.count)+\(_state.memory.secondChanceCount)"
+                let (held, chances) = (_state.memory.count, _state.memory.secondChanceCount)
+                problems.append("memory and second chance hold \(held)+\(chances)"
                                 + " > cap \(_state.settings.memoryMaxCount)")
             }
             if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
-                problems.append("memory and second chance cost \(_state.memory.bytes)+\(_state.memory.secondChanceBytes)"
+                let (cost, chances) = (_state.memory.bytes, _state.memory.secondChanceBytes)
+                problems.append("memory and second chance cost \(cost)+\(chances)"
                                 + " > budget \(_state.settings.memoryMaxBytes)")
             }
             var loaded = 0
