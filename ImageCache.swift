@@ -1672,6 +1672,16 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     fileprivate struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
+        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
+        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
+        /// `decode:` run on a decode worker.
+        var isCheap: Bool {
+            #if canImport(ImageIO)
+            return false
+            #else
+            return type == nil
+            #endif
+        }
         /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
         /// made: the longest side without a size to fill, and when an animation animates).
         let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
@@ -2219,29 +2229,51 @@ nonisolated extension ImageCache {
     }
 
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
+    /// The file is read here, and decoded here only by a decoder that is cheap (Linux's check of an
+    /// image); any other decodes on a decode worker, so that no decode holds the disk queue's
+    /// writes and look-ups.
     fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
-        var hit: (payload: Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)?
-        var stale: (payload: Payload, found: DiskStore.Found)?
-        if let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes) {
-            switch download.decoder.decode(found.data, download.limits) {
-            case .success(let payload) where found.expired: stale = (payload, found)
-            case .success(let payload): hit = (payload, found.file.downloadedAt, found.receivedAt)
-            case .failure(let error):
-                // A broken image (a torn write) goes; bytes of another kind stay until a download replaces them.
-                switch error {
-                case .corruptImage, .emptyBody: disk.discard(found, because: "\(error)")
-                default: break
-                }
-            }
+        let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes)
+        guard let found, !download.decoder.isCheap else {
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
+        decodes.async { self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now) }
+    }
+
+    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
+    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
+    /// until a download replaces them.
+    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
+        switch download.decoder.decode(found.data, download.limits) {
+        case .success(let payload) where found.expired: return .stale(payload, found)
+        case .success(let payload):
+            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
+        case .failure(let error):
+            switch error {
+            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
+            default: break
+            }
+            return .unusable
+        }
+    }
+
+    fileprivate enum FoundOnDisk {
+        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case stale(Payload, DiskStore.Found)
+        case unusable
+    }
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
+    /// the download on its lane (with an expired entry to revalidate).
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
         var started: [Download] = []
         var handler: (@Sendable (Event) -> Void)?
         let waiters: [FetchTask]? = lock.withLock {
             handler = _state.settings.onEvent
             guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard let hit else {
-                download.stale = stale
+            guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
+                if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
                 _state.lanes.move(download, to: .queued)
                 _state.counts.misses &+= 1
                 started = _startReadyDownloads()
@@ -2249,17 +2281,17 @@ nonisolated extension ImageCache {
             }
             _state.counts.diskHits &+= 1
             _state.lanes.move(download, to: .done)
-            var kept = hit.payload
+            var kept = payload
             kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: hit.payload.bytes?.count, downloadedAt: hit.downloadedAt,
-                                receivedAt: hit.receivedAt), usedAt: now)
+            _keepOnDisk(_insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                                receivedAt: receivedAt), usedAt: now)
             started = _startReadyDownloads()
             defer { download.waiters = [] }
             return download.waiters
         }
-        if let waiters, let hit {
-            deliver(waiters, .success(Delivery(payload: hit.payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: hit.payload.bytes?.count ?? 0), handler: handler)
+        if let waiters, case .fresh(let payload, _, _)? = found {
+            deliver(waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
     }

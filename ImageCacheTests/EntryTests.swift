@@ -169,6 +169,40 @@ final class EntryTests: CacheTestCase {
         XCTAssertEqual(queues.value, ["ImageCache.decode.decoding"])
     }
 
+    func testADiskHitIsDecodedOnTheDecodeQueueNotTheDiskQueue() throws {
+        // Given a value on disk and not in memory
+        let cache = makeCache("diskdecode")
+        let url = serve("/disk-decoded.png")
+        let decode: @Sendable (Data) throws -> Int = { $0.count }
+        XCTAssertEqual(try fetchValue(cache, url, decode: decode).source, .network)
+        cache.purgeMemory()
+
+        // When it is fetched again, with a decoder that notes the queue it runs on
+        let queues = Locked<[String?]>([])
+        let fetched = try fetchValue(cache, url, decode: { data -> Int in
+            queues.mutate { $0.append(currentQueueLabel()) }
+            return data.count
+        })
+
+        // Then it came from disk, decoded on the decode queue: the disk queue does no decoding
+        XCTAssertEqual(fetched.source, .disk)
+        XCTAssertEqual(fetched.value, fixture("photo.png").count)
+        XCTAssertEqual(queues.value, ["ImageCache.decode.diskdecode"])
+        XCTAssertEqual(server.requestCount("/disk-decoded.png"), 1)
+    }
+
+    private func fetchValue(_ cache: ImageCache, _ url: URL,
+                            decode: @escaping @Sendable (Data) throws -> Int) throws -> ImageCache.Fetched<Int> {
+        let result = Locked<Result<ImageCache.Fetched<Int>, ImageCache.Error>?>(nil)
+        let done = expectation(description: "fetched")
+        cache.fetch(url, decode: decode) { fetched in
+            result.value = fetched
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        return try XCTUnwrap(result.value).get()
+    }
+
     func testADownloadThatIsDecodingHoldsNoDownloadSlot() throws {
         // Given one download slot, and a decoder that holds the first image until told
         let cache = makeCache("slots")

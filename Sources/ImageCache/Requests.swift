@@ -43,6 +43,16 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     internal struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
+        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
+        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
+        /// `decode:` run on a decode worker.
+        var isCheap: Bool {
+            #if canImport(ImageIO)
+            return false
+            #else
+            return type == nil
+            #endif
+        }
         /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
         /// made: the longest side without a size to fill, and when an animation animates).
         let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
