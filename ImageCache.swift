@@ -507,26 +507,27 @@ nonisolated extension ImageCache {
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
     fileprivate func peek(_ key: Key) -> Image? {
         let now = currentTime()
-        return lock.withLock {
-            _state.counts.peeks &+= 1
-            switch _state.entries[key] {
-            case .loaded(let slot)?:
-                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-                   _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
-                    guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                    _state.memory.markUsed(slot)
-                    _state.counts.peekHits &+= 1
-                    return image
-                }
-                _evict(slot)
-                return nil
-            case nil:
-                let found = _secondChance(key, now: now)?.image
-                _state.counts.peekHits &+= found == nil ? 0 : 1
-                return found
-            case .loading?, .failed?:
-                return nil
+        // Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline.
+        lock.lock()
+        defer { lock.unlock() }
+        _state.counts.peeks &+= 1
+        switch _state.entries[key] {
+        case .loaded(let slot)?:
+            if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
+               _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
+                guard let image = _state.memory[slot].image else { return nil }  // data, not an image
+                _state.memory.markUsed(slot)
+                _state.counts.peekHits &+= 1
+                return image
             }
+            _evict(slot)
+            return nil
+        case nil:
+            let found = _secondChance(key, now: now)?.image
+            _state.counts.peekHits &+= found == nil ? 0 : 1
+            return found
+        case .loading?, .failed?:
+            return nil
         }
     }
 
@@ -1152,11 +1153,21 @@ nonisolated extension ImageCache {
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
         /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
-        public let frameDurations: [Double]
+        ///
+        /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
+        ///   memory hits copy, carries nothing more.
+        public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
         /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
-        public let playCount: Int
+        ///
+        /// - Complexity: O(n) in the bytes, as ``frameDurations``.
+        public var playCount: Int { timing.plays }
+
+        private var timing: Timing {
+            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return Timing() }
+            return info.timing
+        }
 
         /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
@@ -1165,13 +1176,12 @@ nonisolated extension ImageCache {
             self = decoded.image
         }
 
-        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int, timing: Timing) {
+        fileprivate init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
             self.data = data
             self.format = format
             self.width = width
             self.height = height
             self.frameCount = frameCount
-            (frameDurations, playCount) = (timing.durations, timing.plays)
         }
     }
     #endif
@@ -1764,9 +1774,9 @@ nonisolated extension ImageCache {
             let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
             _state.counts.requests &+= 1
-            return (task, _route(task, now: now), _state.settings.onEvent)
+            return (task, _route(task, load, now: now), _state.settings.onEvent)
         }
-        switch route {
+        switch consume route {
         case .answered(let result, let bytes):
             let event = handler == nil ? nil : Self.event(result, task.url, from: .memory, bytes: bytes)
             deliver(task, result, event: event, handler: handler)
@@ -1790,9 +1800,9 @@ nonisolated extension ImageCache {
         case none
     }
 
-    /// Routes `task` (its load's key, type and lane) under the lock.
-    private func _route(_ task: FetchTask, now: TimeInterval) -> Route {
-        let (load, key) = (task.load, task.load.key)
+    /// Routes `task`, made for `load` (its key, type and lane), under the lock.
+    private func _route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
+        let key = load.key
         if load.isPrefetch {
             guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
                 task.answer = .delivered
@@ -1805,7 +1815,7 @@ nonisolated extension ImageCache {
         case .loaded(let slot)?:
             if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
         case .loading(let download)?:
-            return .joined(started: _join(task, download))
+            return .joined(started: _join(task, download, fast: load.lane == .fast))
         case .failed?, nil:
             break
         }
@@ -1824,7 +1834,7 @@ nonisolated extension ImageCache {
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.
         if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole))
+            return .joined(started: _join(task, whole, fast: load.lane == .fast))
         }
         let download = Download(load, limits: _decodeLimits)
         download.waiters.append(task)
@@ -1854,11 +1864,11 @@ nonisolated extension ImageCache {
 
     /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
     /// downloads that may start now.
-    private func _join(_ task: FetchTask, _ download: Download) -> [Download] {
+    private func _join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
         download.waiters.append(task)
         task.download = download
         _state.counts.deduplicated &+= 1
-        guard task.load.lane == .fast, download.lane == .slow else { return [] }
+        guard fast, download.lane == .slow else { return [] }
         _state.lanes.move(download, to: download.phase, lane: .fast)
         return _startReadyDownloads()
     }
@@ -4214,7 +4224,7 @@ nonisolated extension ImageCache {
             }
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
-                              frameCount: info.frames, timing: info.timing)
+                              frameCount: info.frames)
             #endif
             return .success((image, trimmed))
         }

@@ -51,7 +51,7 @@ nonisolated extension ImageCache {
             }
             #else
             let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
-                              frameCount: info.frames, timing: info.timing)
+                              frameCount: info.frames)
             #endif
             return .success((image, trimmed))
         }

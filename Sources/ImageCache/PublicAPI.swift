@@ -281,26 +281,27 @@ nonisolated extension ImageCache {
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
     internal func peek(_ key: Key) -> Image? {
         let now = currentTime()
-        return lock.withLock {
-            _state.counts.peeks &+= 1
-            switch _state.entries[key] {
-            case .loaded(let slot)?:
-                if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-                   _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
-                    guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                    _state.memory.markUsed(slot)
-                    _state.counts.peekHits &+= 1
-                    return image
-                }
-                _evict(slot)
-                return nil
-            case nil:
-                let found = _secondChance(key, now: now)?.image
-                _state.counts.peekHits &+= found == nil ? 0 : 1
-                return found
-            case .loading?, .failed?:
-                return nil
+        // Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline.
+        lock.lock()
+        defer { lock.unlock() }
+        _state.counts.peeks &+= 1
+        switch _state.entries[key] {
+        case .loaded(let slot)?:
+            if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
+               _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
+                guard let image = _state.memory[slot].image else { return nil }  // data, not an image
+                _state.memory.markUsed(slot)
+                _state.counts.peekHits &+= 1
+                return image
             }
+            _evict(slot)
+            return nil
+        case nil:
+            let found = _secondChance(key, now: now)?.image
+            _state.counts.peekHits &+= found == nil ? 0 : 1
+            return found
+        case .loading?, .failed?:
+            return nil
         }
     }
 

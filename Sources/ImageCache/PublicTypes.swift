@@ -79,11 +79,21 @@ nonisolated extension ImageCache {
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
         /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
-        public let frameDurations: [Double]
+        ///
+        /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
+        ///   memory hits copy, carries nothing more.
+        public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
         /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
-        public let playCount: Int
+        ///
+        /// - Complexity: O(n) in the bytes, as ``frameDurations``.
+        public var playCount: Int { timing.plays }
+
+        private var timing: Timing {
+            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return Timing() }
+            return info.timing
+        }
 
         /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
@@ -92,13 +102,12 @@ nonisolated extension ImageCache {
             self = decoded.image
         }
 
-        internal init(data: Data, format: Format, width: Int, height: Int, frameCount: Int, timing: Timing) {
+        internal init(data: Data, format: Format, width: Int, height: Int, frameCount: Int) {
             self.data = data
             self.format = format
             self.width = width
             self.height = height
             self.frameCount = frameCount
-            (frameDurations, playCount) = (timing.durations, timing.plays)
         }
     }
     #endif

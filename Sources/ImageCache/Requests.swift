@@ -135,9 +135,9 @@ nonisolated extension ImageCache {
             let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
             _state.counts.requests &+= 1
-            return (task, _route(task, now: now), _state.settings.onEvent)
+            return (task, _route(task, load, now: now), _state.settings.onEvent)
         }
-        switch route {
+        switch consume route {
         case .answered(let result, let bytes):
             let event = handler == nil ? nil : Self.event(result, task.url, from: .memory, bytes: bytes)
             deliver(task, result, event: event, handler: handler)
@@ -161,9 +161,9 @@ nonisolated extension ImageCache {
         case none
     }
 
-    /// Routes `task` (its load's key, type and lane) under the lock.
-    private func _route(_ task: FetchTask, now: TimeInterval) -> Route {
-        let (load, key) = (task.load, task.load.key)
+    /// Routes `task`, made for `load` (its key, type and lane), under the lock.
+    private func _route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
+        let key = load.key
         if load.isPrefetch {
             guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
                 task.answer = .delivered
@@ -176,7 +176,7 @@ nonisolated extension ImageCache {
         case .loaded(let slot)?:
             if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
         case .loading(let download)?:
-            return .joined(started: _join(task, download))
+            return .joined(started: _join(task, download, fast: load.lane == .fast))
         case .failed?, nil:
             break
         }
@@ -195,7 +195,7 @@ nonisolated extension ImageCache {
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.
         if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole))
+            return .joined(started: _join(task, whole, fast: load.lane == .fast))
         }
         let download = Download(load, limits: _decodeLimits)
         download.waiters.append(task)
@@ -225,11 +225,11 @@ nonisolated extension ImageCache {
 
     /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
     /// downloads that may start now.
-    private func _join(_ task: FetchTask, _ download: Download) -> [Download] {
+    private func _join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
         download.waiters.append(task)
         task.download = download
         _state.counts.deduplicated &+= 1
-        guard task.load.lane == .fast, download.lane == .slow else { return [] }
+        guard fast, download.lane == .slow else { return [] }
         _state.lanes.move(download, to: download.phase, lane: .fast)
         return _startReadyDownloads()
     }
