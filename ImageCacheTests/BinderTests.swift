@@ -605,6 +605,54 @@ final class BinderTests: BinderTestCase {
         assertInvariants(cache)
     }
 
+    /// A view bound before layout (bounds zero, or a nib's size) is bound again at its laid-out size
+    /// when it was decoded for a wrong one: smaller (blurry) or twice as large and more.
+    func testAWrongSizeIsDecodedAgainAtTheLaidOutSizeAndOnlyThen() {
+        // Smaller on a side: blurry
+        XCTAssertTrue(ImageCache.redecodes(bound: (50, 50), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.redecodes(bound: (300, 299), laidOut: (300, 300), decodeBound: 4_096))
+        // Twice as large on both sides: four times the memory
+        XCTAssertTrue(ImageCache.redecodes(bound: (600, 600), laidOut: (300, 300), decodeBound: 4_096))
+        // No size (bounds zero): a whole decode, of up to the bound
+        XCTAssertTrue(ImageCache.redecodes(bound: nil, laidOut: (180, 180), decodeBound: 2_796))
+        XCTAssertFalse(ImageCache.redecodes(bound: nil, laidOut: (3_000, 3_000), decodeBound: 4_096))
+        // Right, or within twice: stays
+        XCTAssertFalse(ImageCache.redecodes(bound: (300, 300), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.redecodes(bound: (590, 600), laidOut: (300, 300), decodeBound: 4_096))
+    }
+
+    func testABinderResizedAfterLayoutBindsAgainAtTheNewSizeKeepingItsImage() {
+        // Given a target bound at a nib's 10 x 10 pixels, showing its image
+        let cache = makeCache()
+        let url = serveImage("/laid-out.png", width: 7_400)
+        let (target, binder) = makeTarget()
+        let first = expectation(description: "shown at the nib's size")
+        target.onSet = { if $0?.width == 7_400 { first.fulfill() } }
+        callbacks.sync {
+            target.expected = 7_400
+            _ = binder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 10, height: 10), cache: cache)
+        }
+        wait(for: [first], timeout: 10)
+
+        // When layout gives it 500 x 500 pixels
+        let second = expectation(description: "shown at the laid-out size")
+        target.onSet = { if $0?.width == 7_400 { second.fulfill() } }
+        callbacks.sync { binder.resized(to: CGSize(width: 500, height: 500), scale: nil) }
+        wait(for: [second], timeout: 10)
+
+        // Then the image came again at that size, from the file, with no placeholder in between
+        let key = url.absoluteString
+        XCTAssertNotNil(cache.peek(key: key, filling: (500, 500)))
+        XCTAssertEqual(callbacks.sync { target.history }, [Self.placeholderWidth, 7_400, 7_400])
+        XCTAssertEqual(server.requestCount("/laid-out.png"), 1)
+        guard case .image(.disk) = callbacks.sync(execute: { binder.state }) else { return XCTFail("not from disk") }
+
+        // And a layout that changes nothing that matters binds nothing
+        let requests = cache.statistics().requests
+        callbacks.sync { binder.resized(to: CGSize(width: 400, height: 500), scale: nil) }
+        XCTAssertEqual(cache.statistics().requests, requests)
+    }
+
     func testStoringAKeyReplacesItsSizesInMemory() throws {
         // Given an image bound at a size
         let cache = makeCache()

@@ -63,8 +63,8 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (placeholder: Image?, failureImage: Image?, cache: ImageCache, memoryKey: Key?,
-                              transition: Transition)?
+        private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
+                              memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?)?
         private var task: FetchTask?
         private var generation = 0  // of the binding: a callback of an earlier one is ignored
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -113,9 +113,12 @@ nonisolated extension ImageCache {
 
         /// `scale`: the display scale of the target's screen (a view's), which the image carries;
         /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        /// `keepsShowing`: the image shown stays until this binding's comes (a new size of the same
+        /// image).
         @discardableResult
         internal func bind(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
-                              _ cache: ImageCache, _ transition: Transition, scale: Double?) -> FetchTask? {
+                           _ cache: ImageCache, _ transition: Transition, scale: Double?,
+                           keepsShowing: Bool = false) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
@@ -126,11 +129,11 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
-            binding = (placeholder, failureImage, cache, memoryKey, transition)
+            binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size, or whole (ready to draw): set at once. A whole image that a
             // bounded decode made smaller than this size is shown meanwhile, and replaced.
-            var meanwhile = false
+            var meanwhile = keepsShowing
             if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
             if let size, let whole = cache.peek(key: load.key.string) {
                 show(whole, .image(.memory))
@@ -146,6 +149,22 @@ nonisolated extension ImageCache {
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
             return task
+        }
+
+        /// The target's size is now `pixelSize` (a view laid out after it was bound): if the binding
+        /// was made for a size that ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong
+        /// for it, it binds again at this size, keeping what the target shows until that image comes.
+        internal func resized(to pixelSize: CGSize?, scale: Double?) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard let binding, let load = binding.load, let laidOut = ImageCache.pixels(pixelSize),
+                  ImageCache.redecodes(bound: binding.size, laidOut: laidOut,
+                                       decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
+            switch state {
+            case .loading, .image: break
+            case .idle, .placeholder, .failed: return
+            }
+            bind(load, binding.placeholder, binding.failureImage, pixelSize, binding.cache, binding.transition,
+                 scale: scale, keepsShowing: true)
         }
 
         /// Cancels the load under way, if any; what the target shows stays (`loading` becomes `idle`).
@@ -312,8 +331,8 @@ extension ImageCache.ImageView {
     public func setImage(with url: URL?, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage, pixels(targetSize),
-                         cache, transition, scale: displayScale)
+        bound(imageBinder.bind(url.map { ImageCache.Load($0, key: key) }, placeholder, failureImage,
+                               pixels(targetSize), cache, transition, scale: displayScale), sized: targetSize != nil)
     }
 
     /// Shows the image that `request` loads here, as `setImage(with url:...)` shows a URL's; the
@@ -323,8 +342,23 @@ extension ImageCache.ImageView {
     public func setImage(with request: URLRequest, key: String? = nil, placeholder: ImageCache.Image? = nil,
                          failureImage: ImageCache.Image? = nil, targetSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
-        imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize), cache,
-                         transition, scale: displayScale)
+        bound(imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize),
+                               cache, transition, scale: displayScale), sized: targetSize != nil)
+    }
+
+    /// After a binding to the view's bounds, which are often not laid out yet (zero in a new cell,
+    /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
+    /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
+    private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
+        if !sized {
+            DispatchQueue.main.async { [weak self] in
+                MainActor.assumeIsolated {
+                    guard let self else { return }
+                    self.imageBinder.resized(to: self.pixels(nil), scale: self.displayScale)
+                }
+            }
+        }
+        return task
     }
 
     /// `size` (the view's bounds by default) in the screen's pixels.

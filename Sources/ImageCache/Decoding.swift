@@ -141,6 +141,18 @@ nonisolated extension ImageCache {
         return whole.width < target.width || whole.height < target.height
     }
 
+    /// Whether a binding made for `bound` pixels (nil: none, a view not laid out: a whole decode,
+    /// whose longest side is at most `decodeBound`) is wrong for the `laidOut` size it has now, so
+    /// that it binds again: it is smaller on a side (blurry), or at least twice as large on both
+    /// (four times the memory and more).
+    internal static func redecodes(bound: (width: Int, height: Int)?, laidOut: (width: Int, height: Int),
+                                   decodeBound: Int) -> Bool {
+        let bound = bound ?? (decodeBound, decodeBound)
+        let blurry = bound.width < laidOut.width || bound.height < laidOut.height
+        let oversized = bound.width / 2 >= laidOut.width && bound.height / 2 >= laidOut.height
+        return blurry || oversized
+    }
+
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
