@@ -33,13 +33,14 @@
 // the one way to the disk); DiskFiles; Decoding; Formats (the structural check); Screen; Helpers;
 // and, in the package's own builds only, Testing.
 //
-// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), which finds
-// nothing in memory and makes a `Download`; (2) `lookUpOnDisk` (Downloads) misses and
-// queues it on its lane; (3) `startNetwork` (Transport) sends it through the `Transport`;
-// (4) the transport's delegate keeps the bytes and hands the ended transfer to `transferred`, which
-// checks the body and has it decoded; (5) `networkFinished` puts the entry in memory (`_insert`,
-// MemoryTier) and queues its file's write (`_queueOnDisk`); (6) `deliver` and `complete`
-// (Delivery) run each waiter's callback on its queue.
+// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
+// finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
+// reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
+// through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
+// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` judges the
+// attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
+// queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
+// each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
