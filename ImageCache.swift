@@ -1296,7 +1296,7 @@ nonisolated extension ImageCache {
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?)?
         private var task: FetchTask?
-        private var generation = 0  // of the binding: a callback of an earlier one is ignored
+        fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
 
@@ -1361,20 +1361,28 @@ nonisolated extension ImageCache {
             task = nil
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
-            // In memory at this size, or whole (ready to draw): set at once. A whole image that a
-            // bounded decode made smaller than this size is shown meanwhile, and replaced.
-            var meanwhile = keepsShowing
+            // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
-            if let size, let whole = cache.peek(key: load.key.string) {
+            // Whole (ready to draw), unless this size is asked for itself: set at once. A whole image
+            // that a bounded decode made smaller than this size is shown meanwhile, and replaced.
+            var meanwhile = false
+            if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
                 show(whole, .image(.memory))
                 guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
                                           decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
             }
-            // Bound again to the image it shows (a reload), or showing a smaller one: no placeholder meanwhile.
-            if case .image = state, sameKey || meanwhile { state = .loading } else { show(placeholder, .loading) }
+            // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
+            // no placeholder meanwhile.
+            if keepsShowing {
+                state = .loading
+            } else if case .image = state, sameKey || meanwhile {
+                state = .loading
+            } else {
+                show(placeholder, .loading)
+            }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.takesWholeUnderWay) = (memoryKey, decoder, !keepsShowing)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
@@ -1382,11 +1390,13 @@ nonisolated extension ImageCache {
         }
 
         /// The target's size is now `pixelSize` (a view laid out after it was bound): if the binding
-        /// was made for a size that ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong
-        /// for it, it binds again at this size, keeping what the target shows until that image comes.
-        fileprivate func resized(to pixelSize: CGSize?, scale: Double?) {
+        /// `generation` is still the latest and was made for a size that
+        /// ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong for it, it binds again at
+        /// this size, its own decode (not a whole image), keeping what the target shows until it comes.
+        fileprivate func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
             dispatchPrecondition(condition: .onQueue(queue))
-            guard let binding, let load = binding.load, let laidOut = ImageCache.pixels(pixelSize),
+            guard generation == self.generation, let binding, let load = binding.load,
+                  let laidOut = ImageCache.pixels(pixelSize),
                   ImageCache.redecodes(bound: binding.size, laidOut: laidOut,
                                        decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
@@ -1581,10 +1591,11 @@ extension ImageCache.ImageView {
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
         if !sized {
+            let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
                 MainActor.assumeIsolated {
                     guard let self else { return }
-                    self.imageBinder.resized(to: self.pixels(nil), scale: self.displayScale)
+                    self.imageBinder.resized(to: self.pixels(nil), scale: self.displayScale, binding: generation)
                 }
             }
         }
@@ -1764,6 +1775,9 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        /// A binder's request at a size may take the whole image of a download of its key under way
+        /// (false: the size is asked for itself, for a view laid out at it).
+        var takesWholeUnderWay = true
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -1868,7 +1882,8 @@ nonisolated extension ImageCache {
         }
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] {
+        if key.size != 0, load.takesWholeUnderWay,
+           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
             return .joined(started: _join(task, whole, fast: load.lane == .fast))
         }
         let download = Download(load, limits: _decodeLimits)
@@ -2274,16 +2289,28 @@ nonisolated extension ImageCache {
     }
 
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    /// The file is read here, and decoded here only by a decoder that is cheap (Linux's check of an
-    /// image); any other decodes on a decode worker, so that no decode holds the disk queue's
-    /// writes and look-ups.
+    /// The file is read here, and decoded on a decode worker, so that no decode holds the disk
+    /// queue's writes and look-ups; but here when its decoder is cheap (Linux's check of an image),
+    /// or when the workers already have a backlog (the files read ahead, each holding its bytes,
+    /// stay within `Decodes.width` times two). A download no longer wanted is not decoded.
     fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
         let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap else {
+        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
-        decodes.async { self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now) }
+        decodes.async {
+            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+        }
+    }
+
+    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
+    private func isCheckingDisk(_ download: Download) -> Bool {
+        lock.withLock {
+            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
+            return true
+        }
     }
 
     /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
@@ -2668,6 +2695,9 @@ nonisolated extension ImageCache {
         init(label: String) {
             queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
         }
+
+        /// How many decodes wait for a worker.
+        var backlog: Int { lock.withLock { waiting.count } }
 
         func async(_ work: @escaping @Sendable () -> Void) {
             let starts: Bool = lock.withLock {
@@ -3474,7 +3504,9 @@ nonisolated extension ImageCache {
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
+        // Frames, not the references to them: a frame shown for several units is repeated.
+        let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
+        let pixels = Double(size.width) * Double(size.height) * Double(frames)
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
         let size = pixelSize(of: image)
@@ -4586,11 +4618,10 @@ nonisolated extension ImageCache {
                 }
                 if matches("fcTL".utf8, at: offset + 4) {
                     controls += 1
-                    if be32(offset) >= 26 {  // delay_num / delay_den (0: hundredths), after 20 bytes
-                        let denominator = be16(offset + 30)
-                        let delay = Double(be16(offset + 28)) / Double(denominator == 0 ? 100 : denominator)
-                        timing.durations.append(frameDuration(delay: delay))
-                    }
+                    // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
+                    let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
+                    let delay = be32(offset) < 26 ? nil : Double(be16(offset + 28)) / denominator
+                    timing.durations.append(frameDuration(delay: delay))
                 }
                 offset = end
             }

@@ -65,6 +65,15 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(ImageCache.Image(data: Self.apng(claiming: 2, plays: 0))?.playCount, 0, "0 plays forever")
     }
 
+    func testAnAPNGFrameControlTooShortForADelayStillHasADuration() {
+        // Given an APNG whose second fcTL chunk is 4 bytes: no delay in it
+        let image = ImageCache.Image(data: Self.apng(claiming: 2, delays: [(1, 2), (1, 2)], shortSecondControl: true))
+
+        // Then each frame has a duration, the second the default
+        XCTAssertEqual(image?.frameCount, 2)
+        XCTAssertEqual(image?.frameDurations, [0.5, 0.1])
+    }
+
     func testStillImagesHaveNoFrameDurationsAndPlayOnce() {
         for name in ["photo.png", "photo.jpg", "palette.gif", "lossy.webp"] {
             XCTAssertEqual(ImageCache.Image(data: fixture(name))?.frameDurations, [], name)
@@ -229,7 +238,7 @@ final class AnimatedImageTests: CacheTestCase {
     /// A 2 x 2 APNG of two frames (its default image, then one `fdAT`) whose `acTL` claims `claimed`.
     /// `plays` is acTL's `num_plays` (0: forever); `delays` the two frames' delay_num / delay_den.
     static func apng(claiming claimed: UInt32, plays: UInt32 = 0,
-                     delays: [(UInt8, UInt8)] = [(10, 100), (10, 100)]) -> Data {
+                     delays: [(UInt8, UInt8)] = [(10, 100), (10, 100)], shortSecondControl: Bool = false) -> Data {
         let png = PNGEncoder.rgb(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 12))
         // PNGEncoder writes the signature, IHDR (33 bytes in all), one IDAT, then IEND (12 bytes).
         let idat = png.subdata(in: 33..<(png.count - 12))
@@ -242,7 +251,7 @@ final class AnimatedImageTests: CacheTestCase {
         var apng = png.prefix(33)
         apng += chunk("acTL", be32(claimed) + be32(plays))
         apng += chunk("fcTL", frameControl(0, frame: 0)) + idat
-        apng += chunk("fcTL", frameControl(1, frame: 1)) + chunk("fdAT", be32(2) + zlib)
+        apng += chunk("fcTL", shortSecondControl ? be32(1) : frameControl(1, frame: 1)) + chunk("fdAT", be32(2) + zlib)
         return apng + png.suffix(12)
     }
 

@@ -637,7 +637,7 @@ final class BinderTests: BinderTestCase {
         // When layout gives it 500 x 500 pixels
         let second = expectation(description: "shown at the laid-out size")
         target.onSet = { if $0?.width == 7_400 { second.fulfill() } }
-        callbacks.sync { binder.resized(to: CGSize(width: 500, height: 500), scale: nil) }
+        callbacks.sync { binder.resized(to: CGSize(width: 500, height: 500), scale: nil, binding: binder.generation) }
         wait(for: [second], timeout: 10)
 
         // Then the image came again at that size, from the file, with no placeholder in between
@@ -649,8 +649,59 @@ final class BinderTests: BinderTestCase {
 
         // And a layout that changes nothing that matters binds nothing
         let requests = cache.statistics().requests
-        callbacks.sync { binder.resized(to: CGSize(width: 400, height: 500), scale: nil) }
+        callbacks.sync { binder.resized(to: CGSize(width: 400, height: 500), scale: nil, binding: binder.generation) }
         XCTAssertEqual(cache.statistics().requests, requests)
+    }
+
+    func testABinderBoundWholeAndLaidOutSmallerGetsItsOwnSizeNotTheWholeImageAgain() {
+        // Given a target bound before layout (no size: the whole image), showing it
+        let cache = makeCache()
+        let url = serveImage("/whole-then-laid-out.png", width: 7_500)
+        let (target, binder) = makeTarget()
+        let first = expectation(description: "shown whole")
+        target.onSet = { if $0?.width == 7_500 { first.fulfill() } }
+        callbacks.sync {
+            target.expected = 7_500
+            _ = binder.bind(url, placeholder: placeholder, cache: cache)
+        }
+        wait(for: [first], timeout: 10)
+
+        // When layout gives it 180 x 180 pixels
+        let second = expectation(description: "shown at its own size")
+        target.onSet = { if $0?.width == 7_500 { second.fulfill() } }
+        callbacks.sync { binder.resized(to: CGSize(width: 180, height: 180), scale: nil, binding: binder.generation) }
+        wait(for: [second], timeout: 10)
+
+        // Then it asked for its own size (an entry of its own, from the file), not the whole image in
+        // memory, with no placeholder in between
+        XCTAssertNotNil(cache.peek(key: url.absoluteString, filling: (180, 180)))
+        XCTAssertEqual(callbacks.sync { target.history }, [Self.placeholderWidth, 7_500, 7_500])
+        guard case .image(.disk) = callbacks.sync(execute: { binder.state }) else { return XCTFail("not from disk") }
+    }
+
+    func testALayoutLookedAtForAnEarlierBindingLeavesALaterOneAlone() {
+        // Given a binding to the bounds, then at once one with a size of its own
+        let cache = makeCache()
+        let url = serveImage("/rebound.png", width: 7_600)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "shown at the given size")
+        target.onSet = { if $0?.width == 7_600 { shown.fulfill() } }
+        let earlier: Int = callbacks.sync {
+            _ = binder.bind(url, placeholder: placeholder, cache: cache)
+            let earlier = binder.generation
+            target.expected = 7_600
+            _ = binder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 40, height: 40), cache: cache)
+            return earlier
+        }
+        wait(for: [shown], timeout: 10)
+
+        // When the look at the layout made for the first one comes
+        let requests = cache.statistics().requests
+        callbacks.sync { binder.resized(to: CGSize(width: 500, height: 500), scale: nil, binding: earlier) }
+
+        // Then nothing is bound again
+        XCTAssertEqual(cache.statistics().requests, requests)
+        XCTAssertNil(cache.peek(key: url.absoluteString, filling: (500, 500)))
     }
 
     func testStoringAKeyReplacesItsSizesInMemory() throws {

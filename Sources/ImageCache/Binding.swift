@@ -66,7 +66,7 @@ nonisolated extension ImageCache {
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?)?
         private var task: FetchTask?
-        private var generation = 0  // of the binding: a callback of an earlier one is ignored
+        internal private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
 
@@ -131,20 +131,28 @@ nonisolated extension ImageCache {
             task = nil
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
-            // In memory at this size, or whole (ready to draw): set at once. A whole image that a
-            // bounded decode made smaller than this size is shown meanwhile, and replaced.
-            var meanwhile = keepsShowing
+            // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
-            if let size, let whole = cache.peek(key: load.key.string) {
+            // Whole (ready to draw), unless this size is asked for itself: set at once. A whole image
+            // that a bounded decode made smaller than this size is shown meanwhile, and replaced.
+            var meanwhile = false
+            if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
                 show(whole, .image(.memory))
                 guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
                                           decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
             }
-            // Bound again to the image it shows (a reload), or showing a smaller one: no placeholder meanwhile.
-            if case .image = state, sameKey || meanwhile { state = .loading } else { show(placeholder, .loading) }
+            // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
+            // no placeholder meanwhile.
+            if keepsShowing {
+                state = .loading
+            } else if case .image = state, sameKey || meanwhile {
+                state = .loading
+            } else {
+                show(placeholder, .loading)
+            }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.takesWholeUnderWay) = (memoryKey, decoder, !keepsShowing)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
@@ -152,11 +160,13 @@ nonisolated extension ImageCache {
         }
 
         /// The target's size is now `pixelSize` (a view laid out after it was bound): if the binding
-        /// was made for a size that ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong
-        /// for it, it binds again at this size, keeping what the target shows until that image comes.
-        internal func resized(to pixelSize: CGSize?, scale: Double?) {
+        /// `generation` is still the latest and was made for a size that
+        /// ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong for it, it binds again at
+        /// this size, its own decode (not a whole image), keeping what the target shows until it comes.
+        internal func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
             dispatchPrecondition(condition: .onQueue(queue))
-            guard let binding, let load = binding.load, let laidOut = ImageCache.pixels(pixelSize),
+            guard generation == self.generation, let binding, let load = binding.load,
+                  let laidOut = ImageCache.pixels(pixelSize),
                   ImageCache.redecodes(bound: binding.size, laidOut: laidOut,
                                        decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
@@ -351,10 +361,11 @@ extension ImageCache.ImageView {
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
         if !sized {
+            let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
                 MainActor.assumeIsolated {
                     guard let self else { return }
-                    self.imageBinder.resized(to: self.pixels(nil), scale: self.displayScale)
+                    self.imageBinder.resized(to: self.pixels(nil), scale: self.displayScale, binding: generation)
                 }
             }
         }

@@ -209,16 +209,28 @@ nonisolated extension ImageCache {
     }
 
     /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    /// The file is read here, and decoded here only by a decoder that is cheap (Linux's check of an
-    /// image); any other decodes on a decode worker, so that no decode holds the disk queue's
-    /// writes and look-ups.
+    /// The file is read here, and decoded on a decode worker, so that no decode holds the disk
+    /// queue's writes and look-ups; but here when its decoder is cheap (Linux's check of an image),
+    /// or when the workers already have a backlog (the files read ahead, each holding its bytes,
+    /// stay within `Decodes.width` times two). A download no longer wanted is not decoded.
     internal func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
         let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap else {
+        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
-        decodes.async { self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now) }
+        decodes.async {
+            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+        }
+    }
+
+    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
+    private func isCheckingDisk(_ download: Download) -> Bool {
+        lock.withLock {
+            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
+            return true
+        }
     }
 
     /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),

@@ -86,11 +86,10 @@ nonisolated extension ImageCache {
                 }
                 if matches("fcTL".utf8, at: offset + 4) {
                     controls += 1
-                    if be32(offset) >= 26 {  // delay_num / delay_den (0: hundredths), after 20 bytes
-                        let denominator = be16(offset + 30)
-                        let delay = Double(be16(offset + 28)) / Double(denominator == 0 ? 100 : denominator)
-                        timing.durations.append(frameDuration(delay: delay))
-                    }
+                    // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
+                    let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
+                    let delay = be32(offset) < 26 ? nil : Double(be16(offset + 28)) / denominator
+                    timing.durations.append(frameDuration(delay: delay))
                 }
                 offset = end
             }

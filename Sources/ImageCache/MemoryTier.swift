@@ -311,7 +311,9 @@ nonisolated extension ImageCache {
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height) * Double(image.images?.count ?? 1)
+        // Frames, not the references to them: a frame shown for several units is repeated.
+        let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
+        let pixels = Double(size.width) * Double(size.height) * Double(frames)
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
         let size = pixelSize(of: image)

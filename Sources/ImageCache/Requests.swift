@@ -90,6 +90,9 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        /// A binder's request at a size may take the whole image of a download of its key under way
+        /// (false: the size is asked for itself, for a view laid out at it).
+        var takesWholeUnderWay = true
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -194,7 +197,8 @@ nonisolated extension ImageCache {
         }
         // A binder's request at a size shares a download of its key under way (a prefetch's,
         // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, case .loading(let whole)? = _state.entries[Key(string: key.string)] {
+        if key.size != 0, load.takesWholeUnderWay,
+           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
             return .joined(started: _join(task, whole, fast: load.lane == .fast))
         }
         let download = Download(load, limits: _decodeLimits)

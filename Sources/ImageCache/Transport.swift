@@ -324,6 +324,9 @@ nonisolated extension ImageCache {
             queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
         }
 
+        /// How many decodes wait for a worker.
+        var backlog: Int { lock.withLock { waiting.count } }
+
         func async(_ work: @escaping @Sendable () -> Void) {
             let starts: Bool = lock.withLock {
                 guard running < Self.width else { waiting.append(work); return false }
