@@ -18,6 +18,7 @@ final class HostSharingTests: CacheTestCase {
         // Given 4 slots, and one host that answers when the test says so
         let cache = makeCache()
         cache.maxConcurrentDownloads = 4
+        cache.stallTime = 60  // held requests must keep their slots however slow the machine
         let gate = Gate()
         defer { gate.open() }
         serveBehind(gate, prefix: "/held/")
@@ -39,6 +40,7 @@ final class HostSharingTests: CacheTestCase {
         // host's waiting
         let cache = makeCache()
         cache.maxConcurrentDownloads = 4
+        cache.stallTime = 60  // held requests must keep their slots however slow the machine
         let blockers = Gate(), waves = Gate()
         defer { blockers.open(); waves.open() }
         serveBehind(blockers, prefix: "/block/")

@@ -30,6 +30,7 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
+        fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         let host: String  // the server it is downloaded from, as `Lanes` shares slots between them
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
@@ -77,19 +78,23 @@ nonisolated extension ImageCache {
     }
 
     /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
-    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
+    /// download's lane, phase or stall goes through `move` or `stall`, so the counts cannot drift
+    /// from the downloads.
     ///
-    /// When a slot frees, it goes to the host with the fewest transfers under way, its oldest
-    /// download first: a host alone gets every slot, and one with a slow server cannot take them
-    /// all while others wait.
+    /// A transfer that stalls (see ``ImageCache/stallTime``) holds no slot of its lane, fast or slow,
+    /// while at most `maxStalled` are stalled; those beyond that hold a fast-lane slot each (and keep
+    /// the slow lane waiting), so that the transfers under way stay within both limits together. When a slot frees, it goes to the host with the
+    /// fewest transfers under way (stalled ones included), its oldest download first: a host alone
+    /// gets every slot, and one with a stalled or slow server cannot take them all while others wait.
     internal struct Lanes {
         private var fastQueue = Waiting()
         private var slowQueue = Waiting()
         private var tickets: UInt64 = 0
         private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private(set) var runningFast = 0
-        private(set) var runningSlow = 0
-        private var underWay: [String: Int] = [:]  // transfers under way by host
+        private(set) var runningFast = 0  // not stalled
+        private(set) var runningSlow = 0  // not stalled
+        private(set) var stalled = 0  // transfers under way that stalled, of either lane
+        private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
@@ -100,15 +105,26 @@ nonisolated extension ImageCache {
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
+            if case .running = phase {} else { download.stalled = false }  // the next attempt starts afresh
             count(download, +1)
+        }
+
+        /// Marks a running download's transfer as stalled or not; false if that changes nothing.
+        mutating func stall(_ download: Download, _ stalled: Bool) -> Bool {
+            guard case .running = download.phase, download.stalled != stalled else { return false }
+            count(download, -1)
+            download.stalled = stalled
+            count(download, +1)
+            return true
         }
 
         /// Takes downloads off the queues as far as the limits allow and marks them running. A
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
-        mutating func startReady(maxFast: Int) -> [Download] {
+        /// So do stalled transfers beyond `maxStalled`.
+        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
             var started: [Download] = []
-            let held = max(0, decoding - Decodes.width)
+            let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
@@ -139,7 +155,7 @@ nonisolated extension ImageCache {
                 }
                 fast ? fastQueue.count(download, sign) : slowQueue.count(download, sign)
             case .running:
-                if fast { runningFast += sign } else { runningSlow += sign }
+                if download.stalled { stalled += sign } else if fast { runningFast += sign } else { runningSlow += sign }
                 let host = underWay[download.host, default: 0] + sign
                 underWay[download.host] = host == 0 ? nil : host
             case .decoding:
@@ -336,7 +352,8 @@ nonisolated extension ImageCache {
 
     /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
     internal func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
+                                maxStalled: _state.settings.maxStalledDownloads)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
