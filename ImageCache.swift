@@ -227,6 +227,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var usesServerMaxAge = false
         var servesStaleWhenOffline = false
         var maxConcurrentDownloads = 6
+        var stallTime: TimeInterval = 1
+        var maxStalledDownloads = 6
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
@@ -787,6 +789,30 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
+    /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
+    /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines
+    /// (``requestTimeout``, ``downloadTimeLimit``): it may still finish. It takes a slot back when
+    /// bytes come again; `onEvent` hears `.stalled` and `.resumed`. 1 by default; values are clamped
+    /// to 0.1...86,400. Applies to attempts that start after it changes.
+    public var stallTime: TimeInterval {
+        get { setting(\.stallTime) }
+        set { change(\.stallTime, to: min(max(0.1, newValue.isNaN ? 1 : newValue), 86_400)) }
+    }
+
+    /// How many stalled transfers (see ``stallTime``) may hold no lane slot at once. Those beyond it
+    /// hold a fast-lane slot each, so that no more than ``maxConcurrentDownloads`` plus this many
+    /// transfers (and the slow lane's one) are under way: a thousand URLs of a dead server do not
+    /// open a thousand connections. 6 by default; values below 0 are clamped to 0 (every stalled
+    /// transfer then holds a fast-lane slot).
+    public var maxStalledDownloads: Int {
+        get { setting(\.maxStalledDownloads) }
+        set {
+            let started = change(\.maxStalledDownloads, to: max(0, newValue), then: { _startReadyDownloads() })
+            startNetwork(started)
+        }
+    }
+
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
     /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {
@@ -1013,6 +1039,12 @@ nonisolated extension ImageCache {
         case failed(URL, Error)
         /// The disk tier could not do something; the cache goes on with memory and the network.
         case diskProblem(String)
+        /// A transfer of `url` has received nothing for `seconds` (no response yet, or no bytes
+        /// since the last; see ``ImageCache/stallTime``): it holds no lane slot now, and goes on.
+        case stalled(URL, seconds: TimeInterval)
+        /// A stalled transfer of `url` received bytes again after `seconds` without any: it holds a
+        /// lane slot again.
+        case resumed(URL, seconds: TimeInterval)
     }
 
     /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
@@ -1035,6 +1067,12 @@ nonisolated extension ImageCache {
         /// Downloads and lookups that ended in a failure (each counted once, however many requests
         /// waited for it), and entries evicted from memory by its limits.
         public var failures = 0, evictions = 0
+        /// Transfers that stalled (see ``ImageCache/stallTime``), and stalled transfers that
+        /// received bytes again; a transfer may stall and resume more than once.
+        public var stalls = 0, resumes = 0
+        /// Transfers stalled now: under way, holding no lane slot unless ``ImageCache/maxStalledDownloads``
+        /// is passed.
+        public var stalledNow = 0
         /// Calls of `peek`, and those that returned an image.
         public var peeks = 0, peekHits = 0
         /// What memory holds now: entries and their cost in bytes (second chance not included).
@@ -1054,6 +1092,7 @@ nonisolated extension ImageCache {
         lock.withLock {
             var counts = _state.counts
             (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
+            counts.stalledNow = _state.lanes.stalled
             return counts
         }
     }
@@ -2110,6 +2149,8 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
+        fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
+        let host: String  // the server it is downloaded from, as `Lanes` shares slots between them
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
@@ -2145,21 +2186,34 @@ nonisolated extension ImageCache {
             self.load = load
             lane = load.lane
             self.limits = limits
+            host = load.url.map(Self.host(of:)) ?? ""
+        }
+
+        /// The server of `url`: its host, and its port if it names one.
+        static func host(of url: URL) -> String {
+            let host = url.host?.lowercased() ?? ""
+            return url.port.map { "\(host):\($0)" } ?? host
         }
     }
 
     /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
-    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
-    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
-    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
+    /// download's lane, phase or stall goes through `move` or `stall`, so the counts cannot drift
+    /// from the downloads.
+    ///
+    /// A transfer that stalls (see ``ImageCache/stallTime``) holds no slot of its lane, fast or slow,
+    /// while at most `maxStalled` are stalled; those beyond that hold a fast-lane slot each (and keep
+    /// the slow lane waiting), so that the transfers under way stay within both limits together. When a slot frees, it goes to the host with the
+    /// fewest transfers under way (stalled ones included), its oldest download first: a host alone
+    /// gets every slot, and one with a stalled or slow server cannot take them all while others wait.
     fileprivate struct Lanes {
-        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var queuedFast = 0  // live places in `fastQueue`
+        private var fastQueue = Waiting()
+        private var slowQueue = Waiting()
         private var tickets: UInt64 = 0
         private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private(set) var runningFast = 0
-        private(set) var runningSlow = 0
+        private(set) var runningFast = 0  // not stalled
+        private(set) var runningSlow = 0  // not stalled
+        private(set) var stalled = 0  // transfers under way that stalled, of either lane
+        private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
@@ -2170,33 +2224,36 @@ nonisolated extension ImageCache {
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
+            if case .running = phase {} else { download.stalled = false }  // the next attempt starts afresh
             count(download, +1)
+        }
+
+        /// Marks a running download's transfer as stalled or not; false if that changes nothing.
+        mutating func stall(_ download: Download, _ stalled: Bool) -> Bool {
+            guard case .running = download.phase, download.stalled != stalled else { return false }
+            count(download, -1)
+            download.stalled = stalled
+            count(download, +1)
+            return true
         }
 
         /// Takes downloads off the queues as far as the limits allow and marks them running. A
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
-        mutating func startReady(maxFast: Int) -> [Download] {
+        /// So do stalled transfers beyond `maxStalled`.
+        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
             var started: [Download] = []
-            let held = max(0, decoding - Decodes.width)
-            while runningFast + held < maxFast, let download = Self.popLive(&fastQueue) {
+            let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
+            while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = Self.popLive(&slowQueue) {
+            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
+                  let download = slowQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
             return started
-        }
-
-        /// The first download still queued where `queue` has it, past the stale places before it.
-        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
-            while let (download, ticket) = queue.popFirst() {
-                if case .queued = download.phase, download.ticket == ticket { return download }
-            }
-            return nil
         }
 
         private mutating func start(_ download: Download) {
@@ -2211,18 +2268,70 @@ nonisolated extension ImageCache {
             case .checkingDisk where fast:
                 checkingFast += sign
             case .queued:
-                if fast { queuedFast += sign }
                 if sign > 0 {
                     tickets += 1
                     download.ticket = tickets
-                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
                 }
+                fast ? fastQueue.count(download, sign) : slowQueue.count(download, sign)
             case .running:
-                if fast { runningFast += sign } else { runningSlow += sign }
+                if download.stalled { stalled += sign } else if fast { runningFast += sign } else { runningSlow += sign }
+                let host = underWay[download.host, default: 0] + sign
+                underWay[download.host] = host == 0 ? nil : host
             case .decoding:
                 decoding += sign
             case .new, .checkingDisk, .waitingToRetry, .done:
                 break
+            }
+        }
+
+        /// The downloads queued on one lane, by host, each host's in the order they were queued. A
+        /// download that leaves the queue stays in it, stale, until it reaches its host's front (a
+        /// ticket tells a live place from a stale one): leaving costs O(1), so cancelling n queued
+        /// downloads is O(n). Taking one costs O(hosts with downloads queued).
+        private struct Waiting {
+            private var hosts: [String: FIFO<(download: Download, ticket: UInt64)>] = [:]
+            private(set) var live = 0  // live places
+
+            /// Adds (`+1`, at the back of its host's queue) or takes away (`-1`) a queued download.
+            mutating func count(_ download: Download, _ sign: Int) {
+                live += sign
+                if sign > 0 { hosts[download.host, default: FIFO()].append((download, download.ticket)) }
+            }
+
+            /// The oldest download of the host with the fewest transfers `underWay`, past the stale
+            /// places before it.
+            mutating func pop(_ underWay: [String: Int]) -> Download? {
+                guard live > 0 else {
+                    if !hosts.isEmpty { hosts = [:] }  // stale places only
+                    return nil
+                }
+                var best: (index: Dictionary<String, FIFO<(download: Download, ticket: UInt64)>>.Index,
+                           underWay: Int, ticket: UInt64)?
+                var emptied = false  // a host whose places were all stale
+                var index = hosts.startIndex
+                while index != hosts.endIndex {
+                    while let (download, ticket) = hosts.values[index].first, !Self.isLive(download, ticket) {
+                        _ = hosts.values[index].popFirst()
+                    }
+                    if let (_, ticket) = hosts.values[index].first {
+                        let load = underWay[hosts.keys[index]] ?? 0
+                        if best.map({ (load, ticket) < ($0.underWay, $0.ticket) }) ?? true {
+                            best = (index, load, ticket)
+                        }
+                    } else {
+                        emptied = true
+                    }
+                    hosts.formIndex(after: &index)
+                }
+                guard let best else { return nil }
+                let download = hosts.values[best.index].popFirst()?.download
+                if emptied { hosts = hosts.filter { $0.value.count > 0 } }
+                return download
+            }
+
+            private static func isLive(_ download: Download, _ ticket: UInt64) -> Bool {
+                if case .queued = download.phase { return download.ticket == ticket }
+                return false
             }
         }
     }
@@ -2370,7 +2479,8 @@ nonisolated extension ImageCache {
 
     /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
     fileprivate func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
+                                maxStalled: _state.settings.maxStalledDownloads)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
@@ -2407,7 +2517,8 @@ nonisolated extension ImageCache {
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload,
+                                                  seconds: _state.settings.downloadTimeLimit,
+                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return task
@@ -2458,13 +2569,26 @@ nonisolated extension ImageCache {
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
+        let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
+        // Guarded by the transport's lock: when it last received anything (the response or bytes),
+        // in uptime nanoseconds, whether it has stalled since, and how long it was quiet when it
+        // stalled or resumed.
+        var heardAt: UInt64
+        var stalled = false
+        var quiet: UInt64 = 0
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?,
-             sentAt: TimeInterval) {
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval,
+             stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
             (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
             self.sentAt = sentAt
-            deadline = .now() + seconds
+            let now = DispatchTime.now()
+            deadline = now + seconds
+            heardAt = now.uptimeNanoseconds
+            self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
+
+        /// When it stalls if it receives nothing before.
+        var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
     }
 
     /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
@@ -2494,12 +2618,13 @@ nonisolated extension ImageCache {
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
-                  stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale, sentAt: sentAt)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
+                                        stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
-                _setTimer(for: transfer.deadline)
+                _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
         }
@@ -2529,15 +2654,33 @@ nonisolated extension ImageCache {
             }
         }
 
-        private func transfer(for task: URLSessionTask) -> Transfer? {
-            lock.withLock { transfers[ObjectIdentifier(task)] }
+        /// The transfer of `task`, which has just received something at `now` (uptime nanoseconds),
+        /// and whether it resumed so: the cache must then hear of it.
+        private func heard(_ task: URLSessionTask, at now: UInt64) -> (Transfer, resumed: Bool)? {
+            lock.withLock {
+                guard let transfer = transfers[ObjectIdentifier(task)] else { return nil }
+                defer { transfer.heardAt = now }
+                guard transfer.stalled else { return (transfer, false) }
+                transfer.stalled = false
+                transfer.quiet = now - transfer.heardAt
+                _setTimer(for: DispatchTime(uptimeNanoseconds: now + transfer.stallTime))
+                return (transfer, true)
+            }
+        }
+
+        /// Whether `transfer` is stalled now, and how long it was quiet when it stalled or resumed.
+        fileprivate func stallState(_ transfer: Transfer) -> (stalled: Bool, quiet: TimeInterval) {
+            lock.withLock { (transfer.stalled, TimeInterval(transfer.quiet) / 1_000_000_000) }
         }
 
         /// The response head: stops at once on an error status or an announced length over the
         /// limit, so that neither body is read.
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-            guard let transfer = transfer(for: dataTask) else { return completionHandler(.cancel) }
+            guard let (transfer, resumed) = heard(dataTask, at: DispatchTime.now().uptimeNanoseconds) else {
+                return completionHandler(.cancel)
+            }
+            if resumed { cache?.stallChanged(transfer) }
             transfer.response = response
             let length = response.expectedContentLength
             // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
@@ -2556,14 +2699,15 @@ nonisolated extension ImageCache {
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            guard let transfer = transfer(for: dataTask),
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
+            if resumed { cache?.stallChanged(transfer) }
             guard transfer.data.count + data.count <= transfer.limit else {
                 transfer.failure = .tooLarge(limit: transfer.limit)
                 return stop(transfer, nil)
             }
             transfer.data.append(data)
-            let now = DispatchTime.now().uptimeNanoseconds
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
                 cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
@@ -2608,24 +2752,54 @@ nonisolated extension ImageCache {
             self.timer = timer
         }
 
-        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), and sets
-        /// the timer for the next deadline, if any transfer is left.
+        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), tells the
+        /// cache of those that stalled, and sets the timer for the next deadline or stall, if any
+        /// transfer is left. A transfer that receives bytes moves no timer: the timer finds out here,
+        /// when it fires for the time the transfer would have stalled at.
         private func deadlinesPassed() {
             let now = DispatchTime.now()
-            let late: [URLSessionDataTask] = lock.withLock {
+            let (late, stalled): ([URLSessionDataTask], [Transfer]) = lock.withLock {
                 nextDeadline = nil
-                var late: [URLSessionDataTask] = []
+                var (late, stalled): ([URLSessionDataTask], [Transfer]) = ([], [])
                 for transfer in transfers.values where transfer.timedOut == nil {
-                    guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
+                    if !transfer.stalled, transfer.stallsAt <= now {
+                        transfer.stalled = true
+                        transfer.quiet = now.uptimeNanoseconds - transfer.heardAt
+                        stalled.append(transfer)
+                    }
+                    guard transfer.deadline <= now else {
+                        _setTimer(for: transfer.stalled ? transfer.deadline : min(transfer.stallsAt, transfer.deadline))
+                        continue
+                    }
                     let limit = String(format: "%g", transfer.seconds)
                     transfer.timedOut = .network(.timedOut,
                                                  "no complete response within the \(limit)-second limit per download")
                     late.append(transfer.task)
                 }
-                return late
+                return (late, stalled)
             }
             for task in late { task.cancel() }
+            for transfer in stalled { cache?.stallChanged(transfer) }
         }
+    }
+
+    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+    /// its download gives up its lane slot or takes one back, the statistics count it, and
+    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+    fileprivate func stallChanged(_ transfer: Transfer) {
+        let download = transfer.download
+        let started: [Download] = lock.withLock {
+            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else { return [] }
+            let (stalled, quiet) = transport.stallState(transfer)
+            guard _state.lanes.stall(download, stalled) else { return [] }
+            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
+            if let handler = _state.settings.onEvent {
+                let event: Event = stalled ? .stalled(download.url, seconds: quiet) : .resumed(download.url, seconds: quiet)
+                _state.settings.callbackQueue.async { handler(event) }
+            }
+            return _startReadyDownloads()
+        }
+        startNetwork(started)
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
@@ -4851,6 +5025,8 @@ nonisolated extension ImageCache {
 
         var count: Int { items.count - head }
 
+        var first: Element? { head < items.count ? items[head] : nil }
+
         mutating func append(_ element: Element) { items.append(element) }
 
         mutating func popFirst() -> Element? {
@@ -4921,7 +5097,8 @@ nonisolated extension ImageCache {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
     }
 
-    /// Downloads on the network now, and those whose bytes are in, waiting for a decode or in one.
+    /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
+    /// bytes are in, waiting for a decode or in one.
     @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
         lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
     }

@@ -56,7 +56,8 @@ final class StressTests: CacheTestCase {
                 response.delay = Double(generator.next() % 40) / 1000
                 server.set(path, response)
             }
-            return server.url(path)
+            // Two hosts, which share the lanes.
+            return i % 2 == 0 ? server.url(path) : localhost(path)
         }
 
         let records = Locked([Record]())
@@ -110,7 +111,9 @@ final class StressTests: CacheTestCase {
                     }
                 case 97:
                     // Settings change under load too (a new session, a wider lane, a smaller cap).
-                    switch random.next() % 6 {
+                    switch random.next() % 8 {
+                    case 7: cache.maxStalledDownloads = Int(random.next() % 4)
+                    case 6: cache.stallTime = Double(1 + random.next() % 3) / 10
                     case 5: cache.requestModifier = random.next() % 2 == 0 ? nil : Self.identity
                     case 0: cache.requestTimeout = Double(5 + random.next() % 5)
                     case 1: cache.maxConcurrentDownloads = Int(1 + random.next() % 8)
@@ -156,7 +159,54 @@ final class StressTests: CacheTestCase {
         XCTAssertLessThanOrEqual(cache.memoryCount, cache.imageMemoryMaxCount)
         cache.persistCacheToDisk()
         assertInvariants(cache)
-        print("stress: \(all.count) tasks, \(cancelled) cancelled, \(server.totalRequests) requests")
+        print("stress: \(all.count) tasks, \(cancelled) cancelled, \(server.totalRequests) requests, \(cache.statistics().stalls) stalls")
+    }
+
+    func testThreadsFetchingAndCancellingTransfersThatStallAndResumeKeepTheLanesCounts() {
+        // Given two hosts whose responses come late or drip (so transfers stall and resume), a
+        // short stall time and little room for stalled transfers
+        let cache = makeCache()
+        cache.stallTime = 0.1
+        cache.maxStalledDownloads = 2
+        let urls: [URL] = (0..<24).map { i in
+            let path = "/stall\(i).png"
+            var response = LoopbackServer.Response.ok(fixture("photo.jpg"))
+            if i % 3 == 0 { response.delay = 0.15 }
+            if i % 3 == 1 { response.behavior = .slowBody(chunkSize: 1_000, interval: 0.12) }
+            server.set(path, response)
+            return i % 2 == 0 ? server.url(path) : localhost(path)
+        }
+        // When threads fetch on both lanes, cancel, move to the slow lane and change the limits
+        // (`kept`: fetches not cancelled, each owed one callback; `made`: all of them.)
+        let calls = Locked(0), kept = Locked(0), made = Locked(0)
+        let deadline = Date().addingTimeInterval(duration)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var random = SplitMix(seed: UInt64(100 + thread))
+            while Date() < deadline {
+                let url = urls[Int(random.next() % UInt64(urls.count))]
+                switch random.next() % 10 {
+                case 0..<5:
+                    let task = cache.fetch(url, slow: random.next() % 3 == 0) { _ in calls.mutate { $0 += 1 } }
+                    made.mutate { $0 += 1 }
+                    if random.next() % 2 == 0 { task.cancel() } else { kept.mutate { $0 += 1 } }
+                case 5: cache.moveToSlowQueue(url)
+                case 6: cache.maxStalledDownloads = Int(random.next() % 4)
+                case 7: cache.maxConcurrentDownloads = Int(1 + random.next() % 6)
+                case 8: _ = cache.statistics()
+                default: cache.remove(url)
+                }
+                Thread.sleep(forTimeInterval: 0.002)
+            }
+        }
+        // Then every download ends, nothing stays counted as stalled, and the lifecycle held
+        XCTAssertTrue(eventually(30) { urls.allSatisfy { !cache.fetching($0) } })
+        callbacks.sync {}
+        XCTAssertGreaterThanOrEqual(calls.value, kept.value)
+        XCTAssertLessThanOrEqual(calls.value, made.value)
+        XCTAssertEqual(cache.statistics().stalledNow, 0)
+        XCTAssertEqual(cache.downloadCounts.running, 0)
+        assertInvariants(cache)
+        print("stress: \(cache.statistics().stalls) stalls, \(cache.statistics().resumes) resumes")
     }
 
     func testEveryCallbackRunsExactlyOnceUnderContention() {

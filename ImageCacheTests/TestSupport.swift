@@ -175,3 +175,57 @@ func currentQueueLabel() -> String? {
     guard let symbol = dlsym(nil, "dispatch_queue_get_label") else { return nil }
     return unsafeBitCast(symbol, to: GetLabel.self)(nil).map { String(cString: $0) }
 }
+
+/// A gate that requests wait at, in the server's connection threads, until the test opens it.
+final class Gate: @unchecked Sendable {
+    private let group = DispatchGroup()
+    private let opened = Locked(false)
+    init() { group.enter() }
+    func wait() { group.wait() }
+    func open() {
+        let first = opened.mutate { (isOpen: inout Bool) -> Bool in
+            defer { isOpen = true }
+            return !isOpen
+        }
+        if first { group.leave() }
+    }
+}
+
+/// What the cache and its callbacks said, in the order they said it.
+enum Said: Equatable {
+    case stalled(URL), resumed(URL), delivered(URL, Bool)
+}
+
+extension CacheTestCase {
+    /// `path` on the loopback server under the name `localhost`: to the cache, a host other than
+    /// `127.0.0.1`, the one `server.url` names.
+    func localhost(_ path: String) -> URL {
+        URL(string: "http://localhost:\(server.port)\(path)")!
+    }
+
+    /// Answers every path under `prefix` with the photo once `gate` opens (nothing before).
+    func serveBehind(_ gate: Gate, prefix: String) {
+        let photo = fixture("photo.png")
+        let previous = server.handler
+        server.handler = { path in
+            guard path.hasPrefix(prefix) else { return previous?(path) }
+            gate.wait()
+            return .ok(photo)
+        }
+    }
+
+    /// Fetches every URL (on the slow lane if `slow`); each callback says into `log` whether it got
+    /// an image and fulfills the returned expectation.
+    func fetch(_ cache: ImageCache, _ urls: [URL], _ log: Locked<[Said]>, slow: Bool = false) -> XCTestExpectation {
+        let done = expectation(description: "\(urls.count) callbacks")
+        done.expectedFulfillmentCount = urls.count
+        for url in urls {
+            let callback: @Sendable (URL, ImageCache.Image?) -> Void = { url, image in
+                log.mutate { $0.append(.delivered(url, image != nil)) }
+                done.fulfill()
+            }
+            if slow { cache.slowFetch(url, callback: callback) } else { cache.fetch(url, callback: callback) }
+        }
+        return done
+    }
+}

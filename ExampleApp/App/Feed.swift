@@ -355,6 +355,10 @@ final class Feed: @unchecked Sendable {
         case .diskProblem(let problem):
             stats.diskProblems.append(problem)
             log(nil, "disk", problem)
+        case .stalled(let url, let seconds):
+            log(rowsOfURL[url]?.first, "stalled", "nothing for \(String(format: "%.1f", seconds)) s: its slot goes to the next")
+        case .resumed(let url, let seconds):
+            log(rowsOfURL[url]?.first, "resumed", "bytes again after \(String(format: "%.1f", seconds)) s")
         }
     }
 

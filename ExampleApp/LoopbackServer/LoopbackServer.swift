@@ -216,6 +216,12 @@ public final class LoopbackServer: @unchecked Sendable {
         state.lock.withLock { state.maxActive }
     }
 
+    /// The most connections open at once, counted as each is accepted: one whose client has closed
+    /// its end already counts no more, even before its thread has noticed.
+    public var maxOpenConnections: Int {
+        state.lock.withLock { state.maxOpen }
+    }
+
     /// Resets request/disconnect counters and `maxConcurrentRequests` (to the number of requests
     /// in flight right now). Routes and sequence positions are kept.
     public func resetCounters() {
@@ -226,6 +232,7 @@ public final class LoopbackServer: @unchecked Sendable {
             state.notModifiedCounts.removeAll()
             state.totalRequests = 0
             state.maxActive = state.active
+            state.maxOpen = state.clientFDs.filter { !state.clientHasGone($0) }.count
         }
     }
 
@@ -287,6 +294,7 @@ public final class LoopbackServer: @unchecked Sendable {
         var totalRequests = 0
         var active = 0
         var maxActive = 0
+        var maxOpen = 0
 
         init(listenFD: Int32) {
             self.listenFD = listenFD
@@ -339,6 +347,7 @@ public final class LoopbackServer: @unchecked Sendable {
                 let registered = lock.withLock { () -> Bool in
                     guard !stopped else { return false }
                     clientFDs.insert(clientFD)
+                    maxOpen = max(maxOpen, clientFDs.filter { !clientHasGone($0) }.count)
                     runningThreads += 1
                     return true
                 }
@@ -560,7 +569,7 @@ public final class LoopbackServer: @unchecked Sendable {
         }
 
         /// True when the peer has closed (EOF) or reset the connection. Does not consume data.
-        private func clientHasGone(_ fd: Int32) -> Bool {
+        func clientHasGone(_ fd: Int32) -> Bool {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 0)
             if ready <= 0 { return false }

@@ -203,6 +203,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var usesServerMaxAge = false
         var servesStaleWhenOffline = false
         var maxConcurrentDownloads = 6
+        var stallTime: TimeInterval = 1
+        var maxStalledDownloads = 6
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default

@@ -150,6 +150,30 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
+    /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
+    /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines
+    /// (``requestTimeout``, ``downloadTimeLimit``): it may still finish. It takes a slot back when
+    /// bytes come again; `onEvent` hears `.stalled` and `.resumed`. 1 by default; values are clamped
+    /// to 0.1...86,400. Applies to attempts that start after it changes.
+    public var stallTime: TimeInterval {
+        get { setting(\.stallTime) }
+        set { change(\.stallTime, to: min(max(0.1, newValue.isNaN ? 1 : newValue), 86_400)) }
+    }
+
+    /// How many stalled transfers (see ``stallTime``) may hold no lane slot at once. Those beyond it
+    /// hold a fast-lane slot each, so that no more than ``maxConcurrentDownloads`` plus this many
+    /// transfers (and the slow lane's one) are under way: a thousand URLs of a dead server do not
+    /// open a thousand connections. 6 by default; values below 0 are clamped to 0 (every stalled
+    /// transfer then holds a fast-lane slot).
+    public var maxStalledDownloads: Int {
+        get { setting(\.maxStalledDownloads) }
+        set {
+            let started = change(\.maxStalledDownloads, to: max(0, newValue), then: { _startReadyDownloads() })
+            startNetwork(started)
+        }
+    }
+
     /// Seconds a request may wait for data before it fails with a timeout. 30 by default; values
     /// below 1 are clamped to 1 (URLSession on Linux counts whole seconds: 0.5 would mean none).
     public var requestTimeout: TimeInterval {

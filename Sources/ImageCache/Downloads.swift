@@ -30,6 +30,8 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
+        fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
+        let host: String  // the server it is downloaded from, as `Lanes` shares slots between them
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
@@ -65,21 +67,34 @@ nonisolated extension ImageCache {
             self.load = load
             lane = load.lane
             self.limits = limits
+            host = load.url.map(Self.host(of:)) ?? ""
+        }
+
+        /// The server of `url`: its host, and its port if it names one.
+        static func host(of url: URL) -> String {
+            let host = url.host?.lowercased() ?? ""
+            return url.port.map { "\(host):\($0)" } ?? host
         }
     }
 
     /// The two lanes: which downloads wait for a slot, and how many hold one. Every change of a
-    /// download's lane or phase goes through `move`, so the counts cannot drift from the downloads.
-    /// A download that leaves a queue stays in it, stale, until it reaches the front (a ticket tells
-    /// a live place from a stale one): leaving costs O(1), so cancelling n queued downloads is O(n).
+    /// download's lane, phase or stall goes through `move` or `stall`, so the counts cannot drift
+    /// from the downloads.
+    ///
+    /// A transfer that stalls (see ``ImageCache/stallTime``) holds no slot of its lane, fast or slow,
+    /// while at most `maxStalled` are stalled; those beyond that hold a fast-lane slot each (and keep
+    /// the slow lane waiting), so that the transfers under way stay within both limits together. When a slot frees, it goes to the host with the
+    /// fewest transfers under way (stalled ones included), its oldest download first: a host alone
+    /// gets every slot, and one with a stalled or slow server cannot take them all while others wait.
     internal struct Lanes {
-        private var fastQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var slowQueue = FIFO<(download: Download, ticket: UInt64)>()
-        private var queuedFast = 0  // live places in `fastQueue`
+        private var fastQueue = Waiting()
+        private var slowQueue = Waiting()
         private var tickets: UInt64 = 0
         private var checkingFast = 0  // fast lookups on disk hold the slow lane back too
-        private(set) var runningFast = 0
-        private(set) var runningSlow = 0
+        private(set) var runningFast = 0  // not stalled
+        private(set) var runningSlow = 0  // not stalled
+        private(set) var stalled = 0  // transfers under way that stalled, of either lane
+        private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
@@ -90,33 +105,36 @@ nonisolated extension ImageCache {
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
+            if case .running = phase {} else { download.stalled = false }  // the next attempt starts afresh
             count(download, +1)
+        }
+
+        /// Marks a running download's transfer as stalled or not; false if that changes nothing.
+        mutating func stall(_ download: Download, _ stalled: Bool) -> Bool {
+            guard case .running = download.phase, download.stalled != stalled else { return false }
+            count(download, -1)
+            download.stalled = stalled
+            count(download, +1)
+            return true
         }
 
         /// Takes downloads off the queues as far as the limits allow and marks them running. A
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
-        mutating func startReady(maxFast: Int) -> [Download] {
+        /// So do stalled transfers beyond `maxStalled`.
+        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
             var started: [Download] = []
-            let held = max(0, decoding - Decodes.width)
-            while runningFast + held < maxFast, let download = Self.popLive(&fastQueue) {
+            let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
+            while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, queuedFast == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = Self.popLive(&slowQueue) {
+            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
+                  let download = slowQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
             return started
-        }
-
-        /// The first download still queued where `queue` has it, past the stale places before it.
-        private static func popLive(_ queue: inout FIFO<(download: Download, ticket: UInt64)>) -> Download? {
-            while let (download, ticket) = queue.popFirst() {
-                if case .queued = download.phase, download.ticket == ticket { return download }
-            }
-            return nil
         }
 
         private mutating func start(_ download: Download) {
@@ -131,18 +149,70 @@ nonisolated extension ImageCache {
             case .checkingDisk where fast:
                 checkingFast += sign
             case .queued:
-                if fast { queuedFast += sign }
                 if sign > 0 {
                     tickets += 1
                     download.ticket = tickets
-                    fast ? fastQueue.append((download, tickets)) : slowQueue.append((download, tickets))
                 }
+                fast ? fastQueue.count(download, sign) : slowQueue.count(download, sign)
             case .running:
-                if fast { runningFast += sign } else { runningSlow += sign }
+                if download.stalled { stalled += sign } else if fast { runningFast += sign } else { runningSlow += sign }
+                let host = underWay[download.host, default: 0] + sign
+                underWay[download.host] = host == 0 ? nil : host
             case .decoding:
                 decoding += sign
             case .new, .checkingDisk, .waitingToRetry, .done:
                 break
+            }
+        }
+
+        /// The downloads queued on one lane, by host, each host's in the order they were queued. A
+        /// download that leaves the queue stays in it, stale, until it reaches its host's front (a
+        /// ticket tells a live place from a stale one): leaving costs O(1), so cancelling n queued
+        /// downloads is O(n). Taking one costs O(hosts with downloads queued).
+        private struct Waiting {
+            private var hosts: [String: FIFO<(download: Download, ticket: UInt64)>] = [:]
+            private(set) var live = 0  // live places
+
+            /// Adds (`+1`, at the back of its host's queue) or takes away (`-1`) a queued download.
+            mutating func count(_ download: Download, _ sign: Int) {
+                live += sign
+                if sign > 0 { hosts[download.host, default: FIFO()].append((download, download.ticket)) }
+            }
+
+            /// The oldest download of the host with the fewest transfers `underWay`, past the stale
+            /// places before it.
+            mutating func pop(_ underWay: [String: Int]) -> Download? {
+                guard live > 0 else {
+                    if !hosts.isEmpty { hosts = [:] }  // stale places only
+                    return nil
+                }
+                var best: (index: Dictionary<String, FIFO<(download: Download, ticket: UInt64)>>.Index,
+                           underWay: Int, ticket: UInt64)?
+                var emptied = false  // a host whose places were all stale
+                var index = hosts.startIndex
+                while index != hosts.endIndex {
+                    while let (download, ticket) = hosts.values[index].first, !Self.isLive(download, ticket) {
+                        _ = hosts.values[index].popFirst()
+                    }
+                    if let (_, ticket) = hosts.values[index].first {
+                        let load = underWay[hosts.keys[index]] ?? 0
+                        if best.map({ (load, ticket) < ($0.underWay, $0.ticket) }) ?? true {
+                            best = (index, load, ticket)
+                        }
+                    } else {
+                        emptied = true
+                    }
+                    hosts.formIndex(after: &index)
+                }
+                guard let best else { return nil }
+                let download = hosts.values[best.index].popFirst()?.download
+                if emptied { hosts = hosts.filter { $0.value.count > 0 } }
+                return download
+            }
+
+            private static func isLive(_ download: Download, _ ticket: UInt64) -> Bool {
+                if case .queued = download.phase { return download.ticket == ticket }
+                return false
             }
         }
     }
@@ -290,7 +360,8 @@ nonisolated extension ImageCache {
 
     /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
     internal func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads)
+        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
+                                maxStalled: _state.settings.maxStalledDownloads)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).

@@ -44,6 +44,12 @@ nonisolated extension ImageCache {
         case failed(URL, Error)
         /// The disk tier could not do something; the cache goes on with memory and the network.
         case diskProblem(String)
+        /// A transfer of `url` has received nothing for `seconds` (no response yet, or no bytes
+        /// since the last; see ``ImageCache/stallTime``): it holds no lane slot now, and goes on.
+        case stalled(URL, seconds: TimeInterval)
+        /// A stalled transfer of `url` received bytes again after `seconds` without any: it holds a
+        /// lane slot again.
+        case resumed(URL, seconds: TimeInterval)
     }
 
     /// What the cache has done since it was made, and what it holds now; see ``statistics()``.
@@ -66,6 +72,12 @@ nonisolated extension ImageCache {
         /// Downloads and lookups that ended in a failure (each counted once, however many requests
         /// waited for it), and entries evicted from memory by its limits.
         public var failures = 0, evictions = 0
+        /// Transfers that stalled (see ``ImageCache/stallTime``), and stalled transfers that
+        /// received bytes again; a transfer may stall and resume more than once.
+        public var stalls = 0, resumes = 0
+        /// Transfers stalled now: under way, holding no lane slot unless ``ImageCache/maxStalledDownloads``
+        /// is passed.
+        public var stalledNow = 0
         /// Calls of `peek`, and those that returned an image.
         public var peeks = 0, peekHits = 0
         /// What memory holds now: entries and their cost in bytes (second chance not included).
@@ -85,6 +97,7 @@ nonisolated extension ImageCache {
         lock.withLock {
             var counts = _state.counts
             (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
+            counts.stalledNow = _state.lanes.stalled
             return counts
         }
     }

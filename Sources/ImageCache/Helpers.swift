@@ -25,6 +25,8 @@ nonisolated extension ImageCache {
 
         var count: Int { items.count - head }
 
+        var first: Element? { head < items.count ? items[head] : nil }
+
         mutating func append(_ element: Element) { items.append(element) }
 
         mutating func popFirst() -> Element? {

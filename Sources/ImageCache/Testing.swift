@@ -37,7 +37,8 @@ nonisolated extension ImageCache {
         lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
     }
 
-    /// Downloads on the network now, and those whose bytes are in, waiting for a decode or in one.
+    /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
+    /// bytes are in, waiting for a decode or in one.
     @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
         lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
     }

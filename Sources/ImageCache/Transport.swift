@@ -35,7 +35,8 @@ nonisolated extension ImageCache {
                     let task: URLSessionDataTask? = lock.withLock {
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit, stale: stale?.payload,
+                                                  seconds: _state.settings.downloadTimeLimit,
+                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return task
@@ -86,13 +87,26 @@ nonisolated extension ImageCache {
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
+        let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
+        // Guarded by the transport's lock: when it last received anything (the response or bytes),
+        // in uptime nanoseconds, whether it has stalled since, and how long it was quiet when it
+        // stalled or resumed.
+        var heardAt: UInt64
+        var stalled = false
+        var quiet: UInt64 = 0
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval, stale: Payload?,
-             sentAt: TimeInterval) {
+        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval,
+             stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
             (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
             self.sentAt = sentAt
-            deadline = .now() + seconds
+            let now = DispatchTime.now()
+            deadline = now + seconds
+            heardAt = now.uptimeNanoseconds
+            self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
+
+        /// When it stalls if it receives nothing before.
+        var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
     }
 
     /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
@@ -122,12 +136,13 @@ nonisolated extension ImageCache {
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
-                  stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stale: stale, sentAt: sentAt)
+                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
+                                        stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
-                _setTimer(for: transfer.deadline)
+                _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
         }
@@ -157,15 +172,33 @@ nonisolated extension ImageCache {
             }
         }
 
-        private func transfer(for task: URLSessionTask) -> Transfer? {
-            lock.withLock { transfers[ObjectIdentifier(task)] }
+        /// The transfer of `task`, which has just received something at `now` (uptime nanoseconds),
+        /// and whether it resumed so: the cache must then hear of it.
+        private func heard(_ task: URLSessionTask, at now: UInt64) -> (Transfer, resumed: Bool)? {
+            lock.withLock {
+                guard let transfer = transfers[ObjectIdentifier(task)] else { return nil }
+                defer { transfer.heardAt = now }
+                guard transfer.stalled else { return (transfer, false) }
+                transfer.stalled = false
+                transfer.quiet = now - transfer.heardAt
+                _setTimer(for: DispatchTime(uptimeNanoseconds: now + transfer.stallTime))
+                return (transfer, true)
+            }
+        }
+
+        /// Whether `transfer` is stalled now, and how long it was quiet when it stalled or resumed.
+        fileprivate func stallState(_ transfer: Transfer) -> (stalled: Bool, quiet: TimeInterval) {
+            lock.withLock { (transfer.stalled, TimeInterval(transfer.quiet) / 1_000_000_000) }
         }
 
         /// The response head: stops at once on an error status or an announced length over the
         /// limit, so that neither body is read.
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-            guard let transfer = transfer(for: dataTask) else { return completionHandler(.cancel) }
+            guard let (transfer, resumed) = heard(dataTask, at: DispatchTime.now().uptimeNanoseconds) else {
+                return completionHandler(.cancel)
+            }
+            if resumed { cache?.stallChanged(transfer) }
             transfer.response = response
             let length = response.expectedContentLength
             // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
@@ -184,14 +217,15 @@ nonisolated extension ImageCache {
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            guard let transfer = transfer(for: dataTask),
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
+            if resumed { cache?.stallChanged(transfer) }
             guard transfer.data.count + data.count <= transfer.limit else {
                 transfer.failure = .tooLarge(limit: transfer.limit)
                 return stop(transfer, nil)
             }
             transfer.data.append(data)
-            let now = DispatchTime.now().uptimeNanoseconds
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
                 cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
@@ -236,24 +270,54 @@ nonisolated extension ImageCache {
             self.timer = timer
         }
 
-        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), and sets
-        /// the timer for the next deadline, if any transfer is left.
+        /// Stops the transfers whose time limit has passed (they complete with `timedOut`), tells the
+        /// cache of those that stalled, and sets the timer for the next deadline or stall, if any
+        /// transfer is left. A transfer that receives bytes moves no timer: the timer finds out here,
+        /// when it fires for the time the transfer would have stalled at.
         private func deadlinesPassed() {
             let now = DispatchTime.now()
-            let late: [URLSessionDataTask] = lock.withLock {
+            let (late, stalled): ([URLSessionDataTask], [Transfer]) = lock.withLock {
                 nextDeadline = nil
-                var late: [URLSessionDataTask] = []
+                var (late, stalled): ([URLSessionDataTask], [Transfer]) = ([], [])
                 for transfer in transfers.values where transfer.timedOut == nil {
-                    guard transfer.deadline <= now else { _setTimer(for: transfer.deadline); continue }
+                    if !transfer.stalled, transfer.stallsAt <= now {
+                        transfer.stalled = true
+                        transfer.quiet = now.uptimeNanoseconds - transfer.heardAt
+                        stalled.append(transfer)
+                    }
+                    guard transfer.deadline <= now else {
+                        _setTimer(for: transfer.stalled ? transfer.deadline : min(transfer.stallsAt, transfer.deadline))
+                        continue
+                    }
                     let limit = String(format: "%g", transfer.seconds)
                     transfer.timedOut = .network(.timedOut,
                                                  "no complete response within the \(limit)-second limit per download")
                     late.append(transfer.task)
                 }
-                return late
+                return (late, stalled)
             }
             for task in late { task.cancel() }
+            for transfer in stalled { cache?.stallChanged(transfer) }
         }
+    }
+
+    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+    /// its download gives up its lane slot or takes one back, the statistics count it, and
+    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+    fileprivate func stallChanged(_ transfer: Transfer) {
+        let download = transfer.download
+        let started: [Download] = lock.withLock {
+            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else { return [] }
+            let (stalled, quiet) = transport.stallState(transfer)
+            guard _state.lanes.stall(download, stalled) else { return [] }
+            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
+            if let handler = _state.settings.onEvent {
+                let event: Event = stalled ? .stalled(download.url, seconds: quiet) : .resumed(download.url, seconds: quiet)
+                _state.settings.callbackQueue.async { handler(event) }
+            }
+            return _startReadyDownloads()
+        }
+        startNetwork(started)
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
