@@ -26,19 +26,19 @@
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
 // statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
-// Then the internal rooms in the order a miss walks them: Requests (a load, the request path,
-// cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
-// look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
-// progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
-// the one way to the disk); DiskFiles; Decoding; Formats (the structural check); Screen; Helpers;
-// and, in the package's own builds only, Testing.
+// Then the internal rooms in the order a miss walks them: Requests (a load, the
+// request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
+// the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
+// deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:
+// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
+// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
 // reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
 // through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` judges the
-// attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
+// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
+// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
 // queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
 // each waiter's callback on its queue.
 //
@@ -2202,9 +2202,10 @@ nonisolated extension ImageCache {
     ///
     /// A transfer that stalls (see ``ImageCache/stallTime``) holds no slot of its lane, fast or slow,
     /// while at most `maxStalled` are stalled; those beyond that hold a fast-lane slot each (and keep
-    /// the slow lane waiting), so that the transfers under way stay within both limits together. When a slot frees, it goes to the host with the
-    /// fewest transfers under way (stalled ones included), its oldest download first: a host alone
-    /// gets every slot, and one with a stalled or slow server cannot take them all while others wait.
+    /// the slow lane waiting), so that the transfers under way stay within both limits together.
+    /// When a slot frees, it goes to the host with the fewest transfers under way (stalled ones
+    /// included), its oldest download first: a host alone gets every slot, and one with a stalled or
+    /// slow server cannot take them all while others wait.
     fileprivate struct Lanes {
         private var fastQueue = Waiting()
         private var slowQueue = Waiting()
@@ -2274,7 +2275,13 @@ nonisolated extension ImageCache {
                 }
                 fast ? fastQueue.count(download, sign) : slowQueue.count(download, sign)
             case .running:
-                if download.stalled { stalled += sign } else if fast { runningFast += sign } else { runningSlow += sign }
+                if download.stalled {
+                    stalled += sign
+                } else if fast {
+                    runningFast += sign
+                } else {
+                    runningSlow += sign
+                }
                 let host = underWay[download.host, default: 0] + sign
                 underWay[download.host] = host == 0 ? nil : host
             case .decoding:
@@ -2789,12 +2796,15 @@ nonisolated extension ImageCache {
     fileprivate func stallChanged(_ transfer: Transfer) {
         let download = transfer.download
         let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else { return [] }
+            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else {
+                return []
+            }
             let (stalled, quiet) = transport.stallState(transfer)
             guard _state.lanes.stall(download, stalled) else { return [] }
             if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
             if let handler = _state.settings.onEvent {
-                let event: Event = stalled ? .stalled(download.url, seconds: quiet) : .resumed(download.url, seconds: quiet)
+                let event: Event = stalled ? .stalled(download.url, seconds: quiet)
+                    : .resumed(download.url, seconds: quiet)
                 _state.settings.callbackQueue.async { handler(event) }
             }
             return _startReadyDownloads()
@@ -2812,7 +2822,7 @@ nonisolated extension ImageCache {
 
     /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
     /// less (so never less, even after a retry, and never twice the same), marked as told.
-    private func _progressed(_ download: Download, received: Int) -> [FetchTask] {
+    fileprivate func _progressed(_ download: Download, received: Int) -> [FetchTask] {
         download.waiters.filter { task in
             guard task.load.onProgress != nil, received > task.progress else { return false }
             task.progress = received
@@ -2854,7 +2864,16 @@ nonisolated extension ImageCache {
             }
         }
     }
+}
 
+// MARK: - Attempts.swift
+
+// The end of a network attempt: the body decoded off the transport (`Decodes`), the outcome judged
+// (`_outcome`), and one handler each: the entry kept in memory and on disk, a retry, the stale
+// entry served offline, a failure.
+
+
+nonisolated extension ImageCache {
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
     /// of their own (never URLSession's delegate queue, where one large decode would hold back every
     /// transfer's data). A decode that ends takes the next waiting one in the same block. (Not an
@@ -2908,7 +2927,7 @@ nonisolated extension ImageCache {
     /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
     /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
     /// the caller to start (here it would nest one call per queued download that fails at once).
-    private func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
+    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
                                  response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
                                  whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()

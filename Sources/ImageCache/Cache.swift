@@ -2,19 +2,19 @@
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
 // statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
-// Then the internal rooms in the order a miss walks them: Requests (a load, the request path,
-// cancellation); Entries (keys, entries, the table of them); Downloads (the phases, the lanes, the
-// look-up on disk, forgetting); Transport (sending, the transport and its delegate, deadlines,
-// progress, the end of an attempt); Delivery; and what those use: HTTP; MemoryTier; DiskTier (and
-// the one way to the disk); DiskFiles; Decoding; Formats (the structural check); Screen; Helpers;
-// and, in the package's own builds only, Testing.
+// Then the internal rooms in the order a miss walks them: Requests (a load, the
+// request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
+// the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
+// deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:
+// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
+// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
 // reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
 // through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` judges the
-// attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
+// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
+// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
 // queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
 // each waiter's callback on its queue.
 //

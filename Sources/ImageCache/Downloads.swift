@@ -83,9 +83,10 @@ nonisolated extension ImageCache {
     ///
     /// A transfer that stalls (see ``ImageCache/stallTime``) holds no slot of its lane, fast or slow,
     /// while at most `maxStalled` are stalled; those beyond that hold a fast-lane slot each (and keep
-    /// the slow lane waiting), so that the transfers under way stay within both limits together. When a slot frees, it goes to the host with the
-    /// fewest transfers under way (stalled ones included), its oldest download first: a host alone
-    /// gets every slot, and one with a stalled or slow server cannot take them all while others wait.
+    /// the slow lane waiting), so that the transfers under way stay within both limits together.
+    /// When a slot frees, it goes to the host with the fewest transfers under way (stalled ones
+    /// included), its oldest download first: a host alone gets every slot, and one with a stalled or
+    /// slow server cannot take them all while others wait.
     internal struct Lanes {
         private var fastQueue = Waiting()
         private var slowQueue = Waiting()
@@ -155,7 +156,13 @@ nonisolated extension ImageCache {
                 }
                 fast ? fastQueue.count(download, sign) : slowQueue.count(download, sign)
             case .running:
-                if download.stalled { stalled += sign } else if fast { runningFast += sign } else { runningSlow += sign }
+                if download.stalled {
+                    stalled += sign
+                } else if fast {
+                    runningFast += sign
+                } else {
+                    runningSlow += sign
+                }
                 let host = underWay[download.host, default: 0] + sign
                 underWay[download.host] = host == 0 ? nil : host
             case .decoding:
