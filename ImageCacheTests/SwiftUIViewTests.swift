@@ -34,9 +34,13 @@ final class SwiftUIViewTests: BinderTestCase {
     // MARK: Points and pixels
 
     func testASizeInPointsIsDecodedAtTheDisplayScale() {
-        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 100, height: 60), scale: 3), CGSize(width: 300, height: 180))
-        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 50.5, height: 20), scale: 2), CGSize(width: 101, height: 40))
-        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 64, height: 64), scale: 1), CGSize(width: 64, height: 64))
+        // A 100x60-point view on a 3x screen, half a point at 2x, and a 1x screen
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 100, height: 60), scale: 3),
+                       CGSize(width: 300, height: 180))
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 50.5, height: 20), scale: 2),
+                       CGSize(width: 101, height: 40))
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 64, height: 64), scale: 1),
+                       CGSize(width: 64, height: 64))
     }
 
     func testNoSizeIsTheWholeImage() {
@@ -48,7 +52,8 @@ final class SwiftUIViewTests: BinderTestCase {
     func testOnlyAnImageNotFromMemoryAnimates() {
         XCTAssertTrue(ImageCache.animatesArrival(.image(.network)))
         XCTAssertTrue(ImageCache.animatesArrival(.image(.disk)))
-        let still: [ImageCache.Binder.State] = [.image(.memory), .placeholder, .loading, .idle, .failed(.httpStatus(500))]
+        let still: [ImageCache.Binder.State] = [.image(.memory), .placeholder, .loading, .idle,
+                                                .failed(.httpStatus(500))]
         for state in still { XCTAssertFalse(ImageCache.animatesArrival(state), "\(state)") }
     }
 

@@ -97,7 +97,8 @@ extension ImageCache {
 
         private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
                      _ content: @escaping (AsyncImagePhase) -> Content) {
-            (self.load, self.size, self.cache, self.transaction, self.content) = (load, size, cache, transaction, content)
+            (self.load, self.size, self.cache) = (load, size, cache)
+            (self.transaction, self.content) = (transaction, content)
         }
 
         private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
@@ -112,16 +113,16 @@ extension ImageCache {
         public var body: some View {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
-            let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels, cache: cache,
-                                transaction: transaction, scale: scale) { image, state in
+            let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
+                                         cache: cache, transaction: transaction, scale: scale) { image, state in
                 switch ViewPhase(state, showing: image) {
                 case .empty: content(.empty)
                 case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
                 case .failure(let error): content(.failure(error))
                 }
             }
-            // A new binding is a new identity: its own state, bound when it appears (no `onChange`,
-            // deprecated in iOS 17 and not there before iOS 14).
+            // A new binding is a new identity: its own target, bound when it appears. (Not
+            // `onChange(of:perform:)`, deprecated in iOS 17, whose successor needs iOS 17.)
             return binding.id(binding.arguments)
         }
     }
@@ -149,7 +150,8 @@ extension ImageCache {
             if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
             let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
                                 failureImage: failureImage, pixelSize: pixelSize, cache: cache,
-                                transaction: Transaction(animation: animation), scale: Double(displayScale)) { image, _ in
+                                transaction: Transaction(animation: animation),
+                                scale: Double(displayScale)) { image, _ in
                 // A new identity per image, so that a fade's transition takes the old one out and the new in.
                 ZStack {
                     ImageCache.swiftUIImage(image ?? Self.empty).resizable()
@@ -177,7 +179,8 @@ extension ImageCache {
 
         /// What the binding is made of, for the view's identity.
         var arguments: [AnyHashable?] {
-            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache), scale]
+            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] },
+             ObjectIdentifier(cache), scale]
         }
 
         var body: some View {
