@@ -25,8 +25,8 @@
 // The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
-// Then the internal rooms in the order a miss walks them: Requests (a load, the
+// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
+// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks them: Requests (a load, the
 // request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
 // the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
 // deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:
@@ -1283,8 +1283,8 @@ nonisolated extension ImageCache {
 
 // MARK: - Binding.swift
 
-// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and
-// SwiftUI's `RemoteImage`.
+// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and the
+// decisions of the SwiftUI views (SwiftUIViews.swift) that the Linux tests reach.
 
 
 nonisolated extension ImageCache {
@@ -1513,6 +1513,36 @@ nonisolated extension ImageCache {
         return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
     }
 
+    // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
+
+    /// What a SwiftUI view of a binder shows, as SwiftUI's `AsyncImagePhase` says it; `Picture` is
+    /// the platform image here, SwiftUI's `Image` in ``AsyncImagePhase``.
+    fileprivate enum ViewPhase<Picture> {
+        case empty, success(Picture), failure(Error)
+
+        /// The phase of a binder in `state` whose target shows `image`: the failure (the view's binder
+        /// has no failure image), else the image shown (a reload keeps the last one while it loads, a
+        /// cancelled load the one it showed), else empty (no URL, loading, or let go on a memory warning).
+        fileprivate init(_ state: Binder.State, showing image: Picture?) {
+            if case .failed(let error) = state { self = .failure(error); return }
+            self = image.map(ViewPhase.success) ?? .empty
+        }
+    }
+
+    /// The size in pixels to decode for a view of `points` on a screen of `scale`; nil (the whole
+    /// image, bounded as every decode is) for none.
+    fileprivate static func pixelSize(points: CGSize?, scale: Double) -> CGSize? {
+        points.map { CGSize(width: $0.width * scale, height: $0.height * scale) }
+    }
+
+    /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
+    /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
+    /// placeholder and a failure.
+    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
+        guard case .image(let source) = state else { return false }
+        return source != .memory
+    }
+
 }
 
 #if canImport(UIKit) || canImport(AppKit)
@@ -1674,16 +1704,138 @@ extension ImageCache.ImageView {
 }
 #endif
 
+// MARK: - SwiftUIViews.swift
+
+// SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
+// views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
+// show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
+// `animatesArrival`) live in Binding.swift, where the Linux tests reach them.
+
+
 #if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
 extension ImageCache {
+    /// Where an ``AsyncImage`` is in its load, as SwiftUI's `AsyncImagePhase` says it.
+    public enum AsyncImagePhase: Sendable {
+        /// No image yet: no URL, the load under way, or the image let go on a memory warning.
+        case empty
+        /// The image, from memory, disk or the network.
+        case success(SwiftUI.Image)
+        /// The load failed, and why.
+        case failure(Error)
+
+        /// The image, if there is one.
+        public var image: SwiftUI.Image? {
+            if case .success(let image) = self { return image }
+            return nil
+        }
+
+        /// Why the load failed, if it did.
+        public var error: Error? {
+            if case .failure(let error) = self { return error }
+            return nil
+        }
+    }
+
+    /// A SwiftUI view of the image at a URL, shaped as SwiftUI's `AsyncImage`: it passes each phase
+    /// of the load to `content` (or the image to `content` and shows `placeholder` until then),
+    /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
+    /// that comes from disk or the network arrives in `transaction` (an animation, say). Given a
+    /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
+    /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
+    /// scale binds again; the load is cancelled when the view disappears. Main actor.
+    ///
+    /// ```swift
+    /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
+    ///     image.resizable().scaledToFill()
+    /// } placeholder: {
+    ///     Color.gray
+    /// }
+    /// ```
+    ///
+    /// Named as SwiftUI's, nested here: `AsyncImage` alone stays SwiftUI's.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor public struct AsyncImage<Content: View>: View {
+        private let load: Load?, size: CGSize?, cache: ImageCache, transaction: Transaction
+        private let content: (AsyncImagePhase) -> Content
+        @Environment(\.displayScale) private var displayScale
+
+        /// Shows the image at `url` (nil: `.empty`) in the phases `content` draws, cached under `key`
+        /// (the URL by default) in `cache`, decoded to fill `size` (points; nil: the whole image);
+        /// an image not in memory arrives in `transaction` (none by default: at once).
+        public init(url: URL?, key: String? = nil, size: CGSize? = nil, cache: ImageCache = .shared,
+                    transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(url.map { Load($0, key: key) }, size, cache, transaction, content)
+        }
+
+        /// Shows the image that `request` loads, as `init(url:...)` shows a URL's; the request is sent
+        /// as ``Binder`` sends it, and its headers are not part of the key.
+        public init(request: URLRequest, key: String? = nil, size: CGSize? = nil, cache: ImageCache = .shared,
+                    transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(Load(request, key: key), size, cache, transaction, content)
+        }
+
+        /// Shows `content` of the image at `url` once there is one, and `placeholder` until then and
+        /// when it cannot be had; the other arguments as in `init(url:key:size:cache:transaction:content:)`.
+        public init<I: View, P: View>(url: URL?, key: String? = nil, size: CGSize? = nil,
+                                      cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(url.map { Load($0, key: key) }, size, cache, transaction, Self.either(content, placeholder))
+        }
+
+        /// Shows `content` of the image that `request` loads, and `placeholder` until then, as
+        /// `init(url:key:size:cache:transaction:content:placeholder:)` shows a URL's.
+        public init<I: View, P: View>(request: URLRequest, key: String? = nil, size: CGSize? = nil,
+                                      cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(Load(request, key: key), size, cache, transaction, Self.either(content, placeholder))
+        }
+
+        private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
+                     _ content: @escaping (AsyncImagePhase) -> Content) {
+            (self.load, self.size, self.cache) = (load, size, cache)
+            (self.transaction, self.content) = (transaction, content)
+        }
+
+        private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
+                                         _ placeholder: @escaping () -> P) -> (AsyncImagePhase) -> Content
+            where Content == _ConditionalContent<I, P> {
+            { phase in
+                guard let image = phase.image else { return ViewBuilder.buildEither(second: placeholder()) }
+                return ViewBuilder.buildEither(first: content(image))
+            }
+        }
+
+        public var body: some View {
+            let scale = Double(displayScale)
+            let pixels = ImageCache.pixelSize(points: size, scale: scale)
+            let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
+                                         cache: cache, transaction: transaction, scale: scale) { image, state in
+                switch ViewPhase(state, showing: image) {
+                case .empty: content(.empty)
+                case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
+                case .failure(let error): content(.failure(error))
+                }
+            }
+            // A new binding is a new identity: its own target, bound when it appears. (Not
+            // `onChange(of:perform:)`, deprecated in iOS 17, whose successor needs iOS 17.)
+            return binding.id(binding.arguments)
+        }
+    }
+
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
     /// it disappears, and binds again when it appears (a memory warning may have taken its image).
-    /// The image carries the environment's `displayScale`: its `size` is in points.
+    /// The image carries the environment's `displayScale`: its `size` is in points. See also
+    /// ``AsyncImage``, which takes any view as placeholder and a size in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
         private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
                     cache: ImageCache, transition: Transition
-        @StateObject private var target = Target()
         @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
@@ -1695,43 +1847,73 @@ extension ImageCache {
         }
 
         public var body: some View {
-            #if canImport(UIKit)
-            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
-            #else
-            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
-            #endif
-            // A new identity per image, so that a fade's transition takes the old one out and the new in.
-            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
-            return ZStack { identified.transition(AnyTransition.opacity) }
-                .onAppear { target.isDisplayed = true; bind() }
-                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
-                .onChange(of: arguments) { _ in bind() }
+            var animation: Animation?
+            if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
+            let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
+                                failureImage: failureImage, pixelSize: pixelSize, cache: cache,
+                                transaction: Transaction(animation: animation),
+                                scale: Double(displayScale)) { image, _ in
+                // A new identity per image, so that a fade's transition takes the old one out and the new in.
+                ZStack {
+                    ImageCache.swiftUIImage(image ?? Self.empty).resizable()
+                        .id(image.map(ObjectIdentifier.init)).transition(AnyTransition.opacity)
+                }
+            }
+            // The placeholder and failure image by identity: one made anew in each `body` binds again.
+            return binding.id([binding.arguments, placeholder.map(ObjectIdentifier.init),
+                               failureImage.map(ObjectIdentifier.init), transition] as [AnyHashable?])
         }
 
         /// Shown while there is no image: one for every view, not one per evaluation of `body`.
         private static let empty = Image()
+    }
 
-        /// What a binding is made of: a change of any argument binds again (the images by identity).
-        private var arguments: [AnyHashable?] {
-            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
+    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
+    /// disappears; `content` draws what the target shows. The views give it a new identity when its
+    /// arguments change, so a binding never changes.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor private struct Bound<Content: View>: View {
+        let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
+            transaction: Transaction, scale: Double
+        let content: (Image?, Binder.State) -> Content
+        @StateObject private var target = Target()
+
+        /// What the binding is made of, for the view's identity.
+        var arguments: [AnyHashable?] {
+            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] },
+             ObjectIdentifier(cache), scale]
         }
 
-        private func bind() {
-            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
-                               scale: Double(displayScale))
+        var body: some View {
+            content(target.image, target.state)
+                .onAppear {
+                    (target.isDisplayed, target.transaction) = (true, transaction)
+                    target.binder.bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                }
+                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
         }
 
         private final class Target: ObservableObject, ImageTarget {
             @Published var image: Image?
+            @Published private(set) var state = Binder.State.idle
             var isDisplayed = false
+            var transaction = Transaction()
             lazy var binder = Binder(self)
 
             func show(_ image: Image?, transition: Transition) {
-                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
-                withAnimation(.easeIn(duration: seconds)) { self.image = image }
+                let state = binder.state  // set before the binder shows it
+                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
         }
+    }
+
+    @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
+        #if canImport(UIKit)
+        SwiftUI.Image(uiImage: image)
+        #else
+        SwiftUI.Image(nsImage: image)
+        #endif
     }
 }
 #endif

@@ -57,3 +57,20 @@ final class PhotoView: NSImageView {
         ImageCache.shared.statistics { self.text = "\($0.memoryCount) in memory" }
     }
 }
+
+// SwiftUI: AsyncImage's shape, sizes in points, the phase form and a custom cache.
+import SwiftUI
+
+@available(macOS 11.0, *)
+struct Thumbnail: View {
+    let url: URL
+    let cache: ImageCache
+    var body: some View {
+        ImageCache.AsyncImage(url: url, size: CGSize(width: 128, height: 96), cache: cache) { phase in
+            switch phase {
+            case .success(let image): image.resizable()
+            case .empty, .failure: SwiftUI.Image(nsImage: NSImage()).resizable()
+            }
+        }
+    }
+}

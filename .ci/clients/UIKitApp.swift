@@ -81,3 +81,32 @@ final class FeedController: UIViewController {
         }
     }
 }
+
+// SwiftUI: AsyncImage's shape, sizes in points, any view as placeholder, and the phase form.
+import SwiftUI
+#if canImport(FoundationNetworking)
+import FoundationNetworking  // URLRequest, on Linux where this is checked
+#endif
+
+@available(iOS 14.0, *)
+struct AvatarRow: View {
+    let url: URL
+    var body: some View {
+        ImageCache.AsyncImage(url: url, size: CGSize(width: 44, height: 44),
+                              transaction: Transaction(animation: .easeIn(duration: 0.25))) { image in
+            image.resizable()
+        } placeholder: {
+            ZStack { SwiftUI.Image(uiImage: UIImage()) }
+        }
+    }
+}
+
+@available(iOS 14.0, *)
+struct Banner: View {
+    let request: URLRequest
+    var body: some View {
+        ImageCache.AsyncImage(request: request, key: "banner") { phase in
+            (phase.image ?? SwiftUI.Image(uiImage: UIImage())).resizable()
+        }
+    }
+}

@@ -1,5 +1,5 @@
-// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and
-// SwiftUI's `RemoteImage`.
+// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and the
+// decisions of the SwiftUI views (SwiftUIViews.swift) that the Linux tests reach.
 
 import Dispatch
 import Foundation
@@ -13,9 +13,6 @@ import AppKit
 #endif
 #if canImport(ImageIO)
 import ImageIO
-#endif
-#if canImport(SwiftUI)
-import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
@@ -244,6 +241,36 @@ nonisolated extension ImageCache {
         return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
     }
 
+    // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
+
+    /// What a SwiftUI view of a binder shows, as SwiftUI's `AsyncImagePhase` says it; `Picture` is
+    /// the platform image here, SwiftUI's `Image` in ``AsyncImagePhase``.
+    internal enum ViewPhase<Picture> {
+        case empty, success(Picture), failure(Error)
+
+        /// The phase of a binder in `state` whose target shows `image`: the failure (the view's binder
+        /// has no failure image), else the image shown (a reload keeps the last one while it loads, a
+        /// cancelled load the one it showed), else empty (no URL, loading, or let go on a memory warning).
+        internal init(_ state: Binder.State, showing image: Picture?) {
+            if case .failed(let error) = state { self = .failure(error); return }
+            self = image.map(ViewPhase.success) ?? .empty
+        }
+    }
+
+    /// The size in pixels to decode for a view of `points` on a screen of `scale`; nil (the whole
+    /// image, bounded as every decode is) for none.
+    internal static func pixelSize(points: CGSize?, scale: Double) -> CGSize? {
+        points.map { CGSize(width: $0.width * scale, height: $0.height * scale) }
+    }
+
+    /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
+    /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
+    /// placeholder and a failure.
+    internal static func animatesArrival(_ state: Binder.State) -> Bool {
+        guard case .image(let source) = state else { return false }
+        return source != .memory
+    }
+
 }
 
 #if canImport(UIKit) || canImport(AppKit)
@@ -402,67 +429,5 @@ extension ImageCache.ImageView {
     }
 
     private static let binderKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
-}
-#endif
-
-#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
-extension ImageCache {
-    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
-    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
-    /// The image carries the environment's `displayScale`: its `size` is in points.
-    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
-    @MainActor public struct RemoteImage: View {
-        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
-                    cache: ImageCache, transition: Transition
-        @StateObject private var target = Target()
-        @Environment(\.displayScale) private var displayScale
-
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
-        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
-        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
-                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
-                (url, key, placeholder, failureImage, pixelSize, cache, transition)
-        }
-
-        public var body: some View {
-            #if canImport(UIKit)
-            let image = SwiftUI.Image(uiImage: target.image ?? Self.empty)
-            #else
-            let image = SwiftUI.Image(nsImage: target.image ?? Self.empty)
-            #endif
-            // A new identity per image, so that a fade's transition takes the old one out and the new in.
-            let identified = image.resizable().id(target.image.map(ObjectIdentifier.init))
-            return ZStack { identified.transition(AnyTransition.opacity) }
-                .onAppear { target.isDisplayed = true; bind() }
-                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
-                .onChange(of: arguments) { _ in bind() }
-        }
-
-        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
-        private static let empty = Image()
-
-        /// What a binding is made of: a change of any argument binds again (the images by identity).
-        private var arguments: [AnyHashable?] {
-            [url, key, pixelSize.map { [$0.width, $0.height] }, ObjectIdentifier(cache),
-             placeholder.map(ObjectIdentifier.init), failureImage.map(ObjectIdentifier.init), transition, displayScale]
-        }
-
-        private func bind() {
-            target.binder.bind(url.map { Load($0, key: key) }, placeholder, failureImage, pixelSize, cache, transition,
-                               scale: Double(displayScale))
-        }
-
-        private final class Target: ObservableObject, ImageTarget {
-            @Published var image: Image?
-            var isDisplayed = false
-            lazy var binder = Binder(self)
-
-            func show(_ image: Image?, transition: Transition) {
-                guard case .fade(let seconds) = transition, seconds > 0 else { return self.image = image }
-                withAnimation(.easeIn(duration: seconds)) { self.image = image }
-            }
-        }
-    }
 }
 #endif

@@ -1,8 +1,8 @@
 // The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views).
-// Then the internal rooms in the order a miss walks them: Requests (a load, the
+// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
+// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks them: Requests (a load, the
 // request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
 // the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
 // deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:

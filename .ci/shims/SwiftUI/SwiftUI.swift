@@ -23,10 +23,33 @@ public protocol View {
     @ViewBuilder @MainActor @preconcurrency var body: Self.Body { get }
 }
 
-/// SHIM: only the one-view block the checked code needs.
+/// SHIM: only the one-view block and the two branches of an `if` the checked code needs.
 @resultBuilder
 public struct ViewBuilder {
     public static func buildBlock<Content: View>(_ content: Content) -> Content { content }
+    /// `static func buildEither<TrueContent, FalseContent>(first: TrueContent) ->
+    /// _ConditionalContent<TrueContent, FalseContent>`, iOS 13, macOS 10.15
+    /// (developer.apple.com/documentation/swiftui/viewbuilder/buildeither(first:)).
+    public static func buildEither<TrueContent, FalseContent>(first: TrueContent)
+        -> _ConditionalContent<TrueContent, FalseContent> { fatalError("SwiftUI shim") }
+    /// `static func buildEither<TrueContent, FalseContent>(second: FalseContent) ->
+    /// _ConditionalContent<TrueContent, FalseContent>`, iOS 13, macOS 10.15
+    /// (developer.apple.com/documentation/swiftui/viewbuilder/buildeither(second:)).
+    public static func buildEither<TrueContent, FalseContent>(second: FalseContent)
+        -> _ConditionalContent<TrueContent, FalseContent> { fatalError("SwiftUI shim") }
+}
+
+/// What `ViewBuilder.buildEither` returns (see its documentation above). Apple documents no page of its
+/// own for this underscored type; as in the SDK's interface: `@frozen struct _ConditionalContent<TrueContent,
+/// FalseContent>`, a `View` when both are. SHIM: a stored class reference keeps Swift from inferring
+/// Sendable, which the SDK does not declare.
+@frozen public struct _ConditionalContent<TrueContent, FalseContent> {
+    private let box: AnyObject
+}
+
+extension _ConditionalContent: View where TrueContent: View, FalseContent: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
 }
 
 extension Never: View {
@@ -54,6 +77,16 @@ extension Never: View {
     public func resizable(capInsets: EdgeInsets = EdgeInsets(), resizingMode: Image.ResizingMode = .stretch) -> Image {
         fatalError("SwiftUI shim")
     }
+}
+
+/// `@frozen struct Color`, a `View` and `Sendable`, iOS 13, macOS 10.15
+/// (developer.apple.com/documentation/swiftui/color). SHIM: its Hashable and ShapeStyle conformances
+/// are left out; `gray` is declared on `ShapeStyle where Self == Color` in the SDK,
+/// `static var gray: Color { get }` (developer.apple.com/documentation/swiftui/shapestyle/gray).
+@frozen public struct Color: Sendable, View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    public static var gray: Color { fatalError("SwiftUI shim") }
 }
 
 @frozen public struct EdgeInsets: Equatable, Sendable {
@@ -89,9 +122,21 @@ extension Never: View {
     public static func easeIn(duration: TimeInterval) -> Animation { fatalError("SwiftUI shim") }
 }
 
-/// `func withAnimation<Result>(_ animation: Animation? = .default, _ body: () throws -> Result)
-/// rethrows -> Result`, not main-actor isolated (developer.apple.com/documentation/swiftui/withanimation(_:_:)).
-public func withAnimation<Result>(_ animation: Animation? = .default, _ body: () throws -> Result) rethrows -> Result {
+/// `@frozen struct Transaction`, not Sendable, iOS 13, macOS 10.15: the context of a state change, which
+/// carries its animation (developer.apple.com/documentation/swiftui/transaction). SHIM: a stored class
+/// reference keeps Swift from inferring Sendable for the frozen struct.
+@frozen public struct Transaction {
+    private let box: AnyObject
+    /// `init()` (developer.apple.com/documentation/swiftui/transaction/init()).
+    public init() { fatalError("SwiftUI shim") }
+    /// `init(animation: Animation?)` (developer.apple.com/documentation/swiftui/transaction/init(animation:)).
+    public init(animation: Animation?) { fatalError("SwiftUI shim") }
+}
+
+/// `func withTransaction<Result>(_ transaction: Transaction, _ body: () throws -> Result) rethrows ->
+/// Result`, not main-actor isolated, iOS 13, macOS 10.15
+/// (developer.apple.com/documentation/swiftui/withtransaction(_:_:)).
+public func withTransaction<Result>(_ transaction: Transaction, _ body: () throws -> Result) rethrows -> Result {
     fatalError("SwiftUI shim")
 }
 
@@ -104,14 +149,6 @@ extension View {
     nonisolated public func scaledToFill() -> some View { self }
     nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
-
-    @available(iOS, introduced: 14.0, deprecated: 17.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
-    @available(macOS, introduced: 11.0, deprecated: 14.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
-    @available(tvOS, introduced: 14.0, deprecated: 17.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
-    @available(watchOS, introduced: 7.0, deprecated: 10.0, message: "Use `onChange` with a two or zero parameter action closure instead.")
-    nonisolated public func onChange<V>(of value: V, perform action: @escaping (_ newValue: V) -> Void) -> some View where V: Equatable {
-        self
-    }
 }
 
 // MARK: - State

@@ -1,0 +1,123 @@
+import Foundation
+import XCTest
+@_spi(Testing) @testable import ImageCache
+import LoopbackServer
+
+/// The decisions of the SwiftUI views (`AsyncImage`, `RemoteImage`), which cannot run here: the phase
+/// a binder's state gives, the pixels a size in points gives, and which arrivals animate; the last two
+/// also through a real binder, whose target records what a view's target would show.
+final class SwiftUIViewTests: BinderTestCase {
+    // MARK: The phase
+
+    func testAFailureIsTheFailurePhaseWhateverTheTargetShows() {
+        let phase = ImageCache.ViewPhase<Int>(.failed(.httpStatus(404)), showing: nil)
+        guard case .failure(.httpStatus(404)) = phase else { return XCTFail("\(phase)") }
+        let shown = ImageCache.ViewPhase<Int>(.failed(.emptyBody), showing: 7)
+        guard case .failure(.emptyBody) = shown else { return XCTFail("\(shown)") }
+    }
+
+    func testAnImageShownIsSuccessInEveryOtherState() {
+        // An image, a reload that keeps the last image while it loads, a load cancelled on disappear
+        let states: [ImageCache.Binder.State] = [.image(.memory), .image(.disk), .image(.network), .loading, .idle]
+        for state in states {
+            guard case .success(7) = ImageCache.ViewPhase<Int>(state, showing: 7) else { return XCTFail("\(state)") }
+        }
+    }
+
+    func testNoImageShownIsEmpty() {
+        // No URL or a memory warning (the placeholder, nil for AsyncImage), loading, nothing bound
+        for state in [.placeholder, .loading, .idle] as [ImageCache.Binder.State] {
+            guard case .empty = ImageCache.ViewPhase<Int>(state, showing: nil) else { return XCTFail("\(state)") }
+        }
+    }
+
+    // MARK: Points and pixels
+
+    func testASizeInPointsIsDecodedAtTheDisplayScale() {
+        // A 100x60-point view on a 3x screen, half a point at 2x, and a 1x screen
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 100, height: 60), scale: 3),
+                       CGSize(width: 300, height: 180))
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 50.5, height: 20), scale: 2),
+                       CGSize(width: 101, height: 40))
+        XCTAssertEqual(ImageCache.pixelSize(points: CGSize(width: 64, height: 64), scale: 1),
+                       CGSize(width: 64, height: 64))
+    }
+
+    func testNoSizeIsTheWholeImage() {
+        XCTAssertNil(ImageCache.pixelSize(points: nil, scale: 3))
+    }
+
+    // MARK: Which arrivals animate
+
+    func testOnlyAnImageNotFromMemoryAnimates() {
+        XCTAssertTrue(ImageCache.animatesArrival(.image(.network)))
+        XCTAssertTrue(ImageCache.animatesArrival(.image(.disk)))
+        let still: [ImageCache.Binder.State] = [.image(.memory), .placeholder, .loading, .idle,
+                                                .failed(.httpStatus(500))]
+        for state in still { XCTAssertFalse(ImageCache.animatesArrival(state), "\(state)") }
+    }
+
+    func testThroughABinderTheNetworkImageAnimatesAndTheMemoryOneShowsAtOnce() {
+        // Given an image on the server and a target that records, as a SwiftUI view's does, the
+        // phase and whether it animates each time the binder shows something (no placeholder image)
+        let cache = makeCache()
+        let url = serveImage("/swiftui.png", width: 3_100)
+        let target = PhaseTarget()
+        let binder = ImageCache.Binder(target, queue: callbacks)
+        target.binder = binder
+        let arrived = expectation(description: "from the network")
+        target.onShow = { if $0.hasPrefix("success") { arrived.fulfill() } }
+
+        // When it is bound with a size in points at 2x, then bound again (now in memory)
+        let pixels = ImageCache.pixelSize(points: CGSize(width: 20, height: 10), scale: 2)
+        callbacks.sync { _ = binder.bind(url, pixelSize: pixels, cache: cache) }
+        wait(for: [arrived], timeout: 10)
+        callbacks.sync { _ = binder.bind(url, pixelSize: pixels, cache: cache) }
+
+        // Then it was empty (at once), then the image animated in; from memory it came at once
+        let shown = callbacks.sync { target.shown }
+        XCTAssertEqual(shown, ["empty at once", "success animated", "success at once"])
+        XCTAssertEqual(server.requestCount("/swiftui.png"), 1)
+    }
+
+    func testThroughABinderAFailureIsTheFailurePhaseAtOnce() {
+        // Given a URL that answers 404
+        let cache = makeCache()
+        server.set("/swiftui-gone.png", .status(404))
+        let target = PhaseTarget()
+        let binder = ImageCache.Binder(target, queue: callbacks)
+        target.binder = binder
+        let failed = expectation(description: "failed")
+        target.onShow = { if $0.hasPrefix("failure") { failed.fulfill() } }
+
+        // When it is bound
+        callbacks.sync { _ = binder.bind(server.url("/swiftui-gone.png"), cache: cache) }
+        wait(for: [failed], timeout: 10)
+
+        // Then the phase says why, and nothing animated
+        XCTAssertEqual(callbacks.sync { target.shown }, ["empty at once", "failure(HTTP status 404) at once"])
+    }
+}
+
+/// What a SwiftUI view's target does when its binder shows something, said as text: the phase and
+/// whether it animates. Used on the binder's queue only.
+private final class PhaseTarget: ImageCache.ImageTarget {
+    var image: ImageCache.Image?
+    var isDisplayed = true
+    weak var binder: ImageCache.Binder?
+    private(set) var shown: [String] = []
+    var onShow: ((String) -> Void)?
+
+    func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        guard let state = binder?.state else { return XCTFail("shown before the binder was known") }
+        self.image = image
+        let phase: String
+        switch ImageCache.ViewPhase(state, showing: image) {
+        case .empty: phase = "empty"
+        case .success: phase = "success"
+        case .failure(let error): phase = "failure(\(error))"
+        }
+        shown.append(phase + (ImageCache.animatesArrival(state) ? " animated" : " at once"))
+        onShow?(shown[shown.count - 1])
+    }
+}

@@ -1,0 +1,218 @@
+// SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
+// views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
+// show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
+// `animatesArrival`) live in Binding.swift, where the Linux tests reach them.
+
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+#if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
+extension ImageCache {
+    /// Where an ``AsyncImage`` is in its load, as SwiftUI's `AsyncImagePhase` says it.
+    public enum AsyncImagePhase: Sendable {
+        /// No image yet: no URL, the load under way, or the image let go on a memory warning.
+        case empty
+        /// The image, from memory, disk or the network.
+        case success(SwiftUI.Image)
+        /// The load failed, and why.
+        case failure(Error)
+
+        /// The image, if there is one.
+        public var image: SwiftUI.Image? {
+            if case .success(let image) = self { return image }
+            return nil
+        }
+
+        /// Why the load failed, if it did.
+        public var error: Error? {
+            if case .failure(let error) = self { return error }
+            return nil
+        }
+    }
+
+    /// A SwiftUI view of the image at a URL, shaped as SwiftUI's `AsyncImage`: it passes each phase
+    /// of the load to `content` (or the image to `content` and shows `placeholder` until then),
+    /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
+    /// that comes from disk or the network arrives in `transaction` (an animation, say). Given a
+    /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
+    /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
+    /// scale binds again; the load is cancelled when the view disappears. Main actor.
+    ///
+    /// ```swift
+    /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
+    ///     image.resizable().scaledToFill()
+    /// } placeholder: {
+    ///     Color.gray
+    /// }
+    /// ```
+    ///
+    /// Named as SwiftUI's, nested here: `AsyncImage` alone stays SwiftUI's.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor public struct AsyncImage<Content: View>: View {
+        private let load: Load?, size: CGSize?, cache: ImageCache, transaction: Transaction
+        private let content: (AsyncImagePhase) -> Content
+        @Environment(\.displayScale) private var displayScale
+
+        /// Shows the image at `url` (nil: `.empty`) in the phases `content` draws, cached under `key`
+        /// (the URL by default) in `cache`, decoded to fill `size` (points; nil: the whole image);
+        /// an image not in memory arrives in `transaction` (none by default: at once).
+        public init(url: URL?, key: String? = nil, size: CGSize? = nil, cache: ImageCache = .shared,
+                    transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(url.map { Load($0, key: key) }, size, cache, transaction, content)
+        }
+
+        /// Shows the image that `request` loads, as `init(url:...)` shows a URL's; the request is sent
+        /// as ``Binder`` sends it, and its headers are not part of the key.
+        public init(request: URLRequest, key: String? = nil, size: CGSize? = nil, cache: ImageCache = .shared,
+                    transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(Load(request, key: key), size, cache, transaction, content)
+        }
+
+        /// Shows `content` of the image at `url` once there is one, and `placeholder` until then and
+        /// when it cannot be had; the other arguments as in `init(url:key:size:cache:transaction:content:)`.
+        public init<I: View, P: View>(url: URL?, key: String? = nil, size: CGSize? = nil,
+                                      cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(url.map { Load($0, key: key) }, size, cache, transaction, Self.either(content, placeholder))
+        }
+
+        /// Shows `content` of the image that `request` loads, and `placeholder` until then, as
+        /// `init(url:key:size:cache:transaction:content:placeholder:)` shows a URL's.
+        public init<I: View, P: View>(request: URLRequest, key: String? = nil, size: CGSize? = nil,
+                                      cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(Load(request, key: key), size, cache, transaction, Self.either(content, placeholder))
+        }
+
+        private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
+                     _ content: @escaping (AsyncImagePhase) -> Content) {
+            (self.load, self.size, self.cache) = (load, size, cache)
+            (self.transaction, self.content) = (transaction, content)
+        }
+
+        private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
+                                         _ placeholder: @escaping () -> P) -> (AsyncImagePhase) -> Content
+            where Content == _ConditionalContent<I, P> {
+            { phase in
+                guard let image = phase.image else { return ViewBuilder.buildEither(second: placeholder()) }
+                return ViewBuilder.buildEither(first: content(image))
+            }
+        }
+
+        public var body: some View {
+            let scale = Double(displayScale)
+            let pixels = ImageCache.pixelSize(points: size, scale: scale)
+            let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
+                                         cache: cache, transaction: transaction, scale: scale) { image, state in
+                switch ViewPhase(state, showing: image) {
+                case .empty: content(.empty)
+                case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
+                case .failure(let error): content(.failure(error))
+                }
+            }
+            // A new binding is a new identity: its own target, bound when it appears. (Not
+            // `onChange(of:perform:)`, deprecated in iOS 17, whose successor needs iOS 17.)
+            return binding.id(binding.arguments)
+        }
+    }
+
+    /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
+    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// The image carries the environment's `displayScale`: its `size` is in points. See also
+    /// ``AsyncImage``, which takes any view as placeholder and a size in points.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor public struct RemoteImage: View {
+        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
+                    cache: ImageCache, transition: Transition
+        @Environment(\.displayScale) private var displayScale
+
+        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
+        public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
+                    pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
+            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (url, key, placeholder, failureImage, pixelSize, cache, transition)
+        }
+
+        public var body: some View {
+            var animation: Animation?
+            if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
+            let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
+                                failureImage: failureImage, pixelSize: pixelSize, cache: cache,
+                                transaction: Transaction(animation: animation),
+                                scale: Double(displayScale)) { image, _ in
+                // A new identity per image, so that a fade's transition takes the old one out and the new in.
+                ZStack {
+                    ImageCache.swiftUIImage(image ?? Self.empty).resizable()
+                        .id(image.map(ObjectIdentifier.init)).transition(AnyTransition.opacity)
+                }
+            }
+            // The placeholder and failure image by identity: one made anew in each `body` binds again.
+            return binding.id([binding.arguments, placeholder.map(ObjectIdentifier.init),
+                               failureImage.map(ObjectIdentifier.init), transition] as [AnyHashable?])
+        }
+
+        /// Shown while there is no image: one for every view, not one per evaluation of `body`.
+        private static let empty = Image()
+    }
+
+    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
+    /// disappears; `content` draws what the target shows. The views give it a new identity when its
+    /// arguments change, so a binding never changes.
+    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+    @MainActor private struct Bound<Content: View>: View {
+        let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
+            transaction: Transaction, scale: Double
+        let content: (Image?, Binder.State) -> Content
+        @StateObject private var target = Target()
+
+        /// What the binding is made of, for the view's identity.
+        var arguments: [AnyHashable?] {
+            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] },
+             ObjectIdentifier(cache), scale]
+        }
+
+        var body: some View {
+            content(target.image, target.state)
+                .onAppear {
+                    (target.isDisplayed, target.transaction) = (true, transaction)
+                    target.binder.bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                }
+                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+        }
+
+        private final class Target: ObservableObject, ImageTarget {
+            @Published var image: Image?
+            @Published private(set) var state = Binder.State.idle
+            var isDisplayed = false
+            var transaction = Transaction()
+            lazy var binder = Binder(self)
+
+            func show(_ image: Image?, transition: Transition) {
+                let state = binder.state  // set before the binder shows it
+                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                withTransaction(transaction) { (self.image, self.state) = (image, state) }
+            }
+        }
+    }
+
+    @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
+        #if canImport(UIKit)
+        SwiftUI.Image(uiImage: image)
+        #else
+        SwiftUI.Image(nsImage: image)
+        #endif
+    }
+}
+#endif
