@@ -31,7 +31,9 @@ nonisolated extension ImageCache {
         var attempts = 0
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
-        let host: String  // the server it is downloaded from, as `Lanes` shares slots between them
+        /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
+        /// queued for the network (a disk hit never reads it), under the cache's lock.
+        lazy var host: String = load.url.map(Self.host(of:)) ?? ""
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
@@ -67,7 +69,6 @@ nonisolated extension ImageCache {
             self.load = load
             lane = load.lane
             self.limits = limits
-            host = load.url.map(Self.host(of:)) ?? ""
         }
 
         /// The server of `url`: its host, and its port if it names one.
