@@ -289,8 +289,9 @@ nonisolated extension ImageCache {
 
     /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
     /// URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval` are sent
-    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none), and
-    /// ``requestModifier`` sees it before each attempt. Its headers go to a redirect's target only on
+    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none: its
+    /// session adds them, so ``requestModifier`` does not see them), and ``requestModifier`` sees it
+    /// before each attempt. Its headers go to a redirect's target only on
     /// the same origin (see README).
     ///
     /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
@@ -2724,14 +2725,10 @@ nonisolated extension ImageCache {
     /// be sent. The modifier runs here, outside the lock: it is the app's code.
     private func request(for download: Download, _ settings: Settings,
                          _ validators: Validators?) -> Result<URLRequest, Error> {
+        // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
+        // request, they cost more than the rest of this function (FoundationNetworking's headers).
         var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                                           timeoutInterval: settings.requestTimeout)
-        if request.value(forHTTPHeaderField: "Accept") == nil {
-            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
-        }
-        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
-        }
         validators?.ask(&request)
         guard let modifier = settings.requestModifier else { return .success(request) }
         guard let modified = modifier(request) else {
@@ -2800,8 +2797,15 @@ nonisolated extension ImageCache {
             session = makeSession(configuration, timeout: timeout)
         }
 
+        /// What every request asks for unless it says otherwise (a request's own header wins, and so
+        /// does one of the app's session): images, not compressed again (they are compressed already).
+        static let headers = ["Accept": "image/*, */*;q=0.8", "Accept-Encoding": "identity"]
+
         private func makeSession(_ configuration: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
             configuration.timeoutIntervalForRequest = timeout
+            var headers: [AnyHashable: Any] = Self.headers
+            headers.merge(configuration.httpAdditionalHeaders ?? [:]) { _, apps in apps }
+            configuration.httpAdditionalHeaders = headers
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
 
@@ -3040,6 +3044,8 @@ nonisolated extension ImageCache {
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
+            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
+            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             decodes.async {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
                 guard self.lock.withLock({ self._isCurrent(download) }) else { return }
@@ -3407,7 +3413,7 @@ nonisolated extension ImageCache {
         fileprivate static func validate(data: Data, response: URLResponse?,
                                          error: Swift.Error?) -> Result<Data, Error> {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
-            let identity = ["", "identity"].contains(encoding.trimmingCharacters(in: .whitespaces).lowercased())
+            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(data.count) < expected
                 ? .truncatedBody(expected: expected, received: data.count) : nil
@@ -3438,9 +3444,9 @@ nonisolated extension ImageCache {
 
             init(_ value: String?) {
                 for directive in (value ?? "").split(separator: ",") {
-                    let parts = directive.trimmingCharacters(in: .whitespaces)
+                    let parts = HTTP.trimmed(directive)
                         .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+                    let name = HTTP.trimmed(parts[0]).lowercased()
                     // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
                     let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
                     switch name {
@@ -3501,10 +3507,20 @@ nonisolated extension ImageCache {
                 }
                 // A list's first member (RFC 9111, 5.1).
                 let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
-                    $0.split(separator: ",").first.flatMap { HTTP.delta($0.trimmingCharacters(in: .whitespaces)[...]) }
+                    $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
                 } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
             }
+        }
+
+        /// `text` without the optional whitespace around a field's value or a list's member: spaces and
+        /// horizontal tabs (RFC 9110, 5.6.3). Not Foundation's `trimmingCharacters`, which also takes
+        /// other Unicode spaces and costs more than the rest of a response's checks on Linux.
+        static func trimmed(_ text: Substring) -> Substring {
+            let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+            guard let first = text.firstIndex(where: { !isSpace($0) }),
+                  let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
+            return text[first...last]
         }
 
         /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
@@ -3573,7 +3589,7 @@ nonisolated extension ImageCache {
         /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
         static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
             guard let http = response as? HTTPURLResponse,
-                  let value = http.value(forHTTPHeaderField: "Retry-After")?.trimmingCharacters(in: .whitespaces)
+                  let value = http.value(forHTTPHeaderField: "Retry-After").map({ String(HTTP.trimmed($0[...])) })
             else { return nil }
             if let seconds = TimeInterval(value) { return max(0, seconds) }
             return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }

@@ -48,6 +48,39 @@ final class RequestTests: CacheTestCase {
         XCTAssertEqual(server.lastRequestHeaders("/accept.png")?["accept"], "image/png")
     }
 
+    func testTheCachesHeadersComeFromItsSessionAndTheAppsSessionHeadersWin() throws {
+        // Given a cache made with the app's session, whose configuration asks for WebP and names a feed
+        let configuration = URLSessionConfiguration.default
+        configuration.httpAdditionalHeaders = ["Accept": "image/webp", "X-Feed": "feed-9"]
+        let session = URLSession(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let cache = ImageCache(uniqueName: "session-headers", directory: directory, session: session)
+        cache.callbackQueue = callbacks
+        defer { cache.persistCacheToDisk() }
+        // And a requestModifier that records what it is given
+        let seen = Locked<[String: String]?>(nil)
+        cache.requestModifier = { request in
+            seen.mutate { $0 = request.allHTTPHeaderFields ?? [:] }
+            return request
+        }
+        // When an image is fetched
+        let url = serve("/session-headers.png")
+        XCTAssertNotNil(try result(cache, URLRequest(url: url))?.get())
+        // Then the app's session headers are sent and win over the cache's Accept; the cache's
+        // Accept-Encoding is still sent; the modifier saw the request without either default
+        let headers = try XCTUnwrap(server.lastRequestHeaders("/session-headers.png"))
+        XCTAssertEqual(headers["accept"], "image/webp")
+        XCTAssertEqual(headers["x-feed"], "feed-9")
+        XCTAssertEqual(headers["accept-encoding"], "identity")
+        let modified = try XCTUnwrap(seen.value)
+        XCTAssertNil(modified.first { $0.key.lowercased() == "accept" })
+        // And a cache made without a session sends its own Accept
+        let plain = makeCache("plain")
+        let other = serve("/plain-headers.png")
+        XCTAssertNotNil(try result(plain, URLRequest(url: other))?.get())
+        XCTAssertEqual(server.lastRequestHeaders("/plain-headers.png")?["accept"], "image/*, */*;q=0.8")
+    }
+
     func testBadRequestsFailAtOnceWithNothingSentAndNothingCached() throws {
         // Given a cache and a server that would answer
         let cache = makeCache()

@@ -60,8 +60,9 @@ nonisolated extension ImageCache {
 
     /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
     /// URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval` are sent
-    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none), and
-    /// ``requestModifier`` sees it before each attempt. Its headers go to a redirect's target only on
+    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none: its
+    /// session adds them, so ``requestModifier`` does not see them), and ``requestModifier`` sees it
+    /// before each attempt. Its headers go to a redirect's target only on
     /// the same origin (see README).
     ///
     /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,

@@ -52,14 +52,10 @@ nonisolated extension ImageCache {
     /// be sent. The modifier runs here, outside the lock: it is the app's code.
     private func request(for download: Download, _ settings: Settings,
                          _ validators: Validators?) -> Result<URLRequest, Error> {
+        // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
+        // request, they cost more than the rest of this function (FoundationNetworking's headers).
         var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                                           timeoutInterval: settings.requestTimeout)
-        if request.value(forHTTPHeaderField: "Accept") == nil {
-            request.setValue("image/*, */*;q=0.8", forHTTPHeaderField: "Accept")
-        }
-        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
-            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")  // images are compressed already
-        }
         validators?.ask(&request)
         guard let modifier = settings.requestModifier else { return .success(request) }
         guard let modified = modifier(request) else {
@@ -128,8 +124,15 @@ nonisolated extension ImageCache {
             session = makeSession(configuration, timeout: timeout)
         }
 
+        /// What every request asks for unless it says otherwise (a request's own header wins, and so
+        /// does one of the app's session): images, not compressed again (they are compressed already).
+        static let headers = ["Accept": "image/*, */*;q=0.8", "Accept-Encoding": "identity"]
+
         private func makeSession(_ configuration: URLSessionConfiguration, timeout: TimeInterval) -> URLSession {
             configuration.timeoutIntervalForRequest = timeout
+            var headers: [AnyHashable: Any] = Self.headers
+            headers.merge(configuration.httpAdditionalHeaders ?? [:]) { _, apps in apps }
+            configuration.httpAdditionalHeaders = headers
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
 
@@ -368,6 +371,8 @@ nonisolated extension ImageCache {
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
+            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
+            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             decodes.async {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
                 guard self.lock.withLock({ self._isCurrent(download) }) else { return }
