@@ -3019,7 +3019,8 @@ nonisolated extension ImageCache {
 
     /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
     /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue).
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
+    /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
@@ -3064,8 +3065,8 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
-    /// of their own (never URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data). A decode that ends takes the next waiting one in the same block. (Not an
+    /// of their own (not URLSession's delegate queue, where one large decode would hold back every
+    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping). A decode that ends takes the next waiting one in the same block. (Not an
     /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
     fileprivate final class Decodes: @unchecked Sendable {
         private let queue: DispatchQueue

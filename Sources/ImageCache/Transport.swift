@@ -346,7 +346,8 @@ nonisolated extension ImageCache {
 
     /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
     /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue).
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
+    /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
