@@ -183,7 +183,9 @@ func compareSides(rounds: Int, _ sides: [(Int) throws -> Double]) throws -> [[Do
 
 /// 200 distinct 50 KB images fetched at once, 8 downloads at a time: ours writing each to disk, ours
 /// with `Cache-Control: no-store` responses (no file), and the bare streaming delegate on the same
-/// kind of responses, in the same rounds; with the whole process's CPU time per image of each.
+/// kind of responses, in the same rounds; with the whole process's CPU time per image of each. Run
+/// as the machine schedules it, then with every thread on one CPU (where a hop between threads is a
+/// plain switch, not a wake-up of the other CPU: see `onOneCPU`).
 func networkMissThroughput(_ config: Config) throws -> [Row] {
     let scratch = try Scratch("network")
     defer { scratch.remove() }
@@ -192,11 +194,20 @@ func networkMissThroughput(_ config: Config) throws -> [Row] {
     let noStore = LoopbackServer.Response(status: 200, headers: ["Content-Type": "image/png", "Cache-Control": "no-store"],
                                           body: TestImages.photo)
     server.handler = { path in path.hasPrefix("/no-store/") ? noStore : nil }
-    let count = 200
     let cache = makeCache("network", in: scratch, memoryCap: 1_000)
     cache.maxConcurrentDownloads = 8
     let streaming = StreamingLoader()
     defer { streaming.invalidate() }
+    let unpinned = try againstTheDelegate(config, server: server, cache: cache, streaming: streaming, pinned: false)
+    let pinned = try onOneCPU { try againstTheDelegate(config, server: server, cache: cache, streaming: streaming, pinned: true) }
+    return unpinned + pinned
+        + (try networkWithProgress(config, server: server, cache: cache, streaming: streaming, scratch: scratch))
+}
+
+/// The rows of `networkMissThroughput` for one way of scheduling.
+private func againstTheDelegate(_ config: Config, server: LoopbackServer, cache: ImageCache,
+                                streaming: StreamingLoader, pinned: Bool) throws -> [Row] {
+    let count = 200
     // Images per second, and CPU microseconds per image of the whole process (server included).
     func measure(_ body: () throws -> Void) throws -> (rate: Double, cpu: Double) {
         let usage = processUsage()
@@ -211,7 +222,10 @@ func networkMissThroughput(_ config: Config) throws -> [Row] {
             return rate
         }
     }
-    func urls(_ prefix: String, _ round: Int) -> [URL] { (0..<count).map { server.url("/\(prefix)/\(round)/\($0).png") } }
+    let tag = pinned ? "pinned" : "unpinned"
+    func urls(_ prefix: String, _ round: Int) -> [URL] {
+        (0..<count).map { server.url("/\(prefix)/\(tag)/\(round)/\($0).png") }
+    }
     let rates = try compareSides(rounds: config.pick(quick: 3, full: 9), [
         side(0) { round in
             try cache.fetchAll(urls("files", round))
@@ -224,26 +238,28 @@ func networkMissThroughput(_ config: Config) throws -> [Row] {
     let stats = rates.map(Stats.init), cpuStats = cpu.map(Stats.init)
     let setting = "all 200 fetches issued at once, `maxConcurrentDownloads = 8`; the delegate 8 in flight"
     let floorName = "`StreamingLoader`: a delegate that keeps each chunk, no checks, no disk, same responses"
+    let scheduling = pinned ? ", pinned to one CPU" : ", unpinned"
     func cpuNote(_ ours: Int, _ floor: Int) -> String {
         "CPU per image, whole process with the server (median): ours \(Report.format(cpuStats[ours].median)) us, "
             + "the delegate \(Report.format(cpuStats[floor].median)) us"
     }
-    return [Row(figure: "network miss, 200 distinct 50 KB images, each written to disk, against a bare streaming delegate",
+    let cpuSource = "whole process (server included), from `getrusage`, per image"
+    return [Row(figure: "network miss, 200 distinct 50 KB images, each written to disk, against a bare streaming delegate"
+                    + scheduling,
                 unit: "images/s", ours: stats[0], floorName: floorName, floor: stats[1], goal: ">= 0.90x floor",
                 pass: { $0! >= 0.90 },
                 notes: [setting + "; ours writes each image (on its disk queue, within the timing)", cpuNote(0, 1)]),
-            Row(figure: "network miss, the same with `Cache-Control: no-store` (no file), against the delegate",
+            Row(figure: "network miss, the same with `Cache-Control: no-store` (no file), against the delegate" + scheduling,
                 unit: "images/s", ours: stats[2], floorName: floorName, floor: stats[3], goal: ">= 0.95x floor",
                 pass: { $0! >= 0.95 }, notes: [setting, cpuNote(2, 3)]),
-            Row(figure: "network miss, CPU per image writing each to disk, against the delegate's", unit: "us",
+            Row(figure: "network miss, CPU per image writing each to disk, against the delegate's" + scheduling, unit: "us",
                 ours: cpuStats[0], floorName: "the bare streaming delegate's, same rounds", floor: cpuStats[1],
                 goal: "<= floor + 50 us", pass: { _ in cpuStats[0].median <= cpuStats[1].median + 50 },
-                notes: ["whole process (server included), from `getrusage`, per image"]),
-            Row(figure: "network miss, CPU per image with `no-store`, against the delegate's", unit: "us",
+                notes: [cpuSource]),
+            Row(figure: "network miss, CPU per image with `no-store`, against the delegate's" + scheduling, unit: "us",
                 ours: cpuStats[2], floorName: "the bare streaming delegate's, same rounds and responses", floor: cpuStats[3],
                 goal: "<= floor + 50 us", pass: { _ in cpuStats[2].median <= cpuStats[3].median + 50 },
-                notes: ["whole process (server included), from `getrusage`, per image"])]
-        + (try networkWithProgress(config, server: server, cache: cache, streaming: streaming, scratch: scratch))
+                notes: [cpuSource])]
 }
 
 /// Ours as an app with a progress ring uses it, against the bare streaming loader and against a
