@@ -26,12 +26,13 @@
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
 // statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks them: Requests (a load, the
-// request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
-// the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
-// deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
+// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
+// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
+// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
+// Delivery; and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk);
+// DiskFiles; Decoding; Formats (the structural check); Screen; Helpers; and, in the package's own
+// builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
@@ -100,7 +101,7 @@ import SwiftUI
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
 /// the main actor too; only the callbacks and the views (``ImageTarget``, `setImage(with:)`,
-/// ``RemoteImage``) are main-actor.
+/// `RemoteImage`, `AsyncImage`) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache, in a folder named after the program (its bundle identifier, else its
     /// executable name), so that programs never share it by accident: on Linux
@@ -253,9 +254,12 @@ nonisolated extension ImageCache {
     /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
     /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
-    /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
-    ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
-    ///   key share one entry, and one URL under two keys makes two.
+    /// - Parameters:
+    ///   - url: The image's http or https URL.
+    ///   - key: What the image is cached under: `url.absoluteString` by default. Give one
+    ///     when the URL changes but the image does not (a signed URL's token, say): URLs under one
+    ///     key share one entry, and one URL under two keys makes two.
+    ///   - callback: Gets `url` and the image, or nil; nil for no callback (the image is still cached).
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
         fetch(Load(url, key: key), url, callback)
@@ -866,7 +870,7 @@ nonisolated extension ImageCache {
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
     /// binder or view with a size decodes to fill it, whatever this says. By default the main
     /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
-    /// on the main thread with its scale (see ``screenScale``); 4,096 where there is none to read
+    /// on the main thread with its scale; 4,096 where there is none to read
     /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
     /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
     /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
@@ -907,6 +911,12 @@ nonisolated extension ImageCache {
         /// The longest `Retry-After` honoured, in seconds; longer ones are cut to it. 10 by default.
         public var maxRetryAfter: TimeInterval
 
+        /// A policy with the given limits; a negative one counts as 0.
+        ///
+        /// - Parameters:
+        ///   - maxRetries: Retries after the first attempt.
+        ///   - baseDelay: The first wait in seconds, before jitter.
+        ///   - maxRetryAfter: The longest `Retry-After` honoured, in seconds.
         public init(maxRetries: Int = 2, baseDelay: TimeInterval = 0.5, maxRetryAfter: TimeInterval = 10) {
             self.maxRetries = max(0, maxRetries)
             self.baseDelay = max(0, baseDelay)
@@ -990,6 +1000,7 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// What went wrong, in words, with the detail each case carries.
         public var description: String {
             switch self {
             case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
@@ -1018,14 +1029,23 @@ nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
 nonisolated extension ImageCache {
     /// Where a delivered image came from.
     public enum Source: String, Sendable {
-        case memory, disk, network
+        /// Memory: found at once, with no decode.
+        case memory
+        /// The cache's folder on disk.
+        case disk
+        /// A download.
+        case network
     }
 
     /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
     /// entry delivered because the network failed).
     public struct Fetched<Value> {
+        /// The image, or the value the request's `decode` made.
         public let value: Value
+        /// Where it came from.
         public let source: Source
+        /// Whether it is an expired entry, delivered because the network failed
+        /// (``ImageCache/servesStaleWhenOffline``).
         public let isStale: Bool
     }
 
@@ -1229,7 +1249,14 @@ nonisolated extension ImageCache {
 
     /// The image formats the cache recognises and checks.
     public enum Format: String, Sendable {
-        case png, jpeg, gif, webp
+        /// PNG, animated (APNG) or not.
+        case png
+        /// JPEG.
+        case jpeg
+        /// GIF, animated or not.
+        case gif
+        /// WebP.
+        case webp
     }
 
     /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.
@@ -1326,7 +1353,16 @@ nonisolated extension ImageCache {
         /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
         /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
         public enum State: Sendable, Equatable {
-            case idle, placeholder, loading, image(Source), failed(Error)
+            /// Nothing is bound, or the load was cancelled.
+            case idle
+            /// The placeholder, for a binding without a URL or after a memory warning.
+            case placeholder
+            /// The placeholder, while the image loads.
+            case loading
+            /// The image, from where it came.
+            case image(Source)
+            /// The failure image (or the placeholder), with why the load failed.
+            case failed(Error)
         }
 
         /// What the target shows now.
@@ -1363,7 +1399,7 @@ nonisolated extension ImageCache {
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
         /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
+        /// the screen's scale: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
@@ -1631,6 +1667,7 @@ extension ImageCache {
     }
 }
 
+/// An image view that shows remote images through ImageCache: `setImage(with:)` and its binder.
 extension ImageCache.ImageView {
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill
@@ -1812,6 +1849,7 @@ extension ImageCache {
             }
         }
 
+        /// The view's content: see the type's description.
         public var body: some View {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
@@ -1839,7 +1877,8 @@ extension ImageCache {
                     cache: ImageCache, transition: Transition
         @Environment(\.displayScale) private var displayScale
 
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// The arguments are those of
+        /// ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)-(URL?,_,_,_,_,_,_)``:
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
@@ -1847,6 +1886,7 @@ extension ImageCache {
                 (url, key, placeholder, failureImage, pixelSize, cache, transition)
         }
 
+        /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
             if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
@@ -2712,7 +2752,8 @@ nonisolated extension ImageCache {
                         guard case .running(nil) = download.phase else { return false }
                         transport.send(task, for: download, limit: settings.maxImageBytes,
                                        seconds: _state.settings.downloadTimeLimit,
-                                       stallTime: _state.settings.stallTime, stale: stale?.payload, sentAt: currentTime())
+                                       stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                       sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return true
                     }
@@ -3072,7 +3113,8 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
     /// of their own (not URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping). A decode that ends takes the next waiting one in the same block. (Not an
+    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
+    /// A decode that ends takes the next waiting one in the same block. (Not an
     /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
     fileprivate final class Decodes: @unchecked Sendable {
         private let queue: DispatchQueue

@@ -22,7 +22,8 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
     /// of their own (not URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping). A decode that ends takes the next waiting one in the same block. (Not an
+    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
+    /// A decode that ends takes the next waiting one in the same block. (Not an
     /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
     internal final class Decodes: @unchecked Sendable {
         private let queue: DispatchQueue

@@ -53,7 +53,16 @@ nonisolated extension ImageCache {
         /// What the target shows: `idle`, nothing bound or the load cancelled; `placeholder`, no URL or
         /// a memory warning; `loading`, the placeholder; the `image`; `failed`, the failure image.
         public enum State: Sendable, Equatable {
-            case idle, placeholder, loading, image(Source), failed(Error)
+            /// Nothing is bound, or the load was cancelled.
+            case idle
+            /// The placeholder, for a binding without a URL or after a memory warning.
+            case placeholder
+            /// The placeholder, while the image loads.
+            case loading
+            /// The image, from where it came.
+            case image(Source)
+            /// The failure image (or the placeholder), with why the load failed.
+            case failed(Error)
         }
 
         /// What the target shows now.
@@ -90,7 +99,7 @@ nonisolated extension ImageCache {
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
         /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
+        /// the screen's scale: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
@@ -358,6 +367,7 @@ extension ImageCache {
     }
 }
 
+/// An image view that shows remote images through ImageCache: `setImage(with:)` and its binder.
 extension ImageCache.ImageView {
     /// Shows the image at `url` here through ``imageBinder`` (see ``ImageCache/Binder``): at once
     /// if it is in memory, else `placeholder` until it comes, decoded off the main thread to fill

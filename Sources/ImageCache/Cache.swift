@@ -2,12 +2,13 @@
 // the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
 // first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
 // statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks them: Requests (a load, the
-// request path, cancellation); Entries (keys, entries, the table of them); Downloads (the phases,
-// the lanes, the look-up on disk, forgetting); Transport (sending, the transport and its delegate,
-// deadlines, stalls, progress); Attempts (the end of an attempt); Delivery; and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
+// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
+// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
+// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
+// Delivery; and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk);
+// DiskFiles; Decoding; Formats (the structural check); Screen; Helpers; and, in the package's own
+// builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
@@ -76,7 +77,7 @@ import SwiftUI
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
 /// the main actor too; only the callbacks and the views (``ImageTarget``, `setImage(with:)`,
-/// ``RemoteImage``) are main-actor.
+/// `RemoteImage`, `AsyncImage`) are main-actor.
 nonisolated public final class ImageCache: @unchecked Sendable {
     /// The program's cache, in a folder named after the program (its bundle identifier, else its
     /// executable name), so that programs never share it by accident: on Linux

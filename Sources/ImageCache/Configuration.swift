@@ -226,7 +226,7 @@ nonisolated extension ImageCache {
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
     /// binder or view with a size decodes to fill it, whatever this says. By default the main
     /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
-    /// on the main thread with its scale (see ``screenScale``); 4,096 where there is none to read
+    /// on the main thread with its scale; 4,096 where there is none to read
     /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
     /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
     /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
@@ -267,6 +267,12 @@ nonisolated extension ImageCache {
         /// The longest `Retry-After` honoured, in seconds; longer ones are cut to it. 10 by default.
         public var maxRetryAfter: TimeInterval
 
+        /// A policy with the given limits; a negative one counts as 0.
+        ///
+        /// - Parameters:
+        ///   - maxRetries: Retries after the first attempt.
+        ///   - baseDelay: The first wait in seconds, before jitter.
+        ///   - maxRetryAfter: The longest `Retry-After` honoured, in seconds.
         public init(maxRetries: Int = 2, baseDelay: TimeInterval = 0.5, maxRetryAfter: TimeInterval = 10) {
             self.maxRetries = max(0, maxRetries)
             self.baseDelay = max(0, baseDelay)

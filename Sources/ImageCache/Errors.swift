@@ -68,6 +68,7 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// What went wrong, in words, with the detail each case carries.
         public var description: String {
             switch self {
             case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"

@@ -24,9 +24,12 @@ nonisolated extension ImageCache {
     /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
     /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
-    /// - Parameter key: What the image is cached under: `url.absoluteString` by default. Give one
-    ///   when the URL changes but the image does not (a signed URL's token, say): URLs under one
-    ///   key share one entry, and one URL under two keys makes two.
+    /// - Parameters:
+    ///   - url: The image's http or https URL.
+    ///   - key: What the image is cached under: `url.absoluteString` by default. Give one
+    ///     when the URL changes but the image does not (a signed URL's token, say): URLs under one
+    ///     key share one entry, and one URL under two keys makes two.
+    ///   - callback: Gets `url` and the image, or nil; nil for no callback (the image is still cached).
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
         fetch(Load(url, key: key), url, callback)

@@ -114,7 +114,14 @@ nonisolated extension ImageCache {
 
     /// The image formats the cache recognises and checks.
     public enum Format: String, Sendable {
-        case png, jpeg, gif, webp
+        /// PNG, animated (APNG) or not.
+        case png
+        /// JPEG.
+        case jpeg
+        /// GIF, animated or not.
+        case gif
+        /// WebP.
+        case webp
     }
 
     /// A request made by one of the `fetch` methods or ``ImageCache/slowFetch(_:key:callback:)``.

@@ -110,6 +110,7 @@ extension ImageCache {
             }
         }
 
+        /// The view's content: see the type's description.
         public var body: some View {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
@@ -137,7 +138,8 @@ extension ImageCache {
                     cache: ImageCache, transition: Transition
         @Environment(\.displayScale) private var displayScale
 
-        /// The arguments are those of ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)``:
+        /// The arguments are those of
+        /// ``Binder/bind(_:key:placeholder:failureImage:pixelSize:cache:transition:)-(URL?,_,_,_,_,_,_)``:
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
@@ -145,6 +147,7 @@ extension ImageCache {
                 (url, key, placeholder, failureImage, pixelSize, cache, transition)
         }
 
+        /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
             if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }

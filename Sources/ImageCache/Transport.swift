@@ -39,7 +39,8 @@ nonisolated extension ImageCache {
                         guard case .running(nil) = download.phase else { return false }
                         transport.send(task, for: download, limit: settings.maxImageBytes,
                                        seconds: _state.settings.downloadTimeLimit,
-                                       stallTime: _state.settings.stallTime, stale: stale?.payload, sentAt: currentTime())
+                                       stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                       sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
                         return true
                     }
