@@ -1780,7 +1780,9 @@ extension ImageCache {
     /// that comes from disk or the network arrives in `transaction` (an animation, say). Given a
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
     /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
-    /// scale binds again; the load is cancelled when the view disappears. Main actor.
+    /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
+    /// plays from iOS 15 (tvOS 15, watchOS 8): `content` gets each frame in turn, for its own delay,
+    /// as many times as the file says; on macOS and before iOS 15, its first frame. Main actor.
     ///
     /// ```swift
     /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
@@ -1869,7 +1871,8 @@ extension ImageCache {
 
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
     /// it disappears, and binds again when it appears (a memory warning may have taken its image).
-    /// The image carries the environment's `displayScale`: its `size` is in points. See also
+    /// The image carries the environment's `displayScale`: its `size` is in points; an animated one
+    /// plays as in ``AsyncImage``. See also
     /// ``AsyncImage``, which takes any view as placeholder and a size in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
@@ -1926,7 +1929,7 @@ extension ImageCache {
         }
 
         var body: some View {
-            content(target.image, target.state)
+            drawn()
                 .onAppear {
                     (target.isDisplayed, target.transaction) = (true, transaction)
                     target.binder.bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
@@ -1934,14 +1937,38 @@ extension ImageCache {
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
         }
 
+        #if canImport(UIKit)
+        /// What `content` draws: the target's image; from iOS 15 an animated one frame by frame, on a
+        /// timeline from when it was shown, each frame for its own delay and as many times as the
+        /// file says (`ImageCache.frame(at:frames:frameDuration:plays:)`), then its last frame.
+        @ViewBuilder private func drawn() -> some View {
+            if #available(iOS 15.0, tvOS 15.0, watchOS 8.0, *), let image = target.image, let frames = image.images,
+               frames.count > 1, image.duration > 0 {
+                let (start, frameDuration) = (target.shownAt, image.duration / Double(frames.count))
+                let plays = ImageCache.plays(of: image) ?? 0
+                TimelineView(.periodic(from: start, by: frameDuration)) { context in
+                    content(frames[ImageCache.frame(at: context.date.timeIntervalSince(start), frames: frames.count,
+                                                    frameDuration: frameDuration, plays: plays)], target.state)
+                }
+            } else {
+                content(target.image, target.state)
+            }
+        }
+        #else
+        /// What `content` draws: the target's image (an animated `NSImage` shows its first frame here).
+        private func drawn() -> Content { content(target.image, target.state) }
+        #endif
+
         private final class Target: ObservableObject, ImageTarget {
             @Published var image: Image?
             @Published private(set) var state = Binder.State.idle
             var isDisplayed = false
             var transaction = Transaction()
+            var shownAt = Date()  // when `image` was set: an animation's timeline starts there
             lazy var binder = Binder(self)
 
             func show(_ image: Image?, transition: Transition) {
+                shownAt = Date()
                 let state = binder.state  // set before the binder shows it
                 guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
@@ -4794,6 +4821,17 @@ nonisolated extension ImageCache {
         if total / unit > maxShown { unit = (total + maxShown - 1) / maxShown }
         let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
         return (Double(unit) / 1_000, repeats)
+    }
+
+    /// The frame an animation shows `elapsed` seconds after it started, where it shows `frames`
+    /// frames for `frameDuration` seconds each (as `frameSchedule` lays them out) and plays `plays`
+    /// times (0: forever): its last frame stays once it has played. What a SwiftUI view of an
+    /// animated image draws at each tick of its timeline.
+    fileprivate static func frame(at elapsed: Double, frames: Int, frameDuration: Double, plays: Int) -> Int {
+        guard frames > 1, frameDuration > 0, elapsed > 0, elapsed.isFinite else { return 0 }
+        let shown = elapsed / frameDuration  // frames shown so far, in Double: no overflow after days
+        if plays > 0, shown >= Double(frames) * Double(plays) { return frames - 1 }
+        return Int(shown.truncatingRemainder(dividingBy: Double(frames)))
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,

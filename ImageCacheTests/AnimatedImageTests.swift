@@ -95,6 +95,44 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(even.repeats, [1, 1, 1])
     }
 
+    func testATimelineShowsEachFrameForItsOwnDelayThenStopsOnTheLastAfterItsPlays() {
+        // Given an APNG of two frames, 20 ms and 1.5 s, played 3 times, laid out as a view shows it
+        let image = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))!
+        let schedule = ImageCache.frameSchedule(image.frameDurations)
+        let shown = zip(0..., schedule.repeats).flatMap { Array(repeating: $0, count: $1) }  // source frame per slot
+        func source(at seconds: Double) -> Int {
+            shown[ImageCache.frame(at: seconds, frames: shown.count, frameDuration: schedule.unit, plays: image.playCount)]
+        }
+
+        // Then the first frame shows for its 20 ms, the second for its 1.5 s, three times over
+        XCTAssertEqual(source(at: 0), 0)
+        XCTAssertEqual(source(at: 0.01), 0)
+        XCTAssertEqual(source(at: 0.03), 1)
+        XCTAssertEqual(source(at: 1.5), 1)
+        XCTAssertEqual(source(at: 1.53), 0, "the second play begins")
+        XCTAssertEqual(source(at: 1.52 * 2 + 0.01), 0, "the third")
+        // And after three plays (4.56 s) the last frame stays, however long the view is shown
+        XCTAssertEqual(source(at: 4.57), 1)
+        XCTAssertEqual(source(at: 86_400 * 365), 1)
+    }
+
+    func testATimelineOfAnImageThatLoopsForeverNeverStops() {
+        // Given the fixture GIF: three frames of 0.1 s that loop forever
+        let image = ImageCache.Image(data: fixture("animated.gif"))!
+        let schedule = ImageCache.frameSchedule(image.frameDurations)
+        let frame = { (seconds: Double) in
+            ImageCache.frame(at: seconds, frames: schedule.repeats.reduce(0, +), frameDuration: schedule.unit,
+                             plays: image.playCount)
+        }
+
+        // Then it cycles through its frames, a year later too; nothing odd at or before the start
+        XCTAssertEqual([0.05, 0.15, 0.25, 0.35].map(frame), [0, 1, 2, 0])
+        XCTAssertEqual(frame(86_400 * 365 + 0.15), 1)
+        XCTAssertEqual(frame(-1), 0)
+        XCTAssertEqual(frame(.infinity), 0)
+        XCTAssertEqual(ImageCache.frame(at: 5, frames: 1, frameDuration: 0.1, plays: 0), 0, "a still")
+    }
+
     func testAScheduleShowsAtMostItsBoundAndEveryFrameAtLeastOnce() {
         // Given 200 frames whose durations share no divisor above a millisecond (17 ms and 1.001 s)
         let durations = (0..<200).map { $0.isMultiple(of: 2) ? 0.017 : 1.001 }

@@ -115,6 +115,17 @@ nonisolated extension ImageCache {
         return (Double(unit) / 1_000, repeats)
     }
 
+    /// The frame an animation shows `elapsed` seconds after it started, where it shows `frames`
+    /// frames for `frameDuration` seconds each (as `frameSchedule` lays them out) and plays `plays`
+    /// times (0: forever): its last frame stays once it has played. What a SwiftUI view of an
+    /// animated image draws at each tick of its timeline.
+    internal static func frame(at elapsed: Double, frames: Int, frameDuration: Double, plays: Int) -> Int {
+        guard frames > 1, frameDuration > 0, elapsed > 0, elapsed.isFinite else { return 0 }
+        let shown = elapsed / frameDuration  // frames shown so far, in Double: no overflow after days
+        if plays > 0, shown >= Double(frames) * Double(plays) { return frames - 1 }
+        return Int(shown.truncatingRemainder(dividingBy: Double(frames)))
+    }
+
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
     /// upright: turned by its EXIF `orientation` (5 to 8 swap the sides, as a camera held upright
     /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
