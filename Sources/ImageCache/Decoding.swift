@@ -289,17 +289,4 @@ nonisolated extension ImageCache {
         return image.data
         #endif
     }
-
-    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
-    internal static func encodedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit)
-        return image.pngData()
-        #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
-        }
-        #else
-        return image.data
-        #endif
-    }
 }

@@ -140,6 +140,18 @@ nonisolated extension ImageCache {
             return slot
         }
 
+        /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal
+        /// one), if memory has one.
+        ///
+        /// - Complexity: O(n) in the slots.
+        func slot(holding image: Image) -> Int? {
+            #if canImport(UIKit) || canImport(AppKit)
+            return slots.indices.first { slots[$0].image === image }
+            #else
+            return slots.indices.first { slots[$0].image == image }
+            #endif
+        }
+
         /// Counts as a use: sets the reference bit, written only when it is clear (a hit on a hot
         /// entry writes nothing).
         mutating func markUsed(_ index: Int) {
@@ -283,11 +295,16 @@ nonisolated extension ImageCache {
     }
 
     /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux).
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
     internal func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
         lock.withLock {
-            if case .loaded(let slot)? = _state.entries[key], _state.memory[slot].downloadedAt == downloadedAt {
+            switch _state.entries[key] {
+            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
                 _state.memory[slot].data = nil
+            case .loading(let download)? where download.load.storedAt == downloadedAt:
+                download.written = true
+            default:
+                break
             }
         }
     }

@@ -42,6 +42,12 @@ open class UIImage: NSObject, @unchecked Sendable {
     open var size: CGSize { fatalError("UIKit shim") }
     @available(iOS 4.0, *)
     open var scale: CGFloat { fatalError("UIKit shim") }
+    /// `var cgImage: CGImage? { get }`: the bitmap, nil for an image made from a CIImage
+    /// (developer.apple.com/documentation/uikit/uiimage/cgimage).
+    open var cgImage: CGImage? { fatalError("UIKit shim") }
+    /// `var imageOrientation: UIImage.Orientation { get }`: how the bitmap is drawn
+    /// (developer.apple.com/documentation/uikit/uiimage/imageorientation).
+    open var imageOrientation: UIImage.Orientation { fatalError("UIKit shim") }
 
     // developer.apple.com/documentation/uikit/uiimage/animatedimage(with:duration:) and .../images:
     // `class func animatedImage(with images: [UIImage], duration: TimeInterval) -> UIImage?` and
