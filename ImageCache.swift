@@ -65,6 +65,9 @@ import ImageIO
 #if canImport(SwiftUI)
 import SwiftUI
 #endif
+#if os(watchOS)
+import WatchKit
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).
@@ -203,7 +206,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         transport.cache = self
         observeMemoryWarnings()
-        Self.readScreenScale()
+        Self.readScreen()
     }
 
     deinit {
@@ -872,8 +875,10 @@ nonisolated extension ImageCache {
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
     /// binder or view with a size decodes to fill it, whatever this says. By default the main
     /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
-    /// on the main thread with its scale (see ``screenScale``); 4,096 where there is none to read
-    /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
+    /// with its scale (see ``screenScale``): under UIKit from the screen of a window scene that
+    /// becomes active, under AppKit from `NSScreen.main` on the main thread, on watchOS from
+    /// `WKInterfaceDevice`; 4,096 until it is read, and where there is none to read (Linux,
+    /// visionOS, an app extension with no scene). `Int.max` decodes at full size; values below
     /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
     /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
@@ -1369,7 +1374,8 @@ nonisolated extension ImageCache {
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
         /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// ``ImageCache/screenScale``: its `size` is in points). Returns the request.
+        /// ``ImageCache/screenScale``, read here on the main thread if it was not yet: its `size` is
+        /// in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
@@ -1941,6 +1947,7 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
     }
 
     /// A decoded value that is not an image, with its type.
@@ -1977,12 +1984,13 @@ nonisolated extension ImageCache {
         static let image = Decoder.image(filling: nil)
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, limits in
-                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
                 return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image) }
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
         }
 
@@ -3315,7 +3323,7 @@ nonisolated extension ImageCache {
             : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
                              delivery.limits)
         return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
@@ -3323,12 +3331,21 @@ nonisolated extension ImageCache {
     }
 
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one.
+    /// with a request for another type). No generic cast where it holds one. An image whose scale
+    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
+    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
-            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
         }
+    }
+
+    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
+    private static func shown(_ payload: Payload) -> Image? {
+        guard let image = payload.image, payload.scaleStandsIn,
+              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return rescaled(image, to: scale)
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
@@ -4070,12 +4087,14 @@ nonisolated extension ImageCache {
     }
 
     /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
     fileprivate func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
                          receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }
@@ -5106,8 +5125,26 @@ nonisolated extension ImageCache {
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
-    fileprivate static func displayScale(_ scale: Double?, screen: Double) -> Double {
-        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    fileprivate static func displayScale(_ scale: Double?, screen: Double?) -> Double {
+        decodeScale(scale, screen: screen).scale
+    }
+
+    /// ``displayScale(_:screen:)``, and whether its 1 only stands in for the main screen's scale,
+    /// not read yet (`screen` nil: a cache made off the main thread, before the main queue's next
+    /// turn). An image decoded so is not kept in memory, and is given the screen's scale when it is
+    /// delivered (``deliveryScale(standIn:screen:)``); the next request decodes it at that scale.
+    fileprivate static func decodeScale(_ scale: Double?, screen: Double?) -> (scale: Double, standsIn: Bool) {
+        if let scale, (1...16).contains(scale) { return (scale, false) }
+        if let screen, (1...16).contains(screen) { return (screen, false) }
+        return (1, screen == nil)
+    }
+
+    /// The scale to give, when it is delivered, an image decoded at a stand-in scale (see
+    /// ``decodeScale(_:screen:)``): the screen's, if it is known by then and is another; nil to leave
+    /// the image as it is.
+    fileprivate static func deliveryScale(standIn: Double, screen: Double?) -> Double? {
+        guard let screen, (1...16).contains(screen), screen != standIn else { return nil }
+        return screen
     }
 
     /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
@@ -5207,6 +5244,33 @@ nonisolated extension ImageCache {
             ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
     }
     #endif
+
+    /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
+    /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
+    /// made again of them with its duration and play count; on AppKit a copy with its size in points
+    /// at that scale.
+    fileprivate static func rescaled(_ image: Image, to scale: Double) -> Image {
+        #if canImport(UIKit)
+        func rewrapped(_ frame: Image) -> Image {
+            guard let cgImage = frame.cgImage else { return frame }
+            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
+        }
+        guard let frames = image.images else { return rewrapped(image) }
+        let shown = runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
+        guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
+        if let plays = plays(of: image) {
+            objc_setAssociatedObject(animated, playsKey, plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        }
+        return animated
+        #elseif canImport(AppKit)
+        guard let copy = image.copy() as? NSImage else { return image }
+        let pixels = pixelSize(of: image)
+        copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        return copy
+        #else
+        return image  // an image is its bytes here: no scale
+        #endif
+    }
 
     /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
     /// representation's), its header's on Linux.
@@ -5492,47 +5556,102 @@ nonisolated extension ImageCache {
         #endif
     }
 
-    /// The main screen's scale: what an image decoded for no view in particular (a `fetch`, a
-    /// prefetch, your own binder's target) carries. `UIScreen` and `NSScreen` are main-actor
-    /// isolated: a cache made on the main thread reads it there, one made elsewhere has the main
-    /// queue read it soon after; until then, and on Linux, 1.
-    fileprivate static var screenScale: Double { screen.lock.withLock { screen.scale } }
-
-    /// The longest side of the main screen in pixels, read as ``screenScale`` is: the default of
-    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is no screen to read.
-    fileprivate static var screenPixels: Int { screen.lock.withLock { screen.pixels } }
-
-    private static let screen = Screen()
-    private final class Screen: @unchecked Sendable {
-        let lock = NSLock()
-        var scale = 1.0  // guarded by `lock`
-        var pixels = 4_096  // guarded by `lock`
+    /// The main screen's scale, once read: what an image decoded for no view in particular (a
+    /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
+    /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
+    /// delivery. 1 where there is no screen (Linux), or the read found none.
+    ///
+    /// Read where Apple allows it with no view at hand, never through the deprecated `UIScreen.main`:
+    /// on watchOS on any thread (`WKInterfaceDevice` is not main-actor isolated); elsewhere on the
+    /// main thread, where the screen's objects belong: when a cache is made there, on the main
+    /// queue's next turn after one is made elsewhere, and whenever this is asked there (a callback's
+    /// delivery, a binding); under UIKit the main thread's trait collection says it, and the screen
+    /// of each window scene that becomes active corrects it.
+    fileprivate static var screenScale: Double? {
+        if let scale = screen.lock.withLock({ screen.scale }) { return scale }
+        guard Thread.isMainThread else { return nil }
+        readScreen()
+        return screen.lock.withLock { screen.scale }
     }
 
-    /// Reads the main screen's scale and size into ``screenScale`` and ``screenPixels``, on the
-    /// main thread.
-    fileprivate static func readScreenScale() {
-        #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
-        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
+    /// The longest side of the main screen in pixels, read with its scale: the default of
+    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is none to read.
+    fileprivate static var screenPixels: Int { screen.lock.withLock { screen.pixels } ?? 4_096 }
+
+    fileprivate static let screen = Screen()
+    fileprivate final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        #if canImport(UIKit) || canImport(AppKit)
+        var scale: Double?  // guarded by `lock`
+        #else
+        var scale: Double? = 1  // no screen; guarded by `lock`
+        #endif
+        var pixels: Int?  // guarded by `lock`
+        var sceneObserver: NSObjectProtocol?  // made once; guarded by `lock`
+    }
+
+    /// Keeps what was read of the screen: `scale` if it is one (1 to 16), else 1 if nothing was
+    /// read before (there is no screen to read, a Mac with no display, or a trait collection that
+    /// does not know says 0: as on Linux, so that memory keeps images, which it does not while the
+    /// scale stands in); and the longest side of `pixels` if it has two.
+    private static func noteScreen(scale: Double, pixels: CGSize?) {
+        screen.lock.withLock {
+            if (1...16).contains(scale) { screen.scale = scale } else if screen.scale == nil { screen.scale = 1 }
+            if let longest = longestSide(pixels) { screen.pixels = longest }
+        }
+    }
+
+    /// The longest side, in whole pixels, of a screen of `pixels`; nil unless both sides are at least 1.
+    fileprivate static func longestSide(_ pixels: CGSize?) -> Int? {
+        guard let pixels, pixels.width >= 1, pixels.height >= 1, pixels.width.isFinite, pixels.height.isFinite
+        else { return nil }
+        return Int(max(pixels.width, pixels.height).rounded())
+    }
+
+    /// Reads the main screen's scale and size where the platform allows it now (see ``screenScale``):
+    /// off the main thread (but on watchOS), on the main queue's next turn. Under UIKit, also reads
+    /// the screen of each window scene that becomes active, from the first call on.
+    fileprivate static func readScreen() {
+        #if os(watchOS)
+        let device = WKInterfaceDevice.current()
+        let (scale, points) = (device.screenScale, device.screenBounds.size)
+        noteScreen(scale: Double(scale), pixels: CGSize(width: points.width * scale, height: points.height * scale))
+        #elseif canImport(UIKit) || canImport(AppKit)
+        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreen() } }
         let (scale, pixels) = MainActor.assumeIsolated { () -> (CGFloat, CGSize?) in
-            #if os(visionOS)
-            return (UITraitCollection.current.displayScale, nil)  // visionOS has no UIScreen
-            #elseif canImport(UIKit)
-            return (UIScreen.main.scale, UIScreen.main.nativeBounds.size)
+            #if canImport(UIKit)
+            observeScenes()
+            return (UITraitCollection.current.displayScale, nil)  // its screen's size comes with a scene
             #else
-            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 1
+            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 0
             let size = screen?.frame.size  // in points
             return (scale, size.map { CGSize(width: $0.width * scale, height: $0.height * scale) })
             #endif
         }
+        noteScreen(scale: Double(scale), pixels: pixels)
+        #endif
+    }
+
+    #if canImport(UIKit) && !os(watchOS)
+    /// Reads the screen of each window scene that becomes active (its scale and size), once observed.
+    /// visionOS has no screen: its trait collection's scale is all there is.
+    @MainActor private static func observeScenes() {
+        #if !os(visionOS)
         screen.lock.withLock {
-            screen.scale = Double(scale)
-            if let pixels, pixels.width >= 1, pixels.height >= 1 {
-                screen.pixels = Int(max(pixels.width, pixels.height))
+            guard screen.sceneObserver == nil else { return }
+            screen.sceneObserver = NotificationCenter.default.addObserver(
+                forName: UIScene.didActivateNotification, object: nil, queue: .main
+            ) { notification in
+                let scene = notification.object as? UIWindowScene
+                MainActor.assumeIsolated {
+                    guard let screen = scene?.screen else { return }
+                    noteScreen(scale: Double(screen.scale), pixels: screen.nativeBounds.size)
+                }
             }
         }
         #endif
     }
+    #endif
 }
 
 // MARK: - Helpers.swift
@@ -5732,6 +5851,12 @@ nonisolated extension ImageCache {
 
     /// How many stored images' encodings have come back to the disk queue so far, written or not.
     @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
+
+    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
+    /// the process; a test sets Linux's back (1) when it is done.
+    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
+        screen.lock.withLock { screen.scale = scale }
+    }
 
     /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
     @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {

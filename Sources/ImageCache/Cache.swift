@@ -41,6 +41,9 @@ import ImageIO
 #if canImport(SwiftUI)
 import SwiftUI
 #endif
+#if os(watchOS)
+import WatchKit
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).
@@ -179,7 +182,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         transport.cache = self
         observeMemoryWarnings()
-        Self.readScreenScale()
+        Self.readScreen()
     }
 
     deinit {

@@ -203,12 +203,14 @@ nonisolated extension ImageCache {
     }
 
     /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
     internal func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
                          receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }

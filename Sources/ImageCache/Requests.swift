@@ -28,6 +28,7 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
     }
 
     /// A decoded value that is not an image, with its type.
@@ -64,12 +65,13 @@ nonisolated extension ImageCache {
         static let image = Decoder.image(filling: nil)
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, limits in
-                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
                 return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image) }
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
         }
 

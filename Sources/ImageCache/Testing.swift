@@ -150,6 +150,12 @@ nonisolated extension ImageCache {
     /// How many stored images' encodings have come back to the disk queue so far, written or not.
     @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
 
+    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
+    /// the process; a test sets Linux's back (1) when it is done.
+    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
+        screen.lock.withLock { screen.scale = scale }
+    }
+
     /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
     @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
         diskQueue.async { gate.wait() }
