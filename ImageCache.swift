@@ -30,9 +30,9 @@
 // them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
 // them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
 // the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk);
-// DiskFiles; Decoding; Formats (the structural check); Screen; Helpers; and, in the package's own
-// builds only, Testing.
+// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
+// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
+// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
@@ -64,6 +64,9 @@ import ImageIO
 #endif
 #if canImport(SwiftUI)
 import SwiftUI
+#endif
+#if os(watchOS)
+import WatchKit
 #endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
@@ -143,6 +146,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
     // Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) fileprivate var testClock: (@Sendable () -> TimeInterval)?
+    // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
+    // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
+    @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
+    @exclusivity(unchecked) fileprivate var imageEncoder: (@Sendable (Image) -> Data?)?
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -199,7 +206,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         transport.cache = self
         observeMemoryWarnings()
-        Self.readScreenScale()
+        Self.readScreen()
     }
 
     deinit {
@@ -296,7 +303,7 @@ nonisolated extension ImageCache {
     /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none: its
     /// session adds them, so ``requestModifier`` does not see them), and ``requestModifier`` sees it
     /// before each attempt. Its headers go to a redirect's target only on
-    /// the same origin (see README).
+    /// the same origin (see the Requests article).
     ///
     /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
     /// so two users' private images at one URL need two keys. Downloads of one key are shared, with
@@ -443,44 +450,45 @@ nonisolated extension ImageCache {
     /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).
     private static let prefetchQueue = DispatchQueue(label: "ImageCache.prefetch", qos: .utility)
 
-    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
-    /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
-    /// without the network, and callers waiting for a download under `key` get it at once (the
-    /// download stops). Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger
-    /// than ``maxImageBytes`` (no lookup would read it back).
+    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in memory
+    /// as an image if it is one, else as the bytes. Returns at once: the file is queued for the disk
+    /// queue, and the bytes are decoded off the caller's thread, on a decode worker (on Linux, where
+    /// an image is its bytes, their structure is checked at once). Until the decode is done,
+    /// ``peek(_:)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
+    /// under way: none goes to the network, nor reads the key's older file. Callers waiting for a
+    /// download under `key` get it too (the download stops). Bytes that are not an image are kept
+    /// as bytes: an image fetch of `key` fails with the decoder's reason, a `decode:` fetch reads
+    /// them.
+    ///
+    /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
+    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
-    ///   image to; the file is written on the disk queue.
+    ///   image to; the decode and the file's write are not the caller's.
     public func store(_ data: Data, for key: String) throws {
-        let limits = lock.withLock { _decodeLimits }
-        try store((try? Decoder.image.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+        try store(data, under: Key(string: key))
     }
 
-    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this image, the
-    /// disk its bytes (on Apple platforms a PNG encoding). Throws, storing nothing,
-    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``.
+    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)`` and fetches find it as
+    /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
+    /// after, off the caller's thread, with the image's original bytes wherever there are some: its
+    /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
+    /// encoding made on a decode worker (under UIKit a PNG with the image's orientation and, for an
+    /// animation, its frames, their times and its play count; under AppKit a PNG of the image as
+    /// drawn). Until the file is written, look-ups of `key` on disk wait for it rather than read the
+    /// key's older file.
+    ///
+    /// Throws ``Error/tooLarge(limit:)``, storing nothing, when the bytes are known at once (its own,
+    /// or its entry's) and are larger than ``maxImageBytes``; nothing else. An encoding's outcome
+    /// comes later: one that fails, or is larger than the limit, leaves the image in memory and no
+    /// file under `key` (an older one is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)``
+    /// saying why.
+    ///
+    /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
+    ///   Apple platforms O(n) in memory's entries, to find the one holding it.
     public func store(_ image: Image, for key: String) throws {
-        guard let bytes = Self.encodedBytes(of: image) else {
-            throw Error.notAnImage("an image that cannot be encoded as PNG")
-        }
-        try store(Payload(bytes: bytes, image: image), for: key)
-    }
-
-    private func store(_ payload: Payload, for key: String) throws {
-        let key = Key(string: key)
-        let now = currentTime()
-        // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
-        let waiting: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
-            return stopped
-        }
-        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+        try store(image, under: Key(string: key))
     }
 
     /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
@@ -549,7 +557,8 @@ nonisolated extension ImageCache {
         error(forKey: key) != nil
     }
 
-    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry.
+    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry (or while
+    /// bytes stored under its key are decoded).
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
         return lock.withLock {
@@ -870,9 +879,11 @@ nonisolated extension ImageCache {
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
     /// binder or view with a size decodes to fill it, whatever this says. By default the main
     /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
-    /// on the main thread with its scale; 4,096 where there is none to read
-    /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
-    /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
+    /// with its scale: under UIKit from the screen of a window scene that becomes active, under
+    /// AppKit from `NSScreen.main` on the main thread, on watchOS from `WKInterfaceDevice`; 4,096
+    /// until it is read, and where there is none to read (Linux, visionOS, an app extension with no
+    /// scene). `Int.max` decodes at full size; values below 1 are clamped to 1. Applies to requests
+    /// made after it changes. On Linux an image is its
     /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
@@ -1122,7 +1133,7 @@ nonisolated extension ImageCache {
     /// is listed on the disk queue, after the disk work queued so far, and `completion` runs with
     /// the snapshot (on the main actor on Apple platforms, else on ``callbackQueue``).
     ///
-    /// - Complexity: O(files in the folder); README's Performance section has the figure.
+    /// - Complexity: O(files in the folder); the Performance article has the figure.
     public func statistics(completion: @escaping StatisticsCallback) {
         let queue = Self.callbackActorQueue ?? callbackQueue
         diskQueue.async {
@@ -1399,7 +1410,8 @@ nonisolated extension ImageCache {
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
         /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// the screen's scale: its `size` is in points). Returns the request.
+        /// the screen's scale, read here on the main thread if it was not yet: its `size` is in
+        /// points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
@@ -2002,6 +2014,7 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
     }
 
     /// A decoded value that is not an image, with its type.
@@ -2017,6 +2030,13 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     fileprivate struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
+        /// waits, standing in for ImageIO's).
+        var offThread = false
+
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
         /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
         /// `decode:` run on a decode worker.
@@ -2024,22 +2044,20 @@ nonisolated extension ImageCache {
             #if canImport(ImageIO)
             return false
             #else
-            return type == nil
+            return type == nil && !offThread
             #endif
         }
-        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
-        /// made: the longest side without a size to fill, and when an animation animates).
-        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
 
         static let image = Decoder.image(filling: nil)
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, limits in
-                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
                 return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image) }
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
         }
 
@@ -2067,6 +2085,10 @@ nonisolated extension ImageCache {
         /// A binder's request at a size may take the whole image of a download of its key under way
         /// (false: the size is asked for itself, for a view laid out at it).
         var takesWholeUnderWay = true
+        /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
+        /// download has no URL, is never sent, and stays while no one waits for it.
+        var storedAt: TimeInterval?
+        var isStore: Bool { storedAt != nil }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -2074,6 +2096,13 @@ nonisolated extension ImageCache {
             (self.url, request) = (url, nil)
             self.key = Key(string: key ?? url.absoluteString)
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// The load of bytes `store(_:for:)` gave at `time`, decoded by `decoder` (see ``storedAt``).
+        init(storing key: Key, at time: TimeInterval, _ decoder: Decoder) {
+            (url, request) = (nil, nil)
+            self.key = key
+            (lane, self.decoder, storedAt) = (.fast, decoder, time)
         }
 
         /// A load of `request` as given: its headers, cache policy and timeout.
@@ -2219,7 +2248,7 @@ nonisolated extension ImageCache {
             _endPrefetch(task)
             guard let download = task.download, _isCurrent(download) else { return (true, nil) }
             download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty ? _forget(download.key) : nil)
+            return (true, download.waiters.isEmpty && !download.load.isStore ? _forget(download.key) : nil)
         }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
@@ -2398,6 +2427,7 @@ nonisolated extension ImageCache {
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
+        var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -2408,12 +2438,14 @@ nonisolated extension ImageCache {
 
             /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
             /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A phase may
-            /// also stay as it is while the download changes lane. `Lanes.move` checks every change
-            /// against it. A decoding download's bytes are in: the next one may start (see `startReady`).
+            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
+            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
+            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
+            /// decoding download's bytes are in: the next one may start (see `startReady`).
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
-                case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued), (.queued, .running(nil)),
+                case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
+                     (.queued, .running(nil)),
                      (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
                      (.waitingToRetry, .queued):
                     return true
@@ -2655,14 +2687,18 @@ nonisolated extension ImageCache {
         startNetwork(started)
     }
 
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    /// The file is read here, and decoded on a decode worker, so that no decode holds the disk
-    /// queue's writes and look-ups; but here when its decoder is cheap (Linux's check of an image),
-    /// or when the workers already have a backlog (the files read ahead, each holding its bytes,
-    /// stay within `Decodes.width` times two). A download no longer wanted is not decoded.
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
+    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
+    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
+    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
+    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
+    /// A download no longer wanted is not decoded.
     fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
-        let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes)
+        let id = DiskStore.fileID(for: download.key.string)
+        // A stored image whose file is not written yet: the key's older file is not it.
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
@@ -3157,6 +3193,9 @@ nonisolated extension ImageCache {
         /// How many decodes wait for a worker.
         var backlog: Int { lock.withLock { waiting.count } }
 
+        /// No decode runs or waits.
+        var isIdle: Bool { lock.withLock { running == 0 && waiting.count == 0 } }
+
         func async(_ work: @escaping @Sendable () -> Void) {
             let starts: Bool = lock.withLock {
                 guard running < Self.width else { waiting.append(work); return false }
@@ -3365,7 +3404,7 @@ nonisolated extension ImageCache {
             : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
                              delivery.limits)
         return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
@@ -3373,12 +3412,21 @@ nonisolated extension ImageCache {
     }
 
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one.
+    /// with a request for another type). No generic cast where it holds one. An image whose scale
+    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
+    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
-            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
         }
+    }
+
+    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
+    private static func shown(_ payload: Payload) -> Image? {
+        guard let image = payload.image, payload.scaleStandsIn,
+              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return rescaled(image, to: scale)
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
@@ -3445,6 +3493,272 @@ nonisolated extension ImageCache {
         let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
         guard let handler else { return }
         queue.async { handler(event) }
+    }
+}
+
+// MARK: - Storing.swift
+
+// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
+// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
+// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
+// among the disk's work (`ImageStore`).
+
+
+nonisolated extension ImageCache {
+    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
+    /// (Linux's structural check), else on a decode worker.
+    fileprivate func store(_ data: Data, under key: Key) throws {
+        let decoder = storeDecoder
+        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let limits = lock.withLock { _decodeLimits }
+        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
+    }
+
+    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
+    /// of the key, and of its sizes (the binder's), stop; their callers get it.
+    private func store(_ payload: Payload, under key: Key) throws {
+        let now = currentTime()
+        let waiting: [Stopped] = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key)  // an older image of the key
+            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
+            return stopped
+        }
+        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+    }
+
+    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
+    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
+    /// file is queued now, before any later look-up of the key on disk. The download counts as one
+    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
+    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
+        let now = currentTime()
+        let (download, stopped): (Download, [Stopped]) = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard data.count <= limit else { throw Error.tooLarge(limit: limit) }
+            let download = Download(Load(storing: key, at: now, decoder), limits: _decodeLimits)
+            let stopped = _forgetWithSizes(key).map { stopped in
+                for task in stopped.waiters { task.download = download }
+                download.waiters += stopped.waiters
+                return Stopped(waiters: [], task: stopped.task)
+            }
+            secondChance.removeObject(forKey: key)
+            _state.lanes.move(download, to: .decoding)
+            _state.entries[key] = .loading(download)
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now,
+                                               receivedAt: now), key: key, usedAt: now))
+            return (download, stopped)
+        }
+        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
+        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
+    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
+    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
+    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
+        let now = currentTime()
+        var payload = (try? result.get()) ?? Payload(value: Box(data))
+        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        var failed: (type: ObjectIdentifier?, error: Error)?
+        if case .failure(let error) = result { failed = (download.decoder.type, error) }
+        var started: [Download] = []
+        let waiters: [FetchTask]? = lock.withLock {
+            guard _isCurrent(download) else { return nil }
+            _state.lanes.move(download, to: .done)
+            var kept = payload
+            if download.written { kept.bytes = nil }  // on disk already
+            _keepOnDisk(_insert(download.key, kept, size: data.count, downloadedAt: download.load.storedAt ?? now),
+                        usedAt: now)
+            started = _startReadyDownloads()
+            defer { download.waiters = [] }
+            return download.waiters
+        }
+        if let waiters {
+            deliver(waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                               limits: download.limits)))
+        }
+        startNetwork(started)
+    }
+
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
+    /// Throws only when their size is known now and too large.
+    fileprivate func store(_ image: Image, under key: Key) throws {
+        let now = currentTime()
+        let stopped: [Stopped] = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            let bytes = _storedBytes(of: image)
+            if let size = bytes.size, size > limit { throw Error.tooLarge(limit: limit) }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key)
+            _keepOnDisk(_insert(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0,
+                                downloadedAt: now), usedAt: now)
+            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
+                                      receivedAt: now)
+            if bytes.data != nil {
+                _queueOnDisk(.write(item, key: key, usedAt: now))
+            } else {
+                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit)))
+            }
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+    }
+
+    /// Where the bytes `store` keeps for an image are.
+    fileprivate struct StoredBytes {
+        var data: Data?  // in hand
+        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
+        var size: Int? { data?.count ?? file?.size }
+    }
+
+    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
+    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
+    /// else none: it is encoded (``encodedBytes(of:)``).
+    ///
+    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
+    private func _storedBytes(of image: Image) -> StoredBytes {
+        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        guard let slot = _state.memory.slot(holding: image) else { return StoredBytes() }
+        let entry = _state.memory[slot]
+        if let data = entry.data { return StoredBytes(data: data) }
+        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
+    }
+
+    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
+    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
+    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
+    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
+    /// on disk wait for it meanwhile, so that none reads the key's older file.
+    fileprivate final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
+        let item: DiskStore.Item  // without its bytes
+        let image: Image
+        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
+        let limit: Int  // `maxImageBytes` when it was stored
+        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
+             limit: Int) {
+            (self.item, self.image, self.source, self.limit) = (item, image, source, limit)
+        }
+
+        func with(_ data: Data) -> DiskStore.Item {
+            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
+                           receivedAt: item.receivedAt)
+        }
+    }
+
+    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
+    /// the file, else encoded on a decode worker first (`storedOnDisk` writes them then).
+    fileprivate func storeOnDisk(_ job: ImageStore) {
+        let now = currentTime()
+        if let source = job.source,
+           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
+                                 size: source.size, now: now) {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
+        }
+        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
+        disk.storing[job.item.id] = job
+        let encode = imageEncoder ?? Self.encodedBytes(of:)
+        decodes.async {
+            let data = encode(job.image)
+            self.diskQueue.async { self.storedOnDisk(job, data) }
+        }
+    }
+
+    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
+    /// key came since. An image that cannot be encoded, or whose encoding is larger than
+    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
+    /// event says why.
+    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
+        #if IMAGECACHE_TESTING
+        disk.encodesEnded += 1
+        #endif
+        guard disk.storing[job.item.id] === job else { return }
+        if let data, data.count <= job.limit {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
+        }
+        disk.remove(job.item.id)
+        settle(job.item.id)
+        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
+        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
+    }
+
+    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
+    /// a removal) decides the file now, and the look-ups that waited for it go on.
+    fileprivate func settle(_ id: UInt64) {
+        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+    }
+
+    /// `settle` for every store under way (the folder was emptied).
+    fileprivate func settleAll() {
+        for id in Array(disk.storing.keys) { settle(id) }
+    }
+}
+
+// The platform's encoding of an image that has no bytes of its own.
+nonisolated extension ImageCache {
+    /// An image's bytes for the disk where it has none of its own: on UIKit a PNG made by ImageIO,
+    /// with the image's orientation (as EXIF, which ImageIO applies when it decodes) and, for an
+    /// animation, its frames (each for the time UIKit shows it) and play count; on AppKit the PNG of
+    /// its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
+    fileprivate static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        let frames = image.images ?? [image]
+        let runs = self.runs(frames)
+        let data = NSMutableData()
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, "public.png" as CFString,
+                                                                 runs.count, nil) else { return nil }
+        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
+        if runs.count > 1 {
+            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
+            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
+        }
+        for (frame, repeats) in runs {
+            guard let cgImage = frame.cgImage else { return nil }
+            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
+                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
+            if runs.count > 1 {
+                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
+            }
+            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
+        }
+        return CGImageDestinationFinalize(destination) ? data as Data : nil
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
+        #else
+        return image.data
+        #endif
+    }
+
+    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
+    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
+    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
+    fileprivate static func exifOrientation(uiKit raw: Int) -> Int {
+        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
+        return exif.indices.contains(raw) ? exif[raw] : 1
+    }
+
+    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
+    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
+        var runs: [(frame: Frame, repeats: Int)] = []
+        for frame in frames {
+            if let last = runs.last, last.frame === frame {
+                runs[runs.count - 1].repeats += 1
+            } else {
+                runs.append((frame, 1))
+            }
+        }
+        return runs
     }
 }
 
@@ -3801,6 +4115,18 @@ nonisolated extension ImageCache {
             return slot
         }
 
+        /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal
+        /// one), if memory has one.
+        ///
+        /// - Complexity: O(n) in the slots.
+        func slot(holding image: Image) -> Int? {
+            #if canImport(UIKit) || canImport(AppKit)
+            return slots.indices.first { slots[$0].image === image }
+            #else
+            return slots.indices.first { slots[$0].image == image }
+            #endif
+        }
+
         /// Counts as a use: sets the reference bit, written only when it is clear (a hit on a hot
         /// entry writes nothing).
         mutating func markUsed(_ index: Int) {
@@ -3852,12 +4178,14 @@ nonisolated extension ImageCache {
     }
 
     /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
     fileprivate func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
                          receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }
@@ -3944,11 +4272,16 @@ nonisolated extension ImageCache {
     }
 
     /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux).
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
     fileprivate func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
         lock.withLock {
-            if case .loaded(let slot)? = _state.entries[key], _state.memory[slot].downloadedAt == downloadedAt {
+            switch _state.entries[key] {
+            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
                 _state.memory[slot].data = nil
+            case .loading(let download)? where download.load.storedAt == downloadedAt:
+                download.written = true
+            default:
+                break
             }
         }
     }
@@ -4002,6 +4335,7 @@ nonisolated extension ImageCache {
         case removeAll
         case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
         case setting(@Sendable (DiskStore) -> Void)
+        case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
     /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
@@ -4012,11 +4346,13 @@ nonisolated extension ImageCache {
         diskQueue.async { self.run(work) }
     }
 
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
-    private func run(_ work: DiskWork) {
+    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
+    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    fileprivate func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
             if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
         case .touch(let keys, let now):
@@ -4025,13 +4361,17 @@ nonisolated extension ImageCache {
             disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
         case .remove(let key):
             disk.remove(DiskStore.fileID(for: key))
+            if !disk.storing.isEmpty { settle(DiskStore.fileID(for: key)) }
         case .removeAll:
             disk.removeAll()
+            settleAll()
         case .reduce(let recency, let maxCount, let maxBytes, let now):
             disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
             disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
         case .setting(let apply):
             apply(disk)
+        case .store(let job):
+            storeOnDisk(job)
         }
     }
 
@@ -4084,11 +4424,15 @@ nonisolated extension ImageCache {
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
         private var counted: (files: Int, bytes: Int)?
+        // The stored images being encoded, by file: written when their bytes come unless a write
+        // or a removal of the file comes first (see `ImageStore`).
+        var storing: [UInt64: ImageStore] = [:]
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
         var keepsExpired = false
         #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
+        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
+        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
         #endif
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
@@ -4141,6 +4485,14 @@ nonisolated extension ImageCache {
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
                          expired: expired)
+        }
+
+        /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
+        /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
+        func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
+            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
+                  abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
+            return found.data
         }
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
@@ -4875,8 +5227,26 @@ nonisolated extension ImageCache {
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
-    fileprivate static func displayScale(_ scale: Double?, screen: Double) -> Double {
-        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    fileprivate static func displayScale(_ scale: Double?, screen: Double?) -> Double {
+        decodeScale(scale, screen: screen).scale
+    }
+
+    /// ``displayScale(_:screen:)``, and whether its 1 only stands in for the main screen's scale,
+    /// not read yet (`screen` nil: a cache made off the main thread, before the main queue's next
+    /// turn). An image decoded so is not kept in memory, and is given the screen's scale when it is
+    /// delivered (``deliveryScale(standIn:screen:)``); the next request decodes it at that scale.
+    fileprivate static func decodeScale(_ scale: Double?, screen: Double?) -> (scale: Double, standsIn: Bool) {
+        if let scale, (1...16).contains(scale) { return (scale, false) }
+        if let screen, (1...16).contains(screen) { return (screen, false) }
+        return (1, screen == nil)
+    }
+
+    /// The scale to give, when it is delivered, an image decoded at a stand-in scale (see
+    /// ``decodeScale(_:screen:)``): the screen's, if it is known by then and is another; nil to leave
+    /// the image as it is.
+    fileprivate static func deliveryScale(standIn: Double, screen: Double?) -> Double? {
+        guard let screen, (1...16).contains(screen), screen != standIn else { return nil }
+        return screen
     }
 
     /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
@@ -4977,6 +5347,33 @@ nonisolated extension ImageCache {
     }
     #endif
 
+    /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
+    /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
+    /// made again of them with its duration and play count; on AppKit a copy with its size in points
+    /// at that scale.
+    fileprivate static func rescaled(_ image: Image, to scale: Double) -> Image {
+        #if canImport(UIKit)
+        func rewrapped(_ frame: Image) -> Image {
+            guard let cgImage = frame.cgImage else { return frame }
+            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
+        }
+        guard let frames = image.images else { return rewrapped(image) }
+        let shown = runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
+        guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
+        if let plays = plays(of: image) {
+            objc_setAssociatedObject(animated, playsKey, plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        }
+        return animated
+        #elseif canImport(AppKit)
+        guard let copy = image.copy() as? NSImage else { return image }
+        let pixels = pixelSize(of: image)
+        copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        return copy
+        #else
+        return image  // an image is its bytes here: no scale
+        #endif
+    }
+
     /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
     /// representation's), its header's on Linux.
     fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
@@ -5004,19 +5401,6 @@ nonisolated extension ImageCache {
     fileprivate static func downloadedBytes(of image: Image) -> Data? {
         #if canImport(UIKit) || canImport(AppKit)
         return nil
-        #else
-        return image.data
-        #endif
-    }
-
-    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
-    fileprivate static func encodedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit)
-        return image.pngData()
-        #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
-        }
         #else
         return image.data
         #endif
@@ -5274,47 +5658,102 @@ nonisolated extension ImageCache {
         #endif
     }
 
-    /// The main screen's scale: what an image decoded for no view in particular (a `fetch`, a
-    /// prefetch, your own binder's target) carries. `UIScreen` and `NSScreen` are main-actor
-    /// isolated: a cache made on the main thread reads it there, one made elsewhere has the main
-    /// queue read it soon after; until then, and on Linux, 1.
-    fileprivate static var screenScale: Double { screen.lock.withLock { screen.scale } }
-
-    /// The longest side of the main screen in pixels, read as ``screenScale`` is: the default of
-    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is no screen to read.
-    fileprivate static var screenPixels: Int { screen.lock.withLock { screen.pixels } }
-
-    private static let screen = Screen()
-    private final class Screen: @unchecked Sendable {
-        let lock = NSLock()
-        var scale = 1.0  // guarded by `lock`
-        var pixels = 4_096  // guarded by `lock`
+    /// The main screen's scale, once read: what an image decoded for no view in particular (a
+    /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
+    /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
+    /// delivery. 1 where there is no screen (Linux), or the read found none.
+    ///
+    /// Read where Apple allows it with no view at hand, never through the deprecated `UIScreen.main`:
+    /// on watchOS on any thread (`WKInterfaceDevice` is not main-actor isolated); elsewhere on the
+    /// main thread, where the screen's objects belong: when a cache is made there, on the main
+    /// queue's next turn after one is made elsewhere, and whenever this is asked there (a callback's
+    /// delivery, a binding); under UIKit the main thread's trait collection says it, and the screen
+    /// of each window scene that becomes active corrects it.
+    fileprivate static var screenScale: Double? {
+        if let scale = screen.lock.withLock({ screen.scale }) { return scale }
+        guard Thread.isMainThread else { return nil }
+        readScreen()
+        return screen.lock.withLock { screen.scale }
     }
 
-    /// Reads the main screen's scale and size into ``screenScale`` and ``screenPixels``, on the
-    /// main thread.
-    fileprivate static func readScreenScale() {
-        #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
-        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
+    /// The longest side of the main screen in pixels, read with its scale: the default of
+    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is none to read.
+    fileprivate static var screenPixels: Int { screen.lock.withLock { screen.pixels } ?? 4_096 }
+
+    fileprivate static let screen = Screen()
+    fileprivate final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        #if canImport(UIKit) || canImport(AppKit)
+        var scale: Double?  // guarded by `lock`
+        #else
+        var scale: Double? = 1  // no screen; guarded by `lock`
+        #endif
+        var pixels: Int?  // guarded by `lock`
+        var sceneObserver: NSObjectProtocol?  // made once; guarded by `lock`
+    }
+
+    /// Keeps what was read of the screen: `scale` if it is one (1 to 16), else 1 if nothing was
+    /// read before (there is no screen to read, a Mac with no display, or a trait collection that
+    /// does not know says 0: as on Linux, so that memory keeps images, which it does not while the
+    /// scale stands in); and the longest side of `pixels` if it has two.
+    private static func noteScreen(scale: Double, pixels: CGSize?) {
+        screen.lock.withLock {
+            if (1...16).contains(scale) { screen.scale = scale } else if screen.scale == nil { screen.scale = 1 }
+            if let longest = longestSide(pixels) { screen.pixels = longest }
+        }
+    }
+
+    /// The longest side, in whole pixels, of a screen of `pixels`; nil unless both sides are at least 1.
+    fileprivate static func longestSide(_ pixels: CGSize?) -> Int? {
+        guard let pixels, pixels.width >= 1, pixels.height >= 1, pixels.width.isFinite, pixels.height.isFinite
+        else { return nil }
+        return Int(max(pixels.width, pixels.height).rounded())
+    }
+
+    /// Reads the main screen's scale and size where the platform allows it now (see ``screenScale``):
+    /// off the main thread (but on watchOS), on the main queue's next turn. Under UIKit, also reads
+    /// the screen of each window scene that becomes active, from the first call on.
+    fileprivate static func readScreen() {
+        #if os(watchOS)
+        let device = WKInterfaceDevice.current()
+        let (scale, points) = (device.screenScale, device.screenBounds.size)
+        noteScreen(scale: Double(scale), pixels: CGSize(width: points.width * scale, height: points.height * scale))
+        #elseif canImport(UIKit) || canImport(AppKit)
+        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreen() } }
         let (scale, pixels) = MainActor.assumeIsolated { () -> (CGFloat, CGSize?) in
-            #if os(visionOS)
-            return (UITraitCollection.current.displayScale, nil)  // visionOS has no UIScreen
-            #elseif canImport(UIKit)
-            return (UIScreen.main.scale, UIScreen.main.nativeBounds.size)
+            #if canImport(UIKit)
+            observeScenes()
+            return (UITraitCollection.current.displayScale, nil)  // its screen's size comes with a scene
             #else
-            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 1
+            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 0
             let size = screen?.frame.size  // in points
             return (scale, size.map { CGSize(width: $0.width * scale, height: $0.height * scale) })
             #endif
         }
+        noteScreen(scale: Double(scale), pixels: pixels)
+        #endif
+    }
+
+    #if canImport(UIKit) && !os(watchOS)
+    /// Reads the screen of each window scene that becomes active (its scale and size), once observed.
+    /// visionOS has no screen: its trait collection's scale is all there is.
+    @MainActor private static func observeScenes() {
+        #if !os(visionOS)
         screen.lock.withLock {
-            screen.scale = Double(scale)
-            if let pixels, pixels.width >= 1, pixels.height >= 1 {
-                screen.pixels = Int(max(pixels.width, pixels.height))
+            guard screen.sceneObserver == nil else { return }
+            screen.sceneObserver = NotificationCenter.default.addObserver(
+                forName: UIScene.didActivateNotification, object: nil, queue: .main
+            ) { notification in
+                let scene = notification.object as? UIWindowScene
+                MainActor.assumeIsolated {
+                    guard let screen = scene?.screen else { return }
+                    noteScreen(scale: Double(screen.scale), pixels: screen.nativeBounds.size)
+                }
             }
         }
         #endif
     }
+    #endif
 }
 
 // MARK: - Helpers.swift
@@ -5459,7 +5898,9 @@ nonisolated extension ImageCache {
                     }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
-                    if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
+                    if download.waiters.isEmpty, !download.load.isStore {
+                        problems.append("download without waiters: \(key.string)")
+                    }
                 case .failed:
                     break
                 }
@@ -5489,6 +5930,34 @@ nonisolated extension ImageCache {
             let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
             if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
         }
+    }
+
+    /// Makes `store(_ data:for:)` decode on a decode worker, as it does where ImageIO decodes, and
+    /// runs `before` there first, before each decode (a test holds the decode with it).
+    @_spi(Testing) public func decodeStores(after before: @escaping @Sendable () -> Void) {
+        storeDecoder = Decoder(type: nil, decode: { data, limits in
+            before()
+            return Decoder.image.decode(data, limits)
+        }, offThread: true)
+    }
+
+    /// Makes `store(_ image:for:)` treat images as Apple platforms do, where an image has no bytes of
+    /// its own: it keeps those of the entry memory holds it in, else has `encode` make some, on a
+    /// decode worker.
+    @_spi(Testing) public func encodeStoredImages(with encode: @escaping @Sendable (Image) -> Data?) {
+        imageEncoder = encode
+    }
+
+    /// True when no decode (or encode) runs or waits for a worker.
+    @_spi(Testing) public var decodesIdle: Bool { decodes.isIdle }
+
+    /// How many stored images' encodings have come back to the disk queue so far, written or not.
+    @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
+
+    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
+    /// the process; a test sets Linux's back (1) when it is done.
+    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
+        screen.lock.withLock { screen.scale = scale }
     }
 
     /// Holds the disk queue (after the work queued so far) until `gate` is signalled.

@@ -10,7 +10,7 @@ import Darwin
 // MARK: - Configuration
 
 /// How long the figures run: `--quick` for CI (short, just proves that everything runs), full for
-/// the numbers that go in the README.
+/// the numbers that go in the Performance article.
 struct Config {
     let quick: Bool
 

@@ -89,7 +89,7 @@ extension Report.Machine {
 // MARK: - Printing
 
 extension Report {
-    /// The table as Markdown (so that it can go into the README as it is), then the notes.
+    /// The table as Markdown (so that it can go into the Performance article as it is), then the notes.
     func printTable() {
         print("ImageCache benchmarks (\(mode)): \(machine.cores) cores, Swift \(machine.swift), \(machine.build) build, "
               + "\(machine.os); caches in \(directory); \(Self.format(seconds)) s")

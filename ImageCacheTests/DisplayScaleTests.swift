@@ -24,13 +24,85 @@ final class DisplayScaleTests: CacheTestCase {
             XCTAssertEqual(ImageCache.displayScale(nonsense, screen: 3), 3, "\(nonsense)")
             XCTAssertEqual(ImageCache.displayScale(nonsense, screen: nonsense), 1, "\(nonsense) twice")
         }
-        XCTAssertEqual(ImageCache.displayScale(nil, screen: 0), 1, "a screen not read yet")
+        XCTAssertEqual(ImageCache.displayScale(nil, screen: 0), 1, "a screen that says no scale")
+        XCTAssertEqual(ImageCache.displayScale(nil, screen: nil), 1, "a screen not read yet")
     }
 
     func testTheMainScreensScaleIsOneWhereThereIsNoScreen() {
         // Linux has no screen; on Apple platforms a cache made on the main thread reads it
         _ = makeCache()
         XCTAssertEqual(ImageCache.screenScale, 1)
+    }
+
+    // MARK: The screen's scale before it is read
+
+    func testADecodeBeforeTheScreenIsReadTakesOneInItsPlace() {
+        // A view's scale, or the screen's once read: the scale itself
+        XCTAssertTrue(ImageCache.decodeScale(2, screen: nil) == (2, false))
+        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 3) == (3, false))
+        XCTAssertTrue(ImageCache.decodeScale(0, screen: 3) == (3, false), "a view in no window")
+        // Neither: 1, standing in for the screen's, not read yet (a cache made off the main thread)
+        XCTAssertTrue(ImageCache.decodeScale(nil, screen: nil) == (1, true))
+        XCTAssertTrue(ImageCache.decodeScale(0, screen: nil) == (1, true))
+        // A screen read as no scale at all (a trait collection that does not know says 0) stands in no longer
+        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 0) == (1, false))
+        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 1) == (1, false), "a 1x screen is one")
+    }
+
+    func testAStandInScaleIsReplacedAtDeliveryOnceTheScreensIsKnown() {
+        XCTAssertEqual(ImageCache.deliveryScale(standIn: 1, screen: 3), 3)
+        XCTAssertEqual(ImageCache.deliveryScale(standIn: 1, screen: 2), 2)
+        XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: nil), "still not read: left as it is")
+        XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: 1), "the same scale: nothing to re-wrap")
+        for nonsense in [0, -1, .nan, .infinity, 100] as [Double] {
+            XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: nonsense), "\(nonsense)")
+        }
+    }
+
+    func testTheScreensLongestSideInPixels() {
+        // A 6.7-inch iPhone's screen, portrait or landscape, and a 13-inch iPad's
+        XCTAssertEqual(ImageCache.longestSide(CGSize(width: 1_290, height: 2_796)), 2_796)
+        XCTAssertEqual(ImageCache.longestSide(CGSize(width: 2_796, height: 1_290)), 2_796)
+        XCTAssertEqual(ImageCache.longestSide(CGSize(width: 2_064, height: 2_752)), 2_752)
+        // Nothing to read: the default bound (4,096) stays
+        XCTAssertNil(ImageCache.longestSide(nil))
+        XCTAssertNil(ImageCache.longestSide(CGSize(width: 0, height: 2_796)))
+        XCTAssertNil(ImageCache.longestSide(CGSize(width: CGFloat.infinity, height: 10)))
+        XCTAssertNil(ImageCache.longestSide(CGSize(width: CGFloat.nan, height: 10)))
+    }
+
+    func testAnImageDecodedBeforeTheScreenIsReadIsNotKeptInMemory() throws {
+        // Given a screen whose scale is not read yet (a cache made off the main thread, before the
+        // main queue's next turn)
+        ImageCache.setScreenScale(nil)
+        defer { ImageCache.setScreenScale(1) }
+        let cache = makeCache()
+        let url = serve("/photo.png")
+        // When an image is fetched, and fetched again
+        XCTAssertEqual(try result(cache, url)?.get().source, .network)
+        // Then memory did not keep it (its scale stood in for the screen's): the second fetch
+        // decodes its file again, and is not kept either
+        XCTAssertNil(cache.peek(url))
+        XCTAssertEqual(try result(cache, url)?.get().source, .disk)
+        XCTAssertNil(cache.peek(url))
+        // When the screen's scale is read, the next decode carries it and is kept
+        ImageCache.setScreenScale(3)
+        XCTAssertEqual(try result(cache, url)?.get().source, .disk)
+        XCTAssertNotNil(cache.peek(url))
+        XCTAssertEqual(try result(cache, url)?.get().source, .memory)
+        XCTAssertEqual(server.requestCount("/photo.png"), 1)
+        assertInvariants(cache)
+    }
+
+    func testStoredBytesDecodedBeforeTheScreenIsReadAreNotKeptInMemoryEither() throws {
+        ImageCache.setScreenScale(nil)
+        defer { ImageCache.setScreenScale(1) }
+        let cache = makeCache()
+        try cache.store(fixture("photo.png"), for: "picked")
+        XCTAssertNil(cache.peek(key: "picked"))
+        cache.drainDisk()
+        XCTAssertEqual(try result(cache, server.url("/never-served"), key: "picked")?.get().source, .disk)
+        XCTAssertEqual(server.totalRequests, 0)
     }
 
     func testThePointSizeIsThePixelsOverTheScale() {

@@ -39,6 +39,9 @@ nonisolated extension ImageCache {
         /// How many decodes wait for a worker.
         var backlog: Int { lock.withLock { waiting.count } }
 
+        /// No decode runs or waits.
+        var isIdle: Bool { lock.withLock { running == 0 && waiting.count == 0 } }
+
         func async(_ work: @escaping @Sendable () -> Void) {
             let starts: Bool = lock.withLock {
                 guard running < Self.width else { waiting.append(work); return false }

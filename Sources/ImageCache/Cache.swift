@@ -6,9 +6,9 @@
 // them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
 // them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
 // the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; and what those use: HTTP; MemoryTier; DiskTier (and the one way to the disk);
-// DiskFiles; Decoding; Formats (the structural check); Screen; Helpers; and, in the package's own
-// builds only, Testing.
+// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
+// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
+// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
 //
 // A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
 // finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
@@ -40,6 +40,9 @@ import ImageIO
 #endif
 #if canImport(SwiftUI)
 import SwiftUI
+#endif
+#if os(watchOS)
+import WatchKit
 #endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
@@ -119,6 +122,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
     // Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
+    // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
+    // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
+    @exclusivity(unchecked) internal var storeDecoder = Decoder.image
+    @exclusivity(unchecked) internal var imageEncoder: (@Sendable (Image) -> Data?)?
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -175,7 +182,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         disk.owner = self
         transport.cache = self
         observeMemoryWarnings()
-        Self.readScreenScale()
+        Self.readScreen()
     }
 
     deinit {

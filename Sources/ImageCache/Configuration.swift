@@ -226,9 +226,11 @@ nonisolated extension ImageCache {
     /// to it, so that no unsized decode makes a huge bitmap (a 12-megapixel photo is 48 MB). A
     /// binder or view with a size decodes to fill it, whatever this says. By default the main
     /// screen's longest side in pixels (2,796 on a 6.7-inch iPhone, 2,752 on a 13-inch iPad), read
-    /// on the main thread with its scale; 4,096 where there is none to read
-    /// (Linux, visionOS, watchOS) or until it is read. `Int.max` decodes at full size; values below
-    /// 1 are clamped to 1. Applies to requests made after it changes. On Linux an image is its
+    /// with its scale: under UIKit from the screen of a window scene that becomes active, under
+    /// AppKit from `NSScreen.main` on the main thread, on watchOS from `WKInterfaceDevice`; 4,096
+    /// until it is read, and where there is none to read (Linux, visionOS, an app extension with no
+    /// scene). `Int.max` decodes at full size; values below 1 are clamped to 1. Applies to requests
+    /// made after it changes. On Linux an image is its
     /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }

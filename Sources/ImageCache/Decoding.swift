@@ -167,8 +167,26 @@ nonisolated extension ImageCache {
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
-    internal static func displayScale(_ scale: Double?, screen: Double) -> Double {
-        [scale, screen].lazy.compactMap { $0 }.first { (1...16).contains($0) } ?? 1
+    internal static func displayScale(_ scale: Double?, screen: Double?) -> Double {
+        decodeScale(scale, screen: screen).scale
+    }
+
+    /// ``displayScale(_:screen:)``, and whether its 1 only stands in for the main screen's scale,
+    /// not read yet (`screen` nil: a cache made off the main thread, before the main queue's next
+    /// turn). An image decoded so is not kept in memory, and is given the screen's scale when it is
+    /// delivered (``deliveryScale(standIn:screen:)``); the next request decodes it at that scale.
+    internal static func decodeScale(_ scale: Double?, screen: Double?) -> (scale: Double, standsIn: Bool) {
+        if let scale, (1...16).contains(scale) { return (scale, false) }
+        if let screen, (1...16).contains(screen) { return (screen, false) }
+        return (1, screen == nil)
+    }
+
+    /// The scale to give, when it is delivered, an image decoded at a stand-in scale (see
+    /// ``decodeScale(_:screen:)``): the screen's, if it is known by then and is another; nil to leave
+    /// the image as it is.
+    internal static func deliveryScale(standIn: Double, screen: Double?) -> Double? {
+        guard let screen, (1...16).contains(screen), screen != standIn else { return nil }
+        return screen
     }
 
     /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
@@ -269,6 +287,33 @@ nonisolated extension ImageCache {
     }
     #endif
 
+    /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
+    /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
+    /// made again of them with its duration and play count; on AppKit a copy with its size in points
+    /// at that scale.
+    internal static func rescaled(_ image: Image, to scale: Double) -> Image {
+        #if canImport(UIKit)
+        func rewrapped(_ frame: Image) -> Image {
+            guard let cgImage = frame.cgImage else { return frame }
+            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
+        }
+        guard let frames = image.images else { return rewrapped(image) }
+        let shown = runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
+        guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
+        if let plays = plays(of: image) {
+            objc_setAssociatedObject(animated, playsKey, plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        }
+        return animated
+        #elseif canImport(AppKit)
+        guard let copy = image.copy() as? NSImage else { return image }
+        let pixels = pixelSize(of: image)
+        copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        return copy
+        #else
+        return image  // an image is its bytes here: no scale
+        #endif
+    }
+
     /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
     /// representation's), its header's on Linux.
     internal static func pixelSize(of image: Image) -> (width: Int, height: Int) {
@@ -296,19 +341,6 @@ nonisolated extension ImageCache {
     internal static func downloadedBytes(of image: Image) -> Data? {
         #if canImport(UIKit) || canImport(AppKit)
         return nil
-        #else
-        return image.data
-        #endif
-    }
-
-    /// An image's bytes for the disk: its own on Linux, a PNG encoding on Apple platforms.
-    internal static func encodedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit)
-        return image.pngData()
-        #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
-        }
         #else
         return image.data
         #endif

@@ -35,7 +35,7 @@ nonisolated extension ImageCache {
             : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
                              delivery.limits)
         return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? payload.image as Any? : payload.value?.value) as? Value else {
+            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
@@ -43,12 +43,21 @@ nonisolated extension ImageCache {
     }
 
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one.
+    /// with a request for another type). No generic cast where it holds one. An image whose scale
+    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
+    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
     internal static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
-            guard let image = delivery.payload.image else { return resolve(delivery, .image) }
+            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
         }
+    }
+
+    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
+    private static func shown(_ payload: Payload) -> Image? {
+        guard let image = payload.image, payload.scaleStandsIn,
+              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return rescaled(image, to: scale)
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to

@@ -28,6 +28,7 @@ nonisolated extension ImageCache {
         case removeAll
         case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
         case setting(@Sendable (DiskStore) -> Void)
+        case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
     /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
@@ -38,11 +39,13 @@ nonisolated extension ImageCache {
         diskQueue.async { self.run(work) }
     }
 
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock.
-    private func run(_ work: DiskWork) {
+    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
+    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    internal func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
             if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
         case .touch(let keys, let now):
@@ -51,13 +54,17 @@ nonisolated extension ImageCache {
             disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
         case .remove(let key):
             disk.remove(DiskStore.fileID(for: key))
+            if !disk.storing.isEmpty { settle(DiskStore.fileID(for: key)) }
         case .removeAll:
             disk.removeAll()
+            settleAll()
         case .reduce(let recency, let maxCount, let maxBytes, let now):
             disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
             disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
         case .setting(let apply):
             apply(disk)
+        case .store(let job):
+            storeOnDisk(job)
         }
     }
 
@@ -110,11 +117,15 @@ nonisolated extension ImageCache {
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
         private var counted: (files: Int, bytes: Int)?
+        // The stored images being encoded, by file: written when their bytes come unless a write
+        // or a removal of the file comes first (see `ImageStore`).
+        var storing: [UInt64: ImageStore] = [:]
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
         var keepsExpired = false
         #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see "For tests" at the end of the file
+        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
+        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
         #endif
         internal static let staleTemporaryAge: TimeInterval = 3_600
 
@@ -167,6 +178,14 @@ nonisolated extension ImageCache {
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
                          expired: expired)
+        }
+
+        /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
+        /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
+        func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
+            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
+                  abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
+            return found.data
         }
 
         /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers

@@ -29,6 +29,7 @@ nonisolated extension ImageCache {
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
+        var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -39,12 +40,14 @@ nonisolated extension ImageCache {
 
             /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
             /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A phase may
-            /// also stay as it is while the download changes lane. `Lanes.move` checks every change
-            /// against it. A decoding download's bytes are in: the next one may start (see `startReady`).
+            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
+            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
+            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
+            /// decoding download's bytes are in: the next one may start (see `startReady`).
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
-                case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued), (.queued, .running(nil)),
+                case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
+                     (.queued, .running(nil)),
                      (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
                      (.waitingToRetry, .queued):
                     return true
@@ -286,14 +289,18 @@ nonisolated extension ImageCache {
         startNetwork(started)
     }
 
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane.
-    /// The file is read here, and decoded on a decode worker, so that no decode holds the disk
-    /// queue's writes and look-ups; but here when its decoder is cheap (Linux's check of an image),
-    /// or when the workers already have a backlog (the files read ahead, each holding its bytes,
-    /// stay within `Decodes.width` times two). A download no longer wanted is not decoded.
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
+    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
+    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
+    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
+    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
+    /// A download no longer wanted is not decoded.
     internal func lookUpOnDisk(_ download: Download, maxBytes: Int) {
         let now = currentTime()
-        let found = disk.read(DiskStore.fileID(for: download.key.string), now: now, maxBytes: maxBytes)
+        let id = DiskStore.fileID(for: download.key.string)
+        // A stored image whose file is not written yet: the key's older file is not it.
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }

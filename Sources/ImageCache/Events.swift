@@ -115,7 +115,7 @@ nonisolated extension ImageCache {
     /// is listed on the disk queue, after the disk work queued so far, and `completion` runs with
     /// the snapshot (on the main actor on Apple platforms, else on ``callbackQueue``).
     ///
-    /// - Complexity: O(files in the folder); README's Performance section has the figure.
+    /// - Complexity: O(files in the folder); the Performance article has the figure.
     public func statistics(completion: @escaping StatisticsCallback) {
         let queue = Self.callbackActorQueue ?? callbackQueue
         diskQueue.async {

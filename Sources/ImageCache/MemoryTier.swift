@@ -140,6 +140,18 @@ nonisolated extension ImageCache {
             return slot
         }
 
+        /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal
+        /// one), if memory has one.
+        ///
+        /// - Complexity: O(n) in the slots.
+        func slot(holding image: Image) -> Int? {
+            #if canImport(UIKit) || canImport(AppKit)
+            return slots.indices.first { slots[$0].image === image }
+            #else
+            return slots.indices.first { slots[$0].image == image }
+            #endif
+        }
+
         /// Counts as a use: sets the reference bit, written only when it is clear (a hit on a hot
         /// entry writes nothing).
         mutating func markUsed(_ index: Int) {
@@ -191,12 +203,14 @@ nonisolated extension ImageCache {
     }
 
     /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept.
+    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
     internal func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
                          receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4 else {
+        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
             if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
             return []
         }
@@ -283,11 +297,16 @@ nonisolated extension ImageCache {
     }
 
     /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux).
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
     internal func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
         lock.withLock {
-            if case .loaded(let slot)? = _state.entries[key], _state.memory[slot].downloadedAt == downloadedAt {
+            switch _state.entries[key] {
+            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
                 _state.memory[slot].data = nil
+            case .loading(let download)? where download.load.storedAt == downloadedAt:
+                download.written = true
+            default:
+                break
             }
         }
     }

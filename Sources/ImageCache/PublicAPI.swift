@@ -66,7 +66,7 @@ nonisolated extension ImageCache {
     /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none: its
     /// session adds them, so ``requestModifier`` does not see them), and ``requestModifier`` sees it
     /// before each attempt. Its headers go to a redirect's target only on
-    /// the same origin (see README).
+    /// the same origin (see the Requests article).
     ///
     /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
     /// so two users' private images at one URL need two keys. Downloads of one key are shared, with
@@ -213,44 +213,45 @@ nonisolated extension ImageCache {
     /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).
     private static let prefetchQueue = DispatchQueue(label: "ImageCache.prefetch", qos: .utility)
 
-    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in
-    /// memory (as an image if it is one, else as the bytes). A fetch under `key` then finds it
-    /// without the network, and callers waiting for a download under `key` get it at once (the
-    /// download stops). Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger
-    /// than ``maxImageBytes`` (no lookup would read it back).
+    /// Puts `data` in the cache under `key` as if it had just been downloaded: on disk, and in memory
+    /// as an image if it is one, else as the bytes. Returns at once: the file is queued for the disk
+    /// queue, and the bytes are decoded off the caller's thread, on a decode worker (on Linux, where
+    /// an image is its bytes, their structure is checked at once). Until the decode is done,
+    /// ``peek(_:)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
+    /// under way: none goes to the network, nor reads the key's older file. Callers waiting for a
+    /// download under `key` get it too (the download stops). Bytes that are not an image are kept
+    /// as bytes: an image fetch of `key` fails with the decoder's reason, a `decode:` fetch reads
+    /// them.
+    ///
+    /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
+    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
-    ///   image to; the file is written on the disk queue.
+    ///   image to; the decode and the file's write are not the caller's.
     public func store(_ data: Data, for key: String) throws {
-        let limits = lock.withLock { _decodeLimits }
-        try store((try? Decoder.image.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), for: key)
+        try store(data, under: Key(string: key))
     }
 
-    /// Puts `image` in the cache under `key` as the `Data` form does: memory keeps this image, the
-    /// disk its bytes (on Apple platforms a PNG encoding). Throws, storing nothing,
-    /// ``Error/notAnImage(_:)`` if the platform cannot encode it, or ``Error/tooLarge(limit:)``.
+    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)`` and fetches find it as
+    /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
+    /// after, off the caller's thread, with the image's original bytes wherever there are some: its
+    /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
+    /// encoding made on a decode worker (under UIKit a PNG with the image's orientation and, for an
+    /// animation, its frames, their times and its play count; under AppKit a PNG of the image as
+    /// drawn). Until the file is written, look-ups of `key` on disk wait for it rather than read the
+    /// key's older file.
+    ///
+    /// Throws ``Error/tooLarge(limit:)``, storing nothing, when the bytes are known at once (its own,
+    /// or its entry's) and are larger than ``maxImageBytes``; nothing else. An encoding's outcome
+    /// comes later: one that fails, or is larger than the limit, leaves the image in memory and no
+    /// file under `key` (an older one is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)``
+    /// saying why.
+    ///
+    /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
+    ///   Apple platforms O(n) in memory's entries, to find the one holding it.
     public func store(_ image: Image, for key: String) throws {
-        guard let bytes = Self.encodedBytes(of: image) else {
-            throw Error.notAnImage("an image that cannot be encoded as PNG")
-        }
-        try store(Payload(bytes: bytes, image: image), for: key)
-    }
-
-    private func store(_ payload: Payload, for key: String) throws {
-        let key = Key(string: key)
-        let now = currentTime()
-        // Downloads of the key, and of its sizes (the binder's), stop; their callers get this.
-        let waiting: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
-            return stopped
-        }
-        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+        try store(image, under: Key(string: key))
     }
 
     /// Moves a fast-lane download of `url` that has not started yet to the back of the slow lane.
@@ -319,7 +320,8 @@ nonisolated extension ImageCache {
         error(forKey: key) != nil
     }
 
-    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry.
+    /// True while `url` is being looked up on disk, queued, downloaded, or waiting to retry (or while
+    /// bytes stored under its key are decoded).
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
         return lock.withLock {

@@ -28,6 +28,7 @@ nonisolated extension ImageCache {
         var bytes: Data?
         var image: Image?
         var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
     }
 
     /// A decoded value that is not an image, with its type.
@@ -43,6 +44,13 @@ nonisolated extension ImageCache {
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     internal struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
+        /// waits, standing in for ImageIO's).
+        var offThread = false
+
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
         /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
         /// `decode:` run on a decode worker.
@@ -50,22 +58,20 @@ nonisolated extension ImageCache {
             #if canImport(ImageIO)
             return false
             #else
-            return type == nil
+            return type == nil && !offThread
             #endif
         }
-        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
-        /// made: the longest side without a size to fill, and when an animation animates).
-        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
 
         static let image = Decoder.image(filling: nil)
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded).
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             Decoder(type: nil) { data, limits in
-                let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
                 return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image) }
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
         }
 
@@ -93,6 +99,10 @@ nonisolated extension ImageCache {
         /// A binder's request at a size may take the whole image of a download of its key under way
         /// (false: the size is asked for itself, for a view laid out at it).
         var takesWholeUnderWay = true
+        /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
+        /// download has no URL, is never sent, and stays while no one waits for it.
+        var storedAt: TimeInterval?
+        var isStore: Bool { storedAt != nil }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -100,6 +110,13 @@ nonisolated extension ImageCache {
             (self.url, request) = (url, nil)
             self.key = Key(string: key ?? url.absoluteString)
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// The load of bytes `store(_:for:)` gave at `time`, decoded by `decoder` (see ``storedAt``).
+        init(storing key: Key, at time: TimeInterval, _ decoder: Decoder) {
+            (url, request) = (nil, nil)
+            self.key = key
+            (lane, self.decoder, storedAt) = (.fast, decoder, time)
         }
 
         /// A load of `request` as given: its headers, cache policy and timeout.
@@ -245,7 +262,7 @@ nonisolated extension ImageCache {
             _endPrefetch(task)
             guard let download = task.download, _isCurrent(download) else { return (true, nil) }
             download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty ? _forget(download.key) : nil)
+            return (true, download.waiters.isEmpty && !download.load.isStore ? _forget(download.key) : nil)
         }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }

@@ -16,6 +16,9 @@ import ImageIO
 #if canImport(SwiftUI)
 import SwiftUI
 #endif
+#if os(watchOS)
+import WatchKit
+#endif
 
 nonisolated extension ImageCache {
     internal func observeMemoryWarnings() {
@@ -28,45 +31,100 @@ nonisolated extension ImageCache {
         #endif
     }
 
-    /// The main screen's scale: what an image decoded for no view in particular (a `fetch`, a
-    /// prefetch, your own binder's target) carries. `UIScreen` and `NSScreen` are main-actor
-    /// isolated: a cache made on the main thread reads it there, one made elsewhere has the main
-    /// queue read it soon after; until then, and on Linux, 1.
-    internal static var screenScale: Double { screen.lock.withLock { screen.scale } }
-
-    /// The longest side of the main screen in pixels, read as ``screenScale`` is: the default of
-    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is no screen to read.
-    internal static var screenPixels: Int { screen.lock.withLock { screen.pixels } }
-
-    private static let screen = Screen()
-    private final class Screen: @unchecked Sendable {
-        let lock = NSLock()
-        var scale = 1.0  // guarded by `lock`
-        var pixels = 4_096  // guarded by `lock`
+    /// The main screen's scale, once read: what an image decoded for no view in particular (a
+    /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
+    /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
+    /// delivery. 1 where there is no screen (Linux), or the read found none.
+    ///
+    /// Read where Apple allows it with no view at hand, never through the deprecated `UIScreen.main`:
+    /// on watchOS on any thread (`WKInterfaceDevice` is not main-actor isolated); elsewhere on the
+    /// main thread, where the screen's objects belong: when a cache is made there, on the main
+    /// queue's next turn after one is made elsewhere, and whenever this is asked there (a callback's
+    /// delivery, a binding); under UIKit the main thread's trait collection says it, and the screen
+    /// of each window scene that becomes active corrects it.
+    internal static var screenScale: Double? {
+        if let scale = screen.lock.withLock({ screen.scale }) { return scale }
+        guard Thread.isMainThread else { return nil }
+        readScreen()
+        return screen.lock.withLock { screen.scale }
     }
 
-    /// Reads the main screen's scale and size into ``screenScale`` and ``screenPixels``, on the
-    /// main thread.
-    internal static func readScreenScale() {
-        #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
-        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreenScale() } }
+    /// The longest side of the main screen in pixels, read with its scale: the default of
+    /// ``maxDecodedPixelSize``; 4,096 until then, and where there is none to read.
+    internal static var screenPixels: Int { screen.lock.withLock { screen.pixels } ?? 4_096 }
+
+    internal static let screen = Screen()
+    internal final class Screen: @unchecked Sendable {
+        let lock = NSLock()
+        #if canImport(UIKit) || canImport(AppKit)
+        var scale: Double?  // guarded by `lock`
+        #else
+        var scale: Double? = 1  // no screen; guarded by `lock`
+        #endif
+        var pixels: Int?  // guarded by `lock`
+        var sceneObserver: NSObjectProtocol?  // made once; guarded by `lock`
+    }
+
+    /// Keeps what was read of the screen: `scale` if it is one (1 to 16), else 1 if nothing was
+    /// read before (there is no screen to read, a Mac with no display, or a trait collection that
+    /// does not know says 0: as on Linux, so that memory keeps images, which it does not while the
+    /// scale stands in); and the longest side of `pixels` if it has two.
+    private static func noteScreen(scale: Double, pixels: CGSize?) {
+        screen.lock.withLock {
+            if (1...16).contains(scale) { screen.scale = scale } else if screen.scale == nil { screen.scale = 1 }
+            if let longest = longestSide(pixels) { screen.pixels = longest }
+        }
+    }
+
+    /// The longest side, in whole pixels, of a screen of `pixels`; nil unless both sides are at least 1.
+    internal static func longestSide(_ pixels: CGSize?) -> Int? {
+        guard let pixels, pixels.width >= 1, pixels.height >= 1, pixels.width.isFinite, pixels.height.isFinite
+        else { return nil }
+        return Int(max(pixels.width, pixels.height).rounded())
+    }
+
+    /// Reads the main screen's scale and size where the platform allows it now (see ``screenScale``):
+    /// off the main thread (but on watchOS), on the main queue's next turn. Under UIKit, also reads
+    /// the screen of each window scene that becomes active, from the first call on.
+    internal static func readScreen() {
+        #if os(watchOS)
+        let device = WKInterfaceDevice.current()
+        let (scale, points) = (device.screenScale, device.screenBounds.size)
+        noteScreen(scale: Double(scale), pixels: CGSize(width: points.width * scale, height: points.height * scale))
+        #elseif canImport(UIKit) || canImport(AppKit)
+        guard Thread.isMainThread else { return DispatchQueue.main.async { readScreen() } }
         let (scale, pixels) = MainActor.assumeIsolated { () -> (CGFloat, CGSize?) in
-            #if os(visionOS)
-            return (UITraitCollection.current.displayScale, nil)  // visionOS has no UIScreen
-            #elseif canImport(UIKit)
-            return (UIScreen.main.scale, UIScreen.main.nativeBounds.size)
+            #if canImport(UIKit)
+            observeScenes()
+            return (UITraitCollection.current.displayScale, nil)  // its screen's size comes with a scene
             #else
-            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 1
+            let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 0
             let size = screen?.frame.size  // in points
             return (scale, size.map { CGSize(width: $0.width * scale, height: $0.height * scale) })
             #endif
         }
+        noteScreen(scale: Double(scale), pixels: pixels)
+        #endif
+    }
+
+    #if canImport(UIKit) && !os(watchOS)
+    /// Reads the screen of each window scene that becomes active (its scale and size), once observed.
+    /// visionOS has no screen: its trait collection's scale is all there is.
+    @MainActor private static func observeScenes() {
+        #if !os(visionOS)
         screen.lock.withLock {
-            screen.scale = Double(scale)
-            if let pixels, pixels.width >= 1, pixels.height >= 1 {
-                screen.pixels = Int(max(pixels.width, pixels.height))
+            guard screen.sceneObserver == nil else { return }
+            screen.sceneObserver = NotificationCenter.default.addObserver(
+                forName: UIScene.didActivateNotification, object: nil, queue: .main
+            ) { notification in
+                let scene = notification.object as? UIWindowScene
+                MainActor.assumeIsolated {
+                    guard let screen = scene?.screen else { return }
+                    noteScreen(scale: Double(screen.scale), pixels: screen.nativeBounds.size)
+                }
             }
         }
         #endif
     }
+    #endif
 }

@@ -94,7 +94,9 @@ nonisolated extension ImageCache {
                     }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
-                    if download.waiters.isEmpty { problems.append("download without waiters: \(key.string)") }
+                    if download.waiters.isEmpty, !download.load.isStore {
+                        problems.append("download without waiters: \(key.string)")
+                    }
                 case .failed:
                     break
                 }
@@ -124,6 +126,34 @@ nonisolated extension ImageCache {
             let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
             if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
         }
+    }
+
+    /// Makes `store(_ data:for:)` decode on a decode worker, as it does where ImageIO decodes, and
+    /// runs `before` there first, before each decode (a test holds the decode with it).
+    @_spi(Testing) public func decodeStores(after before: @escaping @Sendable () -> Void) {
+        storeDecoder = Decoder(type: nil, decode: { data, limits in
+            before()
+            return Decoder.image.decode(data, limits)
+        }, offThread: true)
+    }
+
+    /// Makes `store(_ image:for:)` treat images as Apple platforms do, where an image has no bytes of
+    /// its own: it keeps those of the entry memory holds it in, else has `encode` make some, on a
+    /// decode worker.
+    @_spi(Testing) public func encodeStoredImages(with encode: @escaping @Sendable (Image) -> Data?) {
+        imageEncoder = encode
+    }
+
+    /// True when no decode (or encode) runs or waits for a worker.
+    @_spi(Testing) public var decodesIdle: Bool { decodes.isIdle }
+
+    /// How many stored images' encodings have come back to the disk queue so far, written or not.
+    @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
+
+    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
+    /// the process; a test sets Linux's back (1) when it is done.
+    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
+        screen.lock.withLock { screen.scale = scale }
     }
 
     /// Holds the disk queue (after the work queued so far) until `gate` is signalled.

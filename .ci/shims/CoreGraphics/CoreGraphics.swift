@@ -6,10 +6,12 @@
 
 @_exported import Foundation  // CoreGraphics re-exports CoreFoundation, which Foundation stands in for here
 
-// SHIM: CFData, CFDictionary and CFString are CoreFoundation types, toll-free bridged to NSData,
-// NSDictionary and NSString, so that `data as CFData` and `options as CFDictionary` compile on Apple
-// platforms. swift-corelibs-foundation has no such types; aliases make the same casts compile.
+// SHIM: CFData, CFMutableData, CFDictionary and CFString are CoreFoundation types, toll-free bridged
+// to NSData, NSMutableData, NSDictionary and NSString, so that `data as CFData` and `options as
+// CFDictionary` compile on Apple platforms. swift-corelibs-foundation has no such types; aliases make
+// the same casts compile.
 public typealias CFData = NSData
+public typealias CFMutableData = NSMutableData
 public typealias CFDictionary = NSDictionary
 public typealias CFString = NSString
 

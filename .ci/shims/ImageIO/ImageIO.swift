@@ -33,6 +33,34 @@ public func CGImageSourceCreateThumbnailAtIndex(_ isrc: CGImageSource, _ index: 
     fatalError("ImageIO shim")
 }
 
+/// `class CGImageDestination` in the SDK: a CoreFoundation type, imported as a class; iOS 4, macOS
+/// 10.4, watchOS 2 (developer.apple.com/documentation/imageio/cgimagedestination).
+public final class CGImageDestination {
+    private init() { fatalError("ImageIO shim") }
+}
+
+// Writing images (developer.apple.com/documentation/imageio, "CGImageDestination"), iOS 4, macOS 10.4,
+// watchOS 2: `CGImageDestinationCreateWithData(_:_:_:_:)` (the type is a uniform type identifier,
+// `count` the number of images), `CGImageDestinationSetProperties(_:_:)` (the file's properties),
+// `CGImageDestinationAddImage(_:_:_:)` (an image and its properties), and
+// `CGImageDestinationFinalize(_:)` (false if an error occurred).
+public func CGImageDestinationCreateWithData(_ data: CFMutableData, _ type: CFString, _ count: Int,
+                                             _ options: CFDictionary?) -> CGImageDestination? {
+    fatalError("ImageIO shim")
+}
+
+public func CGImageDestinationSetProperties(_ idst: CGImageDestination, _ properties: CFDictionary?) {
+    fatalError("ImageIO shim")
+}
+
+public func CGImageDestinationAddImage(_ idst: CGImageDestination, _ image: CGImage, _ properties: CFDictionary?) {
+    fatalError("ImageIO shim")
+}
+
+public func CGImageDestinationFinalize(_ idst: CGImageDestination) -> Bool {
+    fatalError("ImageIO shim")
+}
+
 // `public let kCGImageSource...: CFString` in the SDK (imported C constants, readable from any thread).
 // SHIM: `nonisolated(unsafe)`, because NSString is not Sendable here and Swift source cannot declare
 // an imported constant.

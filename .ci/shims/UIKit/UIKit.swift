@@ -42,6 +42,12 @@ open class UIImage: NSObject, @unchecked Sendable {
     open var size: CGSize { fatalError("UIKit shim") }
     @available(iOS 4.0, *)
     open var scale: CGFloat { fatalError("UIKit shim") }
+    /// `var cgImage: CGImage? { get }`: the bitmap, nil for an image made from a CIImage
+    /// (developer.apple.com/documentation/uikit/uiimage/cgimage).
+    open var cgImage: CGImage? { fatalError("UIKit shim") }
+    /// `var imageOrientation: UIImage.Orientation { get }`: how the bitmap is drawn
+    /// (developer.apple.com/documentation/uikit/uiimage/imageorientation).
+    open var imageOrientation: UIImage.Orientation { fatalError("UIKit shim") }
 
     // developer.apple.com/documentation/uikit/uiimage/animatedimage(with:duration:) and .../images:
     // `class func animatedImage(with images: [UIImage], duration: TimeInterval) -> UIImage?` and
@@ -127,13 +133,12 @@ open class UITraitCollection: NSObject, @unchecked Sendable {
 }
 
 /// `@MainActor open class UIScreen : NSObject, UITraitEnvironment` in the SDK; unavailable on
-/// visionOS. SHIM: the UITraitEnvironment conformance is left out.
+/// visionOS. SHIM: the UITraitEnvironment conformance is left out, and so is `class var main`
+/// (discouraged since iOS 16, deprecated in iOS 26: "use a UIScreen instance found through context
+/// instead"; developer.apple.com/documentation/uikit/uiscreen/main), which the code must not call:
+/// a call that comes back fails this check.
 @MainActor
 open class UIScreen: NSObject {
-    /// `class var main: UIScreen { get }`, deprecated in iOS 26 ("use a UIScreen instance found
-    /// through context instead"; developer.apple.com/documentation/uikit/uiscreen/main).
-    @available(iOS, introduced: 2.0, deprecated: 26.0)
-    open class var main: UIScreen { fatalError("UIKit shim") }
     /// `var scale: CGFloat { get }`: the natural scale factor of the screen, 1, 2 or 3
     /// (developer.apple.com/documentation/uikit/uiscreen/scale).
     @available(iOS 4.0, *)
@@ -142,6 +147,29 @@ open class UIScreen: NSObject {
     /// (developer.apple.com/documentation/uikit/uiscreen/nativebounds).
     @available(iOS 8.0, *)
     open var nativeBounds: CGRect { fatalError("UIKit shim") }
+}
+
+/// `@MainActor class UIScene : UIResponder` in the SDK, iOS 13, tvOS 13, visionOS 1
+/// (developer.apple.com/documentation/uikit/uiscene). SHIM: UIKit makes scenes; the initializer
+/// `init(session:connectionOptions:)` is left out.
+@available(iOS 13.0, *)
+@MainActor
+open class UIScene: UIResponder {
+    /// `nonisolated class let didActivateNotification: NSNotification.Name`, iOS 13: the scene is
+    /// onscreen and responding; the notification's `object` is the scene
+    /// (developer.apple.com/documentation/uikit/uiscene/didactivatenotification). SHIM: `static let`,
+    /// since Swift source cannot declare a `class let`.
+    nonisolated public static let didActivateNotification = NSNotification.Name("UISceneDidActivateNotification")
+}
+
+/// `@MainActor class UIWindowScene : UIScene` in the SDK, iOS 13, tvOS 13, visionOS 1
+/// (developer.apple.com/documentation/uikit/uiwindowscene).
+@available(iOS 13.0, *)
+@MainActor
+open class UIWindowScene: UIScene {
+    /// `var screen: UIScreen { get }`: the screen that displays the scene; iOS 13, tvOS 13, not
+    /// visionOS (developer.apple.com/documentation/uikit/uiwindowscene/screen).
+    open var screen: UIScreen { fatalError("UIKit shim") }
 }
 
 @MainActor

@@ -1,0 +1,19 @@
+// A signature-only stand-in for the part of Apple's WatchKit that ImageCache.swift uses on watchOS,
+// compiled into a module named WatchKit by .ci/shims/build (with the UIKit set); nothing here ever
+// runs. Rules: as for the UIKit shim. No configuration here compiles ImageCache.swift's watchOS
+// branch (`#if os(watchOS)` is false on Linux): these declarations say what that branch may call,
+// checked against Apple's documentation, and compile; the branch itself is kept to a few lines.
+
+@_exported import Foundation
+
+/// `class WKInterfaceDevice` in the SDK (developer.apple.com/documentation/watchkit/wkinterfacedevice),
+/// watchOS 2. Its documented declaration is not main-actor isolated (WatchKit's interface classes,
+/// `WKInterfaceController` say, are `@MainActor`): it may be read on any thread.
+open class WKInterfaceDevice: NSObject {
+    /// `class func current() -> WKInterfaceDevice`: the shared device object.
+    open class func current() -> WKInterfaceDevice { fatalError("WatchKit shim") }
+    /// `var screenBounds: CGRect { get }`: the screen's bounds, in points.
+    open var screenBounds: CGRect { fatalError("WatchKit shim") }
+    /// `var screenScale: CGFloat { get }`: pixels per point (2 on an Apple Watch).
+    open var screenScale: CGFloat { fatalError("WatchKit shim") }
+}

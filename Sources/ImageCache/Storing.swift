@@ -1,0 +1,279 @@
+// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
+// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
+// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
+// among the disk's work (`ImageStore`).
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
+    /// (Linux's structural check), else on a decode worker.
+    internal func store(_ data: Data, under key: Key) throws {
+        let decoder = storeDecoder
+        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let limits = lock.withLock { _decodeLimits }
+        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
+    }
+
+    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
+    /// of the key, and of its sizes (the binder's), stop; their callers get it.
+    private func store(_ payload: Payload, under key: Key) throws {
+        let now = currentTime()
+        let waiting: [Stopped] = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key)  // an older image of the key
+            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
+                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
+            return stopped
+        }
+        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+    }
+
+    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
+    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
+    /// file is queued now, before any later look-up of the key on disk. The download counts as one
+    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
+    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
+        let now = currentTime()
+        let (download, stopped): (Download, [Stopped]) = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            guard data.count <= limit else { throw Error.tooLarge(limit: limit) }
+            let download = Download(Load(storing: key, at: now, decoder), limits: _decodeLimits)
+            let stopped = _forgetWithSizes(key).map { stopped in
+                for task in stopped.waiters { task.download = download }
+                download.waiters += stopped.waiters
+                return Stopped(waiters: [], task: stopped.task)
+            }
+            secondChance.removeObject(forKey: key)
+            _state.lanes.move(download, to: .decoding)
+            _state.entries[key] = .loading(download)
+            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now,
+                                               receivedAt: now), key: key, usedAt: now))
+            return (download, stopped)
+        }
+        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
+        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
+    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
+    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
+    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
+        let now = currentTime()
+        var payload = (try? result.get()) ?? Payload(value: Box(data))
+        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        var failed: (type: ObjectIdentifier?, error: Error)?
+        if case .failure(let error) = result { failed = (download.decoder.type, error) }
+        var started: [Download] = []
+        let waiters: [FetchTask]? = lock.withLock {
+            guard _isCurrent(download) else { return nil }
+            _state.lanes.move(download, to: .done)
+            var kept = payload
+            if download.written { kept.bytes = nil }  // on disk already
+            _keepOnDisk(_insert(download.key, kept, size: data.count, downloadedAt: download.load.storedAt ?? now),
+                        usedAt: now)
+            started = _startReadyDownloads()
+            defer { download.waiters = [] }
+            return download.waiters
+        }
+        if let waiters {
+            deliver(waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                               limits: download.limits)))
+        }
+        startNetwork(started)
+    }
+
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
+    /// Throws only when their size is known now and too large.
+    internal func store(_ image: Image, under key: Key) throws {
+        let now = currentTime()
+        let stopped: [Stopped] = try lock.withLock {
+            let limit = _state.settings.maxImageBytes
+            let bytes = _storedBytes(of: image)
+            if let size = bytes.size, size > limit { throw Error.tooLarge(limit: limit) }
+            let stopped = _forgetWithSizes(key)
+            secondChance.removeObject(forKey: key)
+            _keepOnDisk(_insert(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0,
+                                downloadedAt: now), usedAt: now)
+            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
+                                      receivedAt: now)
+            if bytes.data != nil {
+                _queueOnDisk(.write(item, key: key, usedAt: now))
+            } else {
+                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit)))
+            }
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+    }
+
+    /// Where the bytes `store` keeps for an image are.
+    internal struct StoredBytes {
+        var data: Data?  // in hand
+        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
+        var size: Int? { data?.count ?? file?.size }
+    }
+
+    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
+    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
+    /// else none: it is encoded (``encodedBytes(of:)``).
+    ///
+    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
+    private func _storedBytes(of image: Image) -> StoredBytes {
+        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        guard let slot = _state.memory.slot(holding: image) else { return StoredBytes() }
+        let entry = _state.memory[slot]
+        if let data = entry.data { return StoredBytes(data: data) }
+        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
+    }
+
+    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
+    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
+    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
+    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
+    /// on disk wait for it meanwhile, so that none reads the key's older file.
+    internal final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
+        let item: DiskStore.Item  // without its bytes
+        let image: Image
+        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
+        let limit: Int  // `maxImageBytes` when it was stored
+        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
+             limit: Int) {
+            (self.item, self.image, self.source, self.limit) = (item, image, source, limit)
+        }
+
+        func with(_ data: Data) -> DiskStore.Item {
+            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
+                           receivedAt: item.receivedAt)
+        }
+    }
+
+    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
+    /// the file, else encoded on a decode worker first (`storedOnDisk` writes them then).
+    internal func storeOnDisk(_ job: ImageStore) {
+        let now = currentTime()
+        if let source = job.source,
+           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
+                                 size: source.size, now: now) {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
+        }
+        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
+        disk.storing[job.item.id] = job
+        let encode = imageEncoder ?? Self.encodedBytes(of:)
+        decodes.async {
+            let data = encode(job.image)
+            self.diskQueue.async { self.storedOnDisk(job, data) }
+        }
+    }
+
+    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
+    /// key came since. An image that cannot be encoded, or whose encoding is larger than
+    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
+    /// event says why.
+    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
+        #if IMAGECACHE_TESTING
+        disk.encodesEnded += 1
+        #endif
+        guard disk.storing[job.item.id] === job else { return }
+        if let data, data.count <= job.limit {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
+        }
+        disk.remove(job.item.id)
+        settle(job.item.id)
+        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
+        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
+    }
+
+    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
+    /// a removal) decides the file now, and the look-ups that waited for it go on.
+    internal func settle(_ id: UInt64) {
+        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+    }
+
+    /// `settle` for every store under way (the folder was emptied).
+    internal func settleAll() {
+        for id in Array(disk.storing.keys) { settle(id) }
+    }
+}
+
+// The platform's encoding of an image that has no bytes of its own.
+nonisolated extension ImageCache {
+    /// An image's bytes for the disk where it has none of its own: on UIKit a PNG made by ImageIO,
+    /// with the image's orientation (as EXIF, which ImageIO applies when it decodes) and, for an
+    /// animation, its frames (each for the time UIKit shows it) and play count; on AppKit the PNG of
+    /// its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
+    internal static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        let frames = image.images ?? [image]
+        let runs = self.runs(frames)
+        let data = NSMutableData()
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, "public.png" as CFString,
+                                                                 runs.count, nil) else { return nil }
+        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
+        if runs.count > 1 {
+            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
+            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
+        }
+        for (frame, repeats) in runs {
+            guard let cgImage = frame.cgImage else { return nil }
+            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
+                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
+            if runs.count > 1 {
+                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
+            }
+            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
+        }
+        return CGImageDestinationFinalize(destination) ? data as Data : nil
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
+        #else
+        return image.data
+        #endif
+    }
+
+    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
+    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
+    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
+    internal static func exifOrientation(uiKit raw: Int) -> Int {
+        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
+        return exif.indices.contains(raw) ? exif[raw] : 1
+    }
+
+    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
+    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    internal static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
+        var runs: [(frame: Frame, repeats: Int)] = []
+        for frame in frames {
+            if let last = runs.last, last.frame === frame {
+                runs[runs.count - 1].repeats += 1
+            } else {
+                runs.append((frame, 1))
+            }
+        }
+        return runs
+    }
+}
