@@ -2808,19 +2808,16 @@ nonisolated extension ImageCache {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal), response: nil)
                 case .success(let request):
-                    // Made outside the cache's lock: corelibs' `dataTask(with:)` waits for the session's
-                    // own queue, and every thread of the cache would wait behind it.
-                    let task = transport.task(for: request)
-                    let sent: Bool = lock.withLock {
-                        guard case .running(nil) = download.phase else { return false }
-                        transport.send(task, for: download, limit: settings.maxImageBytes,
-                                       seconds: _state.settings.downloadTimeLimit,
-                                       stallTime: _state.settings.stallTime, stale: stale?.payload,
-                                       sentAt: currentTime())
+                    let task: URLSessionDataTask? = lock.withLock {
+                        guard case .running(nil) = download.phase else { return nil }
+                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                                                  seconds: _state.settings.downloadTimeLimit,
+                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                                  sentAt: currentTime())
                         _state.lanes.move(download, to: .running(task))
-                        return true
+                        return task
                     }
-                    sent ? task.resume() : task.cancel()  // stopped meanwhile: never sent
+                    task?.resume()
                 }
             }
             batch = freed
@@ -2915,21 +2912,17 @@ nonisolated extension ImageCache {
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
 
-        /// A task for `request`, not resumed, from the current session (under this lock, so that
-        /// `setTimeout` cannot invalidate the session while it makes one).
-        func task(for request: URLRequest) -> URLSessionDataTask {
-            lock.withLock { session!.dataTask(with: request) }
-        }
-
-        /// Makes `task` the transfer of `download`, for the caller to resume: under the cache's
-        /// lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ task: URLSessionDataTask, for download: Download, limit: Int, seconds: TimeInterval,
-                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
+        /// A task that sends `request` for `download`, to be resumed by the caller: under the
+        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
+                let task = session!.dataTask(with: request)
                 let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
+                return task
             }
         }
 
