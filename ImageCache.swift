@@ -300,10 +300,9 @@ nonisolated extension ImageCache {
 
     /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
     /// URL: its headers (an `Authorization`, a cookie), `cachePolicy` and `timeoutInterval` are sent
-    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none: its
-    /// session adds them, so ``requestModifier`` does not see them), and ``requestModifier`` sees it
-    /// before each attempt. Its headers go to a redirect's target only on
-    /// the same origin (see the Requests article).
+    /// as they are (plus the cache's `Accept` and `Accept-Encoding: identity` where it has none, which
+    /// its session adds after ``requestModifier`` has seen the request before each attempt). Its
+    /// headers go to a redirect's target only on the same origin (see the Requests article).
     ///
     /// The key is `request.url.absoluteString` unless `key` is given: **headers are not part of it**,
     /// so two users' private images at one URL need two keys. Downloads of one key are shared, with
