@@ -2893,6 +2893,10 @@ nonisolated extension ImageCache {
         private var transfers: [ObjectIdentifier: Transfer] = [:]
         private var timer: DispatchSourceTimer?
         private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
+        #if IMAGECACHE_TESTING
+        private(set) var mostTransfers = 0  // the most transfers under way at once; guarded by `lock`
+        var mostTransfersAtOnce: Int { lock.withLock { mostTransfers } }
+        #endif
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()
@@ -2920,6 +2924,9 @@ nonisolated extension ImageCache {
                 let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
+                #if IMAGECACHE_TESTING
+                mostTransfers = max(mostTransfers, transfers.count)
+                #endif
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
@@ -5824,6 +5831,9 @@ nonisolated extension ImageCache {
 
     /// How many images memory holds now.
     @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
+
+    /// The most transfers the cache had under way at once (sent and not yet completed).
+    @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
 
     /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
     @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }

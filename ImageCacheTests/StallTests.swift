@@ -129,8 +129,12 @@ final class StallTests: CacheTestCase {
         // When they are all fetched, and transfers stall, time out and make room for the next
         let tasks = urls.map { url in cache.fetch(url) { _, image in if image == nil { failed.fulfill() } } }
         wait(for: [failed], timeout: 30)
-        // Then the server never had more than 2 + 3 connections open at once, and had more than 2
-        XCTAssertLessThanOrEqual(server.maxOpenConnections, 5)
+        // Then the cache never had more than 2 + 3 transfers under way at once, and had more than 2
+        // (stalled ones gave up their slots), and so did the server. The server's own count is not
+        // bounded by 5: a transfer the cache cancelled at its deadline is over for the cache when
+        // URLSession says so, and the server may not have seen its connection close by then.
+        XCTAssertLessThanOrEqual(cache.mostTransfersAtOnce, 5)
+        XCTAssertGreaterThan(cache.mostTransfersAtOnce, 2)
         XCTAssertGreaterThan(server.maxOpenConnections, 2)
         XCTAssertGreaterThan(cache.statistics().stalls, 2)
         XCTAssertLessThanOrEqual(cache.statistics().stalledNow, 5)

@@ -29,6 +29,9 @@ nonisolated extension ImageCache {
     /// How many images memory holds now.
     @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
 
+    /// The most transfers the cache had under way at once (sent and not yet completed).
+    @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
+
     /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
     @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
 

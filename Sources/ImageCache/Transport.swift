@@ -118,6 +118,10 @@ nonisolated extension ImageCache {
         private var transfers: [ObjectIdentifier: Transfer] = [:]
         private var timer: DispatchSourceTimer?
         private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
+        #if IMAGECACHE_TESTING
+        private(set) var mostTransfers = 0  // the most transfers under way at once; guarded by `lock`
+        var mostTransfersAtOnce: Int { lock.withLock { mostTransfers } }
+        #endif
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()
@@ -145,6 +149,9 @@ nonisolated extension ImageCache {
                 let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
+                #if IMAGECACHE_TESTING
+                mostTransfers = max(mostTransfers, transfers.count)
+                #endif
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
