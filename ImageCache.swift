@@ -1792,8 +1792,8 @@ extension ImageCache {
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
     /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
     /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
-    /// plays from iOS 15 (tvOS 15, watchOS 8): `content` gets each frame in turn, for its own delay,
-    /// as many times as the file says; on macOS and before iOS 15, its first frame. Main actor.
+    /// plays while the view is on screen: `content` gets each frame in turn, for its own delay, as
+    /// many times as the file says, outside `transaction` and the app's animations. Main actor.
     ///
     /// ```swift
     /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
@@ -1867,7 +1867,7 @@ extension ImageCache {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
             let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
-                                         cache: cache, transaction: transaction, scale: scale) { image, state in
+                                         cache: cache, transaction: transaction, scale: scale) { image, state, _ in
                 switch ViewPhase(state, showing: image) {
                 case .empty: content(.empty)
                 case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
@@ -1907,11 +1907,12 @@ extension ImageCache {
             let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
                                 failureImage: failureImage, pixelSize: pixelSize, cache: cache,
                                 transaction: Transaction(animation: animation),
-                                scale: Double(displayScale)) { image, _ in
-                // A new identity per image, so that a fade's transition takes the old one out and the new in.
+                                scale: Double(displayScale)) { image, _, identity in
+                // A new identity per image (not per frame), so that a fade's transition takes the old
+                // one out and the new in.
                 ZStack {
                     ImageCache.swiftUIImage(image ?? Self.empty).resizable()
-                        .id(image.map(ObjectIdentifier.init)).transition(AnyTransition.opacity)
+                        .id(identity).transition(AnyTransition.opacity)
                 }
             }
             // The placeholder and failure image by identity: one made anew in each `body` binds again.
@@ -1930,7 +1931,9 @@ extension ImageCache {
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
             transaction: Transaction, scale: Double
-        let content: (Image?, Binder.State) -> Content
+        /// Draws the image or frame shown (nil: none), in the binder's state; the third argument
+        /// identifies the image shown (the whole animation, not its frame).
+        let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
         /// What the binding is made of, for the view's identity.
@@ -1948,42 +1951,61 @@ extension ImageCache {
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
         }
 
-        #if canImport(UIKit)
-        /// What `content` draws: the target's image; from iOS 15 an animated one frame by frame, on a
-        /// timeline from when it was shown, each frame for its own delay and as many times as the
-        /// file says (`ImageCache.frame(at:frames:frameDuration:plays:)`), then its last frame.
-        @ViewBuilder private func drawn() -> some View {
-            if #available(iOS 15.0, tvOS 15.0, watchOS 8.0, *), let image = target.image, let frames = image.images,
-               frames.count > 1, image.duration > 0 {
-                let (start, frameDuration) = (target.shownAt, image.duration / Double(frames.count))
-                let plays = ImageCache.plays(of: image) ?? 0
-                TimelineView(.periodic(from: start, by: frameDuration)) { context in
-                    content(frames[ImageCache.frame(at: context.date.timeIntervalSince(start), frames: frames.count,
-                                                    frameDuration: frameDuration, plays: plays)], target.state)
-                }
-            } else {
-                content(target.image, target.state)
-            }
+        /// What `content` draws: the target's image, or of an animated one the frame that shows now.
+        private func drawn() -> Content {
+            content(target.shown, target.state, target.image.map(ObjectIdentifier.init))
         }
-        #else
-        /// What `content` draws: the target's image (an animated `NSImage` shows its first frame here).
-        private func drawn() -> Content { content(target.image, target.state) }
-        #endif
 
-        private final class Target: ObservableObject, ImageTarget {
-            @Published var image: Image?
+        /// What the binder shows, and what the view draws of it: an animation frame by frame while
+        /// the view is on screen, from when it was shown, each frame for its own delay and as many
+        /// times as the file says (``ImageCache/frame(at:durations:plays:)``), then its last frame.
+        @MainActor private final class Target: ObservableObject, ImageTarget {
+            /// What the binder shows; setting it starts an animated one from its first frame.
+            var image: Image? {
+                didSet { animation = image.flatMap(ImageCache.frames(of:)).map { ($0, Self.now) }; restep() }
+            }
+            @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
-            var isDisplayed = false
+            /// On screen: an animation steps only then.
+            var isDisplayed = false {
+                didSet { restep() }
+            }
             var transaction = Transaction()
-            var shownAt = Date()  // when `image` was set: an animation's timeline starts there
             lazy var binder = Binder(self)
+            private var animation: (frames: Frames, start: TimeInterval)?
+            private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
 
             func show(_ image: Image?, transition: Transition) {
-                shownAt = Date()
                 let state = binder.state  // set before the binder shows it
                 guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
+
+            /// Drops the step scheduled, if any, and steps now.
+            private func restep() {
+                ticks += 1
+                step()
+            }
+
+            /// Shows `image`, or the frame of its animation for now, and schedules the next frame
+            /// while the view is on screen.
+            private func step() {
+                guard let (frames, start) = animation else { return shown = image }
+                let elapsed = Self.now - start
+                let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
+                shown = frames.images[now.index]
+                guard isDisplayed, let until = now.until else { return }
+                let tick = ticks
+                DispatchQueue.main.asyncAfter(deadline: .now() + max(0, until - elapsed)) { [weak self] in
+                    guard let self, self.ticks == tick else { return }
+                    var still = Transaction()  // frames change outside the app's animations
+                    still.disablesAnimations = true
+                    withTransaction(still) { self.step() }
+                }
+            }
+
+            /// Seconds on a clock that only moves forward (the wall clock may be set back).
+            private static var now: TimeInterval { ProcessInfo.processInfo.systemUptime }
         }
     }
 
@@ -4299,8 +4321,8 @@ nonisolated extension ImageCache {
 
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
-    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
-    /// every frame of an animation), its bytes on Linux.
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
+    /// frame of an animation), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         let size = pixelSize(of: image)
@@ -4308,9 +4330,12 @@ nonisolated extension ImageCache {
         let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
         let pixels = Double(size.width) * Double(size.height) * Double(frames)
         #elseif canImport(AppKit)
-        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
-        let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height)
+        // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
+        // shows), and each frame kept with it for the SwiftUI views.
+        let pixels = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { pixels, image in
+            let size = pixelSize(of: image)
+            return pixels + Double(size.width) * Double(size.height)
+        }
         #else
         let pixels = Double(image.data.count) / 4
         #endif
@@ -5174,15 +5199,25 @@ nonisolated extension ImageCache {
         return (Double(unit) / 1_000, repeats)
     }
 
-    /// The frame an animation shows `elapsed` seconds after it started, where it shows `frames`
-    /// frames for `frameDuration` seconds each (as `frameSchedule` lays them out) and plays `plays`
-    /// times (0: forever): its last frame stays once it has played. What a SwiftUI view of an
-    /// animated image draws at each tick of its timeline.
-    fileprivate static func frame(at elapsed: Double, frames: Int, frameDuration: Double, plays: Int) -> Int {
-        guard frames > 1, frameDuration > 0, elapsed > 0, elapsed.isFinite else { return 0 }
-        let shown = elapsed / frameDuration  // frames shown so far, in Double: no overflow after days
-        if plays > 0, shown >= Double(frames) * Double(plays) { return frames - 1 }
-        return Int(shown.truncatingRemainder(dividingBy: Double(frames)))
+    /// Which frame an animation shows `elapsed` seconds after it started, where frame `i` shows for
+    /// `durations[i]` seconds and the whole plays `plays` times (0: forever), its last frame staying
+    /// once it has played; and `until`, when (in seconds from the start) the next frame replaces it,
+    /// nil once none will. What a SwiftUI view of an animated image shows, and when it shows the next.
+    fileprivate static func frame(at elapsed: Double, durations: [Double], plays: Int) -> (index: Int, until: Double?) {
+        let total = durations.reduce(0, +)
+        guard durations.count > 1, total > 0, total.isFinite, elapsed.isFinite else { return (0, nil) }
+        var play = (max(0, elapsed) / total).rounded(.down)  // plays done so far, in Double: no overflow
+        var within = max(0, elapsed) - play * total
+        if within >= total { (play, within) = (play + 1, 0) }  // rounding at a play's very end
+        if plays > 0, play >= Double(plays) { return (durations.count - 1, nil) }
+        var end = 0.0
+        for (index, duration) in durations.enumerated() {
+            end += duration
+            guard within < end else { continue }
+            let lastShown = plays > 0 && play + 1 >= Double(plays) && index == durations.count - 1
+            return (index, lastShown ? nil : play * total + end)
+        }
+        return (0, play * total + durations[0])  // unreachable: `within` < `total`, the same sum
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -5305,11 +5340,34 @@ nonisolated extension ImageCache {
            max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
+            // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
+            // like a still, kept with the image (and counted in its memory cost).
+            let stills = (0..<frames).compactMap { (index: Int) -> Image? in
+                guard let frame = CGImageSourceCreateThumbnailAtIndex(source, index, options as CFDictionary)
+                else { return nil }
+                return NSImage(cgImage: frame, size: pointSize(width: frame.width, height: frame.height, scale: scale))
+            }
+            if stills.count == frames {
+                let durations = (0..<frames).map { frameDuration(delay: delay(source, at: $0)) }
+                objc_setAssociatedObject(animated, framesKey, Frames(images: stills, durations: durations,
+                                                                     plays: plays(source)),
+                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            }
             return animated
         }
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
+    }
+
+    /// An animation as the SwiftUI views play it: its distinct frames, how long each shows, and how
+    /// many times the whole plays (0: forever). Immutable.
+    fileprivate final class Frames: @unchecked Sendable {
+        let images: [Image], durations: [Double], plays: Int
+
+        init(images: [Image], durations: [Double], plays: Int) {
+            (self.images, self.durations, self.plays) = (images, durations, plays)
+        }
     }
 
     #if canImport(UIKit)
@@ -5320,8 +5378,27 @@ nonisolated extension ImageCache {
         return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
     }
 
+    /// The frames of an animated `image` (nil for a still): each distinct frame once, for as long as
+    /// it is repeated (see `bitmap`), as many plays as its file says (forever for one made elsewhere).
+    fileprivate static func frames(of image: Image) -> Frames? {
+        guard let shown = image.images, shown.count > 1, image.duration > 0 else { return nil }
+        let runs = runs(shown), unit = image.duration / Double(shown.count)
+        return Frames(images: runs.map(\.frame), durations: runs.map { Double($0.repeats) * unit },
+                      plays: plays(of: image) ?? 0)
+    }
+
     // An address used only as the association's key, never read or written through: safe anywhere.
     nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #else
+    /// The frames of an animated `image` decoded here (nil for a still, and for one made elsewhere,
+    /// which `NSImageView` plays but the SwiftUI views show still), kept with it by `bitmap`.
+    fileprivate static func frames(of image: Image) -> Frames? {
+        objc_getAssociatedObject(image, framesKey) as? Frames
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let framesKey =
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
@@ -5349,7 +5426,7 @@ nonisolated extension ImageCache {
     /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
     /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
     /// made again of them with its duration and play count; on AppKit a copy with its size in points
-    /// at that scale.
+    /// at that scale, and so are the frames kept with it.
     fileprivate static func rescaled(_ image: Image, to scale: Double) -> Image {
         #if canImport(UIKit)
         func rewrapped(_ frame: Image) -> Image {
@@ -5367,6 +5444,11 @@ nonisolated extension ImageCache {
         guard let copy = image.copy() as? NSImage else { return image }
         let pixels = pixelSize(of: image)
         copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        if let frames = frames(of: image) {  // a copy has none of the original's associations
+            let stills = Frames(images: frames.images.map { rescaled($0, to: scale) }, durations: frames.durations,
+                                plays: frames.plays)
+            objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        }
         return copy
         #else
         return image  // an image is its bytes here: no scale

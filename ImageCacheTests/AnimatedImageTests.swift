@@ -96,41 +96,68 @@ final class AnimatedImageTests: CacheTestCase {
     }
 
     func testATimelineShowsEachFrameForItsOwnDelayThenStopsOnTheLastAfterItsPlays() {
-        // Given an APNG of two frames, 20 ms and 1.5 s, played 3 times, laid out as a view shows it
+        // Given an APNG of two frames, 20 ms and 1.5 s, played 3 times
         let image = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))!
-        let schedule = ImageCache.frameSchedule(image.frameDurations)
-        let shown = zip(0..., schedule.repeats).flatMap { Array(repeating: $0, count: $1) }  // source frame per slot
-        func source(at seconds: Double) -> Int {
-            shown[ImageCache.frame(at: seconds, frames: shown.count, frameDuration: schedule.unit, plays: image.playCount)]
+        XCTAssertEqual(image.frameDurations, [0.02, 1.5])
+        let frame = { (seconds: Double) in
+            ImageCache.frame(at: seconds, durations: image.frameDurations, plays: image.playCount).index
         }
 
         // Then the first frame shows for its 20 ms, the second for its 1.5 s, three times over
-        XCTAssertEqual(source(at: 0), 0)
-        XCTAssertEqual(source(at: 0.01), 0)
-        XCTAssertEqual(source(at: 0.03), 1)
-        XCTAssertEqual(source(at: 1.5), 1)
-        XCTAssertEqual(source(at: 1.53), 0, "the second play begins")
-        XCTAssertEqual(source(at: 1.52 * 2 + 0.01), 0, "the third")
+        XCTAssertEqual(frame(0), 0)
+        XCTAssertEqual(frame(0.01), 0)
+        XCTAssertEqual(frame(0.03), 1)
+        XCTAssertEqual(frame(1.5), 1)
+        XCTAssertEqual(frame(1.53), 0, "the second play begins")
+        XCTAssertEqual(frame(1.52 * 2 + 0.01), 0, "the third")
         // And after three plays (4.56 s) the last frame stays, however long the view is shown
-        XCTAssertEqual(source(at: 4.57), 1)
-        XCTAssertEqual(source(at: 86_400 * 365), 1)
+        XCTAssertEqual(frame(4.57), 1)
+        XCTAssertEqual(frame(86_400 * 365), 1)
+    }
+
+    func testAViewStepsOnlyWhenTheFrameChangesAndStopsAfterTheLastPlay() {
+        // Given the same APNG (20 ms and 1.5 s, 3 plays), stepped as a SwiftUI view steps it: each
+        // step shows the frame for now and waits until the next one
+        let image = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))!
+        var steps: [(at: Double, frame: Int)] = []
+        var at: Double? = 0
+        while let now = at, steps.count < 100 {
+            let shown = ImageCache.frame(at: now, durations: image.frameDurations, plays: image.playCount)
+            steps.append((now, shown.index))
+            at = shown.until
+        }
+
+        // Then it steps six times, once per frame shown, each at the end of the one before, and stops
+        XCTAssertEqual(steps.map(\.frame), [0, 1, 0, 1, 0, 1])
+        let expected = [0, 0.02, 1.52, 1.54, 3.04, 3.06]
+        for (step, time) in zip(steps, expected) { XCTAssertEqual(step.at, time, accuracy: 1e-9) }
+
+        // And a step that comes late (a busy main thread) shows the frame for its time, not the next in turn
+        let late = ImageCache.frame(at: 1.6, durations: image.frameDurations, plays: image.playCount)
+        XCTAssertEqual(late.index, 1)
+        XCTAssertEqual(late.until ?? 0, 3.04, accuracy: 1e-9)
     }
 
     func testATimelineOfAnImageThatLoopsForeverNeverStops() {
         // Given the fixture GIF: three frames of 0.1 s that loop forever
         let image = ImageCache.Image(data: fixture("animated.gif"))!
-        let schedule = ImageCache.frameSchedule(image.frameDurations)
+        XCTAssertEqual(image.playCount, 0)
         let frame = { (seconds: Double) in
-            ImageCache.frame(at: seconds, frames: schedule.repeats.reduce(0, +), frameDuration: schedule.unit,
-                             plays: image.playCount)
+            ImageCache.frame(at: seconds, durations: image.frameDurations, plays: image.playCount)
         }
 
-        // Then it cycles through its frames, a year later too; nothing odd at or before the start
-        XCTAssertEqual([0.05, 0.15, 0.25, 0.35].map(frame), [0, 1, 2, 0])
-        XCTAssertEqual(frame(86_400 * 365 + 0.15), 1)
-        XCTAssertEqual(frame(-1), 0)
-        XCTAssertEqual(frame(.infinity), 0)
-        XCTAssertEqual(ImageCache.frame(at: 5, frames: 1, frameDuration: 0.1, plays: 0), 0, "a still")
+        // Then it cycles through its frames, a year later too, always with a next step
+        XCTAssertEqual([0.05, 0.15, 0.25, 0.35].map { frame($0).index }, [0, 1, 2, 0])
+        XCTAssertEqual(frame(86_400 * 365 + 0.15).index, 1)
+        XCTAssertNotNil(frame(86_400 * 365 + 0.25).until)
+        XCTAssertEqual(frame(0.25).until ?? 0, 0.3, accuracy: 1e-9)
+        // And nothing odd before the start, at infinity, or for a still
+        XCTAssertEqual(frame(-1).index, 0)
+        XCTAssertEqual(frame(-1).until ?? 0, 0.1, accuracy: 1e-9)
+        XCTAssertEqual(frame(.infinity).index, 0)
+        XCTAssertNil(frame(.infinity).until)
+        XCTAssertEqual(ImageCache.frame(at: 5, durations: [0.1], plays: 0).index, 0, "a still")
+        XCTAssertNil(ImageCache.frame(at: 5, durations: [0.1], plays: 0).until, "a still never steps")
     }
 
     func testAScheduleShowsAtMostItsBoundAndEveryFrameAtLeastOnce() {

@@ -115,15 +115,25 @@ nonisolated extension ImageCache {
         return (Double(unit) / 1_000, repeats)
     }
 
-    /// The frame an animation shows `elapsed` seconds after it started, where it shows `frames`
-    /// frames for `frameDuration` seconds each (as `frameSchedule` lays them out) and plays `plays`
-    /// times (0: forever): its last frame stays once it has played. What a SwiftUI view of an
-    /// animated image draws at each tick of its timeline.
-    internal static func frame(at elapsed: Double, frames: Int, frameDuration: Double, plays: Int) -> Int {
-        guard frames > 1, frameDuration > 0, elapsed > 0, elapsed.isFinite else { return 0 }
-        let shown = elapsed / frameDuration  // frames shown so far, in Double: no overflow after days
-        if plays > 0, shown >= Double(frames) * Double(plays) { return frames - 1 }
-        return Int(shown.truncatingRemainder(dividingBy: Double(frames)))
+    /// Which frame an animation shows `elapsed` seconds after it started, where frame `i` shows for
+    /// `durations[i]` seconds and the whole plays `plays` times (0: forever), its last frame staying
+    /// once it has played; and `until`, when (in seconds from the start) the next frame replaces it,
+    /// nil once none will. What a SwiftUI view of an animated image shows, and when it shows the next.
+    internal static func frame(at elapsed: Double, durations: [Double], plays: Int) -> (index: Int, until: Double?) {
+        let total = durations.reduce(0, +)
+        guard durations.count > 1, total > 0, total.isFinite, elapsed.isFinite else { return (0, nil) }
+        var play = (max(0, elapsed) / total).rounded(.down)  // plays done so far, in Double: no overflow
+        var within = max(0, elapsed) - play * total
+        if within >= total { (play, within) = (play + 1, 0) }  // rounding at a play's very end
+        if plays > 0, play >= Double(plays) { return (durations.count - 1, nil) }
+        var end = 0.0
+        for (index, duration) in durations.enumerated() {
+            end += duration
+            guard within < end else { continue }
+            let lastShown = plays > 0 && play + 1 >= Double(plays) && index == durations.count - 1
+            return (index, lastShown ? nil : play * total + end)
+        }
+        return (0, play * total + durations[0])  // unreachable: `within` < `total`, the same sum
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -246,11 +256,34 @@ nonisolated extension ImageCache {
            max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
+            // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
+            // like a still, kept with the image (and counted in its memory cost).
+            let stills = (0..<frames).compactMap { (index: Int) -> Image? in
+                guard let frame = CGImageSourceCreateThumbnailAtIndex(source, index, options as CFDictionary)
+                else { return nil }
+                return NSImage(cgImage: frame, size: pointSize(width: frame.width, height: frame.height, scale: scale))
+            }
+            if stills.count == frames {
+                let durations = (0..<frames).map { frameDuration(delay: delay(source, at: $0)) }
+                objc_setAssociatedObject(animated, framesKey, Frames(images: stills, durations: durations,
+                                                                     plays: plays(source)),
+                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            }
             return animated
         }
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
+    }
+
+    /// An animation as the SwiftUI views play it: its distinct frames, how long each shows, and how
+    /// many times the whole plays (0: forever). Immutable.
+    internal final class Frames: @unchecked Sendable {
+        let images: [Image], durations: [Double], plays: Int
+
+        init(images: [Image], durations: [Double], plays: Int) {
+            (self.images, self.durations, self.plays) = (images, durations, plays)
+        }
     }
 
     #if canImport(UIKit)
@@ -261,8 +294,27 @@ nonisolated extension ImageCache {
         return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
     }
 
+    /// The frames of an animated `image` (nil for a still): each distinct frame once, for as long as
+    /// it is repeated (see `bitmap`), as many plays as its file says (forever for one made elsewhere).
+    internal static func frames(of image: Image) -> Frames? {
+        guard let shown = image.images, shown.count > 1, image.duration > 0 else { return nil }
+        let runs = runs(shown), unit = image.duration / Double(shown.count)
+        return Frames(images: runs.map(\.frame), durations: runs.map { Double($0.repeats) * unit },
+                      plays: plays(of: image) ?? 0)
+    }
+
     // An address used only as the association's key, never read or written through: safe anywhere.
     nonisolated(unsafe) private static let playsKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #else
+    /// The frames of an animated `image` decoded here (nil for a still, and for one made elsewhere,
+    /// which `NSImageView` plays but the SwiftUI views show still), kept with it by `bitmap`.
+    internal static func frames(of image: Image) -> Frames? {
+        objc_getAssociatedObject(image, framesKey) as? Frames
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let framesKey =
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
@@ -290,7 +342,7 @@ nonisolated extension ImageCache {
     /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
     /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
     /// made again of them with its duration and play count; on AppKit a copy with its size in points
-    /// at that scale.
+    /// at that scale, and so are the frames kept with it.
     internal static func rescaled(_ image: Image, to scale: Double) -> Image {
         #if canImport(UIKit)
         func rewrapped(_ frame: Image) -> Image {
@@ -308,6 +360,11 @@ nonisolated extension ImageCache {
         guard let copy = image.copy() as? NSImage else { return image }
         let pixels = pixelSize(of: image)
         copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        if let frames = frames(of: image) {  // a copy has none of the original's associations
+            let stills = Frames(images: frames.images.map { rescaled($0, to: scale) }, durations: frames.durations,
+                                plays: frames.plays)
+            objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+        }
         return copy
         #else
         return image  // an image is its bytes here: no scale

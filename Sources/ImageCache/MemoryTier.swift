@@ -325,8 +325,8 @@ nonisolated extension ImageCache {
 
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
-    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (on UIKit
-    /// every frame of an animation), its bytes on Linux.
+    /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
+    /// frame of an animation), its bytes on Linux.
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         let size = pixelSize(of: image)
@@ -334,9 +334,12 @@ nonisolated extension ImageCache {
         let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
         let pixels = Double(size.width) * Double(size.height) * Double(frames)
         #elseif canImport(AppKit)
-        // An animated GIF's NSImage counts one frame: its bitmap representation holds the frame it shows.
-        let size = pixelSize(of: image)
-        let pixels = Double(size.width) * Double(size.height)
+        // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
+        // shows), and each frame kept with it for the SwiftUI views.
+        let pixels = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { pixels, image in
+            let size = pixelSize(of: image)
+            return pixels + Double(size.width) * Double(size.height)
+        }
         #else
         let pixels = Double(image.data.count) / 4
         #endif

@@ -42,8 +42,8 @@ extension ImageCache {
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
     /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
     /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
-    /// plays from iOS 15 (tvOS 15, watchOS 8): `content` gets each frame in turn, for its own delay,
-    /// as many times as the file says; on macOS and before iOS 15, its first frame. Main actor.
+    /// plays while the view is on screen: `content` gets each frame in turn, for its own delay, as
+    /// many times as the file says, outside `transaction` and the app's animations. Main actor.
     ///
     /// ```swift
     /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
@@ -117,7 +117,7 @@ extension ImageCache {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
             let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
-                                         cache: cache, transaction: transaction, scale: scale) { image, state in
+                                         cache: cache, transaction: transaction, scale: scale) { image, state, _ in
                 switch ViewPhase(state, showing: image) {
                 case .empty: content(.empty)
                 case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
@@ -157,11 +157,12 @@ extension ImageCache {
             let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
                                 failureImage: failureImage, pixelSize: pixelSize, cache: cache,
                                 transaction: Transaction(animation: animation),
-                                scale: Double(displayScale)) { image, _ in
-                // A new identity per image, so that a fade's transition takes the old one out and the new in.
+                                scale: Double(displayScale)) { image, _, identity in
+                // A new identity per image (not per frame), so that a fade's transition takes the old
+                // one out and the new in.
                 ZStack {
                     ImageCache.swiftUIImage(image ?? Self.empty).resizable()
-                        .id(image.map(ObjectIdentifier.init)).transition(AnyTransition.opacity)
+                        .id(identity).transition(AnyTransition.opacity)
                 }
             }
             // The placeholder and failure image by identity: one made anew in each `body` binds again.
@@ -180,7 +181,9 @@ extension ImageCache {
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
             transaction: Transaction, scale: Double
-        let content: (Image?, Binder.State) -> Content
+        /// Draws the image or frame shown (nil: none), in the binder's state; the third argument
+        /// identifies the image shown (the whole animation, not its frame).
+        let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
         /// What the binding is made of, for the view's identity.
@@ -198,42 +201,61 @@ extension ImageCache {
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
         }
 
-        #if canImport(UIKit)
-        /// What `content` draws: the target's image; from iOS 15 an animated one frame by frame, on a
-        /// timeline from when it was shown, each frame for its own delay and as many times as the
-        /// file says (`ImageCache.frame(at:frames:frameDuration:plays:)`), then its last frame.
-        @ViewBuilder private func drawn() -> some View {
-            if #available(iOS 15.0, tvOS 15.0, watchOS 8.0, *), let image = target.image, let frames = image.images,
-               frames.count > 1, image.duration > 0 {
-                let (start, frameDuration) = (target.shownAt, image.duration / Double(frames.count))
-                let plays = ImageCache.plays(of: image) ?? 0
-                TimelineView(.periodic(from: start, by: frameDuration)) { context in
-                    content(frames[ImageCache.frame(at: context.date.timeIntervalSince(start), frames: frames.count,
-                                                    frameDuration: frameDuration, plays: plays)], target.state)
-                }
-            } else {
-                content(target.image, target.state)
-            }
+        /// What `content` draws: the target's image, or of an animated one the frame that shows now.
+        private func drawn() -> Content {
+            content(target.shown, target.state, target.image.map(ObjectIdentifier.init))
         }
-        #else
-        /// What `content` draws: the target's image (an animated `NSImage` shows its first frame here).
-        private func drawn() -> Content { content(target.image, target.state) }
-        #endif
 
-        private final class Target: ObservableObject, ImageTarget {
-            @Published var image: Image?
+        /// What the binder shows, and what the view draws of it: an animation frame by frame while
+        /// the view is on screen, from when it was shown, each frame for its own delay and as many
+        /// times as the file says (``ImageCache/frame(at:durations:plays:)``), then its last frame.
+        @MainActor private final class Target: ObservableObject, ImageTarget {
+            /// What the binder shows; setting it starts an animated one from its first frame.
+            var image: Image? {
+                didSet { animation = image.flatMap(ImageCache.frames(of:)).map { ($0, Self.now) }; restep() }
+            }
+            @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
-            var isDisplayed = false
+            /// On screen: an animation steps only then.
+            var isDisplayed = false {
+                didSet { restep() }
+            }
             var transaction = Transaction()
-            var shownAt = Date()  // when `image` was set: an animation's timeline starts there
             lazy var binder = Binder(self)
+            private var animation: (frames: Frames, start: TimeInterval)?
+            private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
 
             func show(_ image: Image?, transition: Transition) {
-                shownAt = Date()
                 let state = binder.state  // set before the binder shows it
                 guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
+
+            /// Drops the step scheduled, if any, and steps now.
+            private func restep() {
+                ticks += 1
+                step()
+            }
+
+            /// Shows `image`, or the frame of its animation for now, and schedules the next frame
+            /// while the view is on screen.
+            private func step() {
+                guard let (frames, start) = animation else { return shown = image }
+                let elapsed = Self.now - start
+                let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
+                shown = frames.images[now.index]
+                guard isDisplayed, let until = now.until else { return }
+                let tick = ticks
+                DispatchQueue.main.asyncAfter(deadline: .now() + max(0, until - elapsed)) { [weak self] in
+                    guard let self, self.ticks == tick else { return }
+                    var still = Transaction()  // frames change outside the app's animations
+                    still.disablesAnimations = true
+                    withTransaction(still) { self.step() }
+                }
+            }
+
+            /// Seconds on a clock that only moves forward (the wall clock may be set back).
+            private static var now: TimeInterval { ProcessInfo.processInfo.systemUptime }
         }
     }
 

@@ -37,96 +37,6 @@ public struct ViewBuilder {
     /// (developer.apple.com/documentation/swiftui/viewbuilder/buildeither(second:)).
     public static func buildEither<TrueContent, FalseContent>(second: FalseContent)
         -> _ConditionalContent<TrueContent, FalseContent> { fatalError("SwiftUI shim") }
-    /// `static func buildLimitedAvailability<Content>(_ content: Content) -> AnyView where Content : View`,
-    /// iOS 14, macOS 11 (developer.apple.com/documentation/swiftui/viewbuilder/buildlimitedavailability(_:)):
-    /// the branch of an `if #available`.
-    @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
-    public static func buildLimitedAvailability<Content: View>(_ content: Content) -> AnyView { fatalError("SwiftUI shim") }
-}
-
-/// `@frozen struct AnyView`, a `View`, iOS 13, macOS 10.15 (developer.apple.com/documentation/swiftui/anyview),
-/// not Sendable. SHIM: a stored class reference keeps Swift from inferring Sendable for the frozen struct.
-@frozen public struct AnyView: View {
-    private let box: AnyObject
-    public typealias Body = Never
-    public var body: Never { fatalError("SwiftUI shim") }
-    /// `init<V>(_ view: V) where V : View`
-    public init<V: View>(_ view: V) { fatalError("SwiftUI shim") }
-}
-
-// MARK: - Timelines
-
-/// `protocol TimelineSchedule`, iOS 15, macOS 12 (developer.apple.com/documentation/swiftui/timelineschedule):
-/// `associatedtype Entries : Sequence where Self.Entries.Element == Date`,
-/// `func entries(from startDate: Date, mode: Self.Mode) -> Self.Entries`.
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public protocol TimelineSchedule {
-    associatedtype Entries: Sequence where Entries.Element == Date
-    func entries(from startDate: Date, mode: TimelineScheduleMode) -> Entries
-}
-
-/// `enum TimelineScheduleMode` (`TimelineSchedule.Mode`), iOS 15, macOS 12.
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public enum TimelineScheduleMode: Sendable {
-    case normal
-    case lowFrequency
-}
-
-/// `struct PeriodicTimelineSchedule`, `Sendable`, iOS 15, macOS 12
-/// (developer.apple.com/documentation/swiftui/periodictimelineschedule).
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public struct PeriodicTimelineSchedule: TimelineSchedule, Sendable {
-    /// `init(from startDate: Date, by interval: TimeInterval)`
-    public init(from startDate: Date, by interval: TimeInterval) { fatalError("SwiftUI shim") }
-    /// `struct Entries`: a `Sequence` and `IteratorProtocol` of dates, `Sendable`.
-    public struct Entries: Sequence, IteratorProtocol, Sendable {
-        public mutating func next() -> Date? { fatalError("SwiftUI shim") }
-    }
-    /// `func entries(from startDate: Date, mode: TimelineScheduleMode) -> PeriodicTimelineSchedule.Entries`
-    public func entries(from startDate: Date, mode: TimelineScheduleMode) -> Entries { fatalError("SwiftUI shim") }
-}
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-extension TimelineSchedule where Self == PeriodicTimelineSchedule {
-    /// `static func periodic(from startDate: Date, by interval: TimeInterval) -> PeriodicTimelineSchedule`
-    /// (developer.apple.com/documentation/swiftui/timelineschedule/periodic(from:by:)).
-    public static func periodic(from startDate: Date, by interval: TimeInterval) -> PeriodicTimelineSchedule {
-        fatalError("SwiftUI shim")
-    }
-}
-
-/// `struct EveryMinuteTimelineSchedule`, iOS 15, macOS 12: here only as the type
-/// `TimelineViewDefaultContext` names.
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public struct EveryMinuteTimelineSchedule: TimelineSchedule, Sendable {
-    public func entries(from startDate: Date, mode: TimelineScheduleMode) -> [Date] { fatalError("SwiftUI shim") }
-}
-
-/// `struct TimelineView<Schedule, Content> where Schedule : TimelineSchedule`, iOS 15, macOS 12
-/// (developer.apple.com/documentation/swiftui/timelineview): redraws its content at the dates of its
-/// schedule. SHIM: of its `Context`, only `date`.
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public struct TimelineView<Schedule: TimelineSchedule, Content> {
-    private let box: AnyObject
-    /// `struct Context`: `let date: Date`, the date of the update.
-    public struct Context {
-        public let date: Date
-    }
-}
-
-/// `typealias TimelineViewDefaultContext = TimelineView<EveryMinuteTimelineSchedule, Never>.Context`
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-public typealias TimelineViewDefaultContext = TimelineView<EveryMinuteTimelineSchedule, Never>.Context
-
-@available(iOS 15.0, macOS 12.0, tvOS 15.0, watchOS 8.0, *)
-extension TimelineView: View where Content: View {
-    public typealias Body = Never
-    public var body: Never { fatalError("SwiftUI shim") }
-    /// `nonisolated init(_ schedule: Schedule, @ViewBuilder content: @escaping (TimelineViewDefaultContext)
-    /// -> Content)` (developer.apple.com/documentation/swiftui/timelineview/init(_:content:)-1mlmj).
-    nonisolated public init(_ schedule: Schedule, @ViewBuilder content: @escaping (TimelineViewDefaultContext) -> Content) {
-        fatalError("SwiftUI shim")
-    }
 }
 
 /// What `ViewBuilder.buildEither` returns (see its documentation above). Apple documents no page of its
@@ -221,6 +131,9 @@ extension Never: View {
     public init() { fatalError("SwiftUI shim") }
     /// `init(animation: Animation?)` (developer.apple.com/documentation/swiftui/transaction/init(animation:)).
     public init(animation: Animation?) { fatalError("SwiftUI shim") }
+    /// `var disablesAnimations: Bool`, iOS 13, macOS 10.15: whether views leave out the animations
+    /// that their own modifiers add (developer.apple.com/documentation/swiftui/transaction/disablesanimations).
+    public var disablesAnimations: Bool { get { fatalError("SwiftUI shim") } set { fatalError("SwiftUI shim") } }
 }
 
 /// `func withTransaction<Result>(_ transaction: Transaction, _ body: () throws -> Result) rethrows ->
