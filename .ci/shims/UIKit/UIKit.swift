@@ -13,7 +13,9 @@
 
 @_exported import Foundation  // UIKit re-exports Foundation
 @_exported import ObjectiveC  // and, through it, ObjectiveC's associated objects (.ci/shims/ObjectiveC)
+#if !WATCHOS
 @_exported import QuartzCore  // and QuartzCore: CALayer, a view's `layer` (.ci/shims/QuartzCore)
+#endif
 @_exported import CoreGraphics  // and CoreGraphics: CGImage (.ci/shims/CoreGraphics); CGFloat, CGSize are Foundation's here
 
 // MARK: - Images (thread-safe, not main-actor isolated)
@@ -77,6 +79,10 @@ extension UIImage {
     /// `UIImageJPEGRepresentation`, imported as a method.
     public func jpegData(compressionQuality: CGFloat) -> Data? { fatalError("UIKit shim") }
 }
+
+// watchOS's UIKit (`-D WATCHOS`, .ci/shims/build watchos) has images and no views, screens, scenes,
+// application or trait collections: what follows is iOS's only.
+#if !WATCHOS
 
 // MARK: - Responders and the application
 
@@ -642,3 +648,4 @@ extension IndexPath {
         set { self[1] = newValue }
     }
 }
+#endif

@@ -1,8 +1,7 @@
 // A signature-only stand-in for the part of Apple's WatchKit that ImageCache.swift uses on watchOS,
-// compiled into a module named WatchKit by .ci/shims/build (with the UIKit set); nothing here ever
-// runs. Rules: as for the UIKit shim. No configuration here compiles ImageCache.swift's watchOS
-// branch (`#if os(watchOS)` is false on Linux): these declarations say what that branch may call,
-// checked against Apple's documentation, and compile; the branch itself is kept to a few lines.
+// compiled into a module named WatchKit by `.ci/shims/build watchos` (with watchOS's images-only
+// UIKit); nothing here ever runs. Rules: as for the UIKit shim. `#if os(watchOS)` is false on Linux:
+// .ci/typecheck-apple compiles ImageCache.swift's watchOS branch by reading it as `#if WATCHOS`.
 
 @_exported import Foundation
 
