@@ -5300,7 +5300,8 @@ nonisolated extension ImageCache {
     /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
     /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
     /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
-    /// as `NSImageView` animates it, so the rule counts full frames.
+    /// as `NSImageView` animates it, so the rule counts full frames, and its frames scaled like
+    /// stills are kept with it for the SwiftUI views (``frames(of:)``).
     fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
                                frames: Int, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
