@@ -203,4 +203,28 @@ final class DiskTierEdgeTests: CacheTestCase {
         let kept = [a, x, b, c, d].filter { FileManager.default.fileExists(atPath: fileURL(cache, for: $0).path) }
         XCTAssertEqual(kept, [b, c, d])
     }
+
+    func testALookUpRequestedAfterARemovalRunsAfterItEvenInABurst() throws {
+        // Given an image on disk, and the disk queue held with the look-up of another key queued on
+        // it, which the look-ups of a burst join
+        let cache = makeCache()
+        let (url, other) = (serve("/removed.png"), serve("/other.png"))
+        XCTAssertNotNil(fetchAndWait(cache, url))
+        cache.drainDisk()
+        let hold = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: hold)
+        let otherDone = expectation(description: "the other image")
+        cache.fetch(other) { _ in otherDone.fulfill() }
+        // When the image is removed, then fetched again in the same burst
+        cache.remove(url)
+        let done = expectation(description: "the image again")
+        let got = Locked<ImageResult?>(nil)
+        cache.fetch(url) { got.value = $0; done.fulfill() }
+        hold.signal()
+        wait(for: [done, otherDone], timeout: 10)
+        // Then the removal ran before its look-up: the image came from the network again, not
+        // from the file the removal deleted
+        XCTAssertNotNil(try got.value?.get().value)
+        XCTAssertEqual(server.requestCount("/removed.png"), 2)
+    }
 }

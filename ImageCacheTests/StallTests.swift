@@ -46,8 +46,10 @@ final class StallTests: CacheTestCase {
         let stalls = expectation(description: "six stalls")
         stalls.expectedFulfillmentCount = 6
         record(cache, into: log, stalls: stalls)
-        // When six requests go to the hung host, then six to the other
+        // When six requests go to the hung host and hold every slot (the server has them all),
+        // then six go to the other
         let hungDone = fetch(cache, hung, log)
+        XCTAssertTrue(eventually(10) { server.activeRequests == 6 })
         let quickDone = fetch(cache, quick, log)
         // Then the other host's six are delivered while the hung host's are still open, after a
         // stall gave the first of them a slot; and every hung transfer stalls
