@@ -300,6 +300,15 @@ private func networkWithProgress(_ config: Config, server: LoopbackServer, cache
         let urls = (0..<count).map { server.url("/write/\(round)/\($0).png") }
         return Double(count) / (try seconds { try writing.load(urls, inFlight: 8, queue: callbacks) })
     }
+    // The floor's own writes, side by side with no writes: what writing a file per body costs the
+    // plainest writer, which bounds what any writer of files can reach against the bare delegate.
+    let writes = try compare(rounds: config.pick(quick: 3, full: 9)) { round in
+        let urls = (0..<count).map { server.url("/write2/\(round)/\($0).png") }
+        return Double(count) / (try seconds { try writing.load(urls, inFlight: 8, queue: callbacks) })
+    } floor: { round in
+        let urls = (0..<count).map { server.url("/stream3/\(round)/\($0).png") }
+        return Double(count) / (try seconds { try streaming.load(urls, inFlight: 8, queue: callbacks) })
+    }
     let progressNote = "ours with an `onProgress` on every fetch (\(progressCalls) calls in all) and each image written to disk"
     return [Row(figure: "network miss with progress, against a bare streaming loader", unit: "images/s",
                 ours: againstStreaming.ours, floorName: "`StreamingLoader`: a delegate that keeps each chunk, no checks, no disk",
@@ -310,6 +319,12 @@ private func networkWithProgress(_ config: Config, server: LoopbackServer, cache
                 floorName: "`StreamingLoader(writingTo:)`: the same, plus POSIX write of a temporary file and rename per body",
                 floor: againstWriting.floor, goal: ">= 0.95x floor", pass: { $0! >= 0.95 },
                 notes: [progressNote]),
+            Row(figure: "network miss, the floor's own writes: a streaming loader that writes each body, against "
+                    + "one that does not", unit: "images/s", ours: writes.ours,
+                floorName: "`StreamingLoader`, same rounds (rotating order)", floor: writes.floor,
+                goal: "none: what a file per body costs the plainest writer, the most any writer of files can reach "
+                    + "against the bare delegate", pass: { _ in true },
+                notes: ["`StreamingLoader(writingTo:)`: open, write, close and rename per body on the delegate queue"]),
             Row(figure: "network miss, the platform's share: a bare streaming loader, same 200 images", unit: "images/s",
                 ours: bare.ours, floorName: "raw `URLSession` data tasks with a completion handler, 8 in flight, same "
                     + "server and session settings, each body handed to the callback queue with one `async`",
