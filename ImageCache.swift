@@ -1792,8 +1792,9 @@ extension ImageCache {
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
     /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
     /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
-    /// plays while the view is on screen: `content` gets each frame in turn, for its own delay, as
-    /// many times as the file says, outside `transaction` and the app's animations. Main actor.
+    /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
+    /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
+    /// of yours keyed on the image animates each change of frame). Main actor.
     ///
     /// ```swift
     /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
@@ -1957,7 +1958,7 @@ extension ImageCache {
         }
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame while
-        /// the view is on screen, from when it was shown, each frame for its own delay and as many
+        /// the view is shown (from `onAppear` to `onDisappear`), from when it was set, each frame for its own delay and as many
         /// times as the file says (``ImageCache/frame(at:durations:plays:)``), then its last frame.
         @MainActor private final class Target: ObservableObject, ImageTarget {
             /// What the binder shows; setting it starts an animated one from its first frame.
@@ -1966,7 +1967,7 @@ extension ImageCache {
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
-            /// On screen: an animation steps only then.
+            /// Between the view's `onAppear` and `onDisappear`: an animation steps only then.
             var isDisplayed = false {
                 didSet { restep() }
             }
@@ -1987,20 +1988,21 @@ extension ImageCache {
                 step()
             }
 
-            /// Shows `image`, or the frame of its animation for now, and schedules the next frame
-            /// while the view is on screen.
-            private func step() {
+            /// Shows `image`, or the frame of its animation for now (at least `due`, the time the
+            /// step was scheduled for, should the clocks differ by a hair), and schedules the next
+            /// frame while the view is shown. A frame already shown is not set again.
+            private func step(due: TimeInterval = 0) {
                 guard let (frames, start) = animation else { return shown = image }
-                let elapsed = Self.now - start
+                let elapsed = max(Self.now - start, due)
                 let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
-                shown = frames.images[now.index]
+                if shown !== frames.images[now.index] { shown = frames.images[now.index] }
                 guard isDisplayed, let until = now.until else { return }
                 let tick = ticks
                 DispatchQueue.main.asyncAfter(deadline: .now() + max(0, until - elapsed)) { [weak self] in
                     guard let self, self.ticks == tick else { return }
-                    var still = Transaction()  // frames change outside the app's animations
+                    var still = Transaction()  // not the load's; keeps the deprecated `animation(_:)` out
                     still.disablesAnimations = true
-                    withTransaction(still) { self.step() }
+                    withTransaction(still) { self.step(due: until) }
                 }
             }
 
@@ -5154,10 +5156,13 @@ nonisolated extension ImageCache {
     /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
     /// animated: it has more than one frame, at most `limits.maxAnimatedFrames`, and its frames cost
     /// (4 bytes a pixel) at most a quarter of `limits.memoryMaxBytes`, the most that one image kept in
-    /// memory may cost. Otherwise its first frame is shown.
-    fileprivate static func animates(frames: Int, width: Int, height: Int, within limits: DecodeLimits) -> Bool {
+    /// memory may cost, counting `alsoKept` frames of that size kept beside them (AppKit keeps its
+    /// `NSImage`'s frame beside the frames for SwiftUI). Otherwise its first frame is shown.
+    fileprivate static func animates(frames: Int, width: Int, height: Int, within limits: DecodeLimits,
+                                  alsoKept: Int = 0) -> Bool {
         frames > 1 && frames <= limits.maxAnimatedFrames
-            && Double(frames) * Double(width) * Double(height) * 4 <= Double(limits.memoryMaxBytes) / 4
+            && (Double(frames) + Double(alsoKept)) * Double(width) * Double(height) * 4
+                <= Double(limits.memoryMaxBytes) / 4
     }
 
     /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
@@ -5206,18 +5211,24 @@ nonisolated extension ImageCache {
     fileprivate static func frame(at elapsed: Double, durations: [Double], plays: Int) -> (index: Int, until: Double?) {
         let total = durations.reduce(0, +)
         guard durations.count > 1, total > 0, total.isFinite, elapsed.isFinite else { return (0, nil) }
-        var play = (max(0, elapsed) / total).rounded(.down)  // plays done so far, in Double: no overflow
-        var within = max(0, elapsed) - play * total
-        if within >= total { (play, within) = (play + 1, 0) }  // rounding at a play's very end
+        let elapsed = max(0, elapsed)
+        // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, and frame
+        // `i` ends at `p * total` plus the durations up to it (the last at `(p + 1) * total`): each
+        // end is decided and returned as the same number, so that a step taken at the `until` it
+        // was given always shows the next frame, however the sums round.
+        var play = (elapsed / total).rounded(.down)  // plays done so far, in Double: no overflow
+        if elapsed < play * total { play -= 1 }
+        if elapsed >= (play + 1) * total { play += 1 }
         if plays > 0, play >= Double(plays) { return (durations.count - 1, nil) }
-        var end = 0.0
+        var offset = 0.0
         for (index, duration) in durations.enumerated() {
-            end += duration
-            guard within < end else { continue }
-            let lastShown = plays > 0 && play + 1 >= Double(plays) && index == durations.count - 1
-            return (index, lastShown ? nil : play * total + end)
+            offset += duration
+            let last = index == durations.count - 1
+            let end = last ? (play + 1) * total : play * total + offset
+            guard elapsed < end else { continue }
+            return (index, last && plays > 0 && play + 1 >= Double(plays) ? nil : end)
         }
-        return (0, play * total + durations[0])  // unreachable: `within` < `total`, the same sum
+        return (durations.count - 1, nil)  // not reached: `elapsed` < `(play + 1) * total`, the last end
     }
 
     /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
@@ -5300,8 +5311,9 @@ nonisolated extension ImageCache {
     /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
     /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
     /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
-    /// as `NSImageView` animates it, so the rule counts full frames, and its frames scaled like
-    /// stills are kept with it for the SwiftUI views (``frames(of:)``).
+    /// as `NSImageView` animates it, and its frames scaled like stills are kept with it for the
+    /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
+    /// `NSImage`'s bitmap holds).
     fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
                                frames: Int, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
@@ -5337,7 +5349,7 @@ nonisolated extension ImageCache {
         #else
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits),
+        if animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
            max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)

@@ -138,6 +138,37 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(late.until ?? 0, 3.04, accuracy: 1e-9)
     }
 
+    func testAStepTakenAtTheTimeItWasGivenAlwaysShowsTheNextFrame() {
+        // Given the fixture GIF (three frames of 0.1 s, forever) and the APNG of 20 ms and 1.5 s
+        // played 3 times: durations whose sums do not round evenly in binary
+        let gif = ImageCache.Image(data: fixture("animated.gif"))!
+        let apng = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))!
+        for (image, steps) in [(gif, 3_000), (apng, 10)] {
+            // When each step is taken exactly at the `until` the one before gave
+            var (at, shown): (Double?, [Int]) = (0, [])
+            while let now = at, shown.count < steps {
+                let frame = ImageCache.frame(at: now, durations: image.frameDurations, plays: image.playCount)
+                shown.append(frame.index)
+                if let until = frame.until { XCTAssertGreaterThan(until, now) }
+                at = frame.until
+            }
+            // Then every step shows the next frame in turn, never the same one again
+            let frames = image.frameDurations.count
+            XCTAssertEqual(shown, (0..<shown.count).map { $0 % frames }, "\(image.frameDurations)")
+        }
+    }
+
+    func testAnAppKitAnimationCountsTheFrameItsImageHoldsBesideItsFrames() {
+        // Given a budget whose quarter is exactly two frames of 512 x 512
+        let limits = ImageCache.DecodeLimits(maxAnimatedFrames: 200, memoryMaxBytes: 8 * 1_024 * 1_024)
+        // Then two frames animate alone, but not with one more kept beside them (AppKit's NSImage),
+        // which would cost more than a quarter and never be kept in memory
+        XCTAssertTrue(ImageCache.animates(frames: 2, width: 512, height: 512, within: limits))
+        XCTAssertFalse(ImageCache.animates(frames: 2, width: 512, height: 512, within: limits, alsoKept: 1))
+        // And the frame limit counts the file's frames only
+        XCTAssertTrue(ImageCache.animates(frames: 200, width: 1, height: 1, within: limits, alsoKept: 1))
+    }
+
     func testATimelineOfAnImageThatLoopsForeverNeverStops() {
         // Given the fixture GIF: three frames of 0.1 s that loop forever
         let image = ImageCache.Image(data: fixture("animated.gif"))!

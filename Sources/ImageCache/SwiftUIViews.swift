@@ -42,8 +42,9 @@ extension ImageCache {
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
     /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
     /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
-    /// plays while the view is on screen: `content` gets each frame in turn, for its own delay, as
-    /// many times as the file says, outside `transaction` and the app's animations. Main actor.
+    /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
+    /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
+    /// of yours keyed on the image animates each change of frame). Main actor.
     ///
     /// ```swift
     /// ImageCache.AsyncImage(url: url, size: CGSize(width: 60, height: 60)) { image in
@@ -207,7 +208,7 @@ extension ImageCache {
         }
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame while
-        /// the view is on screen, from when it was shown, each frame for its own delay and as many
+        /// the view is shown (from `onAppear` to `onDisappear`), from when it was set, each frame for its own delay and as many
         /// times as the file says (``ImageCache/frame(at:durations:plays:)``), then its last frame.
         @MainActor private final class Target: ObservableObject, ImageTarget {
             /// What the binder shows; setting it starts an animated one from its first frame.
@@ -216,7 +217,7 @@ extension ImageCache {
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
-            /// On screen: an animation steps only then.
+            /// Between the view's `onAppear` and `onDisappear`: an animation steps only then.
             var isDisplayed = false {
                 didSet { restep() }
             }
@@ -237,20 +238,21 @@ extension ImageCache {
                 step()
             }
 
-            /// Shows `image`, or the frame of its animation for now, and schedules the next frame
-            /// while the view is on screen.
-            private func step() {
+            /// Shows `image`, or the frame of its animation for now (at least `due`, the time the
+            /// step was scheduled for, should the clocks differ by a hair), and schedules the next
+            /// frame while the view is shown. A frame already shown is not set again.
+            private func step(due: TimeInterval = 0) {
                 guard let (frames, start) = animation else { return shown = image }
-                let elapsed = Self.now - start
+                let elapsed = max(Self.now - start, due)
                 let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
-                shown = frames.images[now.index]
+                if shown !== frames.images[now.index] { shown = frames.images[now.index] }
                 guard isDisplayed, let until = now.until else { return }
                 let tick = ticks
                 DispatchQueue.main.asyncAfter(deadline: .now() + max(0, until - elapsed)) { [weak self] in
                     guard let self, self.ticks == tick else { return }
-                    var still = Transaction()  // frames change outside the app's animations
+                    var still = Transaction()  // not the load's; keeps the deprecated `animation(_:)` out
                     still.disablesAnimations = true
-                    withTransaction(still) { self.step() }
+                    withTransaction(still) { self.step(due: until) }
                 }
             }
 

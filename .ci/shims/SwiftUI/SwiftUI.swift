@@ -1,6 +1,7 @@
 // A signature-only stand-in for Apple's SwiftUI, so that `swiftc` on Linux can check the
 // `#if canImport(SwiftUI)` code of ImageCache.swift. .ci/shims/build compiles it into a module named
-// SwiftUI twice: against the UIKit shim (iOS) and against the AppKit shim (macOS). Nothing here ever
+// SwiftUI three times: against the UIKit shim (iOS), the AppKit shim (macOS) and watchOS's UIKit
+// (images only). Nothing here ever
 // runs (every body traps, or returns `self` where an opaque `some View` needs a value).
 //
 // Rules: as for the UIKit shim. Mirror Apple's Swift declarations (the iOS 18 / macOS 15 SDK, where
@@ -131,8 +132,9 @@ extension Never: View {
     public init() { fatalError("SwiftUI shim") }
     /// `init(animation: Animation?)` (developer.apple.com/documentation/swiftui/transaction/init(animation:)).
     public init(animation: Animation?) { fatalError("SwiftUI shim") }
-    /// `var disablesAnimations: Bool`, iOS 13, macOS 10.15: whether views leave out the animations
-    /// that their own modifiers add (developer.apple.com/documentation/swiftui/transaction/disablesanimations).
+    /// `var disablesAnimations: Bool`, iOS 13, macOS 10.15: whether views should disable animations
+    /// (the deprecated `animation(_:)` adds none then)
+    /// (developer.apple.com/documentation/swiftui/transaction/disablesanimations).
     public var disablesAnimations: Bool { get { fatalError("SwiftUI shim") } set { fatalError("SwiftUI shim") } }
 }
 
