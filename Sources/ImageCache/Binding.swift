@@ -98,9 +98,8 @@ nonisolated extension ImageCache {
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
         /// (none by default; see ``Transition``). Given `pixelSize`, Apple platforms decode it to
-        /// fill that, as an entry of its own in memory, at the main screen's scale (see
-        /// the screen's scale, read here on the main thread if it was not yet: its `size` is in
-        /// points). Returns the request.
+        /// fill that, as an entry of its own in memory, at the main screen's scale (read here, on
+        /// the main thread, if it was not yet: its `size` is in points). Returns the request.
         @discardableResult
         public func bind(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,

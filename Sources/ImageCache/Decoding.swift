@@ -245,22 +245,21 @@ nonisolated extension ImageCache {
         let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
         let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
-        if animates(frames: frames, width: fit.width, height: fit.height, within: limits) {
-            let images = (0..<frames).compactMap {
-                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
-            }
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits),
+           let decoded = decodedFrames(source, frames, options, image) {
             // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
-            let schedule = frameSchedule((0..<frames).map { frameDuration(delay: delay(source, at: $0)) })
-            let shown = zip(images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
-            if images.count == frames,
-               let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                objc_setAssociatedObject(animated, playsKey, plays(source) as NSNumber,
+            let schedule = frameSchedule(decoded.durations)
+            let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
                                          .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 return animated
             }
         }
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
         #else
+        let image = { (cgImage: CGImage) in
+            NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        }
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
         if animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
@@ -269,22 +268,26 @@ nonisolated extension ImageCache {
             animated.size = pointSize(width: width, height: height, scale: scale)
             // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
             // like a still, kept with the image (and counted in its memory cost).
-            let stills = (0..<frames).compactMap { (index: Int) -> Image? in
-                guard let frame = CGImageSourceCreateThumbnailAtIndex(source, index, options as CFDictionary)
-                else { return nil }
-                return NSImage(cgImage: frame, size: pointSize(width: frame.width, height: frame.height, scale: scale))
-            }
-            if stills.count == frames {
-                let durations = (0..<frames).map { frameDuration(delay: delay(source, at: $0)) }
-                objc_setAssociatedObject(animated, framesKey, Frames(images: stills, durations: durations,
-                                                                     plays: plays(source)),
-                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            if let decoded = decodedFrames(source, frames, options, image) {
+                objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
             return animated
         }
-        guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else { return nil }
-        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
+        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+    }
+
+    /// The first `frames` frames of `source`, each decoded with `options` and made an image by
+    /// `image`, with their durations (``frameDuration(delay:)``) and plays; nil unless every frame
+    /// could be decoded.
+    private static func decodedFrames(_ source: CGImageSource, _ frames: Int, _ options: [CFString: Any],
+                                      _ image: (CGImage) -> Image) -> Frames? {
+        let images = (0..<frames).compactMap {
+            CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+        }
+        guard images.count == frames else { return nil }
+        return Frames(images: images, durations: (0..<frames).map { frameDuration(delay: delay(source, at: $0)) },
+                      plays: plays(source))
     }
 
     /// An animation as the SwiftUI views play it: its distinct frames, how long each shows, and how

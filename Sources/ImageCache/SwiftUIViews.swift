@@ -207,9 +207,10 @@ extension ImageCache {
             content(target.shown, target.state, target.image.map(ObjectIdentifier.init))
         }
 
-        /// What the binder shows, and what the view draws of it: an animation frame by frame while
-        /// the view is shown (from `onAppear` to `onDisappear`), from when it was set, each frame for its own delay and as many
-        /// times as the file says (``ImageCache/frame(at:durations:plays:)``), then its last frame.
+        /// What the binder shows, and what the view draws of it: an animation frame by frame from
+        /// the view's `onAppear` to its `onDisappear`, from when it was set, each frame for its own
+        /// delay and as many times as the file says (``ImageCache/frame(at:durations:plays:)``),
+        /// then its last frame.
         @MainActor private final class Target: ObservableObject, ImageTarget {
             /// What the binder shows; setting it starts an animated one from its first frame.
             var image: Image? {
