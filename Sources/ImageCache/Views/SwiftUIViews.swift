@@ -1,7 +1,7 @@
 // SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
 // views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
 // show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
-// `animatesArrival`) live in Binding.swift, where the Linux tests reach them.
+// `animatesArrival`) live in Binder.swift, where the Linux tests reach them.
 
 import Foundation
 #if canImport(FoundationNetworking)
