@@ -1468,7 +1468,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder, load.takesWholeUnderWay) = (memoryKey, decoder, !keepsShowing)
+            (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
@@ -2105,9 +2105,6 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
-        /// A binder's request at a size may take the whole image of a download of its key under way
-        /// (false: the size is asked for itself, for a view laid out at it).
-        var takesWholeUnderWay = true
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
         var storedAt: TimeInterval?
@@ -2221,12 +2218,9 @@ nonisolated extension ImageCache {
             let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
             return .answered(.success(delivery), bytes: found.bytes)
         }
-        // A binder's request at a size shares a download of its key under way (a prefetch's,
-        // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, load.takesWholeUnderWay,
-           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole, fast: load.lane == .fast))
-        }
+        // One download per image at a time: a request for another of its keys (a binder's size, the
+        // whole image) joins one under way, and decodes its own from the same bytes (`deliver(_:to:)`).
+        if let shared = _downloadSharing(key) { return .joined(started: _join(task, shared, fast: load.lane == .fast)) }
         let download = Download(load, limits: _decodeLimits)
         download.waiters.append(task)
         task.download = download
@@ -2234,6 +2228,19 @@ nonisolated extension ImageCache {
         _state.entries[key] = .loading(download)
         if key.size != 0 { _state.entries.noteSize(key) }
         return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
+    }
+
+    /// A download under way of the image that `key` names, for another of its keys: the whole
+    /// image's, or another size's.
+    ///
+    /// - Complexity: O(the sizes the key has had entries at).
+    private func _downloadSharing(_ key: Key) -> Download? {
+        let sizes = _state.entries.sizes(of: key.string)
+        guard key.size != 0 || !sizes.isEmpty else { return nil }
+        for size in [0] + sizes where size != key.size {
+            if case .loading(let download)? = _state.entries[Key(string: key.string, size: size)] { return download }
+        }
+        return nil
     }
 
     /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
@@ -2423,6 +2430,9 @@ nonisolated extension ImageCache {
                 sizeRecords += 1
             }
         }
+
+        /// The sizes noted for the key named `string` (some may have no entry any more).
+        func sizes(of string: String) -> [UInt64] { sizes[string] ?? [] }
 
         /// The sizes noted for the key named `string`, which are forgotten.
         mutating func takeSizes(of string: String) -> [UInt64] {
@@ -2788,7 +2798,7 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)
@@ -3292,8 +3302,8 @@ nonisolated extension ImageCache {
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(ended.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
-                    handler: handler)
+            let event = Self.event(outcome, download.url, from: source, bytes: size)
+            deliver(download, to: ended.waiters, delivery, event: event, handler: handler)
         } else if case .retry(let attempt, let delay, let error) = ended.outcome {
             scheduleRetry(download, ended.waiters, attempt: attempt, delay: delay, error: error)
         }
@@ -3468,6 +3478,54 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
+    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
+    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
+    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
+    fileprivate func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        guard case .success(let delivery) = result, delivery.failed == nil,
+              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
+              tasks.contains(where: { $0.load.key != download.key }) else {
+            return deliver(tasks, result, event: event, handler: handler)
+        }
+        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
+        if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
+        let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        for (index, task) in own.enumerated() {
+            let event = shared.isEmpty && index == 0 ? event : nil
+            let decode: @Sendable () -> Void = {
+                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
+                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
+                    self.keep(payload, under: task.load.key, beside: download.key)
+                    return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
+                }
+                self.deliver(task, decoded, event: event, handler: handler)
+            }
+            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
+        }
+    }
+
+    /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
+    /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
+    /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
+    private func keep(_ payload: Payload, under key: Key, beside entry: Key) {
+        let now = currentTime()
+        lock.withLock {
+            guard case .loaded(let slot)? = _state.entries[entry] else { return }
+            switch _state.entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            var kept = payload
+            kept.bytes = nil  // the download's entry has them
+            let dates = (_state.memory[slot].downloadedAt, _state.memory[slot].receivedAt)
+            _keepOnDisk(_insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
+                        usedAt: now)
+            if key.size != 0 { _state.entries.noteSize(key) }
+        }
+    }
+
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
@@ -3603,8 +3661,8 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters {
-            deliver(waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                               limits: download.limits)))
+            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                             limits: download.limits)), event: nil, handler: nil)
         }
         startNetwork(started)
     }

@@ -48,9 +48,10 @@ class BinderTestCase: CacheTestCase {
 
     /// photo.png with another width in its header: a different image to tell URLs apart by (the
     /// structural check reads the size and does not check the header's CRC).
-    func png(width: Int) -> Data {
+    func png(width: Int, height: Int = 48) -> Data {
         var data = fixture("photo.png")
         data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
+        data.replaceSubrange(20..<24, with: withUnsafeBytes(of: UInt32(height).bigEndian) { Data($0) })
         return data
     }
 
@@ -742,5 +743,85 @@ final class BinderTests: BinderTestCase {
         let (history, state) = callbacks.sync { (target.history, binder.state) }
         XCTAssertEqual(history.last, 7_001, "history \(history), state \(state)")  // before the fix: 9002 (the failure image)
         XCTAssertEqual(state, .image(.memory))  // before the fix: .failed(.cancelled)
+    }
+
+    // MARK: One download per image (issue 42)
+
+    /// Serves an image `width` x `height` pixels at `path` once `gate` opens.
+    func serveImage(_ path: String, width: Int, height: Int = 48, behind gate: Gate) -> URL {
+        let body = png(width: width, height: height)
+        let previous = server.handler
+        server.handler = { asked in
+            guard asked == path else { return previous?(asked) }
+            gate.wait()
+            return .ok(body)
+        }
+        return server.url(path)
+    }
+
+    /// A new cell binds before layout (bounds zero: the whole image) and again after it, at its size,
+    /// while the download is under way: the second binding joins that download and decodes its own
+    /// size from its bytes; no second request, no cancelled transfer.
+    func testABindingBeforeLayoutAndItsRebindingAfterItShareOneDownload() {
+        // Given a binding before layout, whose download the server holds
+        let cache = makeCache()
+        let gate = Gate()
+        let url = serveImage("/before-layout.png", width: 7_700, behind: gate)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "the image at the laid-out size")
+        target.onSet = { if $0?.width == 7_700 { shown.fulfill() } }
+        let generation = callbacks.sync { () -> Int in
+            target.expected = 7_700
+            _ = binder.bind(url, placeholder: placeholder, cache: cache)
+            return binder.generation
+        }
+
+        XCTAssertTrue(server.waitForRequests("/before-layout.png", count: 1, timeout: 10))
+
+        // When the layout pass rebinds it at its size (as `setImage` does on the main queue's next
+        // turn), after its request reached the server (a rebinding made before that cancels a
+        // download that never left the disk look-up, and never doubled one)
+        callbacks.sync { binder.resized(to: CGSize(width: 180, height: 180), scale: nil, binding: generation) }
+        gate.open()
+        wait(for: [shown], timeout: 10)
+
+        // Then the server saw one request, none cut off; the target shows the image decoded for its
+        // size, which memory keeps under that size, with no placeholder over the first
+        XCTAssertEqual(server.requestCount("/before-layout.png"), 1)  // before the fix: 2
+        XCTAssertEqual(server.disconnectCount("/before-layout.png"), 0)  // before the fix: 1
+        let key = url.absoluteString
+        cache.drainDisk()
+        XCTAssertEqual(callbacks.sync { target.image }, cache.peek(key: key, filling: (180, 180)))
+        XCTAssertEqual(callbacks.sync { target.history }, [Self.placeholderWidth, 7_700])
+        XCTAssertEqual(callbacks.sync { binder.state }, .image(.network))
+        assertInvariants(cache)
+    }
+
+    /// Two cells of two sizes and a fetch of the whole image, all at once: one request, and each gets
+    /// its own decode, kept in memory under its own key.
+    func testTwoSizesAndTheWholeImageAskedAtOnceShareOneDownload() {
+        let cache = makeCache()
+        let gate = Gate()
+        let url = serveImage("/three-ways.png", width: 7_800, behind: gate)
+        let (small, smallBinder) = makeTarget(), (large, largeBinder) = makeTarget()
+        let done = expectation(description: "both targets and the fetch")
+        done.expectedFulfillmentCount = 3
+        small.onSet = { if $0?.width == 7_800 { done.fulfill() } }
+        large.onSet = { if $0?.width == 7_800 { done.fulfill() } }
+        callbacks.sync {
+            smallBinder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 40, height: 40), cache: cache)
+            largeBinder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 400, height: 400), cache: cache)
+        }
+        cache.fetch(url) { _, image in if image?.width == 7_800 { done.fulfill() } }
+        XCTAssertTrue(server.waitForRequests("/three-ways.png", count: 1, timeout: 10))
+        gate.open()
+        wait(for: [done], timeout: 10)
+
+        XCTAssertEqual(server.requestCount("/three-ways.png"), 1)  // before the fix: 3
+        let key = url.absoluteString
+        XCTAssertNotNil(cache.peek(key: key, filling: (40, 40)))
+        XCTAssertNotNil(cache.peek(key: key, filling: (400, 400)))
+        XCTAssertNotNil(cache.peek(key: key))
+        assertInvariants(cache)
     }
 }

@@ -115,8 +115,8 @@ nonisolated extension ImageCache {
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(ended.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
-                    handler: handler)
+            let event = Self.event(outcome, download.url, from: source, bytes: size)
+            deliver(download, to: ended.waiters, delivery, event: event, handler: handler)
         } else if case .retry(let attempt, let delay, let error) = ended.outcome {
             scheduleRetry(download, ended.waiters, attempt: attempt, delay: delay, error: error)
         }

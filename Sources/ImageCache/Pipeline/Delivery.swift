@@ -76,6 +76,54 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
+    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
+    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
+    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
+    internal func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        guard case .success(let delivery) = result, delivery.failed == nil,
+              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
+              tasks.contains(where: { $0.load.key != download.key }) else {
+            return deliver(tasks, result, event: event, handler: handler)
+        }
+        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
+        if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
+        let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        for (index, task) in own.enumerated() {
+            let event = shared.isEmpty && index == 0 ? event : nil
+            let decode: @Sendable () -> Void = {
+                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
+                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
+                    self.keep(payload, under: task.load.key, beside: download.key)
+                    return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
+                }
+                self.deliver(task, decoded, event: event, handler: handler)
+            }
+            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
+        }
+    }
+
+    /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
+    /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
+    /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
+    private func keep(_ payload: Payload, under key: Key, beside entry: Key) {
+        let now = currentTime()
+        lock.withLock {
+            guard case .loaded(let slot)? = _state.entries[entry] else { return }
+            switch _state.entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            var kept = payload
+            kept.bytes = nil  // the download's entry has them
+            let dates = (_state.memory[slot].downloadedAt, _state.memory[slot].receivedAt)
+            _keepOnDisk(_insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
+                        usedAt: now)
+            if key.size != 0 { _state.entries.noteSize(key) }
+        }
+    }
+
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     internal func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?) {

@@ -367,7 +367,7 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(started)

@@ -152,6 +152,9 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// The sizes noted for the key named `string` (some may have no entry any more).
+        func sizes(of string: String) -> [UInt64] { sizes[string] ?? [] }
+
         /// The sizes noted for the key named `string`, which are forgotten.
         mutating func takeSizes(of string: String) -> [UInt64] {
             let taken = sizes.removeValue(forKey: string) ?? []

@@ -96,9 +96,6 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
-        /// A binder's request at a size may take the whole image of a download of its key under way
-        /// (false: the size is asked for itself, for a view laid out at it).
-        var takesWholeUnderWay = true
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
         var storedAt: TimeInterval?
@@ -212,12 +209,9 @@ nonisolated extension ImageCache {
             let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
             return .answered(.success(delivery), bytes: found.bytes)
         }
-        // A binder's request at a size shares a download of its key under way (a prefetch's,
-        // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, load.takesWholeUnderWay,
-           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole, fast: load.lane == .fast))
-        }
+        // One download per image at a time: a request for another of its keys (a binder's size, the
+        // whole image) joins one under way, and decodes its own from the same bytes (`deliver(_:to:)`).
+        if let shared = _downloadSharing(key) { return .joined(started: _join(task, shared, fast: load.lane == .fast)) }
         let download = Download(load, limits: _decodeLimits)
         download.waiters.append(task)
         task.download = download
@@ -225,6 +219,19 @@ nonisolated extension ImageCache {
         _state.entries[key] = .loading(download)
         if key.size != 0 { _state.entries.noteSize(key) }
         return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
+    }
+
+    /// A download under way of the image that `key` names, for another of its keys: the whole
+    /// image's, or another size's.
+    ///
+    /// - Complexity: O(the sizes the key has had entries at).
+    private func _downloadSharing(_ key: Key) -> Download? {
+        let sizes = _state.entries.sizes(of: key.string)
+        guard key.size != 0 || !sizes.isEmpty else { return nil }
+        for size in [0] + sizes where size != key.size {
+            if case .loading(let download)? = _state.entries[Key(string: key.string, size: size)] { return download }
+        }
+        return nil
     }
 
     /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh

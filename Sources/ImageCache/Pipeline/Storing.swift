@@ -96,8 +96,8 @@ nonisolated extension ImageCache {
             return download.waiters
         }
         if let waiters {
-            deliver(waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                               limits: download.limits)))
+            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                             limits: download.limits)), event: nil, handler: nil)
         }
         startNetwork(started)
     }

@@ -158,7 +158,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder, load.takesWholeUnderWay) = (memoryKey, decoder, !keepsShowing)
+            (load.key, load.decoder) = (memoryKey, decoder)
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
