@@ -306,8 +306,9 @@ final class BinderTests: BinderTestCase {
             binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25))
         }
         wait(for: [shown], timeout: 10)
-        // When it is bound again, now in memory, and again from disk in a new cache
-        callbacks.sync { _ = binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25)) }
+        // When it is bound again, now in memory, in another target, and from disk in a new cache
+        let (again, againBinder) = makeTarget()
+        callbacks.sync { _ = againBinder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25)) }
         cache.persistCacheToDisk()
         let relaunched = makeCache()
         let fromDisk = expectation(description: "from disk")
@@ -321,7 +322,8 @@ final class BinderTests: BinderTestCase {
         // Then the placeholder came at once, the downloaded image and the one from disk faded in,
         // and the one from memory came at once
         let first = callbacks.sync { target.transitions.map { "\($0.width ?? 0) \($0.transition)" } }
-        XCTAssertEqual(first, ["\(Self.placeholderWidth) none", "3004 fade(0.25)", "3004 none"])
+        XCTAssertEqual(first, ["\(Self.placeholderWidth) none", "3004 fade(0.25)"])
+        XCTAssertEqual(callbacks.sync { again.transitions.map { "\($0.width ?? 0) \($0.transition)" } }, ["3004 none"])
         let second = callbacks.sync { other.transitions.map { "\($0.width ?? 0) \($0.transition)" } }
         XCTAssertEqual(second, ["\(Self.placeholderWidth) none", "3004 fade(0.5)"])
         XCTAssertEqual(server.requestCount("/fade.png"), 1)
@@ -823,5 +825,44 @@ final class BinderTests: BinderTestCase {
         XCTAssertNotNil(cache.peek(key: key, filling: (400, 400)))
         XCTAssertNotNil(cache.peek(key: key))
         assertInvariants(cache)
+    }
+
+    // MARK: A rebinding of the image shown (issue 42)
+
+    /// A reload of a visible cell (`reconfigureItems`, a like-count update) binds the URL it shows:
+    /// the target is not told anything, so an animation it plays goes on.
+    func testRebindingTheImageATargetShowsShowsNothingNew() {
+        // Given a target showing an image, bound with a fade
+        let cache = makeCache()
+        let url = serveImage("/reloaded.png", width: 7_900)
+        let (target, binder) = makeTarget()
+        let shown = expectation(description: "shown")
+        target.onSet = { if $0?.width == 7_900 { shown.fulfill() } }
+        callbacks.sync { target.expected = 7_900; _ = binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.3)) }
+        wait(for: [shown], timeout: 10)
+        let before = callbacks.sync { target.transitions.count }
+
+        // When it is bound to it again, twice, found in memory
+        let (tasks, state) = callbacks.sync { () -> ([ImageCache.FetchTask?], ImageCache.Binder.State) in
+            let tasks = (0..<2).map { _ in binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.3)) }
+            return (tasks, binder.state)
+        }
+
+        // Then nothing was shown again, nothing requested, and the binder says the image is from memory
+        XCTAssertEqual(callbacks.sync { target.transitions.count }, before)  // before the fix: before + 2
+        XCTAssertEqual(callbacks.sync { target.history }, [Self.placeholderWidth, 7_900])
+        XCTAssertEqual(tasks.compactMap { $0 }.count, 0)
+        XCTAssertEqual(state, .image(.memory))
+        XCTAssertEqual(server.requestCount("/reloaded.png"), 1)
+    }
+
+    func testOnlyTheImageShownWithNoTransitionIsShownAlready() {
+        let one = image(width: 10), other = image(width: 11)
+        XCTAssertTrue(ImageCache.showsAlready(one, one, transition: .none))
+        XCTAssertFalse(ImageCache.showsAlready(one, other, transition: .none))
+        XCTAssertFalse(ImageCache.showsAlready(one, one, transition: .fade(0.2)))  // asked to fade: it does
+        XCTAssertFalse(ImageCache.showsAlready(nil, one, transition: .none))
+        XCTAssertFalse(ImageCache.showsAlready(one, nil, transition: .none))
+        XCTAssertFalse(ImageCache.showsAlready(nil, nil, transition: .none))  // the placeholder phase may change
     }
 }

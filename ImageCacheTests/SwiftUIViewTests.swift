@@ -68,15 +68,24 @@ final class SwiftUIViewTests: BinderTestCase {
         let arrived = expectation(description: "from the network")
         target.onShow = { if $0.hasPrefix("success") { arrived.fulfill() } }
 
-        // When it is bound with a size in points at 2x, then bound again (now in memory)
+        // When it is bound with a size in points at 2x, then bound again (now in memory), and bound
+        // in another target
         let pixels = ImageCache.pixelSize(points: CGSize(width: 20, height: 10), scale: 2)
         callbacks.sync { _ = binder.bind(url, pixelSize: pixels, cache: cache) }
         wait(for: [arrived], timeout: 10)
-        callbacks.sync { _ = binder.bind(url, pixelSize: pixels, cache: cache) }
+        let other = PhaseTarget()
+        let otherBinder = ImageCache.Binder(other, queue: callbacks)
+        other.binder = otherBinder
+        callbacks.sync {
+            _ = binder.bind(url, pixelSize: pixels, cache: cache)
+            _ = otherBinder.bind(url, pixelSize: pixels, cache: cache)  // a new view of it
+        }
 
-        // Then it was empty (at once), then the image animated in; from memory it came at once
+        // Then it was empty (at once), then the image animated in; from memory it came at once to
+        // the new view, and the view that showed it was shown nothing again
         let shown = callbacks.sync { target.shown }
-        XCTAssertEqual(shown, ["empty at once", "success animated", "success at once"])
+        XCTAssertEqual(shown, ["empty at once", "success animated"])
+        XCTAssertEqual(callbacks.sync { other.shown }, ["success at once"])
         XCTAssertEqual(server.requestCount("/swiftui.png"), 1)
     }
 

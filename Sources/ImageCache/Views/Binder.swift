@@ -75,6 +75,7 @@ nonisolated extension ImageCache {
         internal private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
+        private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -138,12 +139,12 @@ nonisolated extension ImageCache {
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
-            if let image = cache.peek(memoryKey) { show(image, .image(.memory)); return nil }
+            if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
             // Whole (ready to draw), unless this size is asked for itself: set at once. A whole image
             // that a bounded decode made smaller than this size is shown meanwhile, and replaced.
             var meanwhile = false
             if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
-                show(whole, .image(.memory))
+                show(whole, .image(.memory), key: Key(string: load.key.string))
                 guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
                                           decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
@@ -200,7 +201,7 @@ nonisolated extension ImageCache {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
                 let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
-                show(fetched.value, .image(fetched.source), transition: transition)
+                show(fetched.value, .image(fetched.source), transition: transition, key: binding?.memoryKey)
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -212,10 +213,18 @@ nonisolated extension ImageCache {
             show(binding?.placeholder, .placeholder)
         }
 
-        private func show(_ image: Image?, _ state: State, transition: Transition = .none) {
+        /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
+        /// image), unless it shows it already: the image of the same entry that the binder showed
+        /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).
+        private func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
+            let again = key != nil && key == shownKey
+            shownKey = key
             guard let target else { return }
-            ImageCache.onTargetActor((target, image)) { $0.0.show($0.1, transition: transition) }
+            ImageCache.onTargetActor((target, image)) { pair in
+                guard !(again && ImageCache.showsAlready(pair.0.image, pair.1, transition: transition)) else { return }
+                pair.0.show(pair.1, transition: transition)
+            }
         }
     }
 
@@ -248,6 +257,19 @@ nonisolated extension ImageCache {
         guard let size else { return Key(string: key) }
         let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
         return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
+    }
+
+    /// Whether showing `image` with `transition` where a target shows `shown` changes nothing on
+    /// screen: it is the image shown (the same object where images are objects, the same bytes on
+    /// Linux), with no transition. Then the target is not told: a reload of a cell showing an
+    /// animation would restart it (a view stops its animations before it sets an image).
+    internal static func showsAlready(_ shown: Image?, _ image: Image?, transition: Transition) -> Bool {
+        guard transition == .none, let shown, let image else { return false }
+        #if canImport(UIKit) || canImport(AppKit)
+        return shown === image
+        #else
+        return shown == image
+        #endif
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -312,11 +334,21 @@ extension ImageCache {
     @MainActor internal final class ViewTarget: ImageTarget {
         weak var view: ImageView?
         private(set) lazy var binder = Binder(self)
+        #if canImport(UIKit)
+        private var playing: (image: Image, last: Image)?  // an animation the view plays as its own, and the frame it ends on
+        #endif
 
         init(_ view: ImageView) { self.view = view }
 
+        /// The view's image; while the view plays an animation of its own (see `show`), the animated
+        /// image, which the view does not hold.
         var image: Image? {
-            get { view?.image }
+            get {
+                #if canImport(UIKit)
+                if let playing, view?.image === playing.last { return playing.image }
+                #endif
+                return view?.image
+            }
             set { view?.image = newValue }
         }
 
@@ -333,12 +365,14 @@ extension ImageCache {
             view.layer.removeAllAnimations()
             view.stopAnimating()
             view.animationImages = nil
+            playing = nil
             // An animation that plays a number of times (a UIImage plays forever) runs as the view's
             // own, and its last frame stays.
             if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
                 (view.animationImages, view.animationDuration) = (frames, image.duration)
                 view.animationRepeatCount = plays
                 view.startAnimating()
+                if let last = frames.last { playing = (image, last) }
                 return fade(to: frames.last, transition)
             }
             #else
