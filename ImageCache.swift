@@ -1450,13 +1450,13 @@ nonisolated extension ImageCache {
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
-            // Whole (ready to draw), unless this size is asked for itself: set at once. A whole image
-            // that a bounded decode made smaller than this size is shown meanwhile, and replaced.
+            // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
+            // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
             if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
                 show(whole, .image(.memory), key: Key(string: load.key.string))
-                guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
-                                          decodeBound: cache.wholeDecodeBound) else { return nil }
+                guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
+                                               decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
@@ -5339,12 +5339,17 @@ nonisolated extension ImageCache {
     }
 
     /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
-    /// pixels, is to be replaced by the target's own decode: only if a bounded decode made it
-    /// smaller than its original (its longest side reached `decodeBound`, the longest side of a
-    /// whole decode; nil where images are not decoded, so a whole one is its original) and it does
-    /// not fill the target. Else it is as sharp as the target's decode would be, and stays.
-    fileprivate static func upgrades(whole: (width: Int, height: Int), to target: (width: Int, height: Int),
-                                  decodeBound: Int?) -> Bool {
+    /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
+    /// download under way: no second download). It is when it is at least twice the target on both
+    /// sides (four times the memory and more, which a view would keep after the cache let it go:
+    /// a prefetched photo in a small cell), or when a bounded decode made it smaller than its
+    /// original (its longest side reached `decodeBound`, the longest side of a whole decode; nil
+    /// where images are not decoded, so a whole one is its original) and it does not fill the
+    /// target (blurry). Else it is as sharp as the target's decode would be, at most four times its
+    /// memory, and stays.
+    fileprivate static func replacesWhole(_ whole: (width: Int, height: Int), for target: (width: Int, height: Int),
+                                       decodeBound: Int?) -> Bool {
+        if whole.width / 2 >= target.width && whole.height / 2 >= target.height { return true }
         guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
         return whole.width < target.width || whole.height < target.height
     }
@@ -5576,7 +5581,7 @@ nonisolated extension ImageCache {
         #endif
     }
 
-    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// The longest side of a whole decode (see ``replacesWhole(_:for:decodeBound:)``): the setting or
     /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
     fileprivate var wholeDecodeBound: Int? {
         #if canImport(ImageIO)

@@ -234,18 +234,32 @@ final class BinderTests: BinderTestCase {
     }
 
     /// A whole image in memory that a bounded decode made smaller than a binding's size is shown at
-    /// once and replaced by the size's own decode; one that fills the size, or is its original (a
-    /// decode's bound not reached; on Linux always), stays, with no request.
-    func testASmallerWholeImageIsShownMeanwhileAndUpgradedOnlyWhenADecodeShrankIt() {
+    /// once and replaced by the size's own decode, and so is one at least twice the size on both
+    /// sides (issue 42); one that fills the size within that, or is its original (a decode's bound
+    /// not reached; on Linux always) and no larger, stays, with no request.
+    func testAWholeImageIsShownMeanwhileAndReplacedWhenADecodeShrankItOrItIsTwiceTheSize() {
         // Shrunk to the bound of 4,096 and smaller than the target: replaced
-        XCTAssertTrue(ImageCache.upgrades(whole: (4_096, 3_072), to: (5_000, 5_000), decodeBound: 4_096))
-        XCTAssertTrue(ImageCache.upgrades(whole: (2_048, 1_536), to: (2_049, 10), decodeBound: 2_048))
-        // Fills the target: stays
-        XCTAssertFalse(ImageCache.upgrades(whole: (4_096, 3_072), to: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.replacesWhole((4_096, 3_072), for: (5_000, 5_000), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.replacesWhole((2_048, 1_536), for: (2_049, 10), decodeBound: 2_048))
+        // Twice the target or more on both sides: replaced, whether shrunk or not, decoded or not.
+        // (Before issue 42 this first one stayed: a prefetched photo kept at 2,556 px in a 300 px cell.)
+        XCTAssertTrue(ImageCache.replacesWhole((4_096, 3_072), for: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.replacesWhole((2_556, 1_917), for: (300, 300), decodeBound: 2_556))
+        XCTAssertTrue(ImageCache.replacesWhole((600, 600), for: (300, 300), decodeBound: nil))
+        // Fills the target, within twice it on a side: stays
+        XCTAssertFalse(ImageCache.replacesWhole((4_096, 3_072), for: (2_100, 1_000), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.replacesWhole((599, 1_000), for: (300, 300), decodeBound: nil))
         // Under the bound, so its original: no decode would be sharper
-        XCTAssertFalse(ImageCache.upgrades(whole: (1_000, 750), to: (2_000, 2_000), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.replacesWhole((1_000, 750), for: (2_000, 2_000), decodeBound: 4_096))
         // Not decoded at all (Linux): the original
-        XCTAssertFalse(ImageCache.upgrades(whole: (64, 48), to: (300, 300), decodeBound: nil))
+        XCTAssertFalse(ImageCache.replacesWhole((64, 48), for: (300, 300), decodeBound: nil))
+        // What it saves: a 4,032 x 3,024 photo decoded whole within a 2,556 px screen, and for a
+        // 100-point cell at 3x (4 bytes a pixel)
+        let whole = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_556)
+        let own = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: (300, 300))
+        XCTAssertEqual(whole.width * whole.height * 4, 19_599_408)
+        XCTAssertEqual(own.width * own.height * 4, 480_000)
+        XCTAssertTrue(ImageCache.replacesWhole(whole, for: (300, 300), decodeBound: 2_556))
         XCTAssertNil(makeCache().wholeDecodeBound, "Linux keeps images whole")
     }
 
@@ -864,5 +878,45 @@ final class BinderTests: BinderTestCase {
         XCTAssertFalse(ImageCache.showsAlready(nil, one, transition: .none))
         XCTAssertFalse(ImageCache.showsAlready(one, nil, transition: .none))
         XCTAssertFalse(ImageCache.showsAlready(nil, nil, transition: .none))  // the placeholder phase may change
+    }
+
+    // MARK: A view keeps what it shows (issue 42)
+
+    /// A prefetched photo (a whole decode) bound into a small cell is shown at once, then replaced
+    /// by the cell's own decode, read from the file: no request, and memory keeps both entries (the
+    /// cache may let the whole one go; the view holds only its own).
+    func testAPrefetchedImageBoundIntoASmallTargetEndsWithTheTargetsOwnDecode() {
+        // Given a 4,032 x 3,024 photo prefetched (whole) and in memory
+        let cache = makeCache()
+        let served = expectation(description: "prefetched")
+        cache.onEvent = { if case .served(_, from: .network, _) = $0 { served.fulfill() } }
+        server.set("/prefetched-photo.png", LoopbackServer.Response(body: png(width: 4_032, height: 3_024)))
+        let url = server.url("/prefetched-photo.png")
+        cache.prefetch([url])
+        wait(for: [served], timeout: 10)
+        let key = url.absoluteString
+        let whole = try? XCTUnwrap(cache.peek(key: key))
+
+        // When a 300 x 300 pixel cell binds it
+        let (target, binder) = makeTarget()
+        let own = expectation(description: "the cell's own decode")
+        target.onSet = { _ in if case .image(.disk) = binder.state { own.fulfill() } }
+        let (task, history) = callbacks.sync { () -> (ImageCache.FetchTask?, [Int?]) in
+            target.expected = 4_032
+            let task = binder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 300, height: 300), cache: cache)
+            return (task, target.history)
+        }
+        XCTAssertEqual(history, [4_032], "the whole image at once, no placeholder")
+        XCTAssertNotNil(task, "the cell's own decode is asked for")  // before the fix: nil, the whole image kept
+        wait(for: [own], timeout: 10)
+
+        // Then the cell shows its own decode, which memory keeps under its size, the whole image was
+        // shown only meanwhile, and the server was asked once
+        let (shown, count) = callbacks.sync { (target.image, target.history.count) }
+        XCTAssertEqual(count, 2)
+        XCTAssertNotNil(whole)
+        XCTAssertEqual(shown, cache.peek(key: key, filling: (300, 300)))
+        XCTAssertEqual(server.requestCount("/prefetched-photo.png"), 1)
+        assertInvariants(cache)
     }
 }

@@ -161,12 +161,17 @@ nonisolated extension ImageCache {
     }
 
     /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
-    /// pixels, is to be replaced by the target's own decode: only if a bounded decode made it
-    /// smaller than its original (its longest side reached `decodeBound`, the longest side of a
-    /// whole decode; nil where images are not decoded, so a whole one is its original) and it does
-    /// not fill the target. Else it is as sharp as the target's decode would be, and stays.
-    internal static func upgrades(whole: (width: Int, height: Int), to target: (width: Int, height: Int),
-                                  decodeBound: Int?) -> Bool {
+    /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
+    /// download under way: no second download). It is when it is at least twice the target on both
+    /// sides (four times the memory and more, which a view would keep after the cache let it go:
+    /// a prefetched photo in a small cell), or when a bounded decode made it smaller than its
+    /// original (its longest side reached `decodeBound`, the longest side of a whole decode; nil
+    /// where images are not decoded, so a whole one is its original) and it does not fill the
+    /// target (blurry). Else it is as sharp as the target's decode would be, at most four times its
+    /// memory, and stays.
+    internal static func replacesWhole(_ whole: (width: Int, height: Int), for target: (width: Int, height: Int),
+                                       decodeBound: Int?) -> Bool {
+        if whole.width / 2 >= target.width && whole.height / 2 >= target.height { return true }
         guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
         return whole.width < target.width || whole.height < target.height
     }
@@ -398,7 +403,7 @@ nonisolated extension ImageCache {
         #endif
     }
 
-    /// The longest side of a whole decode (see ``upgrades(whole:to:decodeBound:)``): the setting or
+    /// The longest side of a whole decode (see ``replacesWhole(_:for:decodeBound:)``): the setting or
     /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
     internal var wholeDecodeBound: Int? {
         #if canImport(ImageIO)

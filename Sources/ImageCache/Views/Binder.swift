@@ -140,13 +140,13 @@ nonisolated extension ImageCache {
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
-            // Whole (ready to draw), unless this size is asked for itself: set at once. A whole image
-            // that a bounded decode made smaller than this size is shown meanwhile, and replaced.
+            // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
+            // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
             if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
                 show(whole, .image(.memory), key: Key(string: load.key.string))
-                guard ImageCache.upgrades(whole: ImageCache.pixelSize(of: whole), to: size,
-                                          decodeBound: cache.wholeDecodeBound) else { return nil }
+                guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
+                                               decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
