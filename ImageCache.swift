@@ -1380,7 +1380,8 @@ nonisolated extension ImageCache {
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
-                              memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?)?
+                              memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
+                              scale: Double)?
         private var task: FetchTask?
         fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -1446,7 +1447,7 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
-            binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
+            binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
@@ -1476,16 +1477,48 @@ nonisolated extension ImageCache {
             return task
         }
 
-        /// The target's size is now `pixelSize` (a view laid out after it was bound): if the binding
-        /// `generation` is still the latest and was made for a size that
-        /// ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong for it, it binds again at
-        /// this size, its own decode (not a whole image), keeping what the target shows until it comes.
+        /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
+        /// the binding `generation` is still the latest, loading or shown, and was made for a size
+        /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
+        /// binds again at this size, its own decode (not a whole image), keeping what the target
+        /// shows until it comes. Bounds still empty change nothing.
         fileprivate func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
             dispatchPrecondition(condition: .onQueue(queue))
-            guard generation == self.generation, let binding, let load = binding.load,
-                  let laidOut = ImageCache.pixels(pixelSize),
-                  ImageCache.redecodes(bound: binding.size, laidOut: laidOut,
-                                       decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
+            guard generation == self.generation, ImageCache.pixels(pixelSize) != nil else { return }
+            rebind(at: pixelSize, scale: scale)
+        }
+
+        /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
+        /// (its target stays): of the image it is bound to, loading or shown, at a new size or
+        /// scale, it binds again only as ``ImageCache/rebinds(bound:now:decodeBound:)`` says, keeping
+        /// what the target shows until the new one comes; at the same ones, it lets a load under way
+        /// go on. Any other binds anew, as `bind` does.
+        fileprivate func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                               _ cache: ImageCache, scale: Double?) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard let binding, let load, let bound = binding.load, bound.key == load.key, bound.url == load.url,
+                  bound.request == load.request, binding.cache === cache, ImageCache.same(binding.placeholder, placeholder),
+                  ImageCache.same(binding.failureImage, failureImage) else {
+                bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                return
+            }
+            let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
+                && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
+            switch state {
+            case .loading where same: return
+            case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
+            case .idle, .placeholder, .failed: break
+            }
+            bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+        }
+
+        /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
+        /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
+        private func rebind(at pixelSize: CGSize?, scale: Double?) {
+            guard let binding, let load = binding.load,
+                  ImageCache.rebinds(bound: (binding.size, binding.scale),
+                                     now: (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                                     decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
             case .idle, .placeholder, .failed: return
@@ -1574,11 +1607,17 @@ nonisolated extension ImageCache {
     /// Linux), with no transition. Then the target is not told: a reload of a cell showing an
     /// animation would restart it (a view stops its animations before it sets an image).
     fileprivate static func showsAlready(_ shown: Image?, _ image: Image?, transition: Transition) -> Bool {
-        guard transition == .none, let shown, let image else { return false }
+        transition == .none && shown != nil && same(shown, image)
+    }
+
+    /// Whether `a` and `b` are the same image: the same object where images are objects, the same
+    /// bytes on Linux; two nils are.
+    fileprivate static func same(_ a: Image?, _ b: Image?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
         #if canImport(UIKit) || canImport(AppKit)
-        return shown === image
+        return a === b
         #else
-        return shown == image
+        return a == b
         #endif
     }
 
@@ -1823,8 +1862,10 @@ extension ImageCache {
     /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
     /// that comes from disk or the network arrives in `transaction` (an animation, say). Given a
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
-    /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
-    /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
+    /// none, the whole image, bounded as every decode is. A change of URL, key or cache binds
+    /// again; a change of size or scale (a rotation, a window moved to another display) keeps the
+    /// image shown until the new one comes, and decodes again only when the one shown is too small,
+    /// twice as large or more, or of another scale; the load is cancelled when the view disappears. An animated GIF or APNG
     /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
     /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
     /// of yours keyed on the image animates each change of frame). Main actor.
@@ -1908,8 +1949,8 @@ extension ImageCache {
                 case .failure(let error): content(.failure(error))
                 }
             }
-            // A new binding is a new identity: its own target, bound when it appears. (Not
-            // `onChange(of:perform:)`, deprecated in iOS 17, whose successor needs iOS 17.)
+            // A new binding is a new identity: its own target, bound when it appears; a new size or
+            // scale is not (see `Bound`).
             return binding.id(binding.arguments)
         }
     }
@@ -1960,7 +2001,8 @@ extension ImageCache {
 
     /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
     /// disappears; `content` draws what the target shows. The views give it a new identity when its
-    /// arguments change, so a binding never changes.
+    /// arguments change, so a binding never changes, but for its size and scale: a change of those
+    /// binds the same target again (`Binder.bindView`), which keeps its image meanwhile.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
@@ -1970,19 +2012,26 @@ extension ImageCache {
         let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
-        /// What the binding is made of, for the view's identity.
+        /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
-            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] },
-             ObjectIdentifier(cache), scale]
+            [load?.key.string, load?.url, load?.request, ObjectIdentifier(cache)]
         }
 
         var body: some View {
             drawn()
+                // A new size or scale gives this empty background a new identity: it appears, and
+                // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
+                // needs iOS 17.)
+                .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onAppear {
                     (target.isDisplayed, target.transaction) = (true, transaction)
-                    target.binder.bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                    bind()
                 }
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+        }
+
+        private func bind() {
+            target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
@@ -5364,6 +5413,17 @@ nonisolated extension ImageCache {
         let blurry = bound.width < laidOut.width || bound.height < laidOut.height
         let oversized = bound.width / 2 >= laidOut.width && bound.height / 2 >= laidOut.height
         return blurry || oversized
+    }
+
+    /// Whether a binding made for `bound` (its size in pixels, nil for the whole image, and its
+    /// display scale) binds again for a view `now` of another size or scale: a sized one on a screen
+    /// of another scale does (its image's size is in points); one of a size ``redecodes(bound:laidOut:decodeBound:)``
+    /// says is wrong does; one that asks for the whole image now does, unless it did already.
+    fileprivate static func rebinds(bound: (size: (width: Int, height: Int)?, scale: Double),
+                                 now: (size: (width: Int, height: Int)?, scale: Double), decodeBound: Int) -> Bool {
+        guard let laidOut = now.size else { return bound.size != nil }
+        if bound.size != nil, bound.scale != now.scale { return true }
+        return redecodes(bound: bound.size, laidOut: laidOut, decodeBound: decodeBound)
     }
 
     /// The scale an image decoded for the screen carries, so that its `size` is in points and

@@ -106,6 +106,70 @@ final class SwiftUIViewTests: BinderTestCase {
         // Then the phase says why, and nothing animated
         XCTAssertEqual(callbacks.sync { target.shown }, ["empty at once", "failure(HTTP status 404) at once"])
     }
+    // MARK: A new size or scale keeps the image (issue 42)
+
+    /// A view whose size changes (a rotation) keeps its target: it binds it again, and the image it
+    /// shows stays (the phase stays `success`) until the new size's comes.
+    func testASizeChangeKeepsTheImageShownUntilTheNewOneComes() {
+        // Given a view of 20 x 10 points at 2x showing its image
+        let cache = makeCache()
+        let url = serveImage("/swiftui-resized.png", width: 3_200)
+        let target = PhaseTarget()
+        let binder = ImageCache.Binder(target, queue: callbacks)
+        target.binder = binder
+        let first = expectation(description: "the first size")
+        target.onShow = { if $0.hasPrefix("success") { first.fulfill() } }
+        let load = ImageCache.Load(url, key: nil)
+        let small = ImageCache.pixelSize(points: CGSize(width: 20, height: 10), scale: 2)
+        callbacks.sync { binder.bindView(load, nil, nil, small, cache, scale: 2) }
+        wait(for: [first], timeout: 10)
+
+        // When it is laid out at 100 x 100 points
+        let second = expectation(description: "the new size")
+        target.onShow = { if $0.hasPrefix("success") { second.fulfill() } }
+        let large = ImageCache.pixelSize(points: CGSize(width: 100, height: 100), scale: 2)
+        let meanwhile = callbacks.sync { () -> (String, ImageCache.Binder.State) in
+            let shown = target.image
+            binder.bindView(load, nil, nil, large, cache, scale: 2)
+            guard case .success = ImageCache.ViewPhase(binder.state, showing: target.image), target.image == shown else {
+                return ("not the image shown", binder.state)
+            }
+            return ("success", binder.state)
+        }
+
+        // Then until the new size's image comes, the view shows the one it had (no empty phase)
+        XCTAssertEqual(meanwhile.0, "success")
+        XCTAssertEqual(meanwhile.1, .loading)
+        wait(for: [second], timeout: 10)
+        XCTAssertEqual(callbacks.sync { target.shown }, ["empty at once", "success animated", "success animated"])
+        XCTAssertNotNil(cache.peek(ImageCache.memoryKey(url.absoluteString, filling: (200, 200), scale: 2)))
+        XCTAssertEqual(server.requestCount("/swiftui-resized.png"), 1)
+
+        // And appearing again at that size, or at a size the image shown fills within twice, binds
+        // nothing; at another scale it binds again
+        let requests = cache.statistics().requests
+        callbacks.sync {
+            binder.bindView(load, nil, nil, ImageCache.pixelSize(points: CGSize(width: 90, height: 90), scale: 2), cache, scale: 2)
+        }
+        XCTAssertEqual(cache.statistics().requests, requests)
+        callbacks.sync {
+            binder.bindView(load, nil, nil, ImageCache.pixelSize(points: CGSize(width: 100, height: 100), scale: 3), cache, scale: 3)
+        }
+        XCTAssertEqual(cache.statistics().requests, requests + 1)
+    }
+
+    func testABindingBindsAgainForAnotherScaleOrASizeItDoesNotFit() {
+        let bound = (size: (width: 200, height: 200) as (width: Int, height: Int)?, scale: 2.0)
+        XCTAssertFalse(ImageCache.rebinds(bound: bound, now: ((200, 200), 2), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.rebinds(bound: bound, now: ((120, 180), 2), decodeBound: 4_096))  // within twice
+        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((201, 200), 2), decodeBound: 4_096))  // blurry
+        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((100, 100), 2), decodeBound: 4_096))  // twice as large
+        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((200, 200), 3), decodeBound: 4_096))  // another scale
+        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: (nil, 2), decodeBound: 4_096))  // the whole image now
+        // A whole image's entry has no scale: a new scale alone changes nothing
+        XCTAssertFalse(ImageCache.rebinds(bound: (nil, 2), now: (nil, 3), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.rebinds(bound: (nil, 2), now: ((3_000, 3_000), 3), decodeBound: 4_096))
+    }
 }
 
 /// What a SwiftUI view's target does when its binder shows something, said as text: the phase and

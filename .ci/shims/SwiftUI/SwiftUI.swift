@@ -88,6 +88,14 @@ extension Never: View {
     public typealias Body = Never
     public var body: Never { fatalError("SwiftUI shim") }
     public static var gray: Color { fatalError("SwiftUI shim") }
+    /// `static let clear: Color` (developer.apple.com/documentation/swiftui/color/clear).
+    public static var clear: Color { fatalError("SwiftUI shim") }
+}
+
+/// `@frozen struct Alignment : Equatable, Sendable` (developer.apple.com/documentation/swiftui/alignment).
+/// SHIM: `center` is a `static let` in the SDK; only it is declared.
+@frozen public struct Alignment: Equatable, Sendable {
+    public static var center: Alignment { fatalError("SwiftUI shim") }
 }
 
 @frozen public struct EdgeInsets: Equatable, Sendable {
@@ -154,6 +162,11 @@ extension View {
     nonisolated public func scaledToFill() -> some View { self }
     nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
+    /// `nonisolated func background<Background>(_ background: Background, alignment: Alignment = .center)
+    /// -> some View where Background : View`, iOS 13, macOS 10.15, watchOS 6
+    /// (developer.apple.com/documentation/swiftui/view/background(_:alignment:)).
+    nonisolated public func background<Background: View>(_ background: Background, alignment: Alignment = .center)
+        -> some View { self }
 }
 
 // MARK: - State

@@ -188,6 +188,17 @@ nonisolated extension ImageCache {
         return blurry || oversized
     }
 
+    /// Whether a binding made for `bound` (its size in pixels, nil for the whole image, and its
+    /// display scale) binds again for a view `now` of another size or scale: a sized one on a screen
+    /// of another scale does (its image's size is in points); one of a size ``redecodes(bound:laidOut:decodeBound:)``
+    /// says is wrong does; one that asks for the whole image now does, unless it did already.
+    internal static func rebinds(bound: (size: (width: Int, height: Int)?, scale: Double),
+                                 now: (size: (width: Int, height: Int)?, scale: Double), decodeBound: Int) -> Bool {
+        guard let laidOut = now.size else { return bound.size != nil }
+        if bound.size != nil, bound.scale != now.scale { return true }
+        return redecodes(bound: bound.size, laidOut: laidOut, decodeBound: decodeBound)
+    }
+
     /// The scale an image decoded for the screen carries, so that its `size` is in points and
     /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
     /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.

@@ -70,7 +70,8 @@ nonisolated extension ImageCache {
         private let queue: DispatchQueue
         private weak var target: ImageTarget?
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
-                              memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?)?
+                              memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
+                              scale: Double)?
         private var task: FetchTask?
         internal private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
@@ -136,7 +137,7 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
-            binding = (load, placeholder, failureImage, cache, memoryKey, transition, size)
+            binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
@@ -166,16 +167,48 @@ nonisolated extension ImageCache {
             return task
         }
 
-        /// The target's size is now `pixelSize` (a view laid out after it was bound): if the binding
-        /// `generation` is still the latest and was made for a size that
-        /// ``ImageCache/redecodes(bound:laidOut:decodeBound:)`` says is wrong for it, it binds again at
-        /// this size, its own decode (not a whole image), keeping what the target shows until it comes.
+        /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
+        /// the binding `generation` is still the latest, loading or shown, and was made for a size
+        /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
+        /// binds again at this size, its own decode (not a whole image), keeping what the target
+        /// shows until it comes. Bounds still empty change nothing.
         internal func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
             dispatchPrecondition(condition: .onQueue(queue))
-            guard generation == self.generation, let binding, let load = binding.load,
-                  let laidOut = ImageCache.pixels(pixelSize),
-                  ImageCache.redecodes(bound: binding.size, laidOut: laidOut,
-                                       decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
+            guard generation == self.generation, ImageCache.pixels(pixelSize) != nil else { return }
+            rebind(at: pixelSize, scale: scale)
+        }
+
+        /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
+        /// (its target stays): of the image it is bound to, loading or shown, at a new size or
+        /// scale, it binds again only as ``ImageCache/rebinds(bound:now:decodeBound:)`` says, keeping
+        /// what the target shows until the new one comes; at the same ones, it lets a load under way
+        /// go on. Any other binds anew, as `bind` does.
+        internal func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
+                               _ cache: ImageCache, scale: Double?) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard let binding, let load, let bound = binding.load, bound.key == load.key, bound.url == load.url,
+                  bound.request == load.request, binding.cache === cache, ImageCache.same(binding.placeholder, placeholder),
+                  ImageCache.same(binding.failureImage, failureImage) else {
+                bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                return
+            }
+            let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
+                && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
+            switch state {
+            case .loading where same: return
+            case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
+            case .idle, .placeholder, .failed: break
+            }
+            bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+        }
+
+        /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
+        /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
+        private func rebind(at pixelSize: CGSize?, scale: Double?) {
+            guard let binding, let load = binding.load,
+                  ImageCache.rebinds(bound: (binding.size, binding.scale),
+                                     now: (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                                     decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
             case .idle, .placeholder, .failed: return
@@ -264,11 +297,17 @@ nonisolated extension ImageCache {
     /// Linux), with no transition. Then the target is not told: a reload of a cell showing an
     /// animation would restart it (a view stops its animations before it sets an image).
     internal static func showsAlready(_ shown: Image?, _ image: Image?, transition: Transition) -> Bool {
-        guard transition == .none, let shown, let image else { return false }
+        transition == .none && shown != nil && same(shown, image)
+    }
+
+    /// Whether `a` and `b` are the same image: the same object where images are objects, the same
+    /// bytes on Linux; two nils are.
+    internal static func same(_ a: Image?, _ b: Image?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
         #if canImport(UIKit) || canImport(AppKit)
-        return shown === image
+        return a === b
         #else
-        return shown == image
+        return a == b
         #endif
     }
 

@@ -40,8 +40,10 @@ extension ImageCache {
     /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
     /// that comes from disk or the network arrives in `transaction` (an animation, say). Given a
     /// `size` in points, the image is decoded to fill it at the environment's `displayScale`; with
-    /// none, the whole image, bounded as every decode is. A change of URL, key, size, cache or
-    /// scale binds again; the load is cancelled when the view disappears. An animated GIF or APNG
+    /// none, the whole image, bounded as every decode is. A change of URL, key or cache binds
+    /// again; a change of size or scale (a rotation, a window moved to another display) keeps the
+    /// image shown until the new one comes, and decodes again only when the one shown is too small,
+    /// twice as large or more, or of another scale; the load is cancelled when the view disappears. An animated GIF or APNG
     /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
     /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
     /// of yours keyed on the image animates each change of frame). Main actor.
@@ -125,8 +127,8 @@ extension ImageCache {
                 case .failure(let error): content(.failure(error))
                 }
             }
-            // A new binding is a new identity: its own target, bound when it appears. (Not
-            // `onChange(of:perform:)`, deprecated in iOS 17, whose successor needs iOS 17.)
+            // A new binding is a new identity: its own target, bound when it appears; a new size or
+            // scale is not (see `Bound`).
             return binding.id(binding.arguments)
         }
     }
@@ -177,7 +179,8 @@ extension ImageCache {
 
     /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
     /// disappears; `content` draws what the target shows. The views give it a new identity when its
-    /// arguments change, so a binding never changes.
+    /// arguments change, so a binding never changes, but for its size and scale: a change of those
+    /// binds the same target again (`Binder.bindView`), which keeps its image meanwhile.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
@@ -187,19 +190,26 @@ extension ImageCache {
         let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
-        /// What the binding is made of, for the view's identity.
+        /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
-            [load?.key.string, load?.url, load?.request, pixelSize.map { [$0.width, $0.height] },
-             ObjectIdentifier(cache), scale]
+            [load?.key.string, load?.url, load?.request, ObjectIdentifier(cache)]
         }
 
         var body: some View {
             drawn()
+                // A new size or scale gives this empty background a new identity: it appears, and
+                // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
+                // needs iOS 17.)
+                .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onAppear {
                     (target.isDisplayed, target.transaction) = (true, transaction)
-                    target.binder.bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
+                    bind()
                 }
                 .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+        }
+
+        private func bind() {
+            target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
