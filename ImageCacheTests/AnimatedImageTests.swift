@@ -210,6 +210,32 @@ final class AnimatedImageTests: CacheTestCase {
 
     // MARK: Hostile input
 
+    /// watchOS's `Int` has 32 bits: 40 frames of 65,535 s (the longest an APNG's `fcTL` can say) add
+    /// up to 2,621,400,000 ms, more than `Int32.max`. Decoded, then scheduled in 32-bit integers as
+    /// watchOS schedules it, it does not trap (issue 42).
+    func testFortyFramesOfSixtyFiveThousandSecondsAreScheduledWithoutATrapIn32Bits() {
+        // Given a planted 40-frame APNG whose every frame shows for 65,535 s
+        let image = ImageCache.Image(data: Self.apng(frames: 40, delay: (65_535, 1)))
+
+        // When it is decoded and its frames are scheduled, in 32-bit and 64-bit integers
+        let durations = image?.frameDurations ?? []
+        let watchOS = ImageCache.frameSchedule(durations, maxShown: 1_000, in: Int32.self)
+        let others = ImageCache.frameSchedule(durations, maxShown: 1_000, in: Int64.self)
+
+        // Then each frame shows once for its 65,535 s, on both
+        XCTAssertEqual(image?.frameCount, 40)
+        XCTAssertEqual(durations, Array(repeating: 65_535, count: 40))
+        XCTAssertEqual(watchOS.unit, 65_535)
+        XCTAssertEqual(watchOS.repeats, Array(repeating: 1, count: 40))
+        XCTAssertEqual(others.unit, watchOS.unit)
+        XCTAssertEqual(others.repeats, watchOS.repeats)
+        // And one coarsened to its bound stays within 32 bits too: 40 frames of 65,535 s and one of
+        // 1 ms, shown at most 10 times, take a unit no longer than the longest frame, each shown once
+        let coarse = ImageCache.frameSchedule(durations + [0.001], maxShown: 10, in: Int32.self)
+        XCTAssertEqual(coarse.unit, 65_535)
+        XCTAssertEqual(coarse.repeats, Array(repeating: 1, count: 41))
+    }
+
     func testAGIFOfSixtyFiveThousandFramesIsCountedAndShownAsItsFirstFrame() {
         // Given a GIF whose 65,535 one-pixel frames all say "no delay" (about 1 MB)
         let gif = Self.gif(frames: 65_535, delay: 0)
@@ -348,6 +374,30 @@ final class AnimatedImageTests: CacheTestCase {
         apng += chunk("acTL", be32(claimed) + be32(plays))
         apng += chunk("fcTL", frameControl(0, frame: 0)) + idat
         apng += chunk("fcTL", shortSecondControl ? be32(1) : frameControl(1, frame: 1)) + chunk("fdAT", be32(2) + zlib)
+        return apng + png.suffix(12)
+    }
+
+    /// A 2 x 2 APNG of `frames` frames (its default image, then one `fdAT` each), each shown for
+    /// `delay` (delay_num / delay_den seconds), playing forever.
+    static func apng(frames: Int, delay: (UInt16, UInt16)) -> Data {
+        let png = PNGEncoder.rgb(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 12))
+        let idat = png.subdata(in: 33..<(png.count - 12))
+        let zlib = idat.subdata(in: 8..<(idat.count - 4))
+        func be32(_ value: UInt32) -> Data { Data([24, 16, 8, 0].map { UInt8(value >> $0 & 0xFF) }) }
+        func be16(_ value: UInt16) -> Data { Data([UInt8(value >> 8), UInt8(value & 0xFF)]) }
+        var sequence: UInt32 = 0
+        func frameControl() -> Data {
+            defer { sequence += 1 }
+            return be32(sequence) + be32(2) + be32(2) + be32(0) + be32(0) + be16(delay.0) + be16(delay.1) + Data([0, 0])
+        }
+        var apng = png.prefix(33)
+        apng += chunk("acTL", be32(UInt32(frames)) + be32(0))
+        apng += chunk("fcTL", frameControl()) + idat
+        for _ in 1..<frames {
+            let control = chunk("fcTL", frameControl())
+            apng += control + chunk("fdAT", be32(sequence) + zlib)
+            sequence += 1
+        }
         return apng + png.suffix(12)
     }
 

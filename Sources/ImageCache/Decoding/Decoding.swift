@@ -108,12 +108,27 @@ nonisolated extension ImageCache {
     /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
     /// cost a pointer each; the frames are not copied); every frame shows at least once.
     internal static func frameSchedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
-        let milliseconds = durations.map { max(1, Int(($0 * 1_000).rounded())) }
+        frameSchedule(durations, maxShown: maxShown, in: Int.self)
+    }
+
+    /// ``frameSchedule(_:maxShown:)`` in the integers of `Word`, the platform's `Int` (32 bits on
+    /// watchOS): a frame's milliseconds fit in 32 bits (each is at most the longest delay a file can
+    /// state, an APNG's 65,535 s), and their sum, which need not (40 such frames), is a `Double`,
+    /// exact far beyond any number of frames.
+    internal static func frameSchedule<Word: FixedWidthInteger>(_ durations: [Double], maxShown: Int,
+                                                                in _: Word.Type) -> (unit: Double, repeats: [Int]) {
+        let longest = 65_535_000.0
+        let milliseconds = durations.map { duration -> Word in
+            let milliseconds = (duration * 1_000).rounded()
+            return milliseconds.isFinite ? Word(min(longest, max(1, milliseconds))) : 1
+        }
         guard let first = milliseconds.first else { return (0.1, []) }
-        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
-        let total = milliseconds.reduce(0, +)
+        func gcd(_ a: Word, _ b: Word) -> Word { b == 0 ? a : gcd(b, a % b) }
+        let total = milliseconds.reduce(0.0) { $0 + Double($1) }
         var unit = milliseconds.reduce(first, gcd)
-        if total / unit > maxShown { unit = (total + maxShown - 1) / maxShown }
+        if (total / Double(unit)).rounded(.down) > Double(max(1, maxShown)) {
+            unit = Word(min(longest, (total / Double(max(1, maxShown))).rounded(.up)))
+        }
         let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
         return (Double(unit) / 1_000, repeats)
     }
