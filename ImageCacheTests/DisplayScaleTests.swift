@@ -59,6 +59,26 @@ final class DisplayScaleTests: CacheTestCase {
         }
     }
 
+    /// What is kept of the main screen only grows: an external display's scene (1x, 1080p) after an
+    /// iPhone's (3x, 2,556 px) lowers nothing; a larger display raises the whole decode's bound
+    /// (issue 42: every activating scene overwrote it).
+    func testTheScreenKeptOnlyGrowsWithTheScenesThatActivate() {
+        let phone = ImageCache.screen((nil, nil), read: (3, CGSize(width: 1_179, height: 2_556)))
+        XCTAssertEqual(phone.scale, 3)
+        XCTAssertEqual(phone.pixels, 2_556)
+        let external = ImageCache.screen(phone, read: (1, CGSize(width: 1_920, height: 1_080)))
+        XCTAssertEqual(external.scale, 3)  // before the fix: 1
+        XCTAssertEqual(external.pixels, 2_556)  // before the fix: 1,920
+        let larger = ImageCache.screen(external, read: (2, CGSize(width: 3_840, height: 2_160)))
+        XCTAssertEqual(larger.scale, 3)
+        XCTAssertEqual(larger.pixels, 3_840)
+        // A read that knows nothing: 1 in place of nothing, and what was kept stays
+        let unknown = ImageCache.screen((nil, nil), read: (0, nil))
+        XCTAssertEqual(unknown.scale, 1)
+        XCTAssertNil(unknown.pixels)
+        XCTAssertEqual(ImageCache.screen(phone, read: (0, nil)).scale, 3)
+    }
+
     func testTheScreensLongestSideInPixels() {
         // A 6.7-inch iPhone's screen, portrait or landscape, and a 13-inch iPad's
         XCTAssertEqual(ImageCache.longestSide(CGSize(width: 1_290, height: 2_796)), 2_796)

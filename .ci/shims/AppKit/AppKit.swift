@@ -96,6 +96,17 @@ open class NSWindow: NSResponder {
     open var backingScaleFactor: CGFloat { fatalError("AppKit shim") }
 }
 
+/// `@MainActor class NSApplication : NSResponder` in the SDK (developer.apple.com/documentation/appkit/nsapplication).
+/// SHIM: only the notification the checked code observes.
+@MainActor
+open class NSApplication: NSResponder {
+    /// `class let didChangeScreenParametersNotification: NSNotification.Name`: the displays' configuration
+    /// changed; posted on the main actor (developer.apple.com/documentation/appkit/nsapplication/didchangescreenparametersnotification).
+    /// SHIM: `static let`, since Swift source cannot declare a `class let`.
+    nonisolated public static let didChangeScreenParametersNotification =
+        NSNotification.Name("NSApplicationDidChangeScreenParametersNotification")
+}
+
 /// `@MainActor open class NSScreen : NSObject` in the SDK.
 @MainActor
 open class NSScreen: NSObject {

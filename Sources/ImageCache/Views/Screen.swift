@@ -40,8 +40,11 @@ nonisolated extension ImageCache {
     /// on watchOS on any thread (`WKInterfaceDevice` is not main-actor isolated); elsewhere on the
     /// main thread, where the screen's objects belong: when a cache is made there, on the main
     /// queue's next turn after one is made elsewhere, and whenever this is asked there (a callback's
-    /// delivery, a binding); under UIKit the main thread's trait collection says it, and the screen
-    /// of each window scene that becomes active corrects it.
+    /// delivery, a binding); under UIKit the main thread's trait collection says it first (Apple
+    /// defines it only in trait and layout callbacks: a first guess), and the screen of each window
+    /// scene that becomes active corrects it; under AppKit `NSScreen.main` says it, read again when
+    /// the displays change. What is kept only grows (``screen(_:read:)``): a scene on an external
+    /// display of a lower scale, or a smaller one, does not lower it.
     internal static var screenScale: Double? {
         if let scale = screen.lock.withLock({ screen.scale }) { return scale }
         guard Thread.isMainThread else { return nil }
@@ -62,18 +65,28 @@ nonisolated extension ImageCache {
         var scale: Double? = 1  // no screen; guarded by `lock`
         #endif
         var pixels: Int?  // guarded by `lock`
-        var sceneObserver: NSObjectProtocol?  // made once; guarded by `lock`
+        var sceneObserver: NSObjectProtocol?  // of scenes (UIKit) or displays (AppKit), made once; guarded by `lock`
     }
 
-    /// Keeps what was read of the screen: `scale` if it is one (1 to 16), else 1 if nothing was
-    /// read before (there is no screen to read, a Mac with no display, or a trait collection that
-    /// does not know says 0: as on Linux, so that memory keeps images, which it does not while the
-    /// scale stands in); and the longest side of `pixels` if it has two.
+    /// Keeps what was read of the screen (see ``screen(_:read:)``).
     private static func noteScreen(scale: Double, pixels: CGSize?) {
         screen.lock.withLock {
-            if (1...16).contains(scale) { screen.scale = scale } else if screen.scale == nil { screen.scale = 1 }
-            if let longest = longestSide(pixels) { screen.pixels = longest }
+            (screen.scale, screen.pixels) = Self.screen((screen.scale, screen.pixels), read: (scale, pixels))
         }
+    }
+
+    /// What is kept of the main screen after `kept` when a screen of `read` is read: its scale if it
+    /// is one (1 to 16) and higher, else 1 if nothing was read before (there is no screen to read, a
+    /// Mac with no display, or a trait collection that does not know says 0: as on Linux, so that
+    /// memory keeps images, which it does not while the scale stands in); and the longest side of
+    /// its pixels if it has two and it is longer. Only higher and longer: an external display's
+    /// scene (1x or 2x, say, beside a 3x phone) does not lower what images are decoded for.
+    internal static func screen(_ kept: (scale: Double?, pixels: Int?), read: (scale: Double, pixels: CGSize?))
+        -> (scale: Double?, pixels: Int?) {
+        var scale = kept.scale
+        if (1...16).contains(read.scale) { scale = max(scale ?? 1, read.scale) } else if scale == nil { scale = 1 }
+        let pixels = longestSide(read.pixels).map { max(kept.pixels ?? 0, $0) } ?? kept.pixels
+        return (scale, pixels)
     }
 
     /// The longest side, in whole pixels, of a screen of `pixels`; nil unless both sides are at least 1.
@@ -98,6 +111,7 @@ nonisolated extension ImageCache {
             observeScenes()
             return (UITraitCollection.current.displayScale, nil)  // its screen's size comes with a scene
             #else
+            observeDisplays()
             let screen = NSScreen.main, scale = screen?.backingScaleFactor ?? 0
             let size = screen?.frame.size  // in points
             return (scale, size.map { CGSize(width: $0.width * scale, height: $0.height * scale) })
@@ -125,6 +139,18 @@ nonisolated extension ImageCache {
             }
         }
         #endif
+    }
+    #elseif canImport(AppKit)
+    /// Reads the main screen again when the displays change (one attached, another resolution).
+    @MainActor private static func observeDisplays() {
+        screen.lock.withLock {
+            guard screen.sceneObserver == nil else { return }
+            screen.sceneObserver = NotificationCenter.default.addObserver(
+                forName: NSApplication.didChangeScreenParametersNotification, object: nil, queue: .main
+            ) { _ in
+                MainActor.assumeIsolated { readScreen() }
+            }
+        }
     }
     #endif
 }
