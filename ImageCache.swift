@@ -4465,24 +4465,27 @@ nonisolated extension ImageCache {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation), its bytes on Linux.
+    /// frame of an animation, each by ``bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
-        let size = pixelSize(of: image)
         // Frames, not the references to them: a frame shown for several units is repeated.
-        let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
-        let pixels = Double(size.width) * Double(size.height) * Double(frames)
+        let frames = image.images.map { runs($0).map(\.frame) } ?? [image]
+        let bytes = frames.reduce(0.0) { bytes, frame in
+            let size = pixelSize(of: frame)
+            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
+        }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
-        // shows), and each frame kept with it for the SwiftUI views.
-        let pixels = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { pixels, image in
+        // shows), and each frame kept with it for the SwiftUI views. (Rows not read: an `NSImage`
+        // gives its bitmap's only by drawing it.)
+        let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
             let size = pixelSize(of: image)
-            return pixels + Double(size.width) * Double(size.height)
+            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: nil)
         }
         #else
-        let pixels = Double(image.data.count) / 4
+        let bytes = Double(image.data.count)
         #endif
-        return Int(min(pixels * 4, Double(Int.max / 2)))
+        return Int(min(bytes, Double(Int.max / 2)))
     }
 }
 
@@ -5265,7 +5268,7 @@ nonisolated extension ImageCache {
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
         // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
         if case .failure(.notAnImage) = checked,
-           let image = bitmap(data, filling: size, limits: limits, frames: 1, scale: scale) {
+           let image = bitmap(data, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
             return .success((image, data))
         }
         #endif
@@ -5273,7 +5276,8 @@ nonisolated extension ImageCache {
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
+            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, format: info.format,
+                                     scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
             #else
@@ -5292,6 +5296,20 @@ nonisolated extension ImageCache {
         var maxAnimatedFrames = 200
         /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
         var memoryMaxBytes = Int.max
+    }
+
+    /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
+    /// a GIF's only. Any other (an APNG) is decoded as a still, its first frame, with its frames kept
+    /// for the SwiftUI views, which play them.
+    fileprivate static func appKitPlays(_ format: Format?) -> Bool {
+        format == .gif
+    }
+
+    /// What a bitmap of `width` x `height` pixels costs in memory, in bytes: its rows as the platform
+    /// laid them out (`bytesPerRow`: 8 bytes a pixel for a 16-bit or extended-range image, 4 for
+    /// most), never less than 4 bytes a pixel, and 4 a pixel where the rows are not known.
+    fileprivate static func bitmapBytes(width: Int, height: Int, bytesPerRow: Int?) -> Double {
+        max(Double(width) * 4, Double(bytesPerRow ?? 0)) * Double(height)
     }
 
     /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
@@ -5487,7 +5505,7 @@ nonisolated extension ImageCache {
     /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
     /// `NSImage`'s bitmap holds).
     fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int, scale: Double) -> Image? {
+                               frames: Int, format: Format?, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int,
@@ -5520,7 +5538,7 @@ nonisolated extension ImageCache {
         }
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
+        if appKitPlays(format), animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
            max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
@@ -5530,6 +5548,14 @@ nonisolated extension ImageCache {
                 objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
             return animated
+        }
+        // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
+        // a still, with its frames for the SwiftUI views.
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits, alsoKept: 1),
+           let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
+           let decoded = decodedFrames(source, frames, options, image) {
+            objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return still
         }
         #endif
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)

@@ -208,6 +208,23 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(ImageCache.frameSchedule([]).repeats, [])
     }
 
+    /// NSImageView plays a GIF itself, not an APNG (issue 42): an APNG on AppKit is a still, its
+    /// first frame decoded off the main thread, with its frames for the SwiftUI views.
+    func testAppKitPlaysOnlyAGIFItselfAndAnAPNGIsDecodedAsAStillWithItsFrames() {
+        XCTAssertTrue(ImageCache.appKitPlays(.gif))
+        XCTAssertFalse(ImageCache.appKitPlays(.png))
+        XCTAssertFalse(ImageCache.appKitPlays(.webp))
+        XCTAssertFalse(ImageCache.appKitPlays(nil))  // a format only ImageIO knows
+    }
+
+    /// A bitmap costs its rows: a 16-bit or extended-range one twice what 4 bytes a pixel say (issue 42).
+    func testABitmapCostsItsRowsAndAtLeastFourBytesAPixel() {
+        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: nil), 20_000)
+        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 800), 40_000)  // 16-bit RGBA
+        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 416), 20_800)  // rows padded
+        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 100), 20_000)  // never less
+    }
+
     // MARK: Hostile input
 
     /// watchOS's `Int` has 32 bits: 40 frames of 65,535 s (the longest an APNG's `fcTL` can say) add

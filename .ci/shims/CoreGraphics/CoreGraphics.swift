@@ -22,4 +22,7 @@ public final class CGImage {
     public var width: Int { fatalError("CoreGraphics shim") }
     /// Height in pixels.
     public var height: Int { fatalError("CoreGraphics shim") }
+    /// `var bytesPerRow: Int { get }`: the bytes of a row of the bitmap
+    /// (developer.apple.com/documentation/coregraphics/cgimage/bytesperrow).
+    public var bytesPerRow: Int { fatalError("CoreGraphics shim") }
 }

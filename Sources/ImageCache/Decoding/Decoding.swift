@@ -38,7 +38,7 @@ nonisolated extension ImageCache {
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
         // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
         if case .failure(.notAnImage) = checked,
-           let image = bitmap(data, filling: size, limits: limits, frames: 1, scale: scale) {
+           let image = bitmap(data, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
             return .success((image, data))
         }
         #endif
@@ -46,7 +46,8 @@ nonisolated extension ImageCache {
             // A copy, not a slice: a slice would keep the padding's memory alive.
             let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, scale: scale) else {
+            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, format: info.format,
+                                     scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
             #else
@@ -65,6 +66,20 @@ nonisolated extension ImageCache {
         var maxAnimatedFrames = 200
         /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
         var memoryMaxBytes = Int.max
+    }
+
+    /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
+    /// a GIF's only. Any other (an APNG) is decoded as a still, its first frame, with its frames kept
+    /// for the SwiftUI views, which play them.
+    internal static func appKitPlays(_ format: Format?) -> Bool {
+        format == .gif
+    }
+
+    /// What a bitmap of `width` x `height` pixels costs in memory, in bytes: its rows as the platform
+    /// laid them out (`bytesPerRow`: 8 bytes a pixel for a 16-bit or extended-range image, 4 for
+    /// most), never less than 4 bytes a pixel, and 4 a pixel where the rows are not known.
+    internal static func bitmapBytes(width: Int, height: Int, bytesPerRow: Int?) -> Double {
+        max(Double(width) * 4, Double(bytesPerRow ?? 0)) * Double(height)
     }
 
     /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
@@ -260,7 +275,7 @@ nonisolated extension ImageCache {
     /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
     /// `NSImage`'s bitmap holds).
     internal static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int, scale: Double) -> Image? {
+                               frames: Int, format: Format?, scale: Double) -> Image? {
         guard let source = CGImageSourceCreateWithData(data as CFData, nil),
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int,
@@ -293,7 +308,7 @@ nonisolated extension ImageCache {
         }
         // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
         // longest side a decode may have, sized in points like a still.
-        if animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
+        if appKitPlays(format), animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
            max(width, height) <= limits.maxPixels,
            let animated = NSImage(data: data) {
             animated.size = pointSize(width: width, height: height, scale: scale)
@@ -303,6 +318,14 @@ nonisolated extension ImageCache {
                 objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
             return animated
+        }
+        // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
+        // a still, with its frames for the SwiftUI views.
+        if animates(frames: frames, width: fit.width, height: fit.height, within: limits, alsoKept: 1),
+           let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
+           let decoded = decodedFrames(source, frames, options, image) {
+            objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return still
         }
         #endif
         return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)

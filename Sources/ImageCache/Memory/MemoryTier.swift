@@ -326,23 +326,26 @@ nonisolated extension ImageCache {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation), its bytes on Linux.
+    /// frame of an animation, each by ``bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
-        let size = pixelSize(of: image)
         // Frames, not the references to them: a frame shown for several units is repeated.
-        let frames = image.images.map { Set($0.map(ObjectIdentifier.init)).count } ?? 1
-        let pixels = Double(size.width) * Double(size.height) * Double(frames)
+        let frames = image.images.map { runs($0).map(\.frame) } ?? [image]
+        let bytes = frames.reduce(0.0) { bytes, frame in
+            let size = pixelSize(of: frame)
+            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
+        }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
-        // shows), and each frame kept with it for the SwiftUI views.
-        let pixels = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { pixels, image in
+        // shows), and each frame kept with it for the SwiftUI views. (Rows not read: an `NSImage`
+        // gives its bitmap's only by drawing it.)
+        let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
             let size = pixelSize(of: image)
-            return pixels + Double(size.width) * Double(size.height)
+            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: nil)
         }
         #else
-        let pixels = Double(image.data.count) / 4
+        let bytes = Double(image.data.count)
         #endif
-        return Int(min(pixels * 4, Double(Int.max / 2)))
+        return Int(min(bytes, Double(Int.max / 2)))
     }
 }
