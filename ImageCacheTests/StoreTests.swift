@@ -237,9 +237,10 @@ final class StoreTests: CacheTestCase {
         let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
         // When an image with no bytes of its own is stored under the key
         XCTAssertTrue(returns { try cache.store(image, for: url.absoluteString) }, "store waited for its encoding")
-        // Then it is encoded on a decode worker, and is in memory at once
+        // Then it is encoded off the caller's thread, on a queue of its own, not on a decode worker
+        // that downloads wait for (issue 42; it was "ImageCache.decode.cache"), and is in memory at once
         XCTAssertEqual(started.wait(timeout: .now() + 10), .success)
-        XCTAssertEqual(encodedOn.value, "ImageCache.decode.cache")
+        XCTAssertEqual(encodedOn.value, "ImageCache.encode")
         XCTAssertEqual(cache.peek(url), image)
         XCTAssertEqual(try result(cache, url)?.get().source, .memory)
         // And a look-up on disk (memory emptied) waits for its file rather than read the older one
@@ -251,6 +252,69 @@ final class StoreTests: CacheTestCase {
         XCTAssertEqual(try got.value?.get().source, .disk)
         XCTAssertEqual(server.totalRequests, 0)
         assertInvariants(cache)
+    }
+
+    // MARK: An image too large for memory (issue 42)
+
+    /// An image that memory does not keep (over a quarter of its budget: a 48 MP photo) and that has
+    /// no bytes is encoded before `store` returns: `store` throws when it can be kept nowhere.
+    func testAnImageTooLargeForMemoryThatCannotBeEncodedThrows() throws {
+        let cache = makeCache()
+        cache.imageMemoryMaxBytes = 400  // a quarter: 100 bytes, less than the image's 1,086
+        cache.encodeStoredImages { _ in nil }
+        let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
+
+        XCTAssertThrowsError(try cache.store(image, for: "huge")) { error in  // before the fix: no error
+            guard case .decodingFailed(let why)? = error as? ImageCache.Error else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.contains("cannot be encoded"), why)
+        }
+        cache.drainDisk()
+        XCTAssertNil(cache.peek(key: "huge"))
+        XCTAssertEqual(cache.diskCount, 0)
+    }
+
+    func testAnImageTooLargeForMemoryWhoseEncodingIsTooLargeForTheDiskThrows() throws {
+        let cache = makeCache()
+        cache.imageMemoryMaxBytes = 400
+        cache.maxImageBytes = 100
+        cache.encodeStoredImages { _ in Data(repeating: 1, count: 101) }
+        let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
+
+        XCTAssertThrowsError(try cache.store(image, for: "huge")) { error in
+            XCTAssertEqual(error as? ImageCache.Error, .tooLarge(limit: 100))
+        }
+        cache.drainDisk()
+        XCTAssertEqual(cache.diskCount, 0)
+    }
+
+    func testAnImageTooLargeForMemoryIsKeptOnDiskAsItsEncoding() throws {
+        // Given an image memory does not keep, and an encoder
+        let cache = makeCache()
+        cache.imageMemoryMaxBytes = 400
+        cache.encodeStoredImages { _ in Data("encoded".utf8) }
+        let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
+        // When it is stored
+        try cache.store(image, for: "huge")
+        // Then its encoding is on disk, encoded before `store` returned (nothing left to encode), and
+        // memory does not hold it
+        XCTAssertEqual(cache.encodesEnded, 0, "encoded by store itself, not queued")
+        cache.drainDisk()
+        XCTAssertEqual(try Data(contentsOf: file(cache, "huge")), Data("encoded".utf8))
+        XCTAssertNil(cache.peek(key: "huge"))
+    }
+
+    /// What a stored image with no bytes is encoded as: a JPEG for an opaque still (a photo), a PNG
+    /// for transparency or frames, within the whole decode's longest side.
+    func testAStoredImageIsAJPEGWhenOpaqueAndStillAndNoLargerThanADecodeShowsIt() {
+        XCTAssertEqual(ImageCache.storedEncoding(frames: 1, opaque: true), .jpeg)
+        XCTAssertEqual(ImageCache.storedEncoding(frames: 1, opaque: false), .png)
+        XCTAssertEqual(ImageCache.storedEncoding(frames: 12, opaque: true), .png)
+        // CGImageAlphaInfo: none, noneSkipLast and noneSkipFirst are opaque; premultiplied ones are not
+        XCTAssertEqual([0, 1, 2, 3, 4, 5, 6, 7].map { ImageCache.isOpaque(alphaInfo: $0) },
+                       [true, false, false, false, false, true, true, false])
+        // A 48 MP photo (8,064 x 6,048) within a 2,556 px screen's bound; a smaller one as it is
+        XCTAssertEqual(ImageCache.storedMaxPixels(width: 8_064, height: 6_048, bound: 2_556), 2_556)
+        XCTAssertNil(ImageCache.storedMaxPixels(width: 2_000, height: 1_500, bound: 2_556))
     }
 
     func testARemovalWhileAnImageIsEncodedLeavesNoFile() throws {

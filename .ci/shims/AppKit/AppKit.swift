@@ -47,6 +47,11 @@ open class NSImageRep: NSObject {
         get { fatalError("AppKit shim") }
         set { fatalError("AppKit shim") }
     }
+    /// `var hasAlpha: Bool { get set }` (developer.apple.com/documentation/appkit/nsimagerep/hasalpha).
+    open var hasAlpha: Bool {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
 }
 
 /// `open class NSBitmapImageRep : NSImageRep, NSSecureCoding` in the SDK.
@@ -61,6 +66,9 @@ open class NSBitmapImageRep: NSImageRep {
         public init(_ rawValue: String) { self.rawValue = rawValue }
         public init(rawValue: String) { self.rawValue = rawValue }
         public let rawValue: String
+        /// `static let compressionFactor: NSBitmapImageRep.PropertyKey`: a JPEG's quality, 0 to 1
+        /// (developer.apple.com/documentation/appkit/nsbitmapimagerep/propertykey/compressionfactor).
+        public static let compressionFactor = PropertyKey("NSImageCompressionFactor")
     }
 
     open func representation(using storageType: NSBitmapImageRep.FileType, properties: [NSBitmapImageRep.PropertyKey: Any]) -> Data? {

@@ -25,4 +25,12 @@ public final class CGImage {
     /// `var bytesPerRow: Int { get }`: the bytes of a row of the bitmap
     /// (developer.apple.com/documentation/coregraphics/cgimage/bytesperrow).
     public var bytesPerRow: Int { fatalError("CoreGraphics shim") }
+    /// `var alphaInfo: CGImageAlphaInfo { get }` (developer.apple.com/documentation/coregraphics/cgimage/alphainfo).
+    public var alphaInfo: CGImageAlphaInfo { fatalError("CoreGraphics shim") }
+}
+
+/// `enum CGImageAlphaInfo : UInt32, @unchecked Sendable` in the SDK
+/// (developer.apple.com/documentation/coregraphics/cgimagealphainfo).
+public enum CGImageAlphaInfo: UInt32, @unchecked Sendable {
+    case none = 0, premultipliedLast, premultipliedFirst, last, first, noneSkipLast, noneSkipFirst, alphaOnly
 }

@@ -61,6 +61,12 @@ public func CGImageDestinationFinalize(_ idst: CGImageDestination) -> Bool {
     fatalError("ImageIO shim")
 }
 
+// `let kCGImageDestinationLossyCompressionQuality: CFString` (iOS 4, macOS 10.4) and
+// `let kCGImageDestinationImageMaxPixelSize: CFString` (iOS 8, macOS 10.10): properties of an image
+// added to a destination, its lossy quality (0 to 1) and the longest side it is scaled down to.
+nonisolated(unsafe) public let kCGImageDestinationLossyCompressionQuality: CFString = "kCGImageDestinationLossyCompressionQuality"
+nonisolated(unsafe) public let kCGImageDestinationImageMaxPixelSize: CFString = "kCGImageDestinationImageMaxPixelSize"
+
 // `public let kCGImageSource...: CFString` in the SDK (imported C constants, readable from any thread).
 // SHIM: `nonisolated(unsafe)`, because NSString is not Sendable here and Swift source cannot declare
 // an imported constant.

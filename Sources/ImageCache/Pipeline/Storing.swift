@@ -103,8 +103,21 @@ nonisolated extension ImageCache {
     }
 
     /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws only when their size is known now and too large.
+    /// Throws when their size is known now and too large. An image that memory does not keep (it
+    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
+    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
     internal func store(_ image: Image, under key: Key) throws {
+        let (known, memoryKeeps, maxPixels) = lock.withLock {
+            (_storedBytes(of: image).size != nil, Self.memoryCost(of: image) <= _state.settings.memoryMaxBytes / 4,
+             _decodeLimits.maxPixels)
+        }
+        if !memoryKeeps, !known {
+            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
+            guard let data = encode(image) else {
+                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
+            }
+            return try store(Payload(bytes: data, image: image), under: key)
+        }
         let now = currentTime()
         let stopped: [Stopped] = try lock.withLock {
             let limit = _state.settings.maxImageBytes
@@ -119,7 +132,8 @@ nonisolated extension ImageCache {
             if bytes.data != nil {
                 _queueOnDisk(.write(item, key: key, usedAt: now))
             } else {
-                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit)))
+                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit,
+                                               maxPixels: _decodeLimits.maxPixels)))
             }
             return stopped
         }
@@ -135,7 +149,7 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func _storedBytes(of image: Image) -> StoredBytes {
@@ -156,11 +170,12 @@ nonisolated extension ImageCache {
         let image: Image
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
+        let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
         var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
-             limit: Int) {
-            (self.item, self.image, self.source, self.limit) = (item, image, source, limit)
+             limit: Int, maxPixels: Int) {
+            (self.item, self.image, self.source, self.limit, self.maxPixels) = (item, image, source, limit, maxPixels)
         }
 
         func with(_ data: Data) -> DiskStore.Item {
@@ -170,7 +185,8 @@ nonisolated extension ImageCache {
     }
 
     /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
-    /// the file, else encoded on a decode worker first (`storedOnDisk` writes them then).
+    /// the file, else encoded first on `encodes`, not on a decode worker that downloads wait for
+    /// (`storedOnDisk` writes them then).
     internal func storeOnDisk(_ job: ImageStore) {
         let now = currentTime()
         if let source = job.source,
@@ -180,8 +196,8 @@ nonisolated extension ImageCache {
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
         disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? Self.encodedBytes(of:)
-        decodes.async {
+        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
+        Self.encodes.async {
             let data = encode(job.image)
             self.diskQueue.async { self.storedOnDisk(job, data) }
         }
@@ -212,6 +228,11 @@ nonisolated extension ImageCache {
         for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
     }
 
+    /// Where stored images are encoded, at a utility priority: a photo's encoding takes a while, and
+    /// the decode workers are the downloads'. (Concurrent: one store's slow encoding does not hold
+    /// a later store of the same key, which wins.)
+    private static let encodes = DispatchQueue(label: "ImageCache.encode", qos: .utility, attributes: .concurrent)
+
     /// `settle` for every store under way (the folder was emptied).
     internal func settleAll() {
         for id in Array(disk.storing.keys) { settle(id) }
@@ -220,16 +241,43 @@ nonisolated extension ImageCache {
 
 // The platform's encoding of an image that has no bytes of its own.
 nonisolated extension ImageCache {
-    /// An image's bytes for the disk where it has none of its own: on UIKit a PNG made by ImageIO,
-    /// with the image's orientation (as EXIF, which ImageIO applies when it decodes) and, for an
-    /// animation, its frames (each for the time UIKit shows it) and play count; on AppKit the PNG of
-    /// its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
-    internal static func encodedBytes(of image: Image) -> Data? {
+    /// How `store(_ image:for:)` encodes an image that has no bytes of its own: a JPEG (quality
+    /// ``storedJPEGQuality``) for an opaque still, as a camera's photo is, compact; a PNG for one
+    /// with transparency or an animation's frames, which a JPEG cannot keep.
+    internal enum StoredEncoding: Equatable { case jpeg, png }
+
+    internal static func storedEncoding(frames: Int, opaque: Bool) -> StoredEncoding {
+        frames == 1 && opaque ? .jpeg : .png
+    }
+
+    internal static let storedJPEGQuality = 0.9
+
+    /// Whether a bitmap whose `CGImageAlphaInfo` has the raw value `raw` is opaque: none, or an
+    /// alpha byte skipped (`noneSkipLast`, `noneSkipFirst`).
+    internal static func isOpaque(alphaInfo raw: UInt32) -> Bool {
+        raw == 0 || raw == 5 || raw == 6
+    }
+
+    /// The longest side a stored image of `width` x `height` pixels is encoded at: `bound` (the
+    /// longest side of a whole decode: more is never shown) if it is longer; nil to keep its size.
+    internal static func storedMaxPixels(width: Int, height: Int, bound: Int) -> Int? {
+        max(width, height) > bound ? max(1, bound) : nil
+    }
+
+    /// An image's bytes for the disk where it has none of its own, by ``storedEncoding(frames:opaque:)``,
+    /// within `maxPixels` on its longest side (``storedMaxPixels(width:height:bound:)``): on UIKit
+    /// made by ImageIO, with the image's orientation (as EXIF, which ImageIO applies when it
+    /// decodes) and, for an animation, its frames (each for the time UIKit shows it) and play count;
+    /// on AppKit of its bitmap (an `NSImage` is drawn upright), at its size; on Linux its own bytes.
+    internal static func encodedBytes(of image: Image, maxPixels: Int) -> Data? {
         #if canImport(UIKit)
         let frames = image.images ?? [image]
         let runs = self.runs(frames)
+        let opaque = runs.allSatisfy { $0.frame.cgImage.map { isOpaque(alphaInfo: $0.alphaInfo.rawValue) } ?? false }
+        let encoding = storedEncoding(frames: runs.count, opaque: opaque)
         let data = NSMutableData()
-        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, "public.png" as CFString,
+        let type = encoding == .jpeg ? "public.jpeg" : "public.png"
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, type as CFString,
                                                                  runs.count, nil) else { return nil }
         let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
         if runs.count > 1 {
@@ -243,13 +291,19 @@ nonisolated extension ImageCache {
             if runs.count > 1 {
                 properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
             }
+            if encoding == .jpeg { properties[kCGImageDestinationLossyCompressionQuality] = storedJPEGQuality }
+            if let longest = storedMaxPixels(width: cgImage.width, height: cgImage.height, bound: maxPixels) {
+                properties[kCGImageDestinationImageMaxPixelSize] = longest
+            }
             CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
         }
         return CGImageDestinationFinalize(destination) ? data as Data : nil
         #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        guard let bitmap = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:)) else { return nil }
+        guard storedEncoding(frames: 1, opaque: !bitmap.hasAlpha) == .jpeg else {
+            return bitmap.representation(using: .png, properties: [:])
         }
+        return bitmap.representation(using: .jpeg, properties: [.compressionFactor: storedJPEGQuality])
         #else
         return image.data
         #endif
