@@ -126,16 +126,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
-    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
-    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
-    // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check, a measurable part of `peek`'s cost.
+    // `lock` guards `_state`, the ledger (see `Ledger`), and the objects that say so where they are
+    // declared (each `Download`, a `FetchTask`'s answer); `locked` is the one way to it. The
+    // transport has a lock of its own, taken after this one. The lock already makes each access
+    // exclusive, so `_state` skips the runtime's own exclusivity check, a measurable part of
+    // `peek`'s cost.
     fileprivate let lock = NSLock()
-    @exclusivity(unchecked) fileprivate var _state: Guarded
+    @exclusivity(unchecked) private var _state: Ledger
 
-    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
-    fileprivate let secondChance = SecondChanceShelf()
     fileprivate let transport: Transport
     fileprivate let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
@@ -199,12 +197,18 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
         }
         transport = Transport(configuration, timeout: settings.requestTimeout)
-        _state = Guarded(settings: settings)
+        _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         transport.cache = self
+        // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
+        // strongly, so that work queued before the cache's last use still runs.
+        _state.queueOnDisk = { [unowned self] work in
+            let cache = self
+            cache.diskQueue.async { cache.run(work) }
+        }
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -214,16 +218,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
-    /// private and changes them only through its methods.
-    fileprivate struct Guarded {
-        // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
-        var memory = MemoryList()  // and the second chance's records
-        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
-        var settings: Settings
-        var lanes = Lanes()
-        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+    /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.
+    /// Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline
+    /// (`peek` runs through here).
+    @inline(__always)
+    fileprivate func locked<Result>(_ body: (inout Ledger) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&_state)
     }
 
     /// What the public properties set.
@@ -380,7 +382,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the URLs.
     public func cancelPrefetching(_ urls: [URL]) {
-        let tasks = lock.withLock { urls.compactMap { _state.prefetches[Key($0)] } }
+        let tasks = locked { $0.prefetchTasks(urls.map(Key.init)) }
         for task in tasks { task.cancel() }
     }
 
@@ -496,13 +498,7 @@ nonisolated extension ImageCache {
     /// bytes already received. Nothing happens if `url` is not being fetched.
     public func moveToSlowQueue(_ url: URL, key: String? = nil) {
         let key = Key(string: key ?? url.absoluteString)
-        let started: [Download] = lock.withLock {
-            guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
-            if case .running = download.phase { return [] }
-            if case .decoding = download.phase { return [] }
-            _state.lanes.move(download, to: download.phase, lane: .slow)
-            return _startReadyDownloads()
-        }
+        let started = locked { $0.moveToSlowLane(key) }
         startNetwork(started)
     }
 
@@ -522,28 +518,7 @@ nonisolated extension ImageCache {
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
     fileprivate func peek(_ key: Key) -> Image? {
         let now = currentTime()
-        // Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline.
-        lock.lock()
-        defer { lock.unlock() }
-        _state.counts.peeks &+= 1
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-               _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
-                guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                _state.memory.markUsed(slot)
-                _state.counts.peekHits &+= 1
-                return image
-            }
-            _evict(slot)
-            return nil
-        case nil:
-            let found = _secondChance(key, now: now)?.image
-            _state.counts.peekHits &+= found == nil ? 0 : 1
-            return found
-        case .loading?, .failed?:
-            return nil
-        }
+        return locked { $0.peek(key, now: now) }
     }
 
     /// True when the last fetch of `url` failed; cleared when `url` is fetched again or removed.
@@ -560,10 +535,7 @@ nonisolated extension ImageCache {
     /// bytes stored under its key are decoded).
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
-        return lock.withLock {
-            if case .loading? = _state.entries[key] { return true }
-            return false
-        }
+        return locked { $0.isLoading(key) }
     }
 
     /// Why the last fetch of `url` failed; nil if it did not, or was fetched again or removed since.
@@ -573,10 +545,8 @@ nonisolated extension ImageCache {
 
     /// Why the last fetch under `key` failed, as ``error(for:)`` says.
     public func error(forKey key: String) -> ImageCache.Error? {
-        lock.withLock {
-            if case .failed(let error, _)? = _state.entries[Key(string: key)] { return error }
-            return nil
-        }
+        let key = Key(string: key)
+        return locked { $0.error(for: key) }
     }
 
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
@@ -590,11 +560,7 @@ nonisolated extension ImageCache {
     /// Forgets what is cached under `key`, as ``remove(_:)`` does.
     public func remove(key: String) {
         let key = Key(string: key)
-        let stopped: [Stopped] = lock.withLock {
-            secondChance.removeObject(forKey: key)
-            _queueOnDisk(.remove(key.string))
-            return _forgetWithSizes(key)
-        }
+        let stopped = locked { $0.remove(key) }
         finishStopped(stopped)
     }
 
@@ -603,11 +569,7 @@ nonisolated extension ImageCache {
     /// once (memory is empty then) and runs it (see ``DoneCallback``) when the disk is. Another
     /// process's write that is under way at that moment may still land.
     public func removeAll(completion: DoneCallback? = nil) {
-        let stopped: [Stopped] = lock.withLock {
-            _forgetSecondChances()
-            _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
-            return _state.entries.keys.compactMap { _forget($0) }
-        }
+        let stopped = locked { $0.removeAll() }
         finishStopped(stopped)
         finishDiskWork(completion)
     }
@@ -617,11 +579,7 @@ nonisolated extension ImageCache {
     /// under UIKit. Targets of a ``Binder`` that are not displayed let their images go.
     public func purgeMemory() {
         let now = currentTime()
-        lock.withLock {
-            let evicted = _state.memory.indicesFromLeastRecent().map { _evict($0) }
-            _forgetSecondChances()
-            _keepOnDisk(evicted, usedAt: now)
-        }
+        locked { $0.purge(now: now) }
         NotificationCenter.default.post(name: Self.memoryPurged, object: self)  // for the binders
     }
 
@@ -632,9 +590,7 @@ nonisolated extension ImageCache {
     /// given a `completion`, returns at once and runs it (see ``DoneCallback``) when done.
     public func persistCacheToDisk(completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
-        }
+        locked { $0.persist(now: now) }
         finishDiskWork(completion)
     }
 
@@ -648,10 +604,9 @@ nonisolated extension ImageCache {
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
                                 completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
-            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes),
-                                 now: now))
+        locked { ledger in
+            ledger.queueOnDisk(.reduce(recency: ledger.recency, maxCount: max(0, maxImageCount),
+                                       maxBytes: max(0, maxBytes), now: now))
         }
         finishDiskWork(completion)
     }
@@ -706,30 +661,20 @@ nonisolated extension ImageCache {
 
     /// The value of a setting, read under the lock.
     private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
-        lock.withLock { _state.settings[keyPath: setting] }
+        locked { $0.settings[keyPath: setting] }
     }
 
     /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
     /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
-        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
-    }
-
-    /// Changes a setting and runs `then`, the work the new value calls for, under the lock.
-    /// Returns what `then` returns, for the caller to act on after unlocking.
-    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
-                                        then: () -> Effects) -> Effects {
-        lock.withLock {
-            _state.settings[keyPath: setting] = value
-            return then()
-        }
+        locked { $0.change(setting, to: value, disk: disk) }
     }
 
     /// Changes a memory limit; what no longer fits leaves memory at once.
     private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
         let now = currentTime()
-        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
+        locked { $0.changeMemoryLimit(limit, to: value, now: now) }
     }
 
     fileprivate static let defaultMemoryMaxBytes =
@@ -797,7 +742,10 @@ nonisolated extension ImageCache {
     public var maxConcurrentDownloads: Int {
         get { setting(\.maxConcurrentDownloads) }
         set {
-            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -821,7 +769,10 @@ nonisolated extension ImageCache {
     public var maxStalledDownloads: Int {
         get { setting(\.maxStalledDownloads) }
         set {
-            let started = change(\.maxStalledDownloads, to: max(0, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxStalledDownloads, to: max(0, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -832,8 +783,10 @@ nonisolated extension ImageCache {
         get { setting(\.requestTimeout) }
         set {
             // Under the lock, so that the settings and the transport's session agree.
-            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
-                   then: { transport.setTimeout(_state.settings.requestTimeout) })
+            locked { ledger in
+                ledger.change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue))
+                transport.setTimeout(ledger.settings.requestTimeout)
+            }
         }
     }
 
@@ -897,13 +850,6 @@ nonisolated extension ImageCache {
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
-    }
-
-    /// The bounds a decode for a request made now works within (call with the lock held).
-    fileprivate var _decodeLimits: DecodeLimits {
-        let settings = _state.settings
-        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? Self.screenPixels,
-                            maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -1120,12 +1066,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
-        lock.withLock {
-            var counts = _state.counts
-            (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
-            counts.stalledNow = _state.lanes.stalled
-            return counts
-        }
+        locked { $0.statistics }
     }
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
@@ -1144,7 +1085,7 @@ nonisolated extension ImageCache {
 
     /// Takes the disk's figures (see `DiskStore.counted`), for ``statistics()``.
     fileprivate func diskCounted(_ figures: (files: Int, bytes: Int)) {
-        lock.withLock { (_state.counts.diskFiles, _state.counts.diskBytes) = figures }
+        locked { $0.diskCounted(figures) }
     }
 
     /// The event that delivering `result` to callers stands for (none for a cancellation).
@@ -2023,11 +1964,9 @@ extension ImageCache {
 
 // MARK: - Pipeline/Requests.swift
 
-// Everything below the public files is internal. A miss walks them in this order: Requests,
-// Downloads, Transport, Delivery; they use HTTP, MemoryTier, DiskTier, DiskFiles, Images, Platform
-// and Helpers.
-//
-// Requests: a load (`Load`, `Payload`, `Decoder`), the request path, and cancellation.
+// A load as a request describes it (`Load`), what a decoder makes of bytes (`Payload`, `Decoder`),
+// and the cache's side of a request: routed through the ledger (`Ledger.route`), then delivered,
+// joined to a download, or looked up on disk; and cancellation.
 
 
 nonisolated extension ImageCache {
@@ -2160,11 +2099,10 @@ nonisolated extension ImageCache {
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
         let now = currentTime()
-        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = lock.withLock {
-            let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
+        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
+            let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
-            _state.counts.requests &+= 1
-            return (task, _route(task, load, now: now), _state.settings.onEvent)
+            return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
         case .answered(let result, let bytes):
@@ -2180,9 +2118,354 @@ nonisolated extension ImageCache {
         return task
     }
 
-    /// Where `request` sent a task: answered at once (from memory, or refused), joined to a
-    /// download under way (with the downloads that may start now), to a new download's look-up on
-    /// disk, or nowhere (a prefetch of a key prefetched already).
+    fileprivate func cancel(_ task: FetchTask) {
+        let (cancelled, stopped) = locked { $0.cancel(task) }
+        if let stopped { finishStopped([stopped]) }
+        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+}
+
+// MARK: - Pipeline/Ledger.swift
+
+// The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
+// settings, the prefetches), and the steps that change more than one of them at once: routing a
+// request, joining and leaving a download, forgetting a key. What a look-up, an attempt or a store
+// comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
+// reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
+// never write its fields.
+
+
+nonisolated extension ImageCache {
+    /// All the state the cache's lock guards, one field per part, and the steps over them. Every
+    /// method runs with the lock held (the ledger is reached only through ``ImageCache/locked(_:)``),
+    /// so none is named with a leading `_`. Work for the disk is queued from here, under the lock, so
+    /// that it runs in the order the bookkeeping changed.
+    fileprivate struct Ledger {
+        // What `peek` reads first, together: its layout is part of `peek`'s cost.
+        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
+        var memory = MemoryList()  // and the second chance's records
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
+        var settings: Settings
+        var lanes = Lanes()
+        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
+        /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
+        var queueOnDisk: (DiskWork) -> Void = { _ in }
+
+        init(settings: Settings) { self.settings = settings }
+
+        // The cache's types by their short names in the ledger's extensions in other files, which
+        // (declared at the top level) do not see `ImageCache`'s scope.
+        typealias Key = ImageCache.Key
+        typealias Image = ImageCache.Image
+        typealias Error = ImageCache.Error
+        typealias Payload = ImageCache.Payload
+        typealias Delivery = ImageCache.Delivery
+        typealias Download = ImageCache.Download
+        typealias FetchTask = ImageCache.FetchTask
+        typealias MemoryList = ImageCache.MemoryList
+        typealias SecondChance = ImageCache.SecondChance
+        typealias Settings = ImageCache.Settings
+
+        /// The bounds a decode for a request made now works within.
+        var decodeLimits: DecodeLimits {
+            DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+        }
+
+        /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
+        /// `now`: within the time to live, and not from further ahead of the clock than a clock's
+        /// skew. The one freshness rule of memory, the second chance and `peek`.
+        func isFresh(downloadedAt: TimeInterval, receivedAt: TimeInterval, now: TimeInterval) -> Bool {
+            now < downloadedAt + settings.timeToLive && receivedAt <= now + ImageCache.maxClockSkew
+        }
+
+        // MARK: Requests
+
+        /// Routes `task`, made for `load` (its key, type and lane).
+        mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
+            counts.requests &+= 1
+            let key = load.key
+            if load.isPrefetch {
+                guard prefetches[key] == nil else {  // prefetched already: this one is not needed
+                    task.answer = .delivered
+                    return .none
+                }
+                prefetches[key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            switch entries[key] {
+            case .loaded(let slot)?:
+                if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+            case .loading(let download)?:
+                return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .failed?, nil:
+                break
+            }
+            if let error = Load.refusal(of: task.url) {
+                setFailed(key, error)
+                return .answered(.failure(error), bytes: 0)
+            }
+            // An image evicted lately comes back; a request for another type forgets it (its
+            // entry will replace it).
+            if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
+            if load.decoder.type == nil, let found = secondChance(key, now: now) {
+                counts.memoryHits &+= 1
+                let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
+                return .answered(.success(delivery), bytes: found.bytes)
+            }
+            // A binder's request at a size shares a download of its key under way (a prefetch's,
+            // say): it gets that image, whole, rather than download it twice.
+            if key.size != 0, load.takesWholeUnderWay, case .loading(let whole)? = entries[Key(string: key.string)] {
+                return .joined(started: join(task, whole, fast: load.lane == .fast))
+            }
+            let download = Download(load, limits: decodeLimits)
+            download.waiters.append(task)
+            task.download = download
+            lanes.move(download, to: .checkingDisk)
+            entries[key] = .loading(download)
+            if key.size != 0 { entries.noteSize(key) }
+            return .lookUp(download, maxBytes: settings.maxImageBytes)
+        }
+
+        /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
+        /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
+        /// will replace it).
+        private mutating func memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
+            guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt, now: now),
+                  decoder.type == memory[slot].type else {
+                evict(slot)
+                return nil
+            }
+            memory.markUsed(slot)
+            counts.memoryHits &+= 1
+            // No bytes: the entry is of the requested type.
+            let payload = Payload(image: memory[slot].image, value: memory[slot].value)
+            return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: memory[slot].size)
+        }
+
+        /// The image under `key` if memory (or the second chance) has it fresh, counted as a use;
+        /// a stale one leaves memory.
+        mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
+            counts.peeks &+= 1
+            switch entries[key] {
+            case .loaded(let slot)?:
+                guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
+                              now: now) else {
+                    evict(slot)
+                    return nil
+                }
+                guard let image = memory[slot].image else { return nil }  // data, not an image
+                memory.markUsed(slot)
+                counts.peekHits &+= 1
+                return image
+            case nil:
+                let found = secondChance(key, now: now)?.image
+                counts.peekHits &+= found == nil ? 0 : 1
+                return found
+            case .loading?, .failed?:
+                return nil
+            }
+        }
+
+        /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
+        /// the downloads that may start now.
+        private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
+            download.waiters.append(task)
+            task.download = download
+            counts.deduplicated &+= 1
+            guard fast, download.lane == .slow else { return [] }
+            lanes.move(download, to: download.phase, lane: .fast)
+            return startReady()
+        }
+
+        /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
+        /// waits for it. Returns whether it was cancelled, and the download it stopped.
+        mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .cancelled
+            endPrefetch(task)
+            guard let download = task.download, isCurrent(download) else { return (true, nil) }
+            download.waiters.removeAll { $0 === task }
+            return (true, download.waiters.isEmpty && !download.load.isStore ? forget(download.key) : nil)
+        }
+
+        /// Marks `task` as answered, if it still waits; returns whether it did, and the whole size
+        /// for its `onProgress` if the download left it one.
+        mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .delivered
+            endPrefetch(task)
+            return (true, task.finalProgress)
+        }
+
+        /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+        private mutating func endPrefetch(_ task: FetchTask) {
+            if task.load.isPrefetch, prefetches[task.load.key] === task { prefetches[task.load.key] = nil }
+        }
+
+        /// The requests of `prefetch` for these keys still waiting.
+        func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+
+        // MARK: Downloads
+
+        /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
+        func isCurrent(_ download: Download) -> Bool {
+            if case .loading(let entry)? = entries[download.key] { return entry === download }
+            return false
+        }
+
+        /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
+        func isLoading(_ key: Key) -> Bool {
+            if case .loading? = entries[key] { return true }
+            return false
+        }
+
+        /// Why the last load of `key` failed, if it did and nothing replaced it since.
+        func error(for key: Key) -> Error? {
+            if case .failed(let error, _)? = entries[key] { return error }
+            return nil
+        }
+
+        /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
+        mutating func startReady() -> [Download] {
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+        }
+
+        /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then
+        /// says what may start now; nil when it was not moved. The one "settle and start" step.
+        mutating func move(_ download: Download, ifIn phases: (Download.Phase) -> Bool, to phase: Download.Phase,
+                           lane: Lane? = nil) -> [Download]? {
+            guard isCurrent(download), phases(download.phase) else { return nil }
+            lanes.move(download, to: phase, lane: lane)
+            return startReady()
+        }
+
+        /// Moves a fast-lane download of `key` that has not started to the back of the slow lane.
+        mutating func moveToSlowLane(_ key: Key) -> [Download] {
+            guard case .loading(let download)? = entries[key], download.lane == .fast else { return [] }
+            // A download under way is left to finish: its bytes are coming.
+            let waits: (Download.Phase) -> Bool = { phase in
+                switch phase {
+                case .running, .decoding: return false
+                default: return true
+                }
+            }
+            return move(download, ifIn: waits, to: download.phase, lane: .slow) ?? []
+        }
+
+        /// Marks a download's transfer as sent: `task` is its network task. False when it was
+        /// forgotten or ended meanwhile (then the task is not resumed).
+        mutating func sent(_ download: Download, _ task: URLSessionDataTask) -> Bool {
+            guard case .running(nil) = download.phase else { return false }
+            lanes.move(download, to: .running(task))
+            return true
+        }
+
+        /// A transfer of `download` (task `task`) stalled or resumed: its slot is given up or taken
+        /// back and counted; nil when that changes nothing. `event` is sent in order, under the lock.
+        mutating func stall(_ download: Download, task: URLSessionDataTask, _ stalled: Bool,
+                            event: @autoclosure () -> Event) -> [Download] {
+            guard isCurrent(download), case .running(let running?) = download.phase, running === task,
+                  lanes.stall(download, stalled) else { return [] }
+            if stalled { counts.stalls &+= 1 } else { counts.resumes &+= 1 }
+            if let handler = settings.onEvent {
+                let event = event()
+                settings.callbackQueue.async { handler(event) }
+            }
+            return startReady()
+        }
+
+        /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+        /// less (so never less, even after a retry, and never twice the same), marked as told.
+        func progressed(_ download: Download, received: Int) -> [FetchTask] {
+            download.waiters.filter { task in
+                guard task.load.onProgress != nil, received > task.progress else { return false }
+                task.progress = received
+                return true
+            }
+        }
+
+        // MARK: Forgetting
+
+        /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves
+        /// its lane at once, and the cache passes it to `finishStopped` after unlocking.
+        mutating func forget(_ key: Key) -> Stopped? {
+            switch entries[key] {
+            case .loaded(let slot)?:
+                evict(slot)
+            case .loading(let download)?:
+                entries[key] = nil
+                var task: URLSessionDataTask?
+                if case .running(let running) = download.phase { task = running }
+                lanes.move(download, to: .done)
+                defer { download.waiters = [] }
+                return Stopped(waiters: download.waiters, task: task)
+            case .failed?:
+                entries[key] = nil
+            case nil:
+                break
+            }
+            return nil
+        }
+
+        /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+        ///
+        /// - Complexity: O(1) plus the sizes `key` has had entries at.
+        mutating func forgetWithSizes(_ key: Key) -> [Stopped] {
+            var stopped = forget(key).map { [$0] } ?? []
+            for size in entries.takeSizes(of: key.string) {
+                if let one = forget(Key(string: key.string, size: size)) { stopped.append(one) }
+            }
+            return stopped
+        }
+
+        /// `remove(key:)`: the key, its sizes and its second chance are forgotten, its file removed.
+        mutating func remove(_ key: Key) -> [Stopped] {
+            shelf.removeObject(forKey: key)
+            queueOnDisk(.remove(key.string))
+            return forgetWithSizes(key)
+        }
+
+        /// `removeAll`: everything is forgotten, and the folder emptied after the work queued before.
+        mutating func removeAll() -> [Stopped] {
+            forgetSecondChances()
+            queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
+            return entries.keys.compactMap { forget($0) }
+        }
+
+        mutating func setFailed(_ key: Key, _ error: Error) {
+            entries.setFailed(key, error)
+            counts.failures &+= 1
+        }
+
+        // MARK: Settings and figures
+
+        /// Changes a setting; `disk`, if given, applies it on the disk queue, in order with the disk
+        /// work that follows.
+        mutating func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                              disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+            settings[keyPath: setting] = value
+            if let disk { queueOnDisk(.setting { disk($0, value) }) }
+        }
+
+        /// A snapshot of the counters, with memory's figures and the stalls under way.
+        var statistics: Statistics {
+            var snapshot = counts
+            (snapshot.memoryCount, snapshot.memoryBytes) = (memory.count, memory.bytes)
+            snapshot.stalledNow = lanes.stalled
+            return snapshot
+        }
+
+        /// Takes the disk's figures (see `DiskStore.counted`), for ``ImageCache/statistics()``.
+        mutating func diskCounted(_ figures: (files: Int, bytes: Int)) {
+            (counts.diskFiles, counts.diskBytes) = figures
+        }
+    }
+
+    /// Where `route` sent a task: answered at once (from memory, or refused), joined to a download
+    /// under way (with the downloads that may start now), to a new download's look-up on disk, or
+    /// nowhere (a prefetch of a key prefetched already).
     fileprivate enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
@@ -2190,98 +2473,11 @@ nonisolated extension ImageCache {
         case none
     }
 
-    /// Routes `task`, made for `load` (its key, type and lane), under the lock.
-    private func _route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-        let key = load.key
-        if load.isPrefetch {
-            guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
-                task.answer = .delivered
-                return .none
-            }
-            _state.prefetches[key] = task
-        }
-        if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
-        case .loading(let download)?:
-            return .joined(started: _join(task, download, fast: load.lane == .fast))
-        case .failed?, nil:
-            break
-        }
-        if let error = Load.refusal(of: task.url) {
-            _setFailed(key, error)
-            return .answered(.failure(error), bytes: 0)
-        }
-        // An image evicted lately comes back; a request for another type forgets it (its
-        // entry will replace it).
-        if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
-        if load.decoder.type == nil, let found = _secondChance(key, now: now) {
-            _state.counts.memoryHits &+= 1
-            let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
-            return .answered(.success(delivery), bytes: found.bytes)
-        }
-        // A binder's request at a size shares a download of its key under way (a prefetch's,
-        // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, load.takesWholeUnderWay,
-           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole, fast: load.lane == .fast))
-        }
-        let download = Download(load, limits: _decodeLimits)
-        download.waiters.append(task)
-        task.download = download
-        _state.lanes.move(download, to: .checkingDisk)
-        _state.entries[key] = .loading(download)
-        if key.size != 0 { _state.entries.noteSize(key) }
-        return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
+    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock.
+    fileprivate struct Stopped {
+        let waiters: [FetchTask]
+        let task: URLSessionDataTask?
     }
-
-    /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
-    /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
-    /// will replace it).
-    private func _memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
-        guard now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-              _state.memory[slot].receivedAt <= now + Self.maxClockSkew,
-              decoder.type == _state.memory[slot].type else {
-            _evict(slot)
-            return nil
-        }
-        _state.memory.markUsed(slot)
-        _state.counts.memoryHits &+= 1
-        // No bytes: the entry is of the requested type.
-        let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
-        return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: _state.memory[slot].size)
-    }
-
-    /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
-    /// downloads that may start now.
-    private func _join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-        download.waiters.append(task)
-        task.download = download
-        _state.counts.deduplicated &+= 1
-        guard fast, download.lane == .slow else { return [] }
-        _state.lanes.move(download, to: download.phase, lane: .fast)
-        return _startReadyDownloads()
-    }
-
-    fileprivate func cancel(_ task: FetchTask) {
-        let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .cancelled
-            _endPrefetch(task)
-            guard let download = task.download, _isCurrent(download) else { return (true, nil) }
-            download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty && !download.load.isStore ? _forget(download.key) : nil)
-        }
-        if let stopped { finishStopped([stopped]) }
-        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
-    }
-
-    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
-    fileprivate func _endPrefetch(_ task: FetchTask) {
-        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
-    }
-
 }
 
 // MARK: - Pipeline/EntryTable.swift
@@ -2435,7 +2631,8 @@ nonisolated extension ImageCache {
 
 // MARK: - Pipeline/Downloads.swift
 
-// The download lifecycle: phases, the lanes, the look-up on disk, forgetting.
+// A download (its phases) and the lanes it waits in; the cache's side of the look-up on disk and of
+// finishing the downloads `Ledger.forget` stopped.
 
 
 nonisolated extension ImageCache {
@@ -2649,60 +2846,11 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
-    fileprivate func _isCurrent(_ download: Download) -> Bool {
-        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
-        return false
-    }
-
-    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
-    fileprivate struct Stopped {
-        let waiters: [FetchTask]
-        let task: URLSessionDataTask?
-    }
-
-    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
-    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
-    fileprivate func _forget(_ key: Key) -> Stopped? {
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            _evict(slot)
-        case .loading(let download)?:
-            _state.entries[key] = nil
-            var task: URLSessionDataTask?
-            if case .running(let running) = download.phase { task = running }
-            _state.lanes.move(download, to: .done)
-            defer { download.waiters = [] }
-            return Stopped(waiters: download.waiters, task: task)
-        case .failed?:
-            _state.entries[key] = nil
-        case nil:
-            break
-        }
-        return nil
-    }
-
-    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
-    ///
-    /// - Complexity: O(1) plus the sizes `key` has had entries at.
-    fileprivate func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.entries.takeSizes(of: key.string) {
-            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
-        }
-        return stopped
-    }
-
-    fileprivate func _setFailed(_ key: Key, _ error: Error) {
-        _state.entries.setFailed(key, error)
-        _state.counts.failures &+= 1
-    }
-
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
     /// default) to whoever still waits, and starts what the freed slots allow.
     fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
         guard !stopped.isEmpty else { return }
-        let started = lock.withLock { _startReadyDownloads() }
+        let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
             deliver(item.waiters, result)
@@ -2726,16 +2874,8 @@ nonisolated extension ImageCache {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
-            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
             self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
-        }
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    private func isCheckingDisk(_ download: Download) -> Bool {
-        lock.withLock {
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
-            return true
         }
     }
 
@@ -2765,49 +2905,22 @@ nonisolated extension ImageCache {
     /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
     /// the download on its lane (with an expired entry to revalidate).
     private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-                if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-                _state.lanes.move(download, to: .queued)
-                _state.counts.misses &+= 1
-                started = _startReadyDownloads()
-                return []
-            }
-            _state.counts.diskHits &+= 1
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                                receivedAt: receivedAt), usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        guard let settled else { return }
+        if case .fresh(let payload, _, _)? = found {
+            deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
-        startNetwork(started)
-    }
-
-    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
-    fileprivate func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
-                                maxStalled: _state.settings.maxStalledDownloads)
+        startNetwork(settled.started)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
     fileprivate func requeue(_ download: Download) {
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
-            _state.lanes.move(download, to: .queued)
-            return _startReadyDownloads()
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                        to: .queued)
         }
-        startNetwork(started)
+        startNetwork(started ?? [])
     }
 }
 
@@ -2825,20 +2938,19 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
             for (download, stale) in zip(batch, stale) {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal), response: nil)
+                    freed += networkFinished(download, .failure(refusal))
                 case .success(let request):
-                    let task: URLSessionDataTask? = lock.withLock {
+                    let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit,
-                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                                  seconds: ledger.settings.downloadTimeLimit,
+                                                  stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
-                        _state.lanes.move(download, to: .running(task))
-                        return task
+                        return ledger.sent(download, task) ? task : nil
                     }
                     task?.resume()
                 }
@@ -3115,19 +3227,11 @@ nonisolated extension ImageCache {
     /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
     fileprivate func stallChanged(_ transfer: Transfer) {
         let download = transfer.download
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else {
-                return []
-            }
+        let started = locked { ledger in
             let (stalled, quiet) = transport.stallState(transfer)
-            guard _state.lanes.stall(download, stalled) else { return [] }
-            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
-            if let handler = _state.settings.onEvent {
-                let event: Event = stalled ? .stalled(download.url, seconds: quiet)
-                    : .resumed(download.url, seconds: quiet)
-                _state.settings.callbackQueue.async { handler(event) }
-            }
-            return _startReadyDownloads()
+            return ledger.stall(download, task: transfer.task, stalled,
+                                event: stalled ? .stalled(download.url, seconds: quiet)
+                                    : .resumed(download.url, seconds: quiet))
         }
         startNetwork(started)
     }
@@ -3135,18 +3239,8 @@ nonisolated extension ImageCache {
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
     /// unless it was answered or cancelled meanwhile.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in lock.withLock({ _progressed(download, received: received) }) {
+        for task in locked({ $0.progressed(download, received: received) }) {
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
-
-    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
-    /// less (so never less, even after a retry, and never twice the same), marked as told.
-    fileprivate func _progressed(_ download: Download, received: Int) -> [FetchTask] {
-        download.waiters.filter { task in
-            guard task.load.onProgress != nil, received > task.progress else { return false }
-            task.progress = received
-            return true
         }
     }
 
@@ -3161,8 +3255,8 @@ nonisolated extension ImageCache {
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
-            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
@@ -3171,10 +3265,9 @@ nonisolated extension ImageCache {
             finish(.failure(error), nil)
         case .success(let body):
             // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started: [Download]? = lock.withLock {
-                guard _isCurrent(download), case .running = download.phase else { return nil }
-                _state.lanes.move(download, to: .decoding)
-                return _startReadyDownloads()
+            let started = locked { ledger in
+                ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
+                            to: .decoding)
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
@@ -3182,18 +3275,16 @@ nonisolated extension ImageCache {
             guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             decodes.async {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
+                guard self.locked({ $0.isCurrent(download) }) else { return }
                 finish(download.decoder.decode(body, download.limits), body)
             }
         }
     }
 }
 
-// MARK: - Pipeline/Attempts.swift
+// MARK: - Decoding/Decodes.swift
 
-// The end of a network attempt: the body decoded off the transport (`Decodes`), the outcome judged
-// (`_outcome`), and one handler each: the entry kept in memory and on disk, a retry, the stale
-// entry served offline, a failure.
+// The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
 
 
 nonisolated extension ImageCache {
@@ -3240,156 +3331,38 @@ nonisolated extension ImageCache {
             }
         }
     }
+}
 
-    /// What a network attempt came to, decided under the lock by `_outcome(of:_:response:)`; each
-    /// has one handler.
-    private enum Outcome {
-        case downloaded(Payload)  // to memory and disk, and to the waiters
-        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
-        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
-        case failed(Error)
-    }
+// MARK: - Pipeline/Attempts.swift
 
-    /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is
-    /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
-    /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
-    /// the caller to start (here it would nest one call per queued download that fails at once).
+// The cache's side of the end of a network attempt: settled in the ledger (`Ledger.attemptEnded`),
+// then delivered, or retried after a delay.
+
+
+nonisolated extension ImageCache {
+    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
+    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
+    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
+    /// start now, for the caller to start (here it would nest one call per queued download that
+    /// fails at once).
     fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
-                                 whole: (Int, Int?)? = nil) -> [Download] {
+                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
         let now = currentTime()
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let ended: (outcome: Outcome, delivery: Result<Delivery, Error>?, waiters: [FetchTask])? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download) else { return nil }
-            switch download.phase {
-            case .running, .decoding: break
-            default: return nil
-            }
-            if let whole {  // the body is whole, whatever its decoder made of it
-                for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
-            }
-            let outcome = _outcome(of: download, result, response: response)
-            var delivery: Result<Delivery, Error>?  // nil: the waiters wait for the next attempt
-            switch outcome {
-            case .downloaded(let payload):
-                let answer = (response, sentAt ?? now, notModified)
-                delivery = .success(_keepDownloaded(download, payload, answer, now: now))
-            case .retry:
-                _state.lanes.move(download, to: .waitingToRetry)
-            case .offline(let payload):
-                delivery = .success(_serveOffline(download, payload))
-            case .failed(let error):
-                delivery = _fail(download, error, bytes: bytes)
-            }
-            started = _startReadyDownloads()
-            defer { if delivery != nil { download.waiters = [] } }
-            return (outcome, delivery, download.waiters)
+        let (settled, started, handler) = locked { ledger in
+            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
+            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
         }
-        guard let ended else { return [] }  // forgotten, or ended meanwhile
-        if let delivery = ended.delivery {
+        guard let settled else { return [] }  // forgotten, or ended meanwhile
+        if let delivery = settled.delivery {
             let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(ended.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
+            deliver(settled.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
                     handler: handler)
-        } else if case .retry(let attempt, let delay, let error) = ended.outcome {
-            scheduleRetry(download, ended.waiters, attempt: attempt, delay: delay, error: error)
+        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
+            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
         return started
-    }
-
-    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
-    /// while the retry policy allows, then served stale from disk if the settings ask for that.
-    private func _outcome(of download: Download, _ result: Result<Payload, Error>, response: URLResponse?) -> Outcome {
-        switch result {
-        case .success(let payload):
-            return .downloaded(payload)
-        case .failure(let error) where error.isFatal || error == .cancelled:
-            return .failed(error)
-        case .failure(let error):
-            let policy = _state.settings.retryPolicy
-            if download.attempts <= policy.maxRetries {
-                return .retry(attempt: download.attempts,
-                              delay: policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)),
-                              error: error)
-            }
-            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
-            if _state.settings.servesStaleWhenOffline, let stale = download.stale,
-               !HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
-                return .offline(stale.payload)
-            }
-            return .failed(error)
-        }
-    }
-
-    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
-    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
-    /// get. `answer` is the response, when its request was sent, and whether it is a `304`.
-    private func _keepDownloaded(_ download: Download, _ payload: Payload,
-                                 _ answer: (response: URLResponse?, sentAt: TimeInterval, notModified: Bool),
-                                 now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
-        _state.lanes.move(download, to: .done)
-        let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt, receivedAt: now)
-        let size = payload.bytes?.count
-        if answer.notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
-            _state.entries[download.key] = nil
-            _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
-            return delivery
-        }
-        let downloadedAt = _downloadDate(freshness, now: now)
-        if now < downloadedAt + _state.settings.timeToLive {
-            var kept = payload
-            if answer.notModified { kept.bytes = nil }  // on disk already
-            _keepOnDisk(_insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                        usedAt: now)
-        } else {
-            _state.entries[download.key] = nil  // stale on arrival: memory would never serve it
-        }
-        if let revalidated {
-            _queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
-        } else if !answer.notModified {
-            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
-                                               downloadedAt: downloadedAt, receivedAt: now,
-                                               validators: Validators(answer.response), headers: headers),
-                                key: download.key, usedAt: now))
-        }
-        return delivery
-    }
-
-    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
-    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
-    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
-    /// `no-cache` (revalidated before every reuse), in both modes.
-    private func _downloadDate(_ freshness: HTTP.Freshness, now: TimeInterval) -> TimeInterval {
-        let timeToLive = _state.settings.timeToLive
-        guard !freshness.cacheControl.noCache else { return 0 }
-        guard _state.settings.usesServerMaxAge else { return now }
-        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
-        return remaining > 0 ? now + remaining - timeToLive : 0
-    }
-
-    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
-    /// for memory (the disk keeps it).
-    private func _serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
-        _state.lanes.move(download, to: .done)
-        _state.entries[download.key] = nil
-        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
-    }
-
-    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
-    /// another type decode the bytes themselves.
-    private func _fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
-        _state.lanes.move(download, to: .done)
-        _setFailed(download.key, error)
-        guard let bytes else { return .failure(error) }
-        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
-                                 failed: (download.decoder.type, error), limits: download.limits))
     }
 
     /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
@@ -3401,6 +3374,250 @@ nonisolated extension ImageCache {
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
+}
+
+// MARK: - Pipeline/Settlement.swift
+
+// What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
+// lock: the entry kept in memory and queued for the disk, a retry, the stale entry served offline,
+// a failure. Each step returns what the cache does after unlocking (the waiters to deliver to, the
+// downloads that may start); the cache's side of each is in Downloads, Attempts and Storing.
+
+
+nonisolated extension ImageCache {
+    /// What a network attempt came to, decided by `Ledger.outcome(of:_:response:)`; each has one
+    /// handler.
+    fileprivate enum Outcome {
+        case downloaded(Payload)  // to memory and disk, and to the waiters
+        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
+        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
+        case failed(Error)
+    }
+
+    /// An attempt settled: its outcome, what its waiters get (nil: they wait for the next attempt),
+    /// and who they are.
+    fileprivate struct Settled {
+        let outcome: Outcome
+        let delivery: Result<Delivery, Error>?
+        let waiters: [FetchTask]
+    }
+
+    /// A network attempt's answer, as the transport hands it over: the response, when its request
+    /// was sent, and whether it is a `304` for the stale entry.
+    fileprivate struct Reply {
+        var response: URLResponse?
+        var sentAt: TimeInterval?
+        var notModified = false
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    // MARK: Look-ups on disk
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
+    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
+    /// waiters. Nil when the download was forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
+                           now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
+        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
+            if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
+            lanes.move(download, to: .queued)
+            counts.misses &+= 1
+            return ([], startReady())
+        }
+        counts.diskHits &+= 1
+        lanes.move(download, to: .done)
+        var kept = payload
+        kept.bytes = nil  // they are on disk
+        keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                          receivedAt: receivedAt), usedAt: now)
+        defer { download.waiters = [] }
+        return (download.waiters, startReady())
+    }
+
+    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
+    func isCheckingDisk(_ download: Download) -> Bool {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return false }
+        return true
+    }
+
+    // MARK: Network attempts
+
+    /// Ends a network attempt of a download still current and running or decoding (nil if not):
+    /// the entry goes to memory and disk and the waiters get it, or it waits to be retried, or it
+    /// failed. `whole` is the body's size (and the announced one), which the waiters with an
+    /// `onProgress` hear before their completion.
+    mutating func attemptEnded(_ download: Download, _ result: Result<Payload, Error>, bytes: Data?,
+                               _ answer: ImageCache.Reply, whole: (Int, Int?)?,
+                               now: TimeInterval) -> ImageCache.Settled? {
+        guard isCurrent(download) else { return nil }
+        switch download.phase {
+        case .running, .decoding: break
+        default: return nil
+        }
+        if let whole {  // the body is whole, whatever its decoder made of it
+            for task in progressed(download, received: whole.0) { task.finalProgress = whole }
+        }
+        let outcome = outcome(of: download, result, response: answer.response)
+        var delivery: Result<Delivery, Error>?
+        switch outcome {
+        case .downloaded(let payload):
+            delivery = .success(keepDownloaded(download, payload, answer, now: now))
+        case .retry:
+            lanes.move(download, to: .waitingToRetry)
+        case .offline(let payload):
+            delivery = .success(serveOffline(download, payload))
+        case .failed(let error):
+            delivery = fail(download, error, bytes: bytes)
+        }
+        defer { if delivery != nil { download.waiters = [] } }
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: download.waiters)
+    }
+
+    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
+    /// while the retry policy allows, then served stale from disk if the settings ask for that.
+    private func outcome(of download: Download, _ result: Result<Payload, Error>,
+                         response: URLResponse?) -> ImageCache.Outcome {
+        switch result {
+        case .success(let payload):
+            return .downloaded(payload)
+        case .failure(let error) where error.isFatal || error == .cancelled:
+            return .failed(error)
+        case .failure(let error):
+            let policy = settings.retryPolicy
+            if download.attempts <= policy.maxRetries {
+                return .retry(attempt: download.attempts,
+                              delay: policy.delay(attempt: download.attempts,
+                                                  retryAfter: ImageCache.HTTP.retryAfter(response)),
+                              error: error)
+            }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if settings.servesStaleWhenOffline, let stale = download.stale,
+               !ImageCache.HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
+            return .failed(error)
+        }
+    }
+
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get.
+    private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
+                                         now: TimeInterval) -> Delivery {
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        lanes.move(download, to: .done)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
+        let size = payload.bytes?.count
+        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
+            entries[download.key] = nil
+            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
+        let downloadedAt = downloadDate(freshness, now: now)
+        if now < downloadedAt + settings.timeToLive {
+            var kept = payload
+            if answer.notModified { kept.bytes = nil }  // on disk already
+            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                       usedAt: now)
+        } else {
+            entries[download.key] = nil  // stale on arrival: memory would never serve it
+        }
+        if let revalidated {
+            queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            queueOnDisk(.write(ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes,
+                                                         size: size ?? 0, downloadedAt: downloadedAt, receivedAt: now,
+                                                         validators: ImageCache.Validators(answer.response),
+                                                         headers: headers),
+                               key: download.key, usedAt: now))
+        }
+        return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func downloadDate(_ freshness: ImageCache.HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
+    }
+
+    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
+    /// for memory (the disk keeps it).
+    private mutating func serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
+        lanes.move(download, to: .done)
+        entries[download.key] = nil
+        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
+    }
+
+    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
+    /// another type decode the bytes themselves.
+    private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
+        lanes.move(download, to: .done)
+        setFailed(download.key, error)
+        guard let bytes else { return .failure(error) }
+        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                 failed: (download.decoder.type, error), limits: download.limits))
+    }
+
+    // MARK: Stores
+
+    /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
+    /// the key's downloads (and those of its sizes) and its second chance. Returns what it stopped.
+    mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
+        let limit = settings.maxImageBytes
+        if let size, size > limit { throw Error.tooLarge(limit: limit) }
+        let stopped = forgetWithSizes(key)
+        shelf.removeObject(forKey: key)  // an older image of the key
+        return stopped
+    }
+
+    /// Puts `payload` in memory under `key` at `now`, and `item` on disk (bytes to write, or an
+    /// image whose bytes are made first).
+    mutating func keepStored(_ key: ImageCache.Key, _ payload: Payload, size: Int, _ disk: ImageCache.DiskWork,
+                             now: TimeInterval) {
+        keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
+        queueOnDisk(disk)
+    }
+
+    /// Makes `download` the entry of its key while a store's bytes decode: the waiters of the
+    /// downloads `stopped` wait for it instead (their transfers still stop), and `write` is queued
+    /// now, before any later look-up of the key on disk.
+    mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
+                               write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
+        let stopped = stopped.map { stopped in
+            for task in stopped.waiters { task.download = download }
+            download.waiters += stopped.waiters
+            return ImageCache.Stopped(waiters: [], task: stopped.task)
+        }
+        lanes.move(download, to: .decoding)
+        entries[download.key] = .loading(download)
+        queueOnDisk(write)
+        return stopped
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile (nil): the entry
+    /// goes to memory, and its waiters are returned.
+    mutating func storeDecoded(_ download: Download, _ payload: Payload, size: Int,
+                               now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(download) else { return nil }
+        lanes.move(download, to: .done)
+        var kept = payload
+        if download.written { kept.bytes = nil }  // on disk already
+        keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
+        defer { download.waiters = [] }
+        return (download.waiters, startReady())
     }
 }
 
@@ -3481,12 +3698,7 @@ nonisolated extension ImageCache {
     /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
     /// `onProgress` with the whole size, if the download left it one.
     private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
-            _endPrefetch(task)
-            return (true, task.finalProgress)
-        }
+        let (due, progress) = locked { $0.answer(task) }
         guard due else { return }
         if let progress { task.load.onProgress?(progress.received, progress.expected) }
         task.completion(result)
@@ -3513,7 +3725,7 @@ nonisolated extension ImageCache {
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     fileprivate func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
         guard let handler else { return }
         queue.async { handler(event) }
     }
@@ -3534,7 +3746,7 @@ nonisolated extension ImageCache {
     fileprivate func store(_ data: Data, under key: Key) throws {
         let decoder = storeDecoder
         guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
-        let limits = lock.withLock { _decodeLimits }
+        let limits = locked { $0.decodeLimits }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -3542,17 +3754,14 @@ nonisolated extension ImageCache {
     /// of the key, and of its sizes (the binder's), stop; their callers get it.
     private func store(_ payload: Payload, under key: Key) throws {
         let now = currentTime()
-        let waiting: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
+        let size = payload.bytes?.count ?? 0
+        let item = DiskStore.Item(url: key.string, data: payload.bytes, size: size, downloadedAt: now, receivedAt: now)
+        let stopped = try locked { ledger in
+            let stopped = try ledger.replace(key, size: size)
+            ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
             return stopped
         }
-        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
     }
 
     /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
@@ -3561,21 +3770,11 @@ nonisolated extension ImageCache {
     /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
     private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
         let now = currentTime()
-        let (download, stopped): (Download, [Stopped]) = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard data.count <= limit else { throw Error.tooLarge(limit: limit) }
-            let download = Download(Load(storing: key, at: now, decoder), limits: _decodeLimits)
-            let stopped = _forgetWithSizes(key).map { stopped in
-                for task in stopped.waiters { task.download = download }
-                download.waiters += stopped.waiters
-                return Stopped(waiters: [], task: stopped.task)
-            }
-            secondChance.removeObject(forKey: key)
-            _state.lanes.move(download, to: .decoding)
-            _state.entries[key] = .loading(download)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now,
-                                               receivedAt: now), key: key, usedAt: now))
-            return (download, stopped)
+        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
+        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
+            let replaced = try ledger.replace(key, size: data.count)
+            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
+            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
         }
         finishStopped(stopped)  // their transfers stop; their callers wait for this decode
         decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
@@ -3590,44 +3789,24 @@ nonisolated extension ImageCache {
         payload.bytes = data  // what the file holds, for the waiters that read the bytes
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        var started: [Download] = []
-        let waiters: [FetchTask]? = lock.withLock {
-            guard _isCurrent(download) else { return nil }
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            if download.written { kept.bytes = nil }  // on disk already
-            _keepOnDisk(_insert(download.key, kept, size: data.count, downloadedAt: download.load.storedAt ?? now),
-                        usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters {
-            deliver(waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                               limits: download.limits)))
-        }
-        startNetwork(started)
+        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
+        deliver(settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                   limits: download.limits)))
+        startNetwork(settled.started)
     }
 
     /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
     /// Throws only when their size is known now and too large.
     fileprivate func store(_ image: Image, under key: Key) throws {
         let now = currentTime()
-        let stopped: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            let bytes = _storedBytes(of: image)
-            if let size = bytes.size, size > limit { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)
-            _keepOnDisk(_insert(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0,
-                                downloadedAt: now), usedAt: now)
+        let stopped = try locked { ledger in
+            let bytes = storedBytes(of: image, in: ledger)
+            let stopped = try ledger.replace(key, size: bytes.size)
             let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
                                       receivedAt: now)
-            if bytes.data != nil {
-                _queueOnDisk(.write(item, key: key, usedAt: now))
-            } else {
-                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit)))
-            }
+            let disk: DiskWork = bytes.data != nil ? .write(item, key: key, usedAt: now)
+                : .store(ImageStore(item, image, from: bytes.file, limit: ledger.settings.maxImageBytes))
+            ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
             return stopped
         }
         finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
@@ -3645,10 +3824,9 @@ nonisolated extension ImageCache {
     /// else none: it is encoded (``encodedBytes(of:)``).
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
-    private func _storedBytes(of image: Image) -> StoredBytes {
+    private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let slot = _state.memory.slot(holding: image) else { return StoredBytes() }
-        let entry = _state.memory[slot]
+        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }
@@ -4200,115 +4378,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
-    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
-    /// request decodes it again, at the screen's.
-    fileprivate func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
-                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
-        let size = size ?? payload.bytes?.count ?? 0
-        let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
-            if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
-            return []
-        }
-        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
-        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
-        // every older entry was used; then it is clear, as for any entry not used since.
-        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              data: payload.bytes, size: size, cost: cost,
-                                              downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
-                                              referenced: true))
-        if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
-        defer { _state.memory[slot].referenced = false }
-        return _evictOverLimits()
-    }
-
-    /// When memory is over its count or byte limit, evicts the least recently used images (in
-    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
-    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
-    /// shares both limits with memory.
-    fileprivate func _evictOverLimits() -> [MemoryList.Slot] {
-        let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
-        var evicted: [MemoryList.Slot] = []
-        let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
-        if overCount || overBytes {
-            let batch = max(1, cap / 10)
-            while _state.memory.count > cap || (overCount && evicted.count < batch)
-                    || (overBytes && _state.memory.bytes > budget - budget / 10), let victim = _state.memory.victim() {
-                evicted.append(_evict(victim))
-            }
-            _state.counts.evictions &+= evicted.count
-            // Only the most recent few: the second chance is for what was just evicted, and an
-            // NSCache insert is not cheap.
-            for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
-        }
-        // Everything `peek` can return stays within the limits: memory first, the second chance after.
-        while _state.memory.secondChanceCount > min(64, max(1, cap / 5))
-                || _state.memory.count + _state.memory.secondChanceCount > cap
-                || _state.memory.secondChanceBytes > budget - _state.memory.bytes,
-              let (oldKey, serial) = _state.memory.popSecondChance() {
-            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
-        }
-        return evicted
-    }
-
-    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
-    @discardableResult
-    fileprivate func _evict(_ slot: Int) -> MemoryList.Slot {
-        let gone = _state.memory.remove(slot)
-        _state.entries[gone.key] = nil
-        return gone
-    }
-
-    /// Queues memory's entries for the disk: each is written unless its file is there already, in
-    /// which case it is marked as used (least recent first, so that the order of use is kept).
-    fileprivate func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.map(\.item)
-        guard !items.isEmpty else { return }
-        _queueOnDisk(.keep(items, usedAt: now))
-    }
-
-    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
-    private func _keepSecondChance(_ slot: MemoryList.Slot) {
-        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
-        let serial = _state.memory.recordSecondChance(slot.key, cost: slot.cost)
-        secondChance.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
-    }
-
-    fileprivate func _forgetSecondChances() {
-        secondChance.removeAllObjects()
-        _state.memory.forgetSecondChances()
-    }
-
-    /// The second chance: an image evicted lately comes back into memory.
-    fileprivate func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot,
-              let image = found.image else { return nil }
-        secondChance.removeObject(forKey: key)
-        guard now < found.downloadedAt + _state.settings.timeToLive,
-              found.receivedAt <= now + Self.maxClockSkew else { return nil }
-        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
-                            receivedAt: found.receivedAt), usedAt: now)
-        return (image, found.size)
-    }
-
-    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
-    fileprivate func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
-        lock.withLock {
-            switch _state.entries[key] {
-            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
-                _state.memory[slot].data = nil
-            case .loading(let download)? where download.load.storedAt == downloadedAt:
-                download.written = true
-            default:
-                break
-            }
-        }
-    }
-
     /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
     fileprivate static let maxFailuresRemembered = 1_000
 
@@ -4319,6 +4388,140 @@ nonisolated extension ImageCache {
     /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
     fileprivate static let maxClockSkew: TimeInterval = 60
 
+}
+
+// Memory's steps in the ledger: they change the list and the entries that point into it together.
+nonisolated extension ImageCache.Ledger {
+    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
+    mutating func insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
+                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+        let size = size ?? payload.bytes?.count ?? 0
+        let cost = payload.image.map(ImageCache.memoryCost(of:)) ?? size
+        guard cost <= settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
+            if case .loaded(let old)? = entries.removeValue(forKey: key) { memory.remove(old) }
+            return []
+        }
+        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
+        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
+        // every older entry was used; then it is clear, as for any entry not used since.
+        let slot = memory.insert(.init(key: key, image: payload.image, value: payload.value,
+                                       data: payload.bytes, size: size, cost: cost,
+                                       downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
+                                       referenced: true))
+        if case .loaded(let old)? = entries.updateValue(.loaded(slot), forKey: key) { memory.remove(old) }
+        defer { memory[slot].referenced = false }
+        return evictOverLimits()
+    }
+
+    /// When memory is over its count or byte limit, evicts the least recently used images (in
+    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
+    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
+    /// shares both limits with memory.
+    mutating func evictOverLimits() -> [MemoryList.Slot] {
+        let (cap, budget) = (settings.memoryMaxCount, settings.memoryMaxBytes)
+        var evicted: [MemoryList.Slot] = []
+        let (overCount, overBytes) = (memory.count > cap, memory.bytes > budget)
+        if overCount || overBytes {
+            let batch = max(1, cap / 10)
+            while memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && memory.bytes > budget - budget / 10), let victim = memory.victim() {
+                evicted.append(evict(victim))
+            }
+            counts.evictions &+= evicted.count
+            // Only the most recent few: the second chance is for what was just evicted, and an
+            // NSCache insert is not cheap.
+            for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
+        }
+        // Everything `peek` can return stays within the limits: memory first, the second chance after.
+        while memory.secondChanceCount > min(64, max(1, cap / 5))
+                || memory.count + memory.secondChanceCount > cap
+                || memory.secondChanceBytes > budget - memory.bytes,
+              let (oldKey, serial) = memory.popSecondChance() {
+            if shelf.object(forKey: oldKey)?.serial == serial { shelf.removeObject(forKey: oldKey) }
+        }
+        return evicted
+    }
+
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    mutating func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int, now: TimeInterval) {
+        settings[keyPath: limit] = value
+        keepOnDisk(evictOverLimits(), usedAt: now)
+    }
+
+    /// Takes an entry out of memory; returns it, for `keepOnDisk`.
+    @discardableResult
+    mutating func evict(_ slot: Int) -> MemoryList.Slot {
+        let gone = memory.remove(slot)
+        entries[gone.key] = nil
+        return gone
+    }
+
+    /// Queues memory's entries for the disk: each is written unless its file is there already, in
+    /// which case it is marked as used (least recent first, so that the order of use is kept).
+    mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
+        let items = slots.map(\.item)
+        guard !items.isEmpty else { return }
+        queueOnDisk(.keep(items, usedAt: now))
+    }
+
+    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
+    private mutating func keepSecondChance(_ slot: MemoryList.Slot) {
+        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        let serial = memory.recordSecondChance(slot.key, cost: slot.cost)
+        shelf.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
+    }
+
+    mutating func forgetSecondChances() {
+        shelf.removeAllObjects()
+        memory.forgetSecondChances()
+    }
+
+    /// The second chance: an image evicted lately comes back into memory.
+    mutating func secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
+        guard key.size == 0, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
+        shelf.removeObject(forKey: key)
+        guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
+        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
+        keepOnDisk(insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
+                          receivedAt: found.receivedAt), usedAt: now)
+        return (image, found.size)
+    }
+
+    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
+    mutating func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
+        switch entries[key] {
+        case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
+            memory[slot].data = nil
+        case .loading(let download)? where download.load.storedAt == downloadedAt:
+            download.written = true
+        default:
+            break
+        }
+    }
+
+    /// `purgeMemory`: every entry leaves memory (its file is written if it is missing).
+    mutating func purge(now: TimeInterval) {
+        let evicted = memory.indicesFromLeastRecent().map { evict($0) }
+        forgetSecondChances()
+        keepOnDisk(evicted, usedAt: now)
+    }
+
+    /// `persistCacheToDisk`: every entry in memory is queued for the disk, least recent first.
+    mutating func persist(now: TimeInterval) {
+        keepOnDisk(memory.indicesFromLeastRecent().map { memory[$0] }, usedAt: now)
+    }
+
+    /// The keys in memory, least recently used first.
+    var recency: [String] { memory.indicesFromLeastRecent().map { memory[$0].key.string } }
+
+    /// The entry in memory that holds `image`, if one does.
+    func slot(holding image: Image) -> MemoryList.Slot? {
+        memory.slot(holding: image).map { memory[$0] }
+    }
 }
 
 // What an image costs memory, by platform.
@@ -4351,7 +4554,7 @@ nonisolated extension ImageCache {
 
 
 nonisolated extension ImageCache {
-    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
@@ -4364,20 +4567,16 @@ nonisolated extension ImageCache {
         case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
-    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
-    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
-    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
-    /// work are not changes, and are queued as they are.)
-    fileprivate func _queueOnDisk(_ work: DiskWork) {
-        diskQueue.async { self.run(work) }
-    }
-
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
-    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    /// Does `work`, on the disk queue, where `Ledger.queueOnDisk` sends it with the lock held, so
+    /// that disk work runs in the order the bookkeeping changed: no write of an entry that `remove`
+    /// or `removeAll` forgot can follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`,
+    /// and the waits for queued work are not changes, and are queued as they are.) Keys are hashed
+    /// into file names here, not under the lock. A write or a removal of a file ends a store of it
+    /// still encoding (`settle`).
     fileprivate func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
@@ -5488,7 +5687,7 @@ nonisolated extension ImageCache {
     /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
     fileprivate var wholeDecodeBound: Int? {
         #if canImport(ImageIO)
-        return lock.withLock { _decodeLimits.maxPixels }
+        return locked { $0.decodeLimits.maxPixels }
         #else
         return nil
         #endif
@@ -5928,28 +6127,28 @@ nonisolated extension ImageCache {
     }
 
     /// How many images memory holds now.
-    @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
+    @_spi(Testing) public var memoryCount: Int { locked { $0.memory.count } }
 
     /// The most transfers the cache had under way at once (sent and not yet completed).
     @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
 
     /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
-    @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
+    @_spi(Testing) public var memoryBytes: Int { locked { $0.memory.bytes } }
 
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
-        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
+        locked { ledger in ledger.memory.indicesFromLeastRecent().map { ledger.memory[$0].key.description } }
     }
 
     /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
     /// bytes are in, waiting for a decode or in one.
     @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
-        lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
+        locked { ($0.lanes.runningFast + $0.lanes.runningSlow, $0.lanes.decoding) }
     }
 
     /// The bounds a decode for a request made now works within (see `DecodeLimits`).
     @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
-        let limits = lock.withLock { _decodeLimits }
+        let limits = locked { $0.decodeLimits }
         return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
     }
 
@@ -5972,29 +6171,29 @@ nonisolated extension ImageCache {
     /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
     /// no check: `Lanes.move` is the only way to change them.
     @_spi(Testing) public func checkInvariants() -> [String] {
-        var problems: [String] = lock.withLock {
+        var problems: [String] = locked { ledger in
             var problems: [String] = []
-            let order = _state.memory.indicesFromLeastRecent()
-            if order.count != _state.memory.count {
-                problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
+            let order = ledger.memory.indicesFromLeastRecent()
+            if order.count != ledger.memory.count {
+                problems.append("memory list has \(order.count) slots, count says \(ledger.memory.count)")
             }
-            if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
-                let (held, chances) = (_state.memory.count, _state.memory.secondChanceCount)
+            if ledger.memory.count + ledger.memory.secondChanceCount > ledger.settings.memoryMaxCount {
+                let (held, chances) = (ledger.memory.count, ledger.memory.secondChanceCount)
                 problems.append("memory and second chance hold \(held)+\(chances)"
-                                + " > cap \(_state.settings.memoryMaxCount)")
+                                + " > cap \(ledger.settings.memoryMaxCount)")
             }
-            if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
-                let (cost, chances) = (_state.memory.bytes, _state.memory.secondChanceBytes)
+            if ledger.memory.bytes + ledger.memory.secondChanceBytes > ledger.settings.memoryMaxBytes {
+                let (cost, chances) = (ledger.memory.bytes, ledger.memory.secondChanceBytes)
                 problems.append("memory and second chance cost \(cost)+\(chances)"
-                                + " > budget \(_state.settings.memoryMaxBytes)")
+                                + " > budget \(ledger.settings.memoryMaxBytes)")
             }
             var loaded = 0
-            for (key, entry) in _state.entries.all {
+            for (key, entry) in ledger.entries.all {
                 switch entry {
                 case .loaded(let slot):
                     loaded += 1
-                    if _state.memory[slot].key != key {
-                        problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)")
+                    if ledger.memory[slot].key != key {
+                        problems.append("slot of \(key.string) holds \(ledger.memory[slot].key.string)")
                     }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
@@ -6005,10 +6204,10 @@ nonisolated extension ImageCache {
                     break
                 }
             }
-            if loaded != _state.memory.count {
-                problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)")
+            if loaded != ledger.memory.count {
+                problems.append("\(loaded) loaded entries, memory count \(ledger.memory.count)")
             }
-            problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
+            problems += ledger.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
             return problems
         }
         problems += diskQueue.sync {
@@ -6026,9 +6225,9 @@ nonisolated extension ImageCache {
     @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
         let key = Key(url)
         let now = currentTime()
-        lock.withLock {
-            let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
+        locked { ledger in
+            let evicted = ledger.insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
+            if !evicted.isEmpty { ledger.queueOnDisk(.touch(evicted.map(\.url), at: now)) }
         }
     }
 

@@ -103,12 +103,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
-        lock.withLock {
-            var counts = _state.counts
-            (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
-            counts.stalledNow = _state.lanes.stalled
-            return counts
-        }
+        locked { $0.statistics }
     }
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
@@ -127,7 +122,7 @@ nonisolated extension ImageCache {
 
     /// Takes the disk's figures (see `DiskStore.counted`), for ``statistics()``.
     internal func diskCounted(_ figures: (files: Int, bytes: Int)) {
-        lock.withLock { (_state.counts.diskFiles, _state.counts.diskBytes) = figures }
+        locked { $0.diskCounted(figures) }
     }
 
     /// The event that delivering `result` to callers stands for (none for a cancellation).

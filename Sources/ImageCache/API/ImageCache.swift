@@ -102,16 +102,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
-    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
-    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
-    // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check, a measurable part of `peek`'s cost.
+    // `lock` guards `_state`, the ledger (see `Ledger`), and the objects that say so where they are
+    // declared (each `Download`, a `FetchTask`'s answer); `locked` is the one way to it. The
+    // transport has a lock of its own, taken after this one. The lock already makes each access
+    // exclusive, so `_state` skips the runtime's own exclusivity check, a measurable part of
+    // `peek`'s cost.
     internal let lock = NSLock()
-    @exclusivity(unchecked) internal var _state: Guarded
+    @exclusivity(unchecked) private var _state: Ledger
 
-    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
-    internal let secondChance = SecondChanceShelf()
     internal let transport: Transport
     internal let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
@@ -175,12 +173,18 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
         }
         transport = Transport(configuration, timeout: settings.requestTimeout)
-        _state = Guarded(settings: settings)
+        _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         transport.cache = self
+        // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
+        // strongly, so that work queued before the cache's last use still runs.
+        _state.queueOnDisk = { [unowned self] work in
+            let cache = self
+            cache.diskQueue.async { cache.run(work) }
+        }
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -190,16 +194,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
-    /// private and changes them only through its methods.
-    internal struct Guarded {
-        // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
-        var memory = MemoryList()  // and the second chance's records
-        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
-        var settings: Settings
-        var lanes = Lanes()
-        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+    /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.
+    /// Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline
+    /// (`peek` runs through here).
+    @inline(__always)
+    internal func locked<Result>(_ body: (inout Ledger) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&_state)
     }
 
     /// What the public properties set.

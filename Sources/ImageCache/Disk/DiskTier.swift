@@ -18,7 +18,7 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     internal enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
@@ -31,20 +31,16 @@ nonisolated extension ImageCache {
         case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
-    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
-    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
-    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
-    /// work are not changes, and are queued as they are.)
-    internal func _queueOnDisk(_ work: DiskWork) {
-        diskQueue.async { self.run(work) }
-    }
-
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
-    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    /// Does `work`, on the disk queue, where `Ledger.queueOnDisk` sends it with the lock held, so
+    /// that disk work runs in the order the bookkeeping changed: no write of an entry that `remove`
+    /// or `removeAll` forgot can follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`,
+    /// and the waits for queued work are not changes, and are queued as they are.) Keys are hashed
+    /// into file names here, not under the lock. A write or a removal of a file ends a store of it
+    /// still encoding (`settle`).
     internal func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)

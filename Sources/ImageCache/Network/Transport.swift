@@ -26,20 +26,19 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
             for (download, stale) in zip(batch, stale) {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal), response: nil)
+                    freed += networkFinished(download, .failure(refusal))
                 case .success(let request):
-                    let task: URLSessionDataTask? = lock.withLock {
+                    let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit,
-                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                                  seconds: ledger.settings.downloadTimeLimit,
+                                                  stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
-                        _state.lanes.move(download, to: .running(task))
-                        return task
+                        return ledger.sent(download, task) ? task : nil
                     }
                     task?.resume()
                 }
@@ -316,19 +315,11 @@ nonisolated extension ImageCache {
     /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
     fileprivate func stallChanged(_ transfer: Transfer) {
         let download = transfer.download
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else {
-                return []
-            }
+        let started = locked { ledger in
             let (stalled, quiet) = transport.stallState(transfer)
-            guard _state.lanes.stall(download, stalled) else { return [] }
-            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
-            if let handler = _state.settings.onEvent {
-                let event: Event = stalled ? .stalled(download.url, seconds: quiet)
-                    : .resumed(download.url, seconds: quiet)
-                _state.settings.callbackQueue.async { handler(event) }
-            }
-            return _startReadyDownloads()
+            return ledger.stall(download, task: transfer.task, stalled,
+                                event: stalled ? .stalled(download.url, seconds: quiet)
+                                    : .resumed(download.url, seconds: quiet))
         }
         startNetwork(started)
     }
@@ -336,18 +327,8 @@ nonisolated extension ImageCache {
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
     /// unless it was answered or cancelled meanwhile.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in lock.withLock({ _progressed(download, received: received) }) {
+        for task in locked({ $0.progressed(download, received: received) }) {
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
-
-    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
-    /// less (so never less, even after a retry, and never twice the same), marked as told.
-    internal func _progressed(_ download: Download, received: Int) -> [FetchTask] {
-        download.waiters.filter { task in
-            guard task.load.onProgress != nil, received > task.progress else { return false }
-            task.progress = received
-            return true
         }
     }
 
@@ -362,8 +343,8 @@ nonisolated extension ImageCache {
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             let whole = body.map { _ in (transfer.data.count, transfer.expected) }
-            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
@@ -372,10 +353,9 @@ nonisolated extension ImageCache {
             finish(.failure(error), nil)
         case .success(let body):
             // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started: [Download]? = lock.withLock {
-                guard _isCurrent(download), case .running = download.phase else { return nil }
-                _state.lanes.move(download, to: .decoding)
-                return _startReadyDownloads()
+            let started = locked { ledger in
+                ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
+                            to: .decoding)
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
@@ -383,7 +363,7 @@ nonisolated extension ImageCache {
             guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             decodes.async {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
+                guard self.locked({ $0.isCurrent(download) }) else { return }
                 finish(download.decoder.decode(body, download.limits), body)
             }
         }

@@ -89,12 +89,7 @@ nonisolated extension ImageCache {
     /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
     /// `onProgress` with the whole size, if the download left it one.
     private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
-            _endPrefetch(task)
-            return (true, task.finalProgress)
-        }
+        let (due, progress) = locked { $0.answer(task) }
         guard due else { return }
         if let progress { task.load.onProgress?(progress.received, progress.expected) }
         task.completion(result)
@@ -121,7 +116,7 @@ nonisolated extension ImageCache {
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     internal func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
         guard let handler else { return }
         queue.async { handler(event) }
     }

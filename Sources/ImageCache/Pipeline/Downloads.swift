@@ -1,4 +1,5 @@
-// The download lifecycle: phases, the lanes, the look-up on disk, forgetting.
+// A download (its phases) and the lanes it waits in; the cache's side of the look-up on disk and of
+// finishing the downloads `Ledger.forget` stopped.
 
 import Dispatch
 import Foundation
@@ -228,60 +229,11 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
-    internal func _isCurrent(_ download: Download) -> Bool {
-        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
-        return false
-    }
-
-    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
-    internal struct Stopped {
-        let waiters: [FetchTask]
-        let task: URLSessionDataTask?
-    }
-
-    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
-    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
-    internal func _forget(_ key: Key) -> Stopped? {
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            _evict(slot)
-        case .loading(let download)?:
-            _state.entries[key] = nil
-            var task: URLSessionDataTask?
-            if case .running(let running) = download.phase { task = running }
-            _state.lanes.move(download, to: .done)
-            defer { download.waiters = [] }
-            return Stopped(waiters: download.waiters, task: task)
-        case .failed?:
-            _state.entries[key] = nil
-        case nil:
-            break
-        }
-        return nil
-    }
-
-    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
-    ///
-    /// - Complexity: O(1) plus the sizes `key` has had entries at.
-    internal func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.entries.takeSizes(of: key.string) {
-            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
-        }
-        return stopped
-    }
-
-    internal func _setFailed(_ key: Key, _ error: Error) {
-        _state.entries.setFailed(key, error)
-        _state.counts.failures &+= 1
-    }
-
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
     /// default) to whoever still waits, and starts what the freed slots allow.
     internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
         guard !stopped.isEmpty else { return }
-        let started = lock.withLock { _startReadyDownloads() }
+        let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
             deliver(item.waiters, result)
@@ -305,16 +257,8 @@ nonisolated extension ImageCache {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
-            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
             self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
-        }
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    private func isCheckingDisk(_ download: Download) -> Bool {
-        lock.withLock {
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
-            return true
         }
     }
 
@@ -344,48 +288,21 @@ nonisolated extension ImageCache {
     /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
     /// the download on its lane (with an expired entry to revalidate).
     private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-                if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-                _state.lanes.move(download, to: .queued)
-                _state.counts.misses &+= 1
-                started = _startReadyDownloads()
-                return []
-            }
-            _state.counts.diskHits &+= 1
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                                receivedAt: receivedAt), usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        guard let settled else { return }
+        if case .fresh(let payload, _, _)? = found {
+            deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
-        startNetwork(started)
-    }
-
-    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
-    internal func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
-                                maxStalled: _state.settings.maxStalledDownloads)
+        startNetwork(settled.started)
     }
 
     /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
     internal func requeue(_ download: Download) {
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
-            _state.lanes.move(download, to: .queued)
-            return _startReadyDownloads()
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                        to: .queued)
         }
-        startNetwork(started)
+        startNetwork(started ?? [])
     }
 }

@@ -1,8 +1,6 @@
-// Everything below the public files is internal. A miss walks them in this order: Requests,
-// Downloads, Transport, Delivery; they use HTTP, MemoryTier, DiskTier, DiskFiles, Images, Platform
-// and Helpers.
-//
-// Requests: a load (`Load`, `Payload`, `Decoder`), the request path, and cancellation.
+// A load as a request describes it (`Load`), what a decoder makes of bytes (`Payload`, `Decoder`),
+// and the cache's side of a request: routed through the ledger (`Ledger.route`), then delivered,
+// joined to a download, or looked up on disk; and cancellation.
 
 import Dispatch
 import Foundation
@@ -151,11 +149,10 @@ nonisolated extension ImageCache {
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
         let now = currentTime()
-        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = lock.withLock {
-            let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
+        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
+            let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
-            _state.counts.requests &+= 1
-            return (task, _route(task, load, now: now), _state.settings.onEvent)
+            return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
         case .answered(let result, let bytes):
@@ -171,106 +168,9 @@ nonisolated extension ImageCache {
         return task
     }
 
-    /// Where `request` sent a task: answered at once (from memory, or refused), joined to a
-    /// download under way (with the downloads that may start now), to a new download's look-up on
-    /// disk, or nowhere (a prefetch of a key prefetched already).
-    internal enum Route {
-        case answered(Result<Delivery, Error>, bytes: Int)
-        case joined(started: [Download])
-        case lookUp(Download, maxBytes: Int)
-        case none
-    }
-
-    /// Routes `task`, made for `load` (its key, type and lane), under the lock.
-    private func _route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-        let key = load.key
-        if load.isPrefetch {
-            guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
-                task.answer = .delivered
-                return .none
-            }
-            _state.prefetches[key] = task
-        }
-        if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
-        case .loading(let download)?:
-            return .joined(started: _join(task, download, fast: load.lane == .fast))
-        case .failed?, nil:
-            break
-        }
-        if let error = Load.refusal(of: task.url) {
-            _setFailed(key, error)
-            return .answered(.failure(error), bytes: 0)
-        }
-        // An image evicted lately comes back; a request for another type forgets it (its
-        // entry will replace it).
-        if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
-        if load.decoder.type == nil, let found = _secondChance(key, now: now) {
-            _state.counts.memoryHits &+= 1
-            let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
-            return .answered(.success(delivery), bytes: found.bytes)
-        }
-        // A binder's request at a size shares a download of its key under way (a prefetch's,
-        // say): it gets that image, whole, rather than download it twice.
-        if key.size != 0, load.takesWholeUnderWay,
-           case .loading(let whole)? = _state.entries[Key(string: key.string)] {
-            return .joined(started: _join(task, whole, fast: load.lane == .fast))
-        }
-        let download = Download(load, limits: _decodeLimits)
-        download.waiters.append(task)
-        task.download = download
-        _state.lanes.move(download, to: .checkingDisk)
-        _state.entries[key] = .loading(download)
-        if key.size != 0 { _state.entries.noteSize(key) }
-        return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
-    }
-
-    /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
-    /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
-    /// will replace it).
-    private func _memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
-        guard now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-              _state.memory[slot].receivedAt <= now + Self.maxClockSkew,
-              decoder.type == _state.memory[slot].type else {
-            _evict(slot)
-            return nil
-        }
-        _state.memory.markUsed(slot)
-        _state.counts.memoryHits &+= 1
-        // No bytes: the entry is of the requested type.
-        let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
-        return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: _state.memory[slot].size)
-    }
-
-    /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
-    /// downloads that may start now.
-    private func _join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-        download.waiters.append(task)
-        task.download = download
-        _state.counts.deduplicated &+= 1
-        guard fast, download.lane == .slow else { return [] }
-        _state.lanes.move(download, to: download.phase, lane: .fast)
-        return _startReadyDownloads()
-    }
-
     internal func cancel(_ task: FetchTask) {
-        let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .cancelled
-            _endPrefetch(task)
-            guard let download = task.download, _isCurrent(download) else { return (true, nil) }
-            download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty && !download.load.isStore ? _forget(download.key) : nil)
-        }
+        let (cancelled, stopped) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
     }
-
-    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
-    internal func _endPrefetch(_ task: FetchTask) {
-        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
-    }
-
 }

@@ -27,28 +27,28 @@ nonisolated extension ImageCache {
     }
 
     /// How many images memory holds now.
-    @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
+    @_spi(Testing) public var memoryCount: Int { locked { $0.memory.count } }
 
     /// The most transfers the cache had under way at once (sent and not yet completed).
     @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
 
     /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
-    @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
+    @_spi(Testing) public var memoryBytes: Int { locked { $0.memory.bytes } }
 
     /// The URLs in memory, least recently used first.
     @_spi(Testing) public var memoryURLs: [String] {
-        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
+        locked { ledger in ledger.memory.indicesFromLeastRecent().map { ledger.memory[$0].key.description } }
     }
 
     /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
     /// bytes are in, waiting for a decode or in one.
     @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
-        lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
+        locked { ($0.lanes.runningFast + $0.lanes.runningSlow, $0.lanes.decoding) }
     }
 
     /// The bounds a decode for a request made now works within (see `DecodeLimits`).
     @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
-        let limits = lock.withLock { _decodeLimits }
+        let limits = locked { $0.decodeLimits }
         return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
     }
 
@@ -71,29 +71,29 @@ nonisolated extension ImageCache {
     /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
     /// no check: `Lanes.move` is the only way to change them.
     @_spi(Testing) public func checkInvariants() -> [String] {
-        var problems: [String] = lock.withLock {
+        var problems: [String] = locked { ledger in
             var problems: [String] = []
-            let order = _state.memory.indicesFromLeastRecent()
-            if order.count != _state.memory.count {
-                problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
+            let order = ledger.memory.indicesFromLeastRecent()
+            if order.count != ledger.memory.count {
+                problems.append("memory list has \(order.count) slots, count says \(ledger.memory.count)")
             }
-            if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
-                let (held, chances) = (_state.memory.count, _state.memory.secondChanceCount)
+            if ledger.memory.count + ledger.memory.secondChanceCount > ledger.settings.memoryMaxCount {
+                let (held, chances) = (ledger.memory.count, ledger.memory.secondChanceCount)
                 problems.append("memory and second chance hold \(held)+\(chances)"
-                                + " > cap \(_state.settings.memoryMaxCount)")
+                                + " > cap \(ledger.settings.memoryMaxCount)")
             }
-            if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
-                let (cost, chances) = (_state.memory.bytes, _state.memory.secondChanceBytes)
+            if ledger.memory.bytes + ledger.memory.secondChanceBytes > ledger.settings.memoryMaxBytes {
+                let (cost, chances) = (ledger.memory.bytes, ledger.memory.secondChanceBytes)
                 problems.append("memory and second chance cost \(cost)+\(chances)"
-                                + " > budget \(_state.settings.memoryMaxBytes)")
+                                + " > budget \(ledger.settings.memoryMaxBytes)")
             }
             var loaded = 0
-            for (key, entry) in _state.entries.all {
+            for (key, entry) in ledger.entries.all {
                 switch entry {
                 case .loaded(let slot):
                     loaded += 1
-                    if _state.memory[slot].key != key {
-                        problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)")
+                    if ledger.memory[slot].key != key {
+                        problems.append("slot of \(key.string) holds \(ledger.memory[slot].key.string)")
                     }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
@@ -104,10 +104,10 @@ nonisolated extension ImageCache {
                     break
                 }
             }
-            if loaded != _state.memory.count {
-                problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)")
+            if loaded != ledger.memory.count {
+                problems.append("\(loaded) loaded entries, memory count \(ledger.memory.count)")
             }
-            problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
+            problems += ledger.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
             return problems
         }
         problems += diskQueue.sync {
@@ -125,9 +125,9 @@ nonisolated extension ImageCache {
     @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
         let key = Key(url)
         let now = currentTime()
-        lock.withLock {
-            let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
+        locked { ledger in
+            let evicted = ledger.insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
+            if !evicted.isEmpty { ledger.queueOnDisk(.touch(evicted.map(\.url), at: now)) }
         }
     }
 
