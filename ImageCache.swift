@@ -140,10 +140,6 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
     fileprivate var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
-    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
-    // Set only before the instance is used, so unchecked like `_state`.
-    @exclusivity(unchecked) fileprivate var testClock: (@Sendable () -> TimeInterval)?
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
     @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
@@ -152,7 +148,6 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     fileprivate func currentTime() -> TimeInterval {
-        if let testClock { return testClock() }
         #if os(Linux)
         var now = timespec()
         Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
@@ -2586,7 +2581,6 @@ nonisolated extension ImageCache {
             set { entries[key] = newValue }
         }
 
-        var count: Int { entries.count }
         var keys: Dictionary<Key, Entry>.Keys { entries.keys }
         var all: [Key: Entry] { entries }
 
@@ -2719,12 +2713,8 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
-        private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
-            if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
-                wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
-            }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -3029,10 +3019,6 @@ nonisolated extension ImageCache {
         private var transfers: [ObjectIdentifier: Transfer] = [:]
         private var timer: DispatchSourceTimer?
         private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
-        #if IMAGECACHE_TESTING
-        private(set) var mostTransfers = 0  // the most transfers under way at once; guarded by `lock`
-        var mostTransfersAtOnce: Int { lock.withLock { mostTransfers } }
-        #endif
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()
@@ -3060,9 +3046,6 @@ nonisolated extension ImageCache {
                 let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
-                #if IMAGECACHE_TESTING
-                mostTransfers = max(mostTransfers, transfers.count)
-                #endif
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
@@ -3877,9 +3860,6 @@ nonisolated extension ImageCache {
     /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
     /// event says why.
     private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
-        #if IMAGECACHE_TESTING
-        disk.encodesEnded += 1
-        #endif
         guard disk.storing[job.item.id] === job else { return }
         if let data, data.count <= job.limit {
             return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
@@ -4655,10 +4635,6 @@ nonisolated extension ImageCache {
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
         var keepsExpired = false
-        #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
-        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
-        #endif
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
         init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
@@ -4754,9 +4730,6 @@ nonisolated extension ImageCache {
             guard let data = item.data else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
-                #if IMAGECACHE_TESTING
-                if let injected = injectedWriteError { throw POSIXError(injected) }
-                #endif
                 do {
                     replaced = try writeFile(item, data, usedAt: now)
                 } catch let error as POSIXError where error.code == .ENOENT {
@@ -6111,184 +6084,3 @@ nonisolated extension ImageCache {
         }
     }
 }
-
-// MARK: - Support/Testing.swift
-
-// For tests and benchmarks: compiled only where the package defines IMAGECACHE_TESTING for its own
-// tests and benchmarks (Package.swift); a copied file has none of this.
-
-
-#if IMAGECACHE_TESTING
-nonisolated extension ImageCache {
-    /// The clock, in seconds since 1970; set it before the first call that uses the instance.
-    @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
-        get { testClock ?? { Date().timeIntervalSince1970 } }
-        set { testClock = newValue }
-    }
-
-    /// How many images memory holds now.
-    @_spi(Testing) public var memoryCount: Int { locked { $0.memory.count } }
-
-    /// The most transfers the cache had under way at once (sent and not yet completed).
-    @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
-
-    /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
-    @_spi(Testing) public var memoryBytes: Int { locked { $0.memory.bytes } }
-
-    /// The URLs in memory, least recently used first.
-    @_spi(Testing) public var memoryURLs: [String] {
-        locked { ledger in ledger.memory.indicesFromLeastRecent().map { ledger.memory[$0].key.description } }
-    }
-
-    /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
-    /// bytes are in, waiting for a decode or in one.
-    @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
-        locked { ($0.lanes.runningFast + $0.lanes.runningSlow, $0.lanes.decoding) }
-    }
-
-    /// The bounds a decode for a request made now works within (see `DecodeLimits`).
-    @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
-        let limits = locked { $0.decodeLimits }
-        return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
-    }
-
-    /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
-    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.sizes().files } }
-
-    /// Makes every disk write fail with `code` (nil: work again).
-    @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {
-        diskQueue.sync { disk.injectedWriteError = code }
-    }
-
-    /// The file name the disk tier uses for `url`.
-    @_spi(Testing) public static func diskFileName(for url: URL) -> String {
-        DiskStore.fileName(for: url.absoluteString)
-    }
-
-    /// Every broken invariant, described; empty when all hold. Checks the memory list against the
-    /// dictionary, memory against its cap, the downloads listed, that every download's phase
-    /// changed as its lifecycle allows (`Download.Phase.mayBecome`), and that the folder holds
-    /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
-    /// no check: `Lanes.move` is the only way to change them.
-    @_spi(Testing) public func checkInvariants() -> [String] {
-        var problems: [String] = locked { ledger in
-            var problems: [String] = []
-            let order = ledger.memory.indicesFromLeastRecent()
-            if order.count != ledger.memory.count {
-                problems.append("memory list has \(order.count) slots, count says \(ledger.memory.count)")
-            }
-            if ledger.memory.count + ledger.memory.secondChanceCount > ledger.settings.memoryMaxCount {
-                let (held, chances) = (ledger.memory.count, ledger.memory.secondChanceCount)
-                problems.append("memory and second chance hold \(held)+\(chances)"
-                                + " > cap \(ledger.settings.memoryMaxCount)")
-            }
-            if ledger.memory.bytes + ledger.memory.secondChanceBytes > ledger.settings.memoryMaxBytes {
-                let (cost, chances) = (ledger.memory.bytes, ledger.memory.secondChanceBytes)
-                problems.append("memory and second chance cost \(cost)+\(chances)"
-                                + " > budget \(ledger.settings.memoryMaxBytes)")
-            }
-            var loaded = 0
-            for (key, entry) in ledger.entries.all {
-                switch entry {
-                case .loaded(let slot):
-                    loaded += 1
-                    if ledger.memory[slot].key != key {
-                        problems.append("slot of \(key.string) holds \(ledger.memory[slot].key.string)")
-                    }
-                case .loading(let download):
-                    if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
-                    if download.waiters.isEmpty, !download.load.isStore {
-                        problems.append("download without waiters: \(key.string)")
-                    }
-                case .failed:
-                    break
-                }
-            }
-            if loaded != ledger.memory.count {
-                problems.append("\(loaded) loaded entries, memory count \(ledger.memory.count)")
-            }
-            problems += ledger.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
-            return problems
-        }
-        problems += diskQueue.sync {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-            let known = Set(disk.list().map(\.name))
-            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }
-                .map { "unexpected file in the folder: \($0)" }
-        }
-        return problems
-    }
-
-    /// Puts `image` in memory as if it had just been read from disk, with the count cap and batch
-    /// eviction: the memory tier alone. Evicted images are marked as used on disk, as they are
-    /// when their files exist (here they do not, and are not written).
-    @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
-        let key = Key(url)
-        let now = currentTime()
-        locked { ledger in
-            let evicted = ledger.insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { ledger.queueOnDisk(.touch(evicted.map(\.url), at: now)) }
-        }
-    }
-
-    /// Makes `store(_ data:for:)` decode on a decode worker, as it does where ImageIO decodes, and
-    /// runs `before` there first, before each decode (a test holds the decode with it).
-    @_spi(Testing) public func decodeStores(after before: @escaping @Sendable () -> Void) {
-        storeDecoder = Decoder(type: nil, decode: { data, limits in
-            before()
-            return Decoder.image.decode(data, limits)
-        }, offThread: true)
-    }
-
-    /// Makes `store(_ image:for:)` treat images as Apple platforms do, where an image has no bytes of
-    /// its own: it keeps those of the entry memory holds it in, else has `encode` make some, on a
-    /// decode worker.
-    @_spi(Testing) public func encodeStoredImages(with encode: @escaping @Sendable (Image) -> Data?) {
-        imageEncoder = encode
-    }
-
-    /// True when no decode (or encode) runs or waits for a worker.
-    @_spi(Testing) public var decodesIdle: Bool { decodes.isIdle }
-
-    /// How many stored images' encodings have come back to the disk queue so far, written or not.
-    @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
-
-    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
-    /// the process; a test sets Linux's back (1) when it is done.
-    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
-        screen.lock.withLock { screen.scale = scale }
-    }
-
-    /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
-    @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
-        diskQueue.async { gate.wait() }
-    }
-
-    /// The image a ``Binder`` decoded to `size` under `key`, as `peek(key:)` finds images.
-    @_spi(Testing) public func peek(key: String, filling size: (width: Int, height: Int)) -> Image? {
-        peek(Self.memoryKey(key, filling: size))
-    }
-
-    /// How the memory entry of `key` at `size` is described (see `Key.description`).
-    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?,
-                                                           scale: Double = 1) -> String {
-        memoryKey(key, filling: size, scale: scale).description
-    }
-
-    /// Binds `binder` to `url` at `pixelSize` for a screen of `scale`, as a view on that screen does.
-    @_spi(Testing) public static func bind(_ binder: Binder, _ url: URL, pixelSize: CGSize, scale: Double,
-                                           cache: ImageCache) {
-        binder.bind(Load(url, key: nil), nil, nil, pixelSize, cache, .none, scale: scale)
-    }
-
-    /// Waits until every disk operation queued so far has run.
-    @_spi(Testing) public func drainDisk() {
-        diskQueue.sync {}
-    }
-
-    /// Waits for the sweep that the first disk lookup schedules (see `DiskStore.read`), if it has.
-    @_spi(Testing) public func waitForSweep() {
-        diskQueue.sync { disk.sweep }?.wait()
-    }
-}
-#endif

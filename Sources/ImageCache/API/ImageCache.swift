@@ -116,10 +116,11 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let decodes: Decodes
     internal let disk: DiskStore  // used only on `diskQueue`
     internal var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
-    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
-    // Set only before the instance is used, so unchecked like `_state`.
+    #if IMAGECACHE_TESTING
+    // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
+    // wall clock. Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
+    #endif
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
     @exclusivity(unchecked) internal var storeDecoder = Decoder.image
@@ -128,7 +129,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     internal func currentTime() -> TimeInterval {
+        #if IMAGECACHE_TESTING
         if let testClock { return testClock() }
+        #endif
         #if os(Linux)
         var now = timespec()
         Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)

@@ -120,8 +120,8 @@ nonisolated extension ImageCache {
         var maxBytes: Int
         var keepsExpired = false
         #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
-        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
+        var injectedWriteError: POSIXErrorCode?  // see ImageCacheTests/TestHooks.swift
+        var encodesEnded = 0  // stored images whose encoding came back, written or not (ImageCacheTests/TestHooks.swift)
         #endif
         internal static let staleTemporaryAge: TimeInterval = 3_600
 

@@ -102,12 +102,16 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
+        #endif
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            #if IMAGECACHE_TESTING
             if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
                 wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
             }
+            #endif
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane

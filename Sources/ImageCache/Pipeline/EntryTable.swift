@@ -118,7 +118,6 @@ nonisolated extension ImageCache {
             set { entries[key] = newValue }
         }
 
-        var count: Int { entries.count }
         var keys: Dictionary<Key, Entry>.Keys { entries.keys }
         var all: [Key: Entry] { entries }
 
