@@ -22,26 +22,33 @@
 // DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
 // OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 //
-// The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
-// the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
-// first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
-// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
-// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
-// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
+// walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
+//   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
+//              through them), the public calls, settings, errors, events and public types.
+//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
+//              the lock guards, and the steps over more than one part), the entry table and keys,
+//              downloads and their lanes, network attempts, what each step comes to
+//              (`Settlement`), delivery, and stores.
+//   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Memory/    the CLOCK list, its limits and the second chance.
+//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Support/   small helpers; the benchmarks' hooks (the package's builds only).
+// A part owns its state: other parts call its methods and never write its fields. The lock is
+// taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
+// work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
-// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
-// finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
-// reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
-// through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
-// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
-// queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
-// each waiter's callback on its queue.
+// A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Downloads)
+// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
+// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
+// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
@@ -975,31 +982,7 @@ nonisolated extension ImageCache {
 // Events (`onEvent`) and statistics.
 
 
-nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
-
 nonisolated extension ImageCache {
-    /// Where a delivered image came from.
-    public enum Source: String, Sendable {
-        /// Memory: found at once, with no decode.
-        case memory
-        /// The cache's folder on disk.
-        case disk
-        /// A download.
-        case network
-    }
-
-    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
-    /// entry delivered because the network failed).
-    public struct Fetched<Value> {
-        /// The image, or the value the request's `decode` made.
-        public let value: Value
-        /// Where it came from.
-        public let source: Source
-        /// Whether it is an expired entry, delivered because the network failed
-        /// (``ImageCache/servesStaleWhenOffline``).
-        public let isStale: Bool
-    }
-
     /// Something the cache did; see ``ImageCache/onEvent``.
     public enum Event: Sendable {
         /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.
@@ -1095,14 +1078,39 @@ nonisolated extension ImageCache {
 
 // MARK: - API/PublicTypes.swift
 
-// The public values: the image (Linux's own), its formats, `Fetched`, and a request's `FetchTask`.
+// The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
+// request's `FetchTask`.
 
 
 // Callbacks. On Apple platforms, where callbacks update views, every callback the public API takes
 // is main-actor isolated and runs on the main queue: a Swift 6 app writes
 // `fetch(url) { url, image in cell.imageView?.image = image }` with nothing else. On Linux they
 // are plain `@Sendable` closures that run on `callbackQueue`.
+nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
+
 nonisolated extension ImageCache {
+    /// Where a delivered image came from.
+    public enum Source: String, Sendable {
+        /// Memory: found at once, with no decode.
+        case memory
+        /// The cache's folder on disk.
+        case disk
+        /// A download.
+        case network
+    }
+
+    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
+    /// entry delivered because the network failed).
+    public struct Fetched<Value> {
+        /// The image, or the value the request's `decode` made.
+        public let value: Value
+        /// Where it came from.
+        public let source: Source
+        /// Whether it is an expired entry, delivered because the network failed
+        /// (``ImageCache/servesStaleWhenOffline``).
+        public let isStale: Bool
+    }
+
     #if canImport(UIKit) || canImport(AppKit)
     /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on the main actor.
     public typealias FetchCallback = @MainActor @Sendable (URL, Image?) -> Void
@@ -1957,77 +1965,13 @@ extension ImageCache {
 }
 #endif
 
-// MARK: - Pipeline/Requests.swift
+// MARK: - Pipeline/Load.swift
 
-// A load as a request describes it (`Load`), what a decoder makes of bytes (`Payload`, `Decoder`),
-// and the cache's side of a request: routed through the ledger (`Ledger.route`), then delivered,
-// joined to a download, or looked up on disk; and cancellation.
+// A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
+// and the hooks; and why a URL or a request is refused before anything is sent.
 
 
 nonisolated extension ImageCache {
-    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
-    /// and an image or any other value.
-    fileprivate struct Payload {
-        var bytes: Data?
-        var image: Image?
-        var value: Box?
-        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-    }
-
-    /// A decoded value that is not an image, with its type.
-    fileprivate final class Box {
-        let value: Any
-        let type: ObjectIdentifier
-        init<Value>(_ value: Value) {
-            self.value = value
-            type = ObjectIdentifier(Value.self)
-        }
-    }
-
-    /// How bytes become an entry: the platform image (the default), or a value of one type.
-    fileprivate struct Decoder: @unchecked Sendable {
-        let type: ObjectIdentifier?  // nil for the image
-        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
-        /// made: the longest side without a size to fill, and when an animation animates).
-        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
-        /// waits, standing in for ImageIO's).
-        var offThread = false
-
-        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
-        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
-        /// `decode:` run on a decode worker.
-        var isCheap: Bool {
-            #if canImport(ImageIO)
-            return false
-            #else
-            return type == nil && !offThread
-            #endif
-        }
-
-        static let image = Decoder.image(filling: nil)
-
-        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
-        /// its place until it is read: see `decodeScale`).
-        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
-            Decoder(type: nil) { data, limits in
-                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
-                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
-            }
-        }
-
-        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
-            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
-                Result { Payload(bytes: data, value: Box(try decode(data))) }
-                    .mapError { .decodingFailed(String(describing: $0)) }
-            }
-        }
-
-        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
-    }
-
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     fileprivate struct Load {
@@ -2087,7 +2031,16 @@ nonisolated extension ImageCache {
             return nil
         }
     }
+}
 
+// MARK: - Pipeline/Requests.swift
+
+// The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
+// memory, joined to a download under way, or looked up on disk as a new download; and its
+// cancellation.
+
+
+nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
@@ -2677,7 +2630,9 @@ nonisolated extension ImageCache {
         let limits: DecodeLimits  // the settings' when it was made
 
         var key: Key { load.key }
-        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
+        /// store's download has none, and is never looked up, sent or told of as an event.
+        var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
         init(_ load: Load, limits: DecodeLimits) {
@@ -2914,10 +2869,11 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Network/Transport.swift
+// MARK: - Pipeline/Attempts.swift
 
-// The network transfer: sending, the transport and its delegate, deadlines, progress, the end of
-// an attempt.
+// The cache's side of a network attempt: its request sent through the transport, its progress and
+// stalls, and its end: the body checked and decoded, the attempt settled in the ledger
+// (`Ledger.attemptEnded`), then delivered, or retried after a delay.
 
 
 nonisolated extension ImageCache {
@@ -2968,6 +2924,110 @@ nonisolated extension ImageCache {
         return .success(modified)
     }
 
+    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+    /// its download gives up its lane slot or takes one back, the statistics count it, and
+    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+    fileprivate func stallChanged(_ transfer: Transfer) {
+        let download = transfer.download
+        let started = locked { ledger in
+            let (stalled, quiet) = transport.stallState(transfer)
+            return ledger.stall(download, task: transfer.task, stalled,
+                                event: stalled ? .stalled(download.url, seconds: quiet)
+                                    : .resumed(download.url, seconds: quiet))
+        }
+        startNetwork(started)
+    }
+
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
+    /// unless it was answered or cancelled meanwhile.
+    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
+        for task in locked({ $0.progressed(download, received: received) }) {
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
+        }
+    }
+
+    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
+    /// when the decoder is cheap.
+    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
+        let download = transfer.download
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+            && transfer.stale != nil
+        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
+        }
+        if let stopped { return finish(.failure(stopped), nil) }
+        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+        case .failure(let error):
+            finish(.failure(error), nil)
+        case .success(let body):
+            // The bytes are in: the download's slot goes to the next one while this one decodes.
+            let started = locked { ledger in
+                ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
+                            to: .decoding)
+            }
+            guard let started else { return }  // forgotten meanwhile: nobody waits for it
+            startNetwork(started)
+            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
+            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
+            decodes.async {
+                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
+                guard self.locked({ $0.isCurrent(download) }) else { return }
+                finish(download.decoder.decode(body, download.limits), body)
+            }
+        }
+    }
+
+    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
+    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
+    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
+    /// start now, for the caller to start (here it would nest one call per queued download that
+    /// fails at once).
+    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
+                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
+        let now = currentTime()
+        let (settled, started, handler) = locked { ledger in
+            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
+            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+        }
+        guard let settled else { return [] }  // forgotten, or ended meanwhile
+        if let delivery = settled.delivery {
+            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+            let source = (try? delivery.get().source) ?? .network
+            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+            deliver(settled.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
+                    handler: handler)
+        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
+            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
+        }
+        return started
+    }
+
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// back on its lane after `delay`.
+    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
+                               error: Error) {
+        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
+        for task in waiters where task.load.onRetry != nil {
+            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
+}
+
+// MARK: - Network/Transport.swift
+
+// The network: the transport (one URLSession and its delegate), a transfer's bytes and response,
+// deadlines and stalls. It keeps none of the cache's bookkeeping: it hands progress, stalls and each
+// ended transfer to the cache (Pipeline/Attempts.swift).
+
+
+nonisolated extension ImageCache {
     /// One network attempt: its download, its limits, and the bytes and response that the session's
     /// serial delegate queue alone fills and reads.
     fileprivate final class Transfer: @unchecked Sendable {
@@ -3204,63 +3264,229 @@ nonisolated extension ImageCache {
             for transfer in stalled { cache?.stallChanged(transfer) }
         }
     }
+}
 
-    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
-    /// its download gives up its lane slot or takes one back, the statistics count it, and
-    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
-    fileprivate func stallChanged(_ transfer: Transfer) {
-        let download = transfer.download
-        let started = locked { ledger in
-            let (stalled, quiet) = transport.stallState(transfer)
-            return ledger.stall(download, task: transfer.task, stalled,
-                                event: stalled ? .stalled(download.url, seconds: quiet)
-                                    : .resumed(download.url, seconds: quiet))
-        }
-        startNetwork(started)
-    }
+// MARK: - Network/HTTP.swift
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
-    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in locked({ $0.progressed(download, received: received) }) {
-            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
+// HTTP: what a response says (status, length, cache control, validators, Retry-After).
 
-    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
-    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
-    /// when the decoder is cheap.
-    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
-        let download = transfer.download
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
-            && transfer.stale != nil
-        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
-        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
-            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
-        }
-        if let stopped { return finish(.failure(stopped), nil) }
-        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
-        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
-        case .failure(let error):
-            finish(.failure(error), nil)
-        case .success(let body):
-            // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started = locked { ledger in
-                ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
-                            to: .decoding)
+
+nonisolated extension ImageCache {
+    /// What the cache reads in HTTP: a redirect's target and headers, whether a body is whole, and
+    /// what `Cache-Control` and `Retry-After` say.
+    fileprivate enum HTTP {
+        /// The request a redirect is followed with. The headers of the request as sent go with it to
+        /// the same origin (scheme, host and port) only; to another, just the cache's own (`Accept`,
+        /// `Accept-Encoding`, the revalidation's), so that an `Authorization`, a cookie or any header
+        /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
+        /// load fails with its 3xx) for a target that is not http(s). The target is the response's
+        /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
+        fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest,
+                                         from sent: URLRequest?) -> URLRequest? {
+            let location = response.value(forHTTPHeaderField: "Location")
+                .flatMap { URL(string: $0, relativeTo: response.url) }
+            guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
+            var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
+                                  timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
+            func origin(_ url: URL?) -> [String?] {
+                let scheme = url?.scheme?.lowercased()
+                return [scheme, url?.host?.lowercased(), String(url?.port ?? (scheme == "https" ? 443 : 80))]
             }
-            guard let started else { return }  // forgotten meanwhile: nobody waits for it
-            startNetwork(started)
-            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
-            decodes.async {
-                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.locked({ $0.isCurrent(download) }) else { return }
-                finish(download.decoder.decode(body, download.limits), body)
+            let sameOrigin = origin(url) == origin(sent?.url)
+            let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
+            for (name, value) in sent?.allHTTPHeaderFields ?? [:]
+                where sameOrigin || ownHeaders.contains(name.lowercased()) {
+                next.setValue(value, forHTTPHeaderField: name)
             }
+            return next
+        }
+
+        /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
+        /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
+        /// says nothing of it.
+        fileprivate static func validate(data: Data, response: URLResponse?,
+                                         error: Swift.Error?) -> Result<Data, Error> {
+            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
+            let expected = identity ? response?.expectedContentLength ?? -1 : -1
+            let truncated: Error? = expected > 0 && Int64(data.count) < expected
+                ? .truncatedBody(expected: expected, received: data.count) : nil
+            if let error {
+                let code = (error as? URLError)?.code ?? .unknown
+                if code == .cancelled { return .failure(.cancelled) }
+                // libcurl reports a body cut short as a generic error: say what it was.
+                if let truncated { return .failure(truncated) }
+                let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
+                return .failure(.network(code, text))
+            }
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 200
+            guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
+            if let truncated { return .failure(truncated) }
+            return data.isEmpty ? .failure(.emptyBody) : .success(data)
+        }
+
+        /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
+        /// names in any case, in a list with others; `s-maxage` and the other shared-cache
+        /// directives ignored; `no-cache` with field names taken as `no-cache`.
+        fileprivate struct CacheControl {
+            var noStore = false, noCache = false, mustRevalidate = false
+            /// The first `max-age` (4.2.1): 0 (stale) if it is not a number of seconds.
+            var maxAge: TimeInterval?
+
+            /// Whether the entry must never be served stale, not even by `servesStaleWhenOffline` (4.2.4).
+            var forbidsStale: Bool { noCache || mustRevalidate }
+
+            init(_ value: String?) {
+                for directive in (value ?? "").split(separator: ",") {
+                    let parts = HTTP.trimmed(directive)
+                        .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    let name = HTTP.trimmed(parts[0]).lowercased()
+                    // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
+                    let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
+                    switch name {
+                    case "no-store": noStore = true
+                    case "no-cache": noCache = true
+                    case "must-revalidate": mustRevalidate = true
+                    case "max-age" where maxAge == nil:
+                        // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
+                        let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
+                            ? $0.dropFirst().dropLast() : Substring($0) }
+                        maxAge = unquoted.flatMap(HTTP.delta) ?? 0
+                    default: break
+                    }
+                }
+            }
+        }
+
+        /// The headers that judge a stored response, kept with its file: a `304` that leaves one
+        /// out leaves the stored one in force (RFC 9111, 4.3.4).
+        fileprivate struct FreshnessHeaders {
+            var cacheControl: String?, expires: String?
+
+            /// `response`'s, each in place of the one in `stored`, if it has one.
+            init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
+                let http = response as? HTTPURLResponse
+                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
+                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+            }
+
+            init(cacheControl: String?, expires: String?) {
+                (self.cacheControl, self.expires) = (cacheControl, expires)
+            }
+        }
+
+        /// How long a response is fresh, and how old it was when it arrived (RFC 9111, 4.2).
+        fileprivate struct Freshness {
+            let cacheControl: CacheControl
+            /// `max-age`, else `Expires` minus `Date` (an invalid `Expires`: 0); nil: neither.
+            let lifetime: TimeInterval?
+            /// Its corrected initial age (4.2.3): the larger of the time since its `Date` and its
+            /// `Age` plus the time the request took.
+            let age: TimeInterval
+
+            /// `response` with `headers` (its own, or the stored ones it updates), for a request
+            /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
+                 receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
+                cacheControl = CacheControl(headers.cacheControl)
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                if let maxAge = cacheControl.maxAge {
+                    lifetime = maxAge
+                } else if let expires = headers.expires {
+                    lifetime = HTTP.date(expires).map { min(max(0, $0 - date), HTTP.maxSeconds) } ?? 0
+                } else {
+                    lifetime = nil
+                }
+                // A list's first member (RFC 9111, 5.1).
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                    $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
+                } ?? 0
+                age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
+            }
+        }
+
+        /// `text` without the optional whitespace around a field's value or a list's member: spaces and
+        /// horizontal tabs (RFC 9110, 5.6.3). Not Foundation's `trimmingCharacters`, which also takes
+        /// other Unicode spaces and costs more than the rest of a response's checks on Linux.
+        static func trimmed(_ text: Substring) -> Substring {
+            let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+            guard let first = text.firstIndex(where: { !isSpace($0) }),
+                  let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
+            return text[first...last]
+        }
+
+        /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
+        static let maxSeconds: TimeInterval = 2_147_483_648
+
+        /// A delta-seconds value: digits only (not "inf", "1e999" or " 60"), at most `maxSeconds`.
+        static func delta(_ text: Substring) -> TimeInterval? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return min(Double(text) ?? maxSeconds, maxSeconds)
+        }
+
+        /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
+        /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
+        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
+        /// a time in the past).
+        static func date(_ text: String) -> TimeInterval? {
+            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
+            switch parts.count {
+            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+                fields = (parts[1], parts[2], parts[3], parts[4])
+            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+                let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
+            case 5:
+                fields = (parts[2], parts[1], parts[4], parts[3])
+            default:
+                return nil
+            }
+            let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+            guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+                  let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
+                  hour < 24, minute < 60, second <= 60,
+                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
+                  let month = months.firstIndex(of: fields.month),
+                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
+            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
+                year += 2000
+                if year > thisYear + 50 { year -= 100 }
+            }
+            let days = daysSince1970(year: year, month: month + 1, day: day)
+            return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        }
+
+        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+        /// Decimal digits only (`Int("+5")` would take a sign).
+        private static func number(_ text: Substring) -> Int? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int(text)
+        }
+
+        /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+        /// `days_from_civil`).
+        private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+            let shifted = month <= 2 ? year - 1 : year  // the year as if it began in March
+            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+            let yearOfEra = shifted - era * 400
+            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+            return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
+        }
+
+        /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
+        static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
+            guard let http = response as? HTTPURLResponse,
+                  let value = http.value(forHTTPHeaderField: "Retry-After").map({ String(HTTP.trimmed($0[...])) })
+            else { return nil }
+            if let seconds = TimeInterval(value) { return max(0, seconds) }
+            return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
 }
@@ -3316,47 +3542,74 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Pipeline/Attempts.swift
+// MARK: - Decoding/Decoder.swift
 
-// The cache's side of the end of a network attempt: settled in the ledger (`Ledger.attemptEnded`),
-// then delivered, or retried after a delay.
+// How bytes become an entry: the decoder a load asks for (the platform image, or a value of an
+// app's type) and what it makes (`Payload`, with a `Box` for a value that is not an image).
 
 
 nonisolated extension ImageCache {
-    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
-    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
-    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
-    /// start now, for the caller to start (here it would nest one call per queued download that
-    /// fails at once).
-    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
-        let now = currentTime()
-        let (settled, started, handler) = locked { ledger in
-            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
-            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
-        }
-        guard let settled else { return [] }  // forgotten, or ended meanwhile
-        if let delivery = settled.delivery {
-            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-            let source = (try? delivery.get().source) ?? .network
-            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            deliver(settled.waiters, delivery, event: Self.event(outcome, download.url, from: source, bytes: size),
-                    handler: handler)
-        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
-            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
-        }
-        return started
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    fileprivate struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
-    /// back on its lane after `delay`.
-    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
-                               error: Error) {
-        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
-        for task in waiters where task.load.onRetry != nil {
-            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+    /// A decoded value that is not an image, with its type.
+    fileprivate final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    fileprivate struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
+        /// waits, standing in for ImageIO's).
+        var offThread = false
+
+        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
+        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
+        /// `decode:` run on a decode worker.
+        var isCheap: Bool {
+            #if canImport(ImageIO)
+            return false
+            #else
+            return type == nil && !offThread
+            #endif
+        }
+
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+            Decoder(type: nil) { data, limits in
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
+            }
+        }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }
+                    .mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
     }
 }
 
@@ -3601,570 +3854,6 @@ nonisolated extension ImageCache.Ledger {
         keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
         defer { download.waiters = [] }
         return (download.waiters, startReady())
-    }
-}
-
-// MARK: - Pipeline/Delivery.swift
-
-// Delivery: each waiter's callback on its queue.
-
-
-nonisolated extension ImageCache {
-    /// What a download or a memory hit hands to each waiter.
-    fileprivate struct Delivery {
-        let payload: Payload
-        let source: Source
-        var isStale = false
-        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
-        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
-    }
-
-    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
-    /// its decoder's reading of the bytes (a download shared by requests for two types).
-    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
-        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
-        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
-                             delivery.limits)
-        return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
-                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
-            }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
-        }
-    }
-
-    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one. An image whose scale
-    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
-    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
-    fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
-        result.flatMap { delivery in
-            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
-        }
-    }
-
-    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
-    private static func shown(_ payload: Payload) -> Image? {
-        guard let image = payload.image, payload.scaleStandsIn,
-              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
-        return rescaled(image, to: scale)
-    }
-
-    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
-    /// the event handler first, in the same block as the first queue's callbacks.
-    fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
-        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
-        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var queues: [DispatchQueue] = []  // in the order of their first task
-        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
-        for (index, queue) in queues.enumerated() {
-            queue.async {
-                if index == 0, let event, let handler { handler(event) }
-                for task in tasks where task.queue === queue { self.complete(task, result.value) }
-            }
-        }
-    }
-
-    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
-    fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
-                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
-        let result = Unchecked(result)
-        task.queue.async {
-            if let event, let handler { handler(event) }
-            self.complete(task, result.value)
-        }
-    }
-
-    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
-    /// `onProgress` with the whole size, if the download left it one.
-    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let (due, progress) = locked { $0.answer(task) }
-        guard due else { return }
-        if let progress { task.load.onProgress?(progress.received, progress.expected) }
-        task.completion(result)
-    }
-
-    #if canImport(UIKit) || canImport(AppKit)
-    /// The queue of the public API's callbacks, which are main-actor isolated here (see
-    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
-    fileprivate static let callbackActorQueue: DispatchQueue? = .main
-
-    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
-    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
-    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
-        let value = Unchecked(value)
-        MainActor.assumeIsolated { body(value.value) }
-    }
-    #else
-    fileprivate static let callbackActorQueue: DispatchQueue? = nil
-
-    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
-        body(value)
-    }
-    #endif
-
-    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
-    fileprivate func emit(_ event: Event) {
-        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
-        guard let handler else { return }
-        queue.async { handler(event) }
-    }
-}
-
-// MARK: - Pipeline/Storing.swift
-
-// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
-// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
-// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
-// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
-// among the disk's work (`ImageStore`).
-
-
-nonisolated extension ImageCache {
-    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
-    /// (Linux's structural check), else on a decode worker.
-    fileprivate func store(_ data: Data, under key: Key) throws {
-        let decoder = storeDecoder
-        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
-        let limits = locked { $0.decodeLimits }
-        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
-    }
-
-    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
-    /// of the key, and of its sizes (the binder's), stop; their callers get it.
-    private func store(_ payload: Payload, under key: Key) throws {
-        let now = currentTime()
-        let size = payload.bytes?.count ?? 0
-        let item = DiskStore.Item(url: key.string, data: payload.bytes, size: size, downloadedAt: now, receivedAt: now)
-        let stopped = try locked { ledger in
-            let stopped = try ledger.replace(key, size: size)
-            ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
-            return stopped
-        }
-        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
-    }
-
-    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
-    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
-    /// file is queued now, before any later look-up of the key on disk. The download counts as one
-    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
-    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
-        let now = currentTime()
-        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
-        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
-            let replaced = try ledger.replace(key, size: data.count)
-            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
-            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
-        }
-        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
-        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
-    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
-    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
-    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
-        let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
-        var failed: (type: ObjectIdentifier?, error: Error)?
-        if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
-        deliver(settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                                   limits: download.limits)))
-        startNetwork(settled.started)
-    }
-
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws only when their size is known now and too large.
-    fileprivate func store(_ image: Image, under key: Key) throws {
-        let now = currentTime()
-        let stopped = try locked { ledger in
-            let bytes = storedBytes(of: image, in: ledger)
-            let stopped = try ledger.replace(key, size: bytes.size)
-            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
-                                      receivedAt: now)
-            let disk: DiskWork = bytes.data != nil ? .write(item, key: key, usedAt: now)
-                : .store(ImageStore(item, image, from: bytes.file, limit: ledger.settings.maxImageBytes))
-            ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
-            return stopped
-        }
-        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
-    }
-
-    /// Where the bytes `store` keeps for an image are.
-    fileprivate struct StoredBytes {
-        var data: Data?  // in hand
-        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
-        var size: Int? { data?.count ?? file?.size }
-    }
-
-    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
-    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:)``).
-    ///
-    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
-    private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
-        if let data = entry.data { return StoredBytes(data: data) }
-        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
-    }
-
-    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
-    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
-    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
-    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
-    /// on disk wait for it meanwhile, so that none reads the key's older file.
-    fileprivate final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
-        let item: DiskStore.Item  // without its bytes
-        let image: Image
-        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
-        let limit: Int  // `maxImageBytes` when it was stored
-        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
-
-        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
-             limit: Int) {
-            (self.item, self.image, self.source, self.limit) = (item, image, source, limit)
-        }
-
-        func with(_ data: Data) -> DiskStore.Item {
-            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
-                           receivedAt: item.receivedAt)
-        }
-    }
-
-    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
-    /// the file, else encoded on a decode worker first (`storedOnDisk` writes them then).
-    fileprivate func storeOnDisk(_ job: ImageStore) {
-        let now = currentTime()
-        if let source = job.source,
-           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
-                                 size: source.size, now: now) {
-            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
-        }
-        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
-        disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? Self.encodedBytes(of:)
-        decodes.async {
-            let data = encode(job.image)
-            self.diskQueue.async { self.storedOnDisk(job, data) }
-        }
-    }
-
-    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
-    /// key came since. An image that cannot be encoded, or whose encoding is larger than
-    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
-    /// event says why.
-    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
-        guard disk.storing[job.item.id] === job else { return }
-        if let data, data.count <= job.limit {
-            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
-        }
-        disk.remove(job.item.id)
-        settle(job.item.id)
-        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
-        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
-    }
-
-    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
-    /// a removal) decides the file now, and the look-ups that waited for it go on.
-    fileprivate func settle(_ id: UInt64) {
-        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
-        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
-    }
-
-    /// `settle` for every store under way (the folder was emptied).
-    fileprivate func settleAll() {
-        for id in Array(disk.storing.keys) { settle(id) }
-    }
-}
-
-// The platform's encoding of an image that has no bytes of its own.
-nonisolated extension ImageCache {
-    /// An image's bytes for the disk where it has none of its own: on UIKit a PNG made by ImageIO,
-    /// with the image's orientation (as EXIF, which ImageIO applies when it decodes) and, for an
-    /// animation, its frames (each for the time UIKit shows it) and play count; on AppKit the PNG of
-    /// its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
-    fileprivate static func encodedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit)
-        let frames = image.images ?? [image]
-        let runs = self.runs(frames)
-        let data = NSMutableData()
-        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, "public.png" as CFString,
-                                                                 runs.count, nil) else { return nil }
-        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
-        if runs.count > 1 {
-            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
-            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
-        }
-        for (frame, repeats) in runs {
-            guard let cgImage = frame.cgImage else { return nil }
-            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
-                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
-            if runs.count > 1 {
-                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
-            }
-            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
-        }
-        return CGImageDestinationFinalize(destination) ? data as Data : nil
-        #elseif canImport(AppKit)
-        return image.tiffRepresentation.flatMap {
-            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
-        }
-        #else
-        return image.data
-        #endif
-    }
-
-    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
-    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
-    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
-    fileprivate static func exifOrientation(uiKit raw: Int) -> Int {
-        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
-        return exif.indices.contains(raw) ? exif[raw] : 1
-    }
-
-    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
-    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
-    fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
-        var runs: [(frame: Frame, repeats: Int)] = []
-        for frame in frames {
-            if let last = runs.last, last.frame === frame {
-                runs[runs.count - 1].repeats += 1
-            } else {
-                runs.append((frame, 1))
-            }
-        }
-        return runs
-    }
-}
-
-// MARK: - Network/HTTP.swift
-
-// HTTP: what a response says (status, length, cache control, validators, Retry-After).
-
-
-nonisolated extension ImageCache {
-    /// What the cache reads in HTTP: a redirect's target and headers, whether a body is whole, and
-    /// what `Cache-Control` and `Retry-After` say.
-    fileprivate enum HTTP {
-        /// The request a redirect is followed with. The headers of the request as sent go with it to
-        /// the same origin (scheme, host and port) only; to another, just the cache's own (`Accept`,
-        /// `Accept-Encoding`, the revalidation's), so that an `Authorization`, a cookie or any header
-        /// the app or ``requestModifier`` gave one host never reaches another. Nil (not followed, the
-        /// load fails with its 3xx) for a target that is not http(s). The target is the response's
-        /// `Location` (corelibs proposes an http URL on the same host for a `file:` location).
-        fileprivate static func redirect(_ response: HTTPURLResponse, _ proposed: URLRequest,
-                                         from sent: URLRequest?) -> URLRequest? {
-            let location = response.value(forHTTPHeaderField: "Location")
-                .flatMap { URL(string: $0, relativeTo: response.url) }
-            guard let url = location?.absoluteURL ?? proposed.url, Load.refusal(of: url) == nil else { return nil }
-            var next = URLRequest(url: url, cachePolicy: sent?.cachePolicy ?? .reloadIgnoringLocalCacheData,
-                                  timeoutInterval: sent?.timeoutInterval ?? proposed.timeoutInterval)
-            func origin(_ url: URL?) -> [String?] {
-                let scheme = url?.scheme?.lowercased()
-                return [scheme, url?.host?.lowercased(), String(url?.port ?? (scheme == "https" ? 443 : 80))]
-            }
-            let sameOrigin = origin(url) == origin(sent?.url)
-            let ownHeaders: Set<String> = ["accept", "accept-encoding", "if-none-match", "if-modified-since"]
-            for (name, value) in sent?.allHTTPHeaderFields ?? [:]
-                where sameOrigin || ownHeaders.contains(name.lowercased()) {
-                next.setValue(value, forHTTPHeaderField: name)
-            }
-            return next
-        }
-
-        /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
-        /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
-        /// says nothing of it.
-        fileprivate static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?) -> Result<Data, Error> {
-            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
-            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
-            let expected = identity ? response?.expectedContentLength ?? -1 : -1
-            let truncated: Error? = expected > 0 && Int64(data.count) < expected
-                ? .truncatedBody(expected: expected, received: data.count) : nil
-            if let error {
-                let code = (error as? URLError)?.code ?? .unknown
-                if code == .cancelled { return .failure(.cancelled) }
-                // libcurl reports a body cut short as a generic error: say what it was.
-                if let truncated { return .failure(truncated) }
-                let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
-                return .failure(.network(code, text))
-            }
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 200
-            guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
-            if let truncated { return .failure(truncated) }
-            return data.isEmpty ? .failure(.emptyBody) : .success(data)
-        }
-
-        /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
-        /// names in any case, in a list with others; `s-maxage` and the other shared-cache
-        /// directives ignored; `no-cache` with field names taken as `no-cache`.
-        fileprivate struct CacheControl {
-            var noStore = false, noCache = false, mustRevalidate = false
-            /// The first `max-age` (4.2.1): 0 (stale) if it is not a number of seconds.
-            var maxAge: TimeInterval?
-
-            /// Whether the entry must never be served stale, not even by `servesStaleWhenOffline` (4.2.4).
-            var forbidsStale: Bool { noCache || mustRevalidate }
-
-            init(_ value: String?) {
-                for directive in (value ?? "").split(separator: ",") {
-                    let parts = HTTP.trimmed(directive)
-                        .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    let name = HTTP.trimmed(parts[0]).lowercased()
-                    // No space around "=" in the grammar: "max-age =60" is a max-age that says nothing.
-                    let argument = parts.count > 1 && parts[0].last?.isWhitespace != true ? String(parts[1]) : nil
-                    switch name {
-                    case "no-store": noStore = true
-                    case "no-cache": noCache = true
-                    case "must-revalidate": mustRevalidate = true
-                    case "max-age" where maxAge == nil:
-                        // The quoted form is tolerated (5.2); anything else is invalid freshness: stale.
-                        let unquoted = argument.map { $0.count > 2 && $0.hasPrefix("\"") && $0.hasSuffix("\"")
-                            ? $0.dropFirst().dropLast() : Substring($0) }
-                        maxAge = unquoted.flatMap(HTTP.delta) ?? 0
-                    default: break
-                    }
-                }
-            }
-        }
-
-        /// The headers that judge a stored response, kept with its file: a `304` that leaves one
-        /// out leaves the stored one in force (RFC 9111, 4.3.4).
-        fileprivate struct FreshnessHeaders {
-            var cacheControl: String?, expires: String?
-
-            /// `response`'s, each in place of the one in `stored`, if it has one.
-            init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                let http = response as? HTTPURLResponse
-                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
-                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
-            }
-
-            init(cacheControl: String?, expires: String?) {
-                (self.cacheControl, self.expires) = (cacheControl, expires)
-            }
-        }
-
-        /// How long a response is fresh, and how old it was when it arrived (RFC 9111, 4.2).
-        fileprivate struct Freshness {
-            let cacheControl: CacheControl
-            /// `max-age`, else `Expires` minus `Date` (an invalid `Expires`: 0); nil: neither.
-            let lifetime: TimeInterval?
-            /// Its corrected initial age (4.2.3): the larger of the time since its `Date` and its
-            /// `Age` plus the time the request took.
-            let age: TimeInterval
-
-            /// `response` with `headers` (its own, or the stored ones it updates), for a request
-            /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
-            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
-            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
-                 receivedAt: TimeInterval) {
-                let http = response as? HTTPURLResponse
-                cacheControl = CacheControl(headers.cacheControl)
-                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
-                if let maxAge = cacheControl.maxAge {
-                    lifetime = maxAge
-                } else if let expires = headers.expires {
-                    lifetime = HTTP.date(expires).map { min(max(0, $0 - date), HTTP.maxSeconds) } ?? 0
-                } else {
-                    lifetime = nil
-                }
-                // A list's first member (RFC 9111, 5.1).
-                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
-                    $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
-                } ?? 0
-                age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
-            }
-        }
-
-        /// `text` without the optional whitespace around a field's value or a list's member: spaces and
-        /// horizontal tabs (RFC 9110, 5.6.3). Not Foundation's `trimmingCharacters`, which also takes
-        /// other Unicode spaces and costs more than the rest of a response's checks on Linux.
-        static func trimmed(_ text: Substring) -> Substring {
-            let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-            guard let first = text.firstIndex(where: { !isSpace($0) }),
-                  let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
-            return text[first...last]
-        }
-
-        /// The most seconds a delta-seconds value counts for (RFC 9111, 1.2.2).
-        static let maxSeconds: TimeInterval = 2_147_483_648
-
-        /// A delta-seconds value: digits only (not "inf", "1e999" or " 60"), at most `maxSeconds`.
-        static func delta(_ text: Substring) -> TimeInterval? {
-            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-            return min(Double(text) ?? maxSeconds, maxSeconds)
-        }
-
-        /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
-        /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
-        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
-        /// a time in the past).
-        static func date(_ text: String) -> TimeInterval? {
-            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
-            let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
-            switch parts.count {
-            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
-                fields = (parts[1], parts[2], parts[3], parts[4])
-            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
-                let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
-                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
-                fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
-            case 5:
-                fields = (parts[2], parts[1], parts[4], parts[3])
-            default:
-                return nil
-            }
-            let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
-            guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
-                  let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
-                  hour < 24, minute < 60, second <= 60,
-                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
-                  let month = months.firstIndex(of: fields.month),
-                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
-            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
-                let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
-                year += 2000
-                if year > thisYear + 50 { year -= 100 }
-            }
-            let days = daysSince1970(year: year, month: month + 1, day: day)
-            return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
-        }
-
-        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-        /// Decimal digits only (`Int("+5")` would take a sign).
-        private static func number(_ text: Substring) -> Int? {
-            guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-            return Int(text)
-        }
-
-        /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
-        /// `days_from_civil`).
-        private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
-            let shifted = month <= 2 ? year - 1 : year  // the year as if it began in March
-            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-            let yearOfEra = shifted - era * 400
-            let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
-            return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
-        }
-
-        /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
-        static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
-            guard let http = response as? HTTPURLResponse,
-                  let value = http.value(forHTTPHeaderField: "Retry-After").map({ String(HTTP.trimmed($0[...])) })
-            else { return nil }
-            if let seconds = TimeInterval(value) { return max(0, seconds) }
-            return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
-        }
     }
 }
 
@@ -4528,6 +4217,345 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/Delivery.swift
+
+// Delivery: each waiter's callback on its queue.
+
+
+nonisolated extension ImageCache {
+    /// What a download or a memory hit hands to each waiter.
+    fileprivate struct Delivery {
+        let payload: Payload
+        let source: Source
+        var isStale = false
+        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+    }
+
+    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
+    /// its decoder's reading of the bytes (a download shared by requests for two types).
+    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
+        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+                             delivery.limits)
+        return payload.flatMap { payload in
+            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
+                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
+            }
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
+    /// with a request for another type). No generic cast where it holds one. An image whose scale
+    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
+    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
+    fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
+        result.flatMap { delivery in
+            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
+    private static func shown(_ payload: Payload) -> Image? {
+        guard let image = payload.image, payload.scaleStandsIn,
+              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return rescaled(image, to: scale)
+    }
+
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        var queues: [DispatchQueue] = []  // in the order of their first task
+        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
+        for (index, queue) in queues.enumerated() {
+            queue.async {
+                if index == 0, let event, let handler { handler(event) }
+                for task in tasks where task.queue === queue { self.complete(task, result.value) }
+            }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
+                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
+        }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
+    /// `onProgress` with the whole size, if the download left it one.
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
+        let (due, progress) = locked { $0.answer(task) }
+        guard due else { return }
+        if let progress { task.load.onProgress?(progress.received, progress.expected) }
+        task.completion(result)
+    }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// The queue of the public API's callbacks, which are main-actor isolated here (see
+    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
+    fileprivate static let callbackActorQueue: DispatchQueue? = .main
+
+    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
+    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
+        let value = Unchecked(value)
+        MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    fileprivate static let callbackActorQueue: DispatchQueue? = nil
+
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
+        body(value)
+    }
+    #endif
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    fileprivate func emit(_ event: Event) {
+        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
+    }
+}
+
+// MARK: - Pipeline/Storing.swift
+
+// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
+// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
+// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
+// among the disk's work (`ImageStore`).
+
+
+nonisolated extension ImageCache {
+    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
+    /// (Linux's structural check), else on a decode worker.
+    fileprivate func store(_ data: Data, under key: Key) throws {
+        let decoder = storeDecoder
+        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let limits = locked { $0.decodeLimits }
+        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
+    }
+
+    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
+    /// of the key, and of its sizes (the binder's), stop; their callers get it.
+    private func store(_ payload: Payload, under key: Key) throws {
+        let now = currentTime()
+        let size = payload.bytes?.count ?? 0
+        let item = DiskStore.Item(url: key.string, data: payload.bytes, size: size, downloadedAt: now, receivedAt: now)
+        let stopped = try locked { ledger in
+            let stopped = try ledger.replace(key, size: size)
+            ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
+    }
+
+    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
+    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
+    /// file is queued now, before any later look-up of the key on disk. The download counts as one
+    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
+    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
+        let now = currentTime()
+        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
+        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
+            let replaced = try ledger.replace(key, size: data.count)
+            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
+            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
+        }
+        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
+        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
+    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
+    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
+    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
+        let now = currentTime()
+        var payload = (try? result.get()) ?? Payload(value: Box(data))
+        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        var failed: (type: ObjectIdentifier?, error: Error)?
+        if case .failure(let error) = result { failed = (download.decoder.type, error) }
+        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
+        deliver(settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                   limits: download.limits)))
+        startNetwork(settled.started)
+    }
+
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
+    /// Throws only when their size is known now and too large.
+    fileprivate func store(_ image: Image, under key: Key) throws {
+        let now = currentTime()
+        let stopped = try locked { ledger in
+            let bytes = storedBytes(of: image, in: ledger)
+            let stopped = try ledger.replace(key, size: bytes.size)
+            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
+                                      receivedAt: now)
+            let disk: DiskWork = bytes.data != nil ? .write(item, key: key, usedAt: now)
+                : .store(ImageStore(item, image, from: bytes.file, limit: ledger.settings.maxImageBytes))
+            ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+    }
+
+    /// Where the bytes `store` keeps for an image are.
+    fileprivate struct StoredBytes {
+        var data: Data?  // in hand
+        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
+        var size: Int? { data?.count ?? file?.size }
+    }
+
+    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
+    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
+    /// else none: it is encoded (``encodedBytes(of:)``).
+    ///
+    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
+    private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
+        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        if let data = entry.data { return StoredBytes(data: data) }
+        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
+    }
+
+    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
+    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
+    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
+    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
+    /// on disk wait for it meanwhile, so that none reads the key's older file.
+    fileprivate final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
+        let item: DiskStore.Item  // without its bytes
+        let image: Image
+        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
+        let limit: Int  // `maxImageBytes` when it was stored
+        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
+             limit: Int) {
+            (self.item, self.image, self.source, self.limit) = (item, image, source, limit)
+        }
+
+        func with(_ data: Data) -> DiskStore.Item {
+            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
+                           receivedAt: item.receivedAt)
+        }
+    }
+
+    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
+    /// the file, else encoded on a decode worker first (`storedOnDisk` writes them then).
+    fileprivate func storeOnDisk(_ job: ImageStore) {
+        let now = currentTime()
+        if let source = job.source,
+           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
+                                 size: source.size, now: now) {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
+        }
+        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
+        disk.storing[job.item.id] = job
+        let encode = imageEncoder ?? Self.encodedBytes(of:)
+        decodes.async {
+            let data = encode(job.image)
+            self.diskQueue.async { self.storedOnDisk(job, data) }
+        }
+    }
+
+    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
+    /// key came since. An image that cannot be encoded, or whose encoding is larger than
+    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
+    /// event says why.
+    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
+        guard disk.storing[job.item.id] === job else { return }
+        if let data, data.count <= job.limit {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
+        }
+        disk.remove(job.item.id)
+        settle(job.item.id)
+        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
+        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
+    }
+
+    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
+    /// a removal) decides the file now, and the look-ups that waited for it go on.
+    fileprivate func settle(_ id: UInt64) {
+        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+    }
+
+    /// `settle` for every store under way (the folder was emptied).
+    fileprivate func settleAll() {
+        for id in Array(disk.storing.keys) { settle(id) }
+    }
+}
+
+// The platform's encoding of an image that has no bytes of its own.
+nonisolated extension ImageCache {
+    /// An image's bytes for the disk where it has none of its own: on UIKit a PNG made by ImageIO,
+    /// with the image's orientation (as EXIF, which ImageIO applies when it decodes) and, for an
+    /// animation, its frames (each for the time UIKit shows it) and play count; on AppKit the PNG of
+    /// its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
+    fileprivate static func encodedBytes(of image: Image) -> Data? {
+        #if canImport(UIKit)
+        let frames = image.images ?? [image]
+        let runs = self.runs(frames)
+        let data = NSMutableData()
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, "public.png" as CFString,
+                                                                 runs.count, nil) else { return nil }
+        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
+        if runs.count > 1 {
+            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
+            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
+        }
+        for (frame, repeats) in runs {
+            guard let cgImage = frame.cgImage else { return nil }
+            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
+                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
+            if runs.count > 1 {
+                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
+            }
+            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
+        }
+        return CGImageDestinationFinalize(destination) ? data as Data : nil
+        #elseif canImport(AppKit)
+        return image.tiffRepresentation.flatMap {
+            NSBitmapImageRep(data: $0)?.representation(using: .png, properties: [:])
+        }
+        #else
+        return image.data
+        #endif
+    }
+
+    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
+    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
+    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
+    fileprivate static func exifOrientation(uiKit raw: Int) -> Int {
+        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
+        return exif.indices.contains(raw) ? exif[raw] : 1
+    }
+
+    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
+    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
+        var runs: [(frame: Frame, repeats: Int)] = []
+        for frame in frames {
+            if let last = runs.last, last.frame === frame {
+                runs[runs.count - 1].repeats += 1
+            } else {
+                runs.append((frame, 1))
+            }
+        }
+        return runs
+    }
+}
+
 // MARK: - Disk/DiskTier.swift
 
 // The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
@@ -4581,7 +4609,7 @@ nonisolated extension ImageCache {
     }
 
 
-    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
     /// never). Used only on the cache's disk queue.
@@ -4648,7 +4676,7 @@ nonisolated extension ImageCache {
             if directory >= 0 { Foundation.close(directory) }
         }
 
-        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// The file `id` names if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
@@ -4696,8 +4724,8 @@ nonisolated extension ImageCache {
             return found.data
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
-        /// the `304` updated, if it is still the file that was read.
+        /// Marks the file `found` was read from as downloaded again `now` (a `304 Not Modified`), with
+        /// the freshness headers the `304` updated, if it is still that file.
         func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
                    headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }

@@ -17,31 +17,7 @@ import ImageIO
 import SwiftUI
 #endif
 
-nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
-
 nonisolated extension ImageCache {
-    /// Where a delivered image came from.
-    public enum Source: String, Sendable {
-        /// Memory: found at once, with no decode.
-        case memory
-        /// The cache's folder on disk.
-        case disk
-        /// A download.
-        case network
-    }
-
-    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
-    /// entry delivered because the network failed).
-    public struct Fetched<Value> {
-        /// The image, or the value the request's `decode` made.
-        public let value: Value
-        /// Where it came from.
-        public let source: Source
-        /// Whether it is an expired entry, delivered because the network failed
-        /// (``ImageCache/servesStaleWhenOffline``).
-        public let isStale: Bool
-    }
-
     /// Something the cache did; see ``ImageCache/onEvent``.
     public enum Event: Sendable {
         /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.

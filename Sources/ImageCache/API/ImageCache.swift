@@ -1,23 +1,30 @@
-// The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
-// the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
-// first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
-// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
-// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
-// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
+// walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
+//   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
+//              through them), the public calls, settings, errors, events and public types.
+//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
+//              the lock guards, and the steps over more than one part), the entry table and keys,
+//              downloads and their lanes, network attempts, what each step comes to
+//              (`Settlement`), delivery, and stores.
+//   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Memory/    the CLOCK list, its limits and the second chance.
+//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Support/   small helpers; the benchmarks' hooks (the package's builds only).
+// A part owns its state: other parts call its methods and never write its fields. The lock is
+// taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
+// work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
-// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
-// finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
-// reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
-// through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
-// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
-// queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
-// each waiter's callback on its queue.
+// A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Downloads)
+// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
+// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
+// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk

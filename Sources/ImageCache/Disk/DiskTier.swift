@@ -65,7 +65,7 @@ nonisolated extension ImageCache {
     }
 
 
-    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
     /// never). Used only on the cache's disk queue.
@@ -136,7 +136,7 @@ nonisolated extension ImageCache {
             if directory >= 0 { Foundation.close(directory) }
         }
 
-        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// The file `id` names if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
@@ -184,8 +184,8 @@ nonisolated extension ImageCache {
             return found.data
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
-        /// the `304` updated, if it is still the file that was read.
+        /// Marks the file `found` was read from as downloaded again `now` (a `304 Not Modified`), with
+        /// the freshness headers the `304` updated, if it is still that file.
         func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
                    headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }

@@ -66,7 +66,9 @@ nonisolated extension ImageCache {
         let limits: DecodeLimits  // the settings' when it was made
 
         var key: Key { load.key }
-        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
+        /// store's download has none, and is never looked up, sent or told of as an event.
+        var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
         init(_ load: Load, limits: DecodeLimits) {
