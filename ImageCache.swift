@@ -2595,6 +2595,7 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        var noFile = false  // its look-up on disk found no file of its key: its write replaces none
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -2814,9 +2815,9 @@ nonisolated extension ImageCache {
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let found = disk.read(id, now: now, maxBytes: maxBytes)
+        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
         }
         decodes.async {
             guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
@@ -2849,8 +2850,8 @@ nonisolated extension ImageCache {
 
     /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
     /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
@@ -3652,13 +3653,15 @@ nonisolated extension ImageCache.Ledger {
     // MARK: Look-ups on disk
 
     /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
-    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
-    /// waiters. Nil when the download was forgotten or replaced meanwhile.
-    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
+    /// else queues the download on its lane (with an expired entry to revalidate, or noting that
+    /// the key has no file, if `absent`) and returns no waiters. Nil when the download was
+    /// forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?, absent: Bool,
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
             if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
+            download.noFile = absent
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -3753,7 +3756,8 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            // An older file of the key goes too; no disk work where its look-up found none.
+            if !download.noFile { queueOnDisk(.remove(download.key.string)) }
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -3768,11 +3772,12 @@ nonisolated extension ImageCache.Ledger {
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
         } else if !answer.notModified {
-            queueOnDisk(.write(ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes,
-                                                         size: size ?? 0, downloadedAt: downloadedAt, receivedAt: now,
-                                                         validators: ImageCache.Validators(answer.response),
-                                                         headers: headers),
-                               key: download.key, usedAt: now))
+            var item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+                                                 downloadedAt: downloadedAt, receivedAt: now,
+                                                 validators: ImageCache.Validators(answer.response), headers: headers)
+            // Replacing the file its look-up found, or none; else the write looks.
+            item.replaces = download.noFile ? .some(nil) : download.stale.map { $0.found.file.size }
+            queueOnDisk(.write(item, key: download.key, usedAt: now))
         }
         return delivery
     }
@@ -4632,6 +4637,9 @@ nonisolated extension ImageCache {
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
             var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
+            /// The size of the key's file it replaces, when the caller knows it (a download that
+            /// found no file on disk replaces none): the write then does not look. nil: it looks.
+            var replaces: Int64??
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
         }
@@ -4653,6 +4661,10 @@ nonisolated extension ImageCache {
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
+        // The writer's part of a temporary file's name: this process, and a number unique to this
+        // instance's writes (a random start, then counted), with no system call per write.
+        private let writer = Foundation.getpid()
+        private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -4677,9 +4689,10 @@ nonisolated extension ImageCache {
         }
 
         /// The file `id` names if it is there, a regular file, and not expired (an expired one is
-        /// deleted); marks it as used `now`.
-        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
-            guard openFolder(create: false) != nil else { return nil }
+        /// deleted); marks it as used `now`. `absent`: the key has no file now (none, or the expired
+        /// one was deleted), so that a write of it replaces none.
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> (found: Found?, absent: Bool) {
+            guard openFolder(create: false) != nil else { return (nil, Foundation.errno == ENOENT) }
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
@@ -4694,10 +4707,12 @@ nonisolated extension ImageCache {
             }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
-            guard let fd else { return nil }
+            guard let fd else { return (nil, Foundation.errno == ENOENT) }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else {
+                return (nil, false)
+            }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -4708,18 +4723,18 @@ nonisolated extension ImageCache {
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
-                return nil
+                return (nil, true)
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return (nil, false) }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
-                         expired: expired)
+            return (Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                          expired: expired), false)
         }
 
         /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
         /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
         func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
-            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
+            guard let found = read(id, now: now, maxBytes: size).found, found.data.count == size,
                   abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
             return found.data
         }
@@ -4742,10 +4757,13 @@ nonisolated extension ImageCache {
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 // 2 s: some file systems keep whole seconds.
-                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
+                let file = file(item.id)
+                if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
+                    var item = item
+                    item.replaces = .some(file?.size)  // just looked
                     write(item, usedAt: now)  // does nothing if memory no longer has the bytes
                 }
             }
@@ -4764,7 +4782,9 @@ nonisolated extension ImageCache {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    replaced = try writeFile(item, data, usedAt: now)
+                    var again = item
+                    again.replaces = nil  // in the folder as it is now: look
+                    replaced = try writeFile(again, data, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -4950,7 +4970,8 @@ nonisolated extension ImageCache {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
-            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            writes &+= 1
+            let temporary = ".\(name).\(writer).\(writes).tmp"
             let fd = Foundation.openat(directory, temporary,
                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
@@ -4971,7 +4992,7 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = file(item.id)?.size
+                let replaced = item.replaces ?? file(item.id)?.size
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {

@@ -88,6 +88,9 @@ nonisolated extension ImageCache {
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
             var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
+            /// The size of the key's file it replaces, when the caller knows it (a download that
+            /// found no file on disk replaces none): the write then does not look. nil: it looks.
+            var replaces: Int64??
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
         }
@@ -109,6 +112,10 @@ nonisolated extension ImageCache {
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
+        // The writer's part of a temporary file's name: this process, and a number unique to this
+        // instance's writes (a random start, then counted), with no system call per write.
+        private let writer = Foundation.getpid()
+        private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -137,9 +144,10 @@ nonisolated extension ImageCache {
         }
 
         /// The file `id` names if it is there, a regular file, and not expired (an expired one is
-        /// deleted); marks it as used `now`.
-        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
-            guard openFolder(create: false) != nil else { return nil }
+        /// deleted); marks it as used `now`. `absent`: the key has no file now (none, or the expired
+        /// one was deleted), so that a write of it replaces none.
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> (found: Found?, absent: Bool) {
+            guard openFolder(create: false) != nil else { return (nil, Foundation.errno == ENOENT) }
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
@@ -154,10 +162,12 @@ nonisolated extension ImageCache {
             }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
-            guard let fd else { return nil }
+            guard let fd else { return (nil, Foundation.errno == ENOENT) }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else {
+                return (nil, false)
+            }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -168,18 +178,18 @@ nonisolated extension ImageCache {
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
-                return nil
+                return (nil, true)
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return (nil, false) }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
-                         expired: expired)
+            return (Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                          expired: expired), false)
         }
 
         /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
         /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
         func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
-            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
+            guard let found = read(id, now: now, maxBytes: size).found, found.data.count == size,
                   abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
             return found.data
         }
@@ -202,10 +212,13 @@ nonisolated extension ImageCache {
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 // 2 s: some file systems keep whole seconds.
-                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
+                let file = file(item.id)
+                if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
+                    var item = item
+                    item.replaces = .some(file?.size)  // just looked
                     write(item, usedAt: now)  // does nothing if memory no longer has the bytes
                 }
             }
@@ -227,7 +240,9 @@ nonisolated extension ImageCache {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    replaced = try writeFile(item, data, usedAt: now)
+                    var again = item
+                    again.replaces = nil  // in the folder as it is now: look
+                    replaced = try writeFile(again, data, usedAt: now)
                 }
                 failing = false
             } catch {
@@ -413,7 +428,8 @@ nonisolated extension ImageCache {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
-            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            writes &+= 1
+            let temporary = ".\(name).\(writer).\(writes).tmp"
             let fd = Foundation.openat(directory, temporary,
                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
@@ -434,7 +450,7 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = file(item.id)?.size
+                let replaced = item.replaces ?? file(item.id)?.size
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {
