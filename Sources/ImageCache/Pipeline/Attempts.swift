@@ -109,6 +109,9 @@ nonisolated extension ImageCache {
         case .failure(let error):
             finish(.failure(error), nil)
         case .success(let body):
+            // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
+            // hop to a worker, or a lock taken to free the slot first, would cost more.
+            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             // The bytes are in: the download's slot goes to the next one while this one decodes.
             let started = locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
@@ -116,8 +119,6 @@ nonisolated extension ImageCache {
             }
             guard let started else { return }  // forgotten meanwhile: nobody waits for it
             startNetwork(started)
-            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
             decodes.async {
                 // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
                 guard self.locked({ $0.isCurrent(download) }) else { return }
