@@ -2511,7 +2511,7 @@ nonisolated extension ImageCache {
     }
 
     fileprivate enum Entry {
-        case loaded(Int)  // a slot in the memory tier (`Guarded.memory`)
+        case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case failed(Error, serial: UInt64)
     }

@@ -290,8 +290,8 @@ private func againstTheDelegate(_ config: Config, server: LoopbackServer, cache:
                                 _ loaders: (bare: StreamingLoader, writing: StreamingLoader, peer: PipelineRouteLoader),
                                 pinned: Bool) throws -> [Row] {
     let count = 200
-    // Images per second, and CPU microseconds and context switches (each a thread that waited
-    // and was woken, or was preempted) per image of the whole process (server included).
+    // Images per second, and CPU microseconds and voluntary context switches (each a thread that
+    // waited and was woken: a hand-off) per image of the whole process (server included).
     func measure(_ body: () throws -> Void) throws -> (rate: Double, cpu: Double, switches: Double) {
         let usage = processUsage()
         let time = try seconds(body)
@@ -332,8 +332,8 @@ private func againstTheDelegate(_ config: Config, server: LoopbackServer, cache:
             + "the delegate \(Report.format(cpuStats[floor].median)) us"
     }
     let cpuSource = "whole process (server included), from `getrusage`, per image"
-    let switchSource = "voluntary and involuntary context switches of the whole process (server included), "
-        + "from `getrusage`, per image (median of rounds)"
+    let switchSource = "voluntary context switches (a thread that waited, then was woken) of the whole process "
+        + "(server included), from `getrusage`, per image (median of rounds)"
     return [Row(figure: "network miss, 200 distinct 50 KB images, each written to disk, against a bare streaming delegate"
                     + scheduling,
                 unit: "images/s", ours: stats[0], floorName: floorName, floor: stats[1], goal: ">= 0.90x floor",

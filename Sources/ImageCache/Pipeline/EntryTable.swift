@@ -95,7 +95,7 @@ nonisolated extension ImageCache {
     }
 
     internal enum Entry {
-        case loaded(Int)  // a slot in the memory tier (`Guarded.memory`)
+        case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case failed(Error, serial: UInt64)
     }
