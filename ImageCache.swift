@@ -2036,8 +2036,9 @@ nonisolated extension ImageCache {
 // MARK: - Pipeline/Requests.swift
 
 // The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
-// memory, joined to a download under way, or looked up on disk as a new download; and its
-// cancellation.
+// memory, joined to a download under way, or looked up on disk as a new download (the look-up, on
+// the disk queue, ends it or queues it for the network); its cancellation, and the end of the
+// downloads that a cancellation or a removal stopped.
 
 
 nonisolated extension ImageCache {
@@ -2070,6 +2071,74 @@ nonisolated extension ImageCache {
         let (cancelled, stopped) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
+    /// default) to whoever still waits, and starts what the freed slots allow.
+    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+        guard !stopped.isEmpty else { return }
+        let started = locked { $0.startReady() }
+        for item in stopped {
+            item.task?.cancel()
+            deliver(item.waiters, result)
+        }
+        startNetwork(started)
+    }
+
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
+    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
+    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
+    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
+    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
+    /// A download no longer wanted is not decoded.
+    fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
+        let now = currentTime()
+        let id = DiskStore.fileID(for: download.key.string)
+        // A stored image whose file is not written yet: the key's older file is not it.
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
+        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
+        }
+        decodes.async {
+            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+        }
+    }
+
+    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
+    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
+    /// until a download replaces them.
+    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
+        switch download.decoder.decode(found.data, download.limits) {
+        case .success(let payload) where found.expired: return .stale(payload, found)
+        case .success(let payload):
+            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
+        case .failure(let error):
+            switch error {
+            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
+            default: break
+            }
+            return .unusable
+        }
+    }
+
+    fileprivate enum FoundOnDisk {
+        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case stale(Payload, DiskStore.Found)
+        case unusable
+    }
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
+    /// the download on its lane (with an expired entry to revalidate).
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
+        guard let settled else { return }
+        if case .fresh(let payload, _, _)? = found {
+            deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+        }
+        startNetwork(settled.started)
     }
 }
 
@@ -2578,8 +2647,11 @@ nonisolated extension ImageCache {
 
 // MARK: - Pipeline/Downloads.swift
 
-// A download (its phases) and the lanes it waits in; the cache's side of the look-up on disk and of
-// finishing the downloads `Ledger.forget` stopped.
+// Downloads and the lanes that schedule them: a download is one key being looked up on disk, queued,
+// downloaded, decoded or waiting to retry, with everyone waiting for it; the lanes say which may
+// start (a fast and a slow lane, slots shared fairly between hosts, stalled transfers that yield
+// their slot) and are the one mutator of a download's phase, lane and stall (`fileprivate(set)`:
+// the compiler keeps it so), each change checked against the lifecycle (`Phase.mayBecome`).
 
 
 nonisolated extension ImageCache {
@@ -2791,83 +2863,6 @@ nonisolated extension ImageCache {
             }
         }
     }
-
-    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
-    /// default) to whoever still waits, and starts what the freed slots allow.
-    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
-        guard !stopped.isEmpty else { return }
-        let started = locked { $0.startReady() }
-        for item in stopped {
-            item.task?.cancel()
-            deliver(item.waiters, result)
-        }
-        startNetwork(started)
-    }
-
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
-    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
-    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
-    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
-    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
-    /// A download no longer wanted is not decoded.
-    fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
-        let now = currentTime()
-        let id = DiskStore.fileID(for: download.key.string)
-        // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
-        }
-        decodes.async {
-            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
-            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
-        }
-    }
-
-    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
-    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
-    /// until a download replaces them.
-    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
-        switch download.decoder.decode(found.data, download.limits) {
-        case .success(let payload) where found.expired: return .stale(payload, found)
-        case .success(let payload):
-            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
-        case .failure(let error):
-            switch error {
-            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
-            default: break
-            }
-            return .unusable
-        }
-    }
-
-    fileprivate enum FoundOnDisk {
-        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
-        case stale(Payload, DiskStore.Found)
-        case unusable
-    }
-
-    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
-    /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
-        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
-        guard let settled else { return }
-        if case .fresh(let payload, _, _)? = found {
-            deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
-        }
-        startNetwork(settled.started)
-    }
-
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    fileprivate func requeue(_ download: Download) {
-        let started = locked { ledger in
-            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
-                        to: .queued)
-        }
-        startNetwork(started ?? [])
-    }
 }
 
 // MARK: - Pipeline/Attempts.swift
@@ -3019,6 +3014,15 @@ nonisolated extension ImageCache {
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
+
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    fileprivate func requeue(_ download: Download) {
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                        to: .queued)
+        }
+        startNetwork(started ?? [])
     }
 }
 

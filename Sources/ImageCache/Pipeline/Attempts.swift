@@ -162,4 +162,13 @@ nonisolated extension ImageCache {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
     }
+
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    internal func requeue(_ download: Download) {
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                        to: .queued)
+        }
+        startNetwork(started ?? [])
+    }
 }

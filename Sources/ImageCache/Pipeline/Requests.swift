@@ -1,6 +1,7 @@
 // The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
-// memory, joined to a download under way, or looked up on disk as a new download; and its
-// cancellation.
+// memory, joined to a download under way, or looked up on disk as a new download (the look-up, on
+// the disk queue, ends it or queues it for the network); its cancellation, and the end of the
+// downloads that a cancellation or a removal stopped.
 
 import Dispatch
 import Foundation
@@ -49,5 +50,73 @@ nonisolated extension ImageCache {
         let (cancelled, stopped) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
+    /// default) to whoever still waits, and starts what the freed slots allow.
+    internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+        guard !stopped.isEmpty else { return }
+        let started = locked { $0.startReady() }
+        for item in stopped {
+            item.task?.cancel()
+            deliver(item.waiters, result)
+        }
+        startNetwork(started)
+    }
+
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
+    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
+    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
+    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
+    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
+    /// A download no longer wanted is not decoded.
+    internal func lookUpOnDisk(_ download: Download, maxBytes: Int) {
+        let now = currentTime()
+        let id = DiskStore.fileID(for: download.key.string)
+        // A stored image whose file is not written yet: the key's older file is not it.
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
+        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
+        }
+        decodes.async {
+            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+        }
+    }
+
+    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
+    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
+    /// until a download replaces them.
+    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
+        switch download.decoder.decode(found.data, download.limits) {
+        case .success(let payload) where found.expired: return .stale(payload, found)
+        case .success(let payload):
+            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
+        case .failure(let error):
+            switch error {
+            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
+            default: break
+            }
+            return .unusable
+        }
+    }
+
+    internal enum FoundOnDisk {
+        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case stale(Payload, DiskStore.Found)
+        case unusable
+    }
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
+    /// the download on its lane (with an expired entry to revalidate).
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
+        guard let settled else { return }
+        if case .fresh(let payload, _, _)? = found {
+            deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+        }
+        startNetwork(settled.started)
     }
 }
