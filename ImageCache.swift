@@ -2096,9 +2096,9 @@ nonisolated extension ImageCache {
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
+        let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
             guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
@@ -2131,8 +2131,8 @@ nonisolated extension ImageCache {
 
     /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
     /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
-        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
@@ -2167,7 +2167,7 @@ nonisolated extension ImageCache {
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
-        var queueOnDisk: (DiskWork) -> Void = { _ in }
+        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
 
         init(settings: Settings) { self.settings = settings }
 
@@ -2371,12 +2371,10 @@ nonisolated extension ImageCache {
             return move(download, ifIn: waits, to: download.phase, lane: .slow) ?? []
         }
 
-        /// Marks a download's transfer as sent: `task` is its network task. False when it was
-        /// forgotten or ended meanwhile (then the task is not resumed).
-        mutating func sent(_ download: Download, _ task: URLSessionDataTask) -> Bool {
-            guard case .running(nil) = download.phase else { return false }
+        /// Marks a download's transfer as sent: `task` is its network task. The download is running
+        /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
             lanes.move(download, to: .running(task))
-            return true
         }
 
         /// A transfer of `download` (task `task`) stalled or resumed: its slot is given up or taken
@@ -2667,37 +2665,21 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        var noFile = false  // its look-up on disk found no file of its key: its write replaces none
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
         /// queued for the network (a disk hit never reads it), under the cache's lock.
         lazy var host: String = load.url.map(Self.host(of:)) ?? ""
+        /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
+        /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
+        /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
+        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
+        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
+        /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
-            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
-            /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
-            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
-            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
-            /// decoding download's bytes are in: the next one may start (see `startReady`).
-            func mayBecome(_ next: Phase) -> Bool {
-                switch (self, next) {
-                case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
-                     (.queued, .running(nil)),
-                     (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
-                     (.waitingToRetry, .queued):
-                    return true
-                case (.checkingDisk, .checkingDisk), (.queued, .queued), (.decoding, .decoding),
-                     (.waitingToRetry, .waitingToRetry):
-                    return true  // a change of lane
-                case (.running(let task?), .running(let same)):
-                    return task === same  // a change of lane
-                default:
-                    return false
-                }
-            }
         }
 
         let limits: DecodeLimits  // the settings' when it was made
@@ -2892,7 +2874,8 @@ nonisolated extension ImageCache {
                                                   seconds: ledger.settings.downloadTimeLimit,
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
-                        return ledger.sent(download, task) ? task : nil
+                        ledger.sent(download, task)
+                        return task
                     }
                     task?.resume()
                 }
@@ -3658,15 +3641,13 @@ nonisolated extension ImageCache.Ledger {
     // MARK: Look-ups on disk
 
     /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
-    /// else queues the download on its lane (with an expired entry to revalidate, or noting that
-    /// the key has no file, if `absent`) and returns no waiters. Nil when the download was
-    /// forgotten or replaced meanwhile.
-    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?, absent: Bool,
+    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
+    /// waiters. Nil when the download was forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
             if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-            download.noFile = absent
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -3761,8 +3742,7 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            // An older file of the key goes too; no disk work where its look-up found none.
-            if !download.noFile { queueOnDisk(.remove(download.key.string)) }
+            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -3777,11 +3757,9 @@ nonisolated extension ImageCache.Ledger {
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
         } else if !answer.notModified {
-            var item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+            let item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
                                                  validators: ImageCache.Validators(answer.response), headers: headers)
-            // Replacing the file its look-up found, or none; else the write looks.
-            item.replaces = download.noFile ? .some(nil) : download.stale.map { $0.found.file.size }
             queueOnDisk(.write(item, key: download.key, usedAt: now))
         }
         return delivery
@@ -4642,11 +4620,16 @@ nonisolated extension ImageCache {
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
             var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
-            /// The size of the key's file it replaces, when the caller knows it (a download that
-            /// found no file on disk replaces none): the write then does not look. nil: it looks.
-            var replaces: Int64??
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
+        }
+
+        /// What a write knows of the file it replaces, for the disk's figures: nothing (it looks
+        /// before it renames), or what its caller found in the same turn of the disk queue
+        /// (`keep`, which looks anyway), so that it does not look twice.
+        enum Replacing {
+            case unknown
+            case looked(File?)
         }
 
         /// A file as read: its bytes, and whether it has expired (then its validators and freshness
@@ -4667,7 +4650,9 @@ nonisolated extension ImageCache {
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
         // The writer's part of a temporary file's name: this process, and a number unique to this
-        // instance's writes (a random start, then counted), with no system call per write.
+        // instance's writes (a random start, then counted), with no system call per write. (A child
+        // forked without exec that went on writing would share both: a write that then collides
+        // fails with EEXIST and is reported, and nothing is overwritten.)
         private let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
@@ -4694,10 +4679,9 @@ nonisolated extension ImageCache {
         }
 
         /// The file `id` names if it is there, a regular file, and not expired (an expired one is
-        /// deleted); marks it as used `now`. `absent`: the key has no file now (none, or the expired
-        /// one was deleted), so that a write of it replaces none.
-        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> (found: Found?, absent: Bool) {
-            guard openFolder(create: false) != nil else { return (nil, Foundation.errno == ENOENT) }
+        /// deleted); marks it as used `now`.
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
+            guard openFolder(create: false) != nil else { return nil }
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
@@ -4712,12 +4696,10 @@ nonisolated extension ImageCache {
             }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
-            guard let fd else { return (nil, Foundation.errno == ENOENT) }
+            guard let fd else { return nil }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else {
-                return (nil, false)
-            }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -4728,18 +4710,18 @@ nonisolated extension ImageCache {
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
-                return (nil, true)
+                return nil
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return (nil, false) }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return (Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
-                          expired: expired), false)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                         expired: expired)
         }
 
         /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
         /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
         func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
-            guard let found = read(id, now: now, maxBytes: size).found, found.data.count == size,
+            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
                   abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
             return found.data
         }
@@ -4767,9 +4749,7 @@ nonisolated extension ImageCache {
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
-                    var item = item
-                    item.replaces = .some(file?.size)  // just looked
-                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
+                    write(item, usedAt: now, replacing: .looked(file))  // nothing if memory no longer has the bytes
                 }
             }
         }
@@ -4777,19 +4757,17 @@ nonisolated extension ImageCache {
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
             guard let data = item.data else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
                 do {
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    var again = item
-                    again.replaces = nil  // in the folder as it is now: look
-                    replaced = try writeFile(again, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: .unknown)  // the folder as it is now
                 }
                 failing = false
             } catch {
@@ -4971,7 +4949,8 @@ nonisolated extension ImageCache {
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
         /// freshness headers, and renames it into place; returns the size of the file it replaced, if
         /// any. A failure deletes the temporary file.
-        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval,
+                               replacing: Replacing) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
@@ -4997,7 +4976,11 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = item.replaces ?? file(item.id)?.size
+                let replaced: Int64?
+                switch replacing {
+                case .unknown: replaced = file(item.id)?.size
+                case .looked(let file): replaced = file?.size
+                }
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {
@@ -5091,7 +5074,7 @@ nonisolated extension ImageCache.DiskStore {
         return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
     }
 
-    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<random>.tmp":
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
     /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
     /// may have been reused). (A writer in another pid namespace may look gone: its rename then
     /// fails, and `write` tries once more.) A file written under that name since it was judged stays.

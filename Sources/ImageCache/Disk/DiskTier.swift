@@ -88,11 +88,16 @@ nonisolated extension ImageCache {
             let receivedAt: TimeInterval  // earlier than `downloadedAt` by the shift of a long max-age
             var validators: Validators?
             var headers: HTTP.FreshnessHeaders?  // its Cache-Control and Expires (see `Validators.headers(fd:)`)
-            /// The size of the key's file it replaces, when the caller knows it (a download that
-            /// found no file on disk replaces none): the write then does not look. nil: it looks.
-            var replaces: Int64??
             // Hashed on the disk queue, not under the lock where the item is made.
             var id: UInt64 { fileID(for: url) }
+        }
+
+        /// What a write knows of the file it replaces, for the disk's figures: nothing (it looks
+        /// before it renames), or what its caller found in the same turn of the disk queue
+        /// (`keep`, which looks anyway), so that it does not look twice.
+        enum Replacing {
+            case unknown
+            case looked(File?)
         }
 
         /// A file as read: its bytes, and whether it has expired (then its validators and freshness
@@ -113,7 +118,9 @@ nonisolated extension ImageCache {
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
         // The writer's part of a temporary file's name: this process, and a number unique to this
-        // instance's writes (a random start, then counted), with no system call per write.
+        // instance's writes (a random start, then counted), with no system call per write. (A child
+        // forked without exec that went on writing would share both: a write that then collides
+        // fails with EEXIST and is reported, and nothing is overwritten.)
         private let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
@@ -144,10 +151,9 @@ nonisolated extension ImageCache {
         }
 
         /// The file `id` names if it is there, a regular file, and not expired (an expired one is
-        /// deleted); marks it as used `now`. `absent`: the key has no file now (none, or the expired
-        /// one was deleted), so that a write of it replaces none.
-        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> (found: Found?, absent: Bool) {
-            guard openFolder(create: false) != nil else { return (nil, Foundation.errno == ENOENT) }
+        /// deleted); marks it as used `now`.
+        func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
+            guard openFolder(create: false) != nil else { return nil }
             if sweep == nil, let queue = owner?.diskQueue {
                 // Once per instance, 2 s after its first lookup: expired files, a crash's
                 // temporary files and files past `maxBytes` go without competing with a launch's
@@ -162,12 +168,10 @@ nonisolated extension ImageCache {
             }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
-            guard let fd else { return (nil, Foundation.errno == ENOENT) }
+            guard let fd else { return nil }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else {
-                return (nil, false)
-            }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -178,18 +182,18 @@ nonisolated extension ImageCache {
             // An expired file stays only to be revalidated, or to be served when offline.
             guard !expired || validators != nil || keepsExpired else {
                 delete(file)
-                return (nil, true)
+                return nil
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return (nil, false) }
+            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
-            return (Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
-                          expired: expired), false)
+            return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
+                         expired: expired)
         }
 
         /// The bytes of file `id` if it is still the entry downloaded at `downloadedAt` with `size`
         /// bytes (its date within 2 s: some file systems keep whole seconds); read as a look-up reads.
         func bytes(of id: UInt64, downloadedAt: TimeInterval, size: Int, now: TimeInterval) -> Data? {
-            guard let found = read(id, now: now, maxBytes: size).found, found.data.count == size,
+            guard let found = read(id, now: now, maxBytes: size), found.data.count == size,
                   abs(found.file.downloadedAt - downloadedAt) <= 2 else { return nil }
             return found.data
         }
@@ -217,9 +221,7 @@ nonisolated extension ImageCache {
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
-                    var item = item
-                    item.replaces = .some(file?.size)  // just looked
-                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
+                    write(item, usedAt: now, replacing: .looked(file))  // nothing if memory no longer has the bytes
                 }
             }
         }
@@ -227,7 +229,7 @@ nonisolated extension ImageCache {
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
             guard let data = item.data else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
@@ -235,14 +237,12 @@ nonisolated extension ImageCache {
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    var again = item
-                    again.replaces = nil  // in the folder as it is now: look
-                    replaced = try writeFile(again, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: .unknown)  // the folder as it is now
                 }
                 failing = false
             } catch {
@@ -424,7 +424,8 @@ nonisolated extension ImageCache {
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
         /// freshness headers, and renames it into place; returns the size of the file it replaced, if
         /// any. A failure deletes the temporary file.
-        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval,
+                               replacing: Replacing) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
@@ -450,7 +451,11 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = item.replaces ?? file(item.id)?.size
+                let replaced: Int64?
+                switch replacing {
+                case .unknown: replaced = file(item.id)?.size
+                case .looked(let file): replaced = file?.size
+                }
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {

@@ -39,7 +39,8 @@ nonisolated extension ImageCache {
                                                   seconds: ledger.settings.downloadTimeLimit,
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
-                        return ledger.sent(download, task) ? task : nil
+                        ledger.sent(download, task)
+                        return task
                     }
                     task?.resume()
                 }

@@ -34,21 +34,22 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        var noFile = false  // its look-up on disk found no file of its key: its write replaces none
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
         /// queued for the network (a disk hit never reads it), under the cache's lock.
         lazy var host: String = load.url.map(Self.host(of:)) ?? ""
+        /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
+        /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
+        /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
+        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
+        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
+        /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
-            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
-            /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
-            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
-            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
-            /// decoding download's bytes are in: the next one may start (see `startReady`).
+            #if IMAGECACHE_TESTING
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
                 case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
@@ -65,6 +66,7 @@ nonisolated extension ImageCache {
                     return false
                 }
             }
+            #endif
         }
 
         let limits: DecodeLimits  // the settings' when it was made

@@ -37,7 +37,7 @@ nonisolated extension ImageCache {
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
-        var queueOnDisk: (DiskWork) -> Void = { _ in }
+        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
 
         init(settings: Settings) { self.settings = settings }
 
@@ -241,12 +241,10 @@ nonisolated extension ImageCache {
             return move(download, ifIn: waits, to: download.phase, lane: .slow) ?? []
         }
 
-        /// Marks a download's transfer as sent: `task` is its network task. False when it was
-        /// forgotten or ended meanwhile (then the task is not resumed).
-        mutating func sent(_ download: Download, _ task: URLSessionDataTask) -> Bool {
-            guard case .running(nil) = download.phase else { return false }
+        /// Marks a download's transfer as sent: `task` is its network task. The download is running
+        /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
             lanes.move(download, to: .running(task))
-            return true
         }
 
         /// A transfer of `download` (task `task`) stalled or resumed: its slot is given up or taken

@@ -75,9 +75,9 @@ nonisolated extension ImageCache {
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let (found, absent) = disk.read(id, now: now, maxBytes: maxBytes)
+        let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, absent: absent, now: now)
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
             guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
@@ -110,8 +110,8 @@ nonisolated extension ImageCache {
 
     /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
     /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, absent: Bool = false, now: TimeInterval) {
-        let (settled, handler) = locked { ($0.lookedUp(download, found, absent: absent, now: now), $0.settings.onEvent) }
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(settled.waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),

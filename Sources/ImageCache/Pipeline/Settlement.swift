@@ -51,15 +51,13 @@ nonisolated extension ImageCache.Ledger {
     // MARK: Look-ups on disk
 
     /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
-    /// else queues the download on its lane (with an expired entry to revalidate, or noting that
-    /// the key has no file, if `absent`) and returns no waiters. Nil when the download was
-    /// forgotten or replaced meanwhile.
-    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?, absent: Bool,
+    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
+    /// waiters. Nil when the download was forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
             if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-            download.noFile = absent
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -154,8 +152,7 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            // An older file of the key goes too; no disk work where its look-up found none.
-            if !download.noFile { queueOnDisk(.remove(download.key.string)) }
+            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -170,11 +167,9 @@ nonisolated extension ImageCache.Ledger {
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
         } else if !answer.notModified {
-            var item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+            let item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
                                                  validators: ImageCache.Validators(answer.response), headers: headers)
-            // Replacing the file its look-up found, or none; else the write looks.
-            item.replaces = download.noFile ? .some(nil) : download.stale.map { $0.found.file.size }
             queueOnDisk(.write(item, key: download.key, usedAt: now))
         }
         return delivery
