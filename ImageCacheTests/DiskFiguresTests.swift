@@ -88,26 +88,27 @@ final class DiskFiguresTests: CacheTestCase {
 
     func testANoStoreResponseRemovesAFileWrittenAfterItsLookUp() {
         // Given two sizes of one URL on the network at once, neither with a file when looked up
+        // (the server answers whichever request came first with a response to keep, the other
+        // with `no-store`)
         let cache = makeCache()
         let (first, second) = (Gate(), Gate())
         var noStore = LoopbackServer.Response.ok(fixture("photo.png"))
         noStore.headers["Cache-Control"] = "no-store"
         serveInTurn("/no-store.png", [(.ok(fixture("photo.png")), first), (noStore, second)])
         let url = server.url("/no-store.png")
-        let kept = expectation(description: "kept")
-        let notKept = expectation(description: "no-store")
-        requestSized(cache, url, 100, kept)
-        requestSized(cache, url, 200, notKept)
+        let done = expectation(description: "both sizes")
+        done.expectedFulfillmentCount = 2
+        requestSized(cache, url, 100, done)
+        requestSized(cache, url, 200, done)
         XCTAssertTrue(eventually { self.server.requestCount("/no-store.png") == 2 })
         // When the first answer is written to the key's file, then the second says no-store
         first.open()
-        wait(for: [kept], timeout: 10)
-        cache.drainDisk()
-        XCTAssertTrue(FileManager.default.fileExists(atPath: fileURL(cache, for: url).path))
+        let file = fileURL(cache, for: url).path
+        XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: file) })
         second.open()
-        wait(for: [notKept], timeout: 10)
+        wait(for: [done], timeout: 10)
         cache.drainDisk()
         // Then the key keeps no file
-        XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: url).path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file))
     }
 }
