@@ -22,26 +22,33 @@
 // DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
 // OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 //
-// The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
-// the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
-// first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
-// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
-// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
-// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
+// walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
+//   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
+//              through them), the public calls, settings, errors, events and public types.
+//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
+//              the lock guards, and the steps over more than one part), the entry table and keys,
+//              downloads and their lanes, network attempts, what each step comes to
+//              (`Settlement`), delivery, and stores.
+//   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Memory/    the CLOCK list, its limits and the second chance.
+//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Support/   small helpers; the benchmarks' hooks (the package's builds only).
+// A part owns its state: other parts call its methods and never write its fields. The lock is
+// taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
+// work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
-// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
-// finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
-// reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
-// through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
-// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
-// queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
-// each waiter's callback on its queue.
+// A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Downloads)
+// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
+// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
+// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
@@ -126,26 +133,20 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
-    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
-    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
-    // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check, a measurable part of `peek`'s cost.
+    // `lock` guards `_state`, the ledger (see `Ledger`), and the objects that say so where they are
+    // declared (each `Download`, a `FetchTask`'s answer); `locked` is the one way to it. The
+    // transport has a lock of its own, taken after this one. The lock already makes each access
+    // exclusive, so `_state` skips the runtime's own exclusivity check, a measurable part of
+    // `peek`'s cost.
     fileprivate let lock = NSLock()
-    @exclusivity(unchecked) fileprivate var _state: Guarded
+    @exclusivity(unchecked) private var _state: Ledger
 
-    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
-    fileprivate let secondChance = SecondChanceShelf()
     fileprivate let transport: Transport
     fileprivate let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
     fileprivate var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
-    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
-    // Set only before the instance is used, so unchecked like `_state`.
-    @exclusivity(unchecked) fileprivate var testClock: (@Sendable () -> TimeInterval)?
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
     @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
@@ -154,7 +155,6 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     fileprivate func currentTime() -> TimeInterval {
-        if let testClock { return testClock() }
         #if os(Linux)
         var now = timespec()
         Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
@@ -199,12 +199,18 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
         }
         transport = Transport(configuration, timeout: settings.requestTimeout)
-        _state = Guarded(settings: settings)
+        _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         transport.cache = self
+        // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
+        // strongly, so that work queued before the cache's last use still runs.
+        _state.queueOnDisk = { [unowned self] work in
+            let cache = self
+            cache.diskQueue.async { cache.run(work) }
+        }
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -214,16 +220,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
-    /// private and changes them only through its methods.
-    fileprivate struct Guarded {
-        // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
-        var memory = MemoryList()  // and the second chance's records
-        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
-        var settings: Settings
-        var lanes = Lanes()
-        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+    /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.
+    /// Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline
+    /// (`peek` runs through here).
+    @inline(__always)
+    fileprivate func locked<Result>(_ body: (inout Ledger) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&_state)
     }
 
     /// What the public properties set.
@@ -380,7 +384,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the URLs.
     public func cancelPrefetching(_ urls: [URL]) {
-        let tasks = lock.withLock { urls.compactMap { _state.prefetches[Key($0)] } }
+        let tasks = locked { $0.prefetchTasks(urls.map(Key.init)) }
         for task in tasks { task.cancel() }
     }
 
@@ -502,13 +506,7 @@ nonisolated extension ImageCache {
     /// bytes already received. Nothing happens if `url` is not being fetched.
     public func moveToSlowQueue(_ url: URL, key: String? = nil) {
         let key = Key(string: key ?? url.absoluteString)
-        let started: [Download] = lock.withLock {
-            guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
-            if case .running = download.phase { return [] }
-            if case .decoding = download.phase { return [] }
-            _state.lanes.move(download, to: download.phase, lane: .slow)
-            return _startReadyDownloads()
-        }
+        let started = locked { $0.moveToSlowLane(key) }
         startNetwork(started)
     }
 
@@ -528,28 +526,7 @@ nonisolated extension ImageCache {
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
     fileprivate func peek(_ key: Key) -> Image? {
         let now = currentTime()
-        // Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline.
-        lock.lock()
-        defer { lock.unlock() }
-        _state.counts.peeks &+= 1
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-               _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
-                guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                _state.memory.markUsed(slot)
-                _state.counts.peekHits &+= 1
-                return image
-            }
-            _evict(slot)
-            return nil
-        case nil:
-            let found = _secondChance(key, now: now)?.image
-            _state.counts.peekHits &+= found == nil ? 0 : 1
-            return found
-        case .loading?, .failed?:
-            return nil
-        }
+        return locked { $0.peek(key, now: now) }
     }
 
     /// True when the last fetch of `url` failed; cleared when `url` is fetched again or removed.
@@ -566,10 +543,7 @@ nonisolated extension ImageCache {
     /// bytes stored under its key are decoded).
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
-        return lock.withLock {
-            if case .loading? = _state.entries[key] { return true }
-            return false
-        }
+        return locked { $0.isLoading(key) }
     }
 
     /// Why the last fetch of `url` failed; nil if it did not, or was fetched again or removed since.
@@ -579,10 +553,8 @@ nonisolated extension ImageCache {
 
     /// Why the last fetch under `key` failed, as ``error(for:)`` says.
     public func error(forKey key: String) -> ImageCache.Error? {
-        lock.withLock {
-            if case .failed(let error, _)? = _state.entries[Key(string: key)] { return error }
-            return nil
-        }
+        let key = Key(string: key)
+        return locked { $0.error(for: key) }
     }
 
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
@@ -596,11 +568,7 @@ nonisolated extension ImageCache {
     /// Forgets what is cached under `key`, as ``remove(_:)`` does.
     public func remove(key: String) {
         let key = Key(string: key)
-        let stopped: [Stopped] = lock.withLock {
-            secondChance.removeObject(forKey: key)
-            _queueOnDisk(.remove(key.string))
-            return _forgetWithSizes(key)
-        }
+        let stopped = locked { $0.remove(key) }
         finishStopped(stopped)
     }
 
@@ -609,11 +577,7 @@ nonisolated extension ImageCache {
     /// once (memory is empty then) and runs it (see ``DoneCallback``) when the disk is. Another
     /// process's write that is under way at that moment may still land.
     public func removeAll(completion: DoneCallback? = nil) {
-        let stopped: [Stopped] = lock.withLock {
-            _forgetSecondChances()
-            _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
-            return _state.entries.keys.compactMap { _forget($0) }
-        }
+        let stopped = locked { $0.removeAll() }
         finishStopped(stopped)
         finishDiskWork(completion)
     }
@@ -623,11 +587,7 @@ nonisolated extension ImageCache {
     /// under UIKit. Targets of a ``Binder`` that are not displayed let their images go.
     public func purgeMemory() {
         let now = currentTime()
-        lock.withLock {
-            let evicted = _state.memory.indicesFromLeastRecent().map { _evict($0) }
-            _forgetSecondChances()
-            _keepOnDisk(evicted, usedAt: now)
-        }
+        locked { $0.purge(now: now) }
         NotificationCenter.default.post(name: Self.memoryPurged, object: self)  // for the binders
     }
 
@@ -638,9 +598,7 @@ nonisolated extension ImageCache {
     /// given a `completion`, returns at once and runs it (see ``DoneCallback``) when done.
     public func persistCacheToDisk(completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
-        }
+        locked { $0.persist(now: now) }
         finishDiskWork(completion)
     }
 
@@ -654,10 +612,9 @@ nonisolated extension ImageCache {
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
                                 completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
-            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes),
-                                 now: now))
+        locked { ledger in
+            ledger.queueOnDisk(.reduce(recency: ledger.recency, maxCount: max(0, maxImageCount),
+                                       maxBytes: max(0, maxBytes), now: now))
         }
         finishDiskWork(completion)
     }
@@ -712,30 +669,20 @@ nonisolated extension ImageCache {
 
     /// The value of a setting, read under the lock.
     private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
-        lock.withLock { _state.settings[keyPath: setting] }
+        locked { $0.settings[keyPath: setting] }
     }
 
     /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
     /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
-        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
-    }
-
-    /// Changes a setting and runs `then`, the work the new value calls for, under the lock.
-    /// Returns what `then` returns, for the caller to act on after unlocking.
-    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
-                                        then: () -> Effects) -> Effects {
-        lock.withLock {
-            _state.settings[keyPath: setting] = value
-            return then()
-        }
+        locked { $0.change(setting, to: value, disk: disk) }
     }
 
     /// Changes a memory limit; what no longer fits leaves memory at once.
     private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
         let now = currentTime()
-        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
+        locked { $0.changeMemoryLimit(limit, to: value, now: now) }
     }
 
     fileprivate static let defaultMemoryMaxBytes =
@@ -803,7 +750,10 @@ nonisolated extension ImageCache {
     public var maxConcurrentDownloads: Int {
         get { setting(\.maxConcurrentDownloads) }
         set {
-            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -827,7 +777,10 @@ nonisolated extension ImageCache {
     public var maxStalledDownloads: Int {
         get { setting(\.maxStalledDownloads) }
         set {
-            let started = change(\.maxStalledDownloads, to: max(0, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxStalledDownloads, to: max(0, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -838,8 +791,10 @@ nonisolated extension ImageCache {
         get { setting(\.requestTimeout) }
         set {
             // Under the lock, so that the settings and the transport's session agree.
-            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
-                   then: { transport.setTimeout(_state.settings.requestTimeout) })
+            locked { ledger in
+                ledger.change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue))
+                transport.setTimeout(ledger.settings.requestTimeout)
+            }
         }
     }
 
@@ -903,13 +858,6 @@ nonisolated extension ImageCache {
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
-    }
-
-    /// The bounds a decode for a request made now works within (call with the lock held).
-    fileprivate var _decodeLimits: DecodeLimits {
-        let settings = _state.settings
-        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? Self.screenPixels,
-                            maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -1040,31 +988,7 @@ nonisolated extension ImageCache {
 // Events (`onEvent`) and statistics.
 
 
-nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
-
 nonisolated extension ImageCache {
-    /// Where a delivered image came from.
-    public enum Source: String, Sendable {
-        /// Memory: found at once, with no decode.
-        case memory
-        /// The cache's folder on disk.
-        case disk
-        /// A download.
-        case network
-    }
-
-    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
-    /// entry delivered because the network failed).
-    public struct Fetched<Value> {
-        /// The image, or the value the request's `decode` made.
-        public let value: Value
-        /// Where it came from.
-        public let source: Source
-        /// Whether it is an expired entry, delivered because the network failed
-        /// (``ImageCache/servesStaleWhenOffline``).
-        public let isStale: Bool
-    }
-
     /// Something the cache did; see ``ImageCache/onEvent``.
     public enum Event: Sendable {
         /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.
@@ -1126,12 +1050,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
-        lock.withLock {
-            var counts = _state.counts
-            (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
-            counts.stalledNow = _state.lanes.stalled
-            return counts
-        }
+        locked { $0.statistics }
     }
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
@@ -1150,7 +1069,7 @@ nonisolated extension ImageCache {
 
     /// Takes the disk's figures (see `DiskStore.counted`), for ``statistics()``.
     fileprivate func diskCounted(_ figures: (files: Int, bytes: Int)) {
-        lock.withLock { (_state.counts.diskFiles, _state.counts.diskBytes) = figures }
+        locked { $0.diskCounted(figures) }
     }
 
     /// The event that delivering `result` to callers stands for (none for a cancellation).
@@ -1165,14 +1084,39 @@ nonisolated extension ImageCache {
 
 // MARK: - API/PublicTypes.swift
 
-// The public values: the image (Linux's own), its formats, `Fetched`, and a request's `FetchTask`.
+// The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
+// request's `FetchTask`.
 
 
 // Callbacks. On Apple platforms, where callbacks update views, every callback the public API takes
 // is main-actor isolated and runs on the main queue: a Swift 6 app writes
 // `fetch(url) { url, image in cell.imageView?.image = image }` with nothing else. On Linux they
 // are plain `@Sendable` closures that run on `callbackQueue`.
+nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
+
 nonisolated extension ImageCache {
+    /// Where a delivered image came from.
+    public enum Source: String, Sendable {
+        /// Memory: found at once, with no decode.
+        case memory
+        /// The cache's folder on disk.
+        case disk
+        /// A download.
+        case network
+    }
+
+    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
+    /// entry delivered because the network failed).
+    public struct Fetched<Value> {
+        /// The image, or the value the request's `decode` made.
+        public let value: Value
+        /// Where it came from.
+        public let source: Source
+        /// Whether it is an expired entry, delivered because the network failed
+        /// (``ImageCache/servesStaleWhenOffline``).
+        public let isStale: Bool
+    }
+
     #if canImport(UIKit) || canImport(AppKit)
     /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on the main actor.
     public typealias FetchCallback = @MainActor @Sendable (URL, Image?) -> Void
@@ -2110,79 +2054,13 @@ extension ImageCache {
 }
 #endif
 
-// MARK: - Pipeline/Requests.swift
+// MARK: - Pipeline/Load.swift
 
-// Everything below the public files is internal. A miss walks them in this order: Requests,
-// Downloads, Transport, Delivery; they use HTTP, MemoryTier, DiskTier, DiskFiles, Images, Platform
-// and Helpers.
-//
-// Requests: a load (`Load`, `Payload`, `Decoder`), the request path, and cancellation.
+// A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
+// and the hooks; and why a URL or a request is refused before anything is sent.
 
 
 nonisolated extension ImageCache {
-    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
-    /// and an image or any other value.
-    fileprivate struct Payload {
-        var bytes: Data?
-        var image: Image?
-        var value: Box?
-        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-    }
-
-    /// A decoded value that is not an image, with its type.
-    fileprivate final class Box {
-        let value: Any
-        let type: ObjectIdentifier
-        init<Value>(_ value: Value) {
-            self.value = value
-            type = ObjectIdentifier(Value.self)
-        }
-    }
-
-    /// How bytes become an entry: the platform image (the default), or a value of one type.
-    fileprivate struct Decoder: @unchecked Sendable {
-        let type: ObjectIdentifier?  // nil for the image
-        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
-        /// made: the longest side without a size to fill, and when an animation animates).
-        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
-        /// waits, standing in for ImageIO's).
-        var offThread = false
-
-        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
-        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
-        /// `decode:` run on a decode worker.
-        var isCheap: Bool {
-            #if canImport(ImageIO)
-            return false
-            #else
-            return type == nil && !offThread
-            #endif
-        }
-
-        static let image = Decoder.image(filling: nil)
-
-        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
-        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
-        /// its place until it is read: see `decodeScale`).
-        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
-            Decoder(type: nil) { data, limits in
-                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
-                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
-                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
-            }
-        }
-
-        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
-            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
-                Result { Payload(bytes: data, value: Box(try decode(data))) }
-                    .mapError { .decodingFailed(String(describing: $0)) }
-            }
-        }
-
-        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
-    }
-
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     fileprivate struct Load {
@@ -2239,18 +2117,27 @@ nonisolated extension ImageCache {
             return nil
         }
     }
+}
 
+// MARK: - Pipeline/Requests.swift
+
+// The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
+// memory, joined to a download under way, or looked up on disk as a new download (the look-up, on
+// the disk queue, ends it or queues it for the network); its cancellation, and the end of the
+// downloads that a cancellation or a removal stopped.
+
+
+nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
         let now = currentTime()
-        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = lock.withLock {
-            let task = FetchTask(load, cache: self, queue: queue ?? _state.settings.callbackQueue,
+        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
+            let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
                                  completion: completion, onCancel: onCancel)
-            _state.counts.requests &+= 1
-            return (task, _route(task, load, now: now), _state.settings.onEvent)
+            return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
         case .answered(let result, let bytes):
@@ -2266,9 +2153,450 @@ nonisolated extension ImageCache {
         return task
     }
 
-    /// Where `request` sent a task: answered at once (from memory, or refused), joined to a
-    /// download under way (with the downloads that may start now), to a new download's look-up on
-    /// disk, or nowhere (a prefetch of a key prefetched already).
+    fileprivate func cancel(_ task: FetchTask) {
+        let (cancelled, stopped) = locked { $0.cancel(task) }
+        if let stopped { finishStopped([stopped]) }
+        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
+    /// default) to whoever still waits, and starts what the freed slots allow.
+    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+        guard !stopped.isEmpty else { return }
+        let started = locked { $0.startReady() }
+        for item in stopped {
+            item.task?.cancel()
+            deliver(item.waiters, result)
+        }
+        startNetwork(started)
+    }
+
+    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
+    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
+    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
+    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
+    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
+    /// A download no longer wanted is not decoded.
+    fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
+        let now = currentTime()
+        let id = DiskStore.fileID(for: download.key.string)
+        // A stored image whose file is not written yet: the key's older file is not it.
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        let found = disk.read(id, now: now, maxBytes: maxBytes)
+        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
+        }
+        decodes.async {
+            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+        }
+    }
+
+    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
+    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
+    /// until a download replaces them.
+    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
+        switch download.decoder.decode(found.data, download.limits) {
+        case .success(let payload) where found.expired: return .stale(payload, found)
+        case .success(let payload):
+            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
+        case .failure(let error):
+            switch error {
+            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
+            default: break
+            }
+            return .unusable
+        }
+    }
+
+    fileprivate enum FoundOnDisk {
+        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case stale(Payload, DiskStore.Found)
+        case unusable
+    }
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
+    /// the download on its lane (with an expired entry to revalidate).
+    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
+        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        guard let settled else { return }
+        if case .fresh(let payload, _, _)? = found {
+            deliver(download, to: settled.waiters,
+                    .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+        }
+        startNetwork(settled.started)
+    }
+}
+
+// MARK: - Pipeline/Ledger.swift
+
+// The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
+// settings, the prefetches), and the steps that change more than one of them at once: routing a
+// request, joining and leaving a download, forgetting a key. What a look-up, an attempt or a store
+// comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
+// reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
+// never write its fields.
+
+
+nonisolated extension ImageCache {
+    /// All the state the cache's lock guards, one field per part, and the steps over them. Every
+    /// method runs with the lock held (the ledger is reached only through ``ImageCache/locked(_:)``),
+    /// so none is named with a leading `_`. Work for the disk is queued from here, under the lock, so
+    /// that it runs in the order the bookkeeping changed.
+    fileprivate struct Ledger {
+        // What `peek` reads first, together: its layout is part of `peek`'s cost.
+        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
+        var memory = MemoryList()  // and the second chance's records
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
+        var settings: Settings
+        var lanes = Lanes()
+        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
+        /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
+        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+
+        init(settings: Settings) { self.settings = settings }
+
+        // The cache's types by their short names in the ledger's extensions in other files, which
+        // (declared at the top level) do not see `ImageCache`'s scope.
+        typealias Key = ImageCache.Key
+        typealias Image = ImageCache.Image
+        typealias Error = ImageCache.Error
+        typealias Payload = ImageCache.Payload
+        typealias Delivery = ImageCache.Delivery
+        typealias Download = ImageCache.Download
+        typealias FetchTask = ImageCache.FetchTask
+        typealias MemoryList = ImageCache.MemoryList
+        typealias SecondChance = ImageCache.SecondChance
+        typealias Settings = ImageCache.Settings
+
+        /// The bounds a decode for a request made now works within.
+        var decodeLimits: DecodeLimits {
+            DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+        }
+
+        /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
+        /// `now`: within the time to live, and not from further ahead of the clock than a clock's
+        /// skew. The one freshness rule of memory, the second chance and `peek`.
+        func isFresh(downloadedAt: TimeInterval, receivedAt: TimeInterval, now: TimeInterval) -> Bool {
+            now < downloadedAt + settings.timeToLive && receivedAt <= now + ImageCache.maxClockSkew
+        }
+
+        // MARK: Requests
+
+        /// Routes `task`, made for `load` (its key, type and lane).
+        mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
+            counts.requests &+= 1
+            let key = load.key
+            if load.isPrefetch {
+                guard prefetches[key] == nil else {  // prefetched already: this one is not needed
+                    task.answer = .delivered
+                    return .none
+                }
+                prefetches[key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            switch entries[key] {
+            case .loaded(let slot)?:
+                if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+            case .loading(let download)?:
+                return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .failed?, nil:
+                break
+            }
+            if let error = Load.refusal(of: task.url) {
+                setFailed(key, error)
+                return .answered(.failure(error), bytes: 0)
+            }
+            // An image evicted lately comes back; a request for another type forgets it (its
+            // entry will replace it).
+            if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
+            if load.decoder.type == nil, let found = secondChance(key, now: now) {
+                counts.memoryHits &+= 1
+                let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
+                return .answered(.success(delivery), bytes: found.bytes)
+            }
+            // One download per image at a time: a request for another of its keys (a binder's size,
+            // the whole image) joins one under way, and decodes its own from the same bytes
+            // (`deliver(_:to:_:event:handler:)`).
+            if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
+            let download = Download(load, limits: decodeLimits)
+            download.waiters.append(task)
+            task.download = download
+            lanes.move(download, to: .checkingDisk)
+            entries[key] = .loading(download)
+            if key.size != 0 { entries.noteSize(key) }
+            return .lookUp(download, maxBytes: settings.maxImageBytes)
+        }
+
+        /// A download under way of the image that `key` names, for another of its keys: the whole
+        /// image's, or another size's.
+        ///
+        /// - Complexity: O(the sizes the key has had entries at).
+        private func downloadSharing(_ key: Key) -> Download? {
+            let sizes = entries.sizes(of: key.string)
+            guard key.size != 0 || !sizes.isEmpty else { return nil }
+            for size in [0] + sizes where size != key.size {
+                if case .loading(let download)? = entries[Key(string: key.string, size: size)] { return download }
+            }
+            return nil
+        }
+
+        /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
+        /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
+        /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
+        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[entry] else { return }
+            switch entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            var kept = payload
+            kept.bytes = nil  // the download's entry has them
+            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+            keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
+                       usedAt: now)
+            if key.size != 0 { entries.noteSize(key) }
+        }
+
+        /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
+        /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
+        /// will replace it).
+        private mutating func memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
+            guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt, now: now),
+                  decoder.type == memory[slot].type else {
+                evict(slot)
+                return nil
+            }
+            memory.markUsed(slot)
+            counts.memoryHits &+= 1
+            // No bytes: the entry is of the requested type.
+            let payload = Payload(image: memory[slot].image, value: memory[slot].value)
+            return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: memory[slot].size)
+        }
+
+        /// The image under `key` if memory (or the second chance) has it fresh, counted as a use;
+        /// a stale one leaves memory.
+        mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
+            counts.peeks &+= 1
+            switch entries[key] {
+            case .loaded(let slot)?:
+                guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
+                              now: now) else {
+                    evict(slot)
+                    return nil
+                }
+                guard let image = memory[slot].image else { return nil }  // data, not an image
+                memory.markUsed(slot)
+                counts.peekHits &+= 1
+                return image
+            case nil:
+                let found = secondChance(key, now: now)?.image
+                counts.peekHits &+= found == nil ? 0 : 1
+                return found
+            case .loading?, .failed?:
+                return nil
+            }
+        }
+
+        /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
+        /// the downloads that may start now.
+        private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
+            download.waiters.append(task)
+            task.download = download
+            counts.deduplicated &+= 1
+            guard fast, download.lane == .slow else { return [] }
+            lanes.move(download, to: download.phase, lane: .fast)
+            return startReady()
+        }
+
+        /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
+        /// waits for it. Returns whether it was cancelled, and the download it stopped.
+        mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .cancelled
+            endPrefetch(task)
+            guard let download = task.download, isCurrent(download) else { return (true, nil) }
+            download.waiters.removeAll { $0 === task }
+            return (true, download.waiters.isEmpty && !download.load.isStore ? forget(download.key) : nil)
+        }
+
+        /// Marks `task` as answered, if it still waits; returns whether it did, and the whole size
+        /// for its `onProgress` if the download left it one.
+        mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .delivered
+            endPrefetch(task)
+            return (true, task.finalProgress)
+        }
+
+        /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+        private mutating func endPrefetch(_ task: FetchTask) {
+            if task.load.isPrefetch, prefetches[task.load.key] === task { prefetches[task.load.key] = nil }
+        }
+
+        /// The requests of `prefetch` for these keys still waiting.
+        func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+
+        // MARK: Downloads
+
+        /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
+        func isCurrent(_ download: Download) -> Bool {
+            if case .loading(let entry)? = entries[download.key] { return entry === download }
+            return false
+        }
+
+        /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
+        func isLoading(_ key: Key) -> Bool {
+            if case .loading? = entries[key] { return true }
+            return false
+        }
+
+        /// Why the last load of `key` failed, if it did and nothing replaced it since.
+        func error(for key: Key) -> Error? {
+            if case .failed(let error, _)? = entries[key] { return error }
+            return nil
+        }
+
+        /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
+        mutating func startReady() -> [Download] {
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+        }
+
+        /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then
+        /// says what may start now; nil when it was not moved. The one "settle and start" step.
+        mutating func move(_ download: Download, ifIn phases: (Download.Phase) -> Bool, to phase: Download.Phase,
+                           lane: Lane? = nil) -> [Download]? {
+            guard isCurrent(download), phases(download.phase) else { return nil }
+            lanes.move(download, to: phase, lane: lane)
+            return startReady()
+        }
+
+        /// Moves a fast-lane download of `key` that has not started to the back of the slow lane.
+        mutating func moveToSlowLane(_ key: Key) -> [Download] {
+            guard case .loading(let download)? = entries[key], download.lane == .fast else { return [] }
+            // A download under way is left to finish: its bytes are coming.
+            let waits: (Download.Phase) -> Bool = { phase in
+                switch phase {
+                case .running, .decoding: return false
+                default: return true
+                }
+            }
+            return move(download, ifIn: waits, to: download.phase, lane: .slow) ?? []
+        }
+
+        /// Marks a download's transfer as sent: `task` is its network task. The download is running
+        /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            lanes.move(download, to: .running(task))
+        }
+
+        /// A transfer of `download` (task `task`) stalled or resumed: its slot is given up or taken
+        /// back and counted; nil when that changes nothing. `event` is sent in order, under the lock.
+        mutating func stall(_ download: Download, task: URLSessionDataTask, _ stalled: Bool,
+                            event: @autoclosure () -> Event) -> [Download] {
+            guard isCurrent(download), case .running(let running?) = download.phase, running === task,
+                  lanes.stall(download, stalled) else { return [] }
+            if stalled { counts.stalls &+= 1 } else { counts.resumes &+= 1 }
+            if let handler = settings.onEvent {
+                let event = event()
+                settings.callbackQueue.async { handler(event) }
+            }
+            return startReady()
+        }
+
+        /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+        /// less (so never less, even after a retry, and never twice the same), marked as told.
+        func progressed(_ download: Download, received: Int) -> [FetchTask] {
+            download.waiters.filter { task in
+                guard task.load.onProgress != nil, received > task.progress else { return false }
+                task.progress = received
+                return true
+            }
+        }
+
+        // MARK: Forgetting
+
+        /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves
+        /// its lane at once, and the cache passes it to `finishStopped` after unlocking.
+        mutating func forget(_ key: Key) -> Stopped? {
+            switch entries[key] {
+            case .loaded(let slot)?:
+                evict(slot)
+            case .loading(let download)?:
+                entries[key] = nil
+                var task: URLSessionDataTask?
+                if case .running(let running) = download.phase { task = running }
+                lanes.move(download, to: .done)
+                defer { download.waiters = [] }
+                return Stopped(waiters: download.waiters, task: task)
+            case .failed?:
+                entries[key] = nil
+            case nil:
+                break
+            }
+            return nil
+        }
+
+        /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+        ///
+        /// - Complexity: O(1) plus the sizes `key` has had entries at.
+        mutating func forgetWithSizes(_ key: Key) -> [Stopped] {
+            var stopped = forget(key).map { [$0] } ?? []
+            for size in entries.takeSizes(of: key.string) {
+                if let one = forget(Key(string: key.string, size: size)) { stopped.append(one) }
+            }
+            return stopped
+        }
+
+        /// `remove(key:)`: the key, its sizes and its second chance are forgotten, its file removed.
+        mutating func remove(_ key: Key) -> [Stopped] {
+            shelf.removeObject(forKey: key)
+            queueOnDisk(.remove(key.string))
+            return forgetWithSizes(key)
+        }
+
+        /// `removeAll`: everything is forgotten, and the folder emptied after the work queued before.
+        mutating func removeAll() -> [Stopped] {
+            forgetSecondChances()
+            queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
+            return entries.keys.compactMap { forget($0) }
+        }
+
+        mutating func setFailed(_ key: Key, _ error: Error) {
+            entries.setFailed(key, error)
+            counts.failures &+= 1
+        }
+
+        // MARK: Settings and figures
+
+        /// Changes a setting; `disk`, if given, applies it on the disk queue, in order with the disk
+        /// work that follows.
+        mutating func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                              disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+            settings[keyPath: setting] = value
+            if let disk { queueOnDisk(.setting { disk($0, value) }) }
+        }
+
+        /// A snapshot of the counters, with memory's figures and the stalls under way.
+        var statistics: Statistics {
+            var snapshot = counts
+            (snapshot.memoryCount, snapshot.memoryBytes) = (memory.count, memory.bytes)
+            snapshot.stalledNow = lanes.stalled
+            return snapshot
+        }
+
+        /// Takes the disk's figures (see `DiskStore.counted`), for ``ImageCache/statistics()``.
+        mutating func diskCounted(_ figures: (files: Int, bytes: Int)) {
+            (counts.diskFiles, counts.diskBytes) = figures
+        }
+    }
+
+    /// Where `route` sent a task: answered at once (from memory, or refused), joined to a download
+    /// under way (with the downloads that may start now), to a new download's look-up on disk, or
+    /// nowhere (a prefetch of a key prefetched already).
     fileprivate enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
@@ -2276,108 +2604,11 @@ nonisolated extension ImageCache {
         case none
     }
 
-    /// Routes `task`, made for `load` (its key, type and lane), under the lock.
-    private func _route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-        let key = load.key
-        if load.isPrefetch {
-            guard _state.prefetches[key] == nil else {  // prefetched already: this one is not needed
-                task.answer = .delivered
-                return .none
-            }
-            _state.prefetches[key] = task
-        }
-        if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if let hit = _memoryHit(slot, load.decoder, now: now) { return hit }
-        case .loading(let download)?:
-            return .joined(started: _join(task, download, fast: load.lane == .fast))
-        case .failed?, nil:
-            break
-        }
-        if let error = Load.refusal(of: task.url) {
-            _setFailed(key, error)
-            return .answered(.failure(error), bytes: 0)
-        }
-        // An image evicted lately comes back; a request for another type forgets it (its
-        // entry will replace it).
-        if load.decoder.type != nil, _state.memory.secondChanceCount > 0 { secondChance.removeObject(forKey: key) }
-        if load.decoder.type == nil, let found = _secondChance(key, now: now) {
-            _state.counts.memoryHits &+= 1
-            let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
-            return .answered(.success(delivery), bytes: found.bytes)
-        }
-        // One download per image at a time: a request for another of its keys (a binder's size, the
-        // whole image) joins one under way, and decodes its own from the same bytes (`deliver(_:to:)`).
-        if let shared = _downloadSharing(key) { return .joined(started: _join(task, shared, fast: load.lane == .fast)) }
-        let download = Download(load, limits: _decodeLimits)
-        download.waiters.append(task)
-        task.download = download
-        _state.lanes.move(download, to: .checkingDisk)
-        _state.entries[key] = .loading(download)
-        if key.size != 0 { _state.entries.noteSize(key) }
-        return .lookUp(download, maxBytes: _state.settings.maxImageBytes)
+    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock.
+    fileprivate struct Stopped {
+        let waiters: [FetchTask]
+        let task: URLSessionDataTask?
     }
-
-    /// A download under way of the image that `key` names, for another of its keys: the whole
-    /// image's, or another size's.
-    ///
-    /// - Complexity: O(the sizes the key has had entries at).
-    private func _downloadSharing(_ key: Key) -> Download? {
-        let sizes = _state.entries.sizes(of: key.string)
-        guard key.size != 0 || !sizes.isEmpty else { return nil }
-        for size in [0] + sizes where size != key.size {
-            if case .loading(let download)? = _state.entries[Key(string: key.string, size: size)] { return download }
-        }
-        return nil
-    }
-
-    /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
-    /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
-    /// will replace it).
-    private func _memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
-        guard now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-              _state.memory[slot].receivedAt <= now + Self.maxClockSkew,
-              decoder.type == _state.memory[slot].type else {
-            _evict(slot)
-            return nil
-        }
-        _state.memory.markUsed(slot)
-        _state.counts.memoryHits &+= 1
-        // No bytes: the entry is of the requested type.
-        let payload = Payload(image: _state.memory[slot].image, value: _state.memory[slot].value)
-        return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: _state.memory[slot].size)
-    }
-
-    /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns the
-    /// downloads that may start now.
-    private func _join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-        download.waiters.append(task)
-        task.download = download
-        _state.counts.deduplicated &+= 1
-        guard fast, download.lane == .slow else { return [] }
-        _state.lanes.move(download, to: download.phase, lane: .fast)
-        return _startReadyDownloads()
-    }
-
-    fileprivate func cancel(_ task: FetchTask) {
-        let (cancelled, stopped): (Bool, Stopped?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .cancelled
-            _endPrefetch(task)
-            guard let download = task.download, _isCurrent(download) else { return (true, nil) }
-            download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty && !download.load.isStore ? _forget(download.key) : nil)
-        }
-        if let stopped { finishStopped([stopped]) }
-        if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
-    }
-
-    /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
-    fileprivate func _endPrefetch(_ task: FetchTask) {
-        if task.load.isPrefetch, _state.prefetches[task.load.key] === task { _state.prefetches[task.load.key] = nil }
-    }
-
 }
 
 // MARK: - Pipeline/EntryTable.swift
@@ -2463,7 +2694,7 @@ nonisolated extension ImageCache {
     }
 
     fileprivate enum Entry {
-        case loaded(Int)  // a slot in the memory tier (`Guarded.memory`)
+        case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case failed(Error, serial: UInt64)
     }
@@ -2486,7 +2717,6 @@ nonisolated extension ImageCache {
             set { entries[key] = newValue }
         }
 
-        var count: Int { entries.count }
         var keys: Dictionary<Key, Entry>.Keys { entries.keys }
         var all: [Key: Entry] { entries }
 
@@ -2534,7 +2764,11 @@ nonisolated extension ImageCache {
 
 // MARK: - Pipeline/Downloads.swift
 
-// The download lifecycle: phases, the lanes, the look-up on disk, forgetting.
+// Downloads and the lanes that schedule them: a download is one key being looked up on disk, queued,
+// downloaded, decoded or waiting to retry, with everyone waiting for it; the lanes say which may
+// start (a fast and a slow lane, slots shared fairly between hosts, stalled transfers that yield
+// their slot) and are the one mutator of a download's phase, lane and stall (`fileprivate(set)`:
+// the compiler keeps it so), each change checked against the lifecycle (`Phase.mayBecome`).
 
 
 nonisolated extension ImageCache {
@@ -2555,37 +2789,24 @@ nonisolated extension ImageCache {
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
         /// queued for the network (a disk hit never reads it), under the cache's lock.
         lazy var host: String = load.url.map(Self.host(of:)) ?? ""
+        /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
+        /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
+        /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
+        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
+        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
+        /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
-            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
-            /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
-            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
-            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
-            /// decoding download's bytes are in: the next one may start (see `startReady`).
-            func mayBecome(_ next: Phase) -> Bool {
-                switch (self, next) {
-                case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
-                     (.queued, .running(nil)),
-                     (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
-                     (.waitingToRetry, .queued):
-                    return true
-                case (.checkingDisk, .checkingDisk), (.queued, .queued), (.decoding, .decoding),
-                     (.waitingToRetry, .waitingToRetry):
-                    return true  // a change of lane
-                case (.running(let task?), .running(let same)):
-                    return task === same  // a change of lane
-                default:
-                    return false
-                }
-            }
         }
 
         let limits: DecodeLimits  // the settings' when it was made
 
         var key: Key { load.key }
-        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
+        /// store's download has none, and is never looked up, sent or told of as an event.
+        var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
         init(_ load: Load, limits: DecodeLimits) {
@@ -2621,12 +2842,8 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
-        private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
-            if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
-                wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
-            }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -2747,173 +2964,13 @@ nonisolated extension ImageCache {
             }
         }
     }
-
-    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
-    fileprivate func _isCurrent(_ download: Download) -> Bool {
-        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
-        return false
-    }
-
-    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
-    fileprivate struct Stopped {
-        let waiters: [FetchTask]
-        let task: URLSessionDataTask?
-    }
-
-    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
-    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
-    fileprivate func _forget(_ key: Key) -> Stopped? {
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            _evict(slot)
-        case .loading(let download)?:
-            _state.entries[key] = nil
-            var task: URLSessionDataTask?
-            if case .running(let running) = download.phase { task = running }
-            _state.lanes.move(download, to: .done)
-            defer { download.waiters = [] }
-            return Stopped(waiters: download.waiters, task: task)
-        case .failed?:
-            _state.entries[key] = nil
-        case nil:
-            break
-        }
-        return nil
-    }
-
-    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
-    ///
-    /// - Complexity: O(1) plus the sizes `key` has had entries at.
-    fileprivate func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.entries.takeSizes(of: key.string) {
-            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
-        }
-        return stopped
-    }
-
-    fileprivate func _setFailed(_ key: Key, _ error: Error) {
-        _state.entries.setFailed(key, error)
-        _state.counts.failures &+= 1
-    }
-
-    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
-    /// default) to whoever still waits, and starts what the freed slots allow.
-    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
-        guard !stopped.isEmpty else { return }
-        let started = lock.withLock { _startReadyDownloads() }
-        for item in stopped {
-            item.task?.cancel()
-            deliver(item.waiters, result)
-        }
-        startNetwork(started)
-    }
-
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
-    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
-    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
-    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
-    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
-    /// A download no longer wanted is not decoded.
-    fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
-        let now = currentTime()
-        let id = DiskStore.fileID(for: download.key.string)
-        // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let found = disk.read(id, now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
-        }
-        decodes.async {
-            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
-            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
-        }
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    private func isCheckingDisk(_ download: Download) -> Bool {
-        lock.withLock {
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
-            return true
-        }
-    }
-
-    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
-    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
-    /// until a download replaces them.
-    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
-        switch download.decoder.decode(found.data, download.limits) {
-        case .success(let payload) where found.expired: return .stale(payload, found)
-        case .success(let payload):
-            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
-        case .failure(let error):
-            switch error {
-            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
-            default: break
-            }
-            return .unusable
-        }
-    }
-
-    fileprivate enum FoundOnDisk {
-        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
-        case stale(Payload, DiskStore.Found)
-        case unusable
-    }
-
-    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
-    /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-                if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-                _state.lanes.move(download, to: .queued)
-                _state.counts.misses &+= 1
-                started = _startReadyDownloads()
-                return []
-            }
-            _state.counts.diskHits &+= 1
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                                receivedAt: receivedAt), usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
-        }
-        startNetwork(started)
-    }
-
-    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
-    fileprivate func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
-                                maxStalled: _state.settings.maxStalledDownloads)
-    }
-
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    fileprivate func requeue(_ download: Download) {
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
-            _state.lanes.move(download, to: .queued)
-            return _startReadyDownloads()
-        }
-        startNetwork(started)
-    }
 }
 
-// MARK: - Network/Transport.swift
+// MARK: - Pipeline/Attempts.swift
 
-// The network transfer: sending, the transport and its delegate, deadlines, progress, the end of
-// an attempt.
+// The cache's side of a network attempt: its request sent through the transport, its progress and
+// stalls, and its end: the body checked and decoded, the attempt settled in the ledger
+// (`Ledger.attemptEnded`), then delivered, or retried after a delay.
 
 
 nonisolated extension ImageCache {
@@ -2924,19 +2981,19 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
+            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
             for (download, stale) in zip(batch, stale) {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal), response: nil)
+                    freed += networkFinished(download, .failure(refusal))
                 case .success(let request):
-                    let task: URLSessionDataTask? = lock.withLock {
+                    let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
                         let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit,
-                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
+                                                  seconds: ledger.settings.downloadTimeLimit,
+                                                  stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
-                        _state.lanes.move(download, to: .running(task))
+                        ledger.sent(download, task)
                         return task
                     }
                     task?.resume()
@@ -2965,6 +3022,120 @@ nonisolated extension ImageCache {
         return .success(modified)
     }
 
+    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+    /// its download gives up its lane slot or takes one back, the statistics count it, and
+    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+    fileprivate func stallChanged(_ transfer: Transfer) {
+        let download = transfer.download
+        let started = locked { ledger in
+            let (stalled, quiet) = transport.stallState(transfer)
+            return ledger.stall(download, task: transfer.task, stalled,
+                                event: stalled ? .stalled(download.url, seconds: quiet)
+                                    : .resumed(download.url, seconds: quiet))
+        }
+        startNetwork(started)
+    }
+
+    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
+    /// unless it was answered or cancelled meanwhile.
+    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
+        for task in locked({ $0.progressed(download, received: received) }) {
+            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
+        }
+    }
+
+    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
+    /// when the decoder is cheap.
+    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
+        let download = transfer.download
+        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+            && transfer.stale != nil
+        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
+        }
+        if let stopped { return finish(.failure(stopped), nil) }
+        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+        case .failure(let error):
+            finish(.failure(error), nil)
+        case .success(let body):
+            // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
+            // hop to a worker, or a lock taken to free the slot first, would cost more.
+            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
+            // The bytes are in: the download's slot goes to the next one while this one decodes.
+            let started = locked { ledger in
+                ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
+                            to: .decoding)
+            }
+            guard let started else { return }  // forgotten meanwhile: nobody waits for it
+            startNetwork(started)
+            decodes.async {
+                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
+                guard self.locked({ $0.isCurrent(download) }) else { return }
+                finish(download.decoder.decode(body, download.limits), body)
+            }
+        }
+    }
+
+    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
+    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
+    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
+    /// start now, for the caller to start (here it would nest one call per queued download that
+    /// fails at once).
+    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
+                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
+        let now = currentTime()
+        let (settled, started, handler) = locked { ledger in
+            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
+            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+        }
+        guard let settled else { return [] }  // forgotten, or ended meanwhile
+        if let delivery = settled.delivery {
+            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+            let source = (try? delivery.get().source) ?? .network
+            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+            let event = Self.event(outcome, download.url, from: source, bytes: size)
+            deliver(download, to: settled.waiters, delivery, event: event, handler: handler)
+        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
+            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
+        }
+        return started
+    }
+
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// back on its lane after `delay`.
+    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
+                               error: Error) {
+        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
+        for task in waiters where task.load.onRetry != nil {
+            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
+    }
+
+    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
+    fileprivate func requeue(_ download: Download) {
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                        to: .queued)
+        }
+        startNetwork(started ?? [])
+    }
+}
+
+// MARK: - Network/Transport.swift
+
+// The network: the transport (one URLSession and its delegate), a transfer's bytes and response,
+// deadlines and stalls. It keeps none of the cache's bookkeeping: it hands progress, stalls and each
+// ended transfer to the cache (Pipeline/Attempts.swift).
+
+
+nonisolated extension ImageCache {
     /// One network attempt: its download, its limits, and the bytes and response that the session's
     /// serial delegate queue alone fills and reads.
     fileprivate final class Transfer: @unchecked Sendable {
@@ -3016,10 +3187,6 @@ nonisolated extension ImageCache {
         private var transfers: [ObjectIdentifier: Transfer] = [:]
         private var timer: DispatchSourceTimer?
         private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
-        #if IMAGECACHE_TESTING
-        private(set) var mostTransfers = 0  // the most transfers under way at once; guarded by `lock`
-        var mostTransfersAtOnce: Int { lock.withLock { mostTransfers } }
-        #endif
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()
@@ -3047,9 +3214,6 @@ nonisolated extension ImageCache {
                 let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
-                #if IMAGECACHE_TESTING
-                mostTransfers = max(mostTransfers, transfers.count)
-                #endif
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
                 return task
             }
@@ -3207,782 +3371,6 @@ nonisolated extension ImageCache {
             for task in late { task.cancel() }
             for transfer in stalled { cache?.stallChanged(transfer) }
         }
-    }
-
-    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
-    /// its download gives up its lane slot or takes one back, the statistics count it, and
-    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
-    fileprivate func stallChanged(_ transfer: Transfer) {
-        let download = transfer.download
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else {
-                return []
-            }
-            let (stalled, quiet) = transport.stallState(transfer)
-            guard _state.lanes.stall(download, stalled) else { return [] }
-            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
-            if let handler = _state.settings.onEvent {
-                let event: Event = stalled ? .stalled(download.url, seconds: quiet)
-                    : .resumed(download.url, seconds: quiet)
-                _state.settings.callbackQueue.async { handler(event) }
-            }
-            return _startReadyDownloads()
-        }
-        startNetwork(started)
-    }
-
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
-    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in lock.withLock({ _progressed(download, received: received) }) {
-            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
-
-    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
-    /// less (so never less, even after a retry, and never twice the same), marked as told.
-    fileprivate func _progressed(_ download: Download, received: Int) -> [FetchTask] {
-        download.waiters.filter { task in
-            guard task.load.onProgress != nil, received > task.progress else { return false }
-            task.progress = received
-            return true
-        }
-    }
-
-    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
-    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
-    /// when the decoder is cheap.
-    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
-        let download = transfer.download
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
-            && transfer.stale != nil
-        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
-        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
-            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
-        }
-        if let stopped { return finish(.failure(stopped), nil) }
-        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
-        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
-        case .failure(let error):
-            finish(.failure(error), nil)
-        case .success(let body):
-            // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started: [Download]? = lock.withLock {
-                guard _isCurrent(download), case .running = download.phase else { return nil }
-                _state.lanes.move(download, to: .decoding)
-                return _startReadyDownloads()
-            }
-            guard let started else { return }  // forgotten meanwhile: nobody waits for it
-            startNetwork(started)
-            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
-            decodes.async {
-                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
-                finish(download.decoder.decode(body, download.limits), body)
-            }
-        }
-    }
-}
-
-// MARK: - Pipeline/Attempts.swift
-
-// The end of a network attempt: the body decoded off the transport (`Decodes`), the outcome judged
-// (`_outcome`), and one handler each: the entry kept in memory and on disk, a retry, the stale
-// entry served offline, a failure.
-
-
-nonisolated extension ImageCache {
-    /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
-    /// of their own (not URLSession's delegate queue, where one large decode would hold back every
-    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
-    /// A decode that ends takes the next waiting one in the same block. (Not an
-    /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
-    fileprivate final class Decodes: @unchecked Sendable {
-        private let queue: DispatchQueue
-        private let lock = NSLock()
-        private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
-        private var running = 0  // guarded by `lock`
-        static let width = 2  // decodes at once
-
-        init(label: String) {
-            queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
-        }
-
-        /// How many decodes wait for a worker.
-        var backlog: Int { lock.withLock { waiting.count } }
-
-        /// No decode runs or waits.
-        var isIdle: Bool { lock.withLock { running == 0 && waiting.count == 0 } }
-
-        func async(_ work: @escaping @Sendable () -> Void) {
-            let starts: Bool = lock.withLock {
-                guard running < Self.width else { waiting.append(work); return false }
-                running += 1
-                return true
-            }
-            if starts { queue.async { self.drain(from: work) } }
-        }
-
-        private func drain(from first: @escaping @Sendable () -> Void) {
-            var next: (@Sendable () -> Void)? = first
-            while let work = next {
-                work()
-                next = lock.withLock {
-                    if let following = waiting.popFirst() { return following }
-                    running -= 1
-                    return nil
-                }
-            }
-        }
-    }
-
-    /// What a network attempt came to, decided under the lock by `_outcome(of:_:response:)`; each
-    /// has one handler.
-    private enum Outcome {
-        case downloaded(Payload)  // to memory and disk, and to the waiters
-        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
-        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
-        case failed(Error)
-    }
-
-    /// Ends a network attempt: the entry goes to memory and disk and the waiters get it, or it is
-    /// retried later, or it failed. `whole` is the body's size (and the announced one), which the
-    /// waiters with an `onProgress` hear before their completion. Returns what may start now, for
-    /// the caller to start (here it would nest one call per queued download that fails at once).
-    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 response: URLResponse?, sentAt: TimeInterval? = nil, notModified: Bool = false,
-                                 whole: (Int, Int?)? = nil) -> [Download] {
-        let now = currentTime()
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let ended: (outcome: Outcome, delivery: Result<Delivery, Error>?, waiters: [FetchTask])? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download) else { return nil }
-            switch download.phase {
-            case .running, .decoding: break
-            default: return nil
-            }
-            if let whole {  // the body is whole, whatever its decoder made of it
-                for task in _progressed(download, received: whole.0) { task.finalProgress = whole }
-            }
-            let outcome = _outcome(of: download, result, response: response)
-            var delivery: Result<Delivery, Error>?  // nil: the waiters wait for the next attempt
-            switch outcome {
-            case .downloaded(let payload):
-                let answer = (response, sentAt ?? now, notModified)
-                delivery = .success(_keepDownloaded(download, payload, answer, now: now))
-            case .retry:
-                _state.lanes.move(download, to: .waitingToRetry)
-            case .offline(let payload):
-                delivery = .success(_serveOffline(download, payload))
-            case .failed(let error):
-                delivery = _fail(download, error, bytes: bytes)
-            }
-            started = _startReadyDownloads()
-            defer { if delivery != nil { download.waiters = [] } }
-            return (outcome, delivery, download.waiters)
-        }
-        guard let ended else { return [] }  // forgotten, or ended meanwhile
-        if let delivery = ended.delivery {
-            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-            let source = (try? delivery.get().source) ?? .network
-            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(download, to: ended.waiters, delivery, event: event, handler: handler)
-        } else if case .retry(let attempt, let delay, let error) = ended.outcome {
-            scheduleRetry(download, ended.waiters, attempt: attempt, delay: delay, error: error)
-        }
-        return started
-    }
-
-    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
-    /// while the retry policy allows, then served stale from disk if the settings ask for that.
-    private func _outcome(of download: Download, _ result: Result<Payload, Error>, response: URLResponse?) -> Outcome {
-        switch result {
-        case .success(let payload):
-            return .downloaded(payload)
-        case .failure(let error) where error.isFatal || error == .cancelled:
-            return .failed(error)
-        case .failure(let error):
-            let policy = _state.settings.retryPolicy
-            if download.attempts <= policy.maxRetries {
-                return .retry(attempt: download.attempts,
-                              delay: policy.delay(attempt: download.attempts, retryAfter: HTTP.retryAfter(response)),
-                              error: error)
-            }
-            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
-            if _state.settings.servesStaleWhenOffline, let stale = download.stale,
-               !HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
-                return .offline(stale.payload)
-            }
-            return .failed(error)
-        }
-    }
-
-    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
-    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
-    /// get. `answer` is the response, when its request was sent, and whether it is a `304`.
-    private func _keepDownloaded(_ download: Download, _ payload: Payload,
-                                 _ answer: (response: URLResponse?, sentAt: TimeInterval, notModified: Bool),
-                                 now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
-        _state.lanes.move(download, to: .done)
-        let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt, receivedAt: now)
-        let size = payload.bytes?.count
-        if answer.notModified { _state.counts.revalidated &+= 1 } else { _state.counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
-            _state.entries[download.key] = nil
-            _queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
-            return delivery
-        }
-        let downloadedAt = _downloadDate(freshness, now: now)
-        if now < downloadedAt + _state.settings.timeToLive {
-            var kept = payload
-            if answer.notModified { kept.bytes = nil }  // on disk already
-            _keepOnDisk(_insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                        usedAt: now)
-        } else {
-            _state.entries[download.key] = nil  // stale on arrival: memory would never serve it
-        }
-        if let revalidated {
-            _queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
-        } else if !answer.notModified {
-            _queueOnDisk(.write(DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
-                                               downloadedAt: downloadedAt, receivedAt: now,
-                                               validators: Validators(answer.response), headers: headers),
-                                key: download.key, usedAt: now))
-        }
-        return delivery
-    }
-
-    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
-    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
-    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
-    /// `no-cache` (revalidated before every reuse), in both modes.
-    private func _downloadDate(_ freshness: HTTP.Freshness, now: TimeInterval) -> TimeInterval {
-        let timeToLive = _state.settings.timeToLive
-        guard !freshness.cacheControl.noCache else { return 0 }
-        guard _state.settings.usesServerMaxAge else { return now }
-        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
-        return remaining > 0 ? now + remaining - timeToLive : 0
-    }
-
-    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
-    /// for memory (the disk keeps it).
-    private func _serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
-        _state.lanes.move(download, to: .done)
-        _state.entries[download.key] = nil
-        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
-    }
-
-    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
-    /// another type decode the bytes themselves.
-    private func _fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
-        _state.lanes.move(download, to: .done)
-        _setFailed(download.key, error)
-        guard let bytes else { return .failure(error) }
-        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
-                                 failed: (download.decoder.type, error), limits: download.limits))
-    }
-
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
-    /// back on its lane after `delay`.
-    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
-                               error: Error) {
-        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
-        for task in waiters where task.load.onRetry != nil {
-            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
-    }
-}
-
-// MARK: - Pipeline/Delivery.swift
-
-// Delivery: each waiter's callback on its queue.
-
-
-nonisolated extension ImageCache {
-    /// What a download or a memory hit hands to each waiter.
-    fileprivate struct Delivery {
-        let payload: Payload
-        let source: Source
-        var isStale = false
-        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
-        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
-    }
-
-    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
-    /// its decoder's reading of the bytes (a download shared by requests for two types).
-    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
-        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
-        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
-                             delivery.limits)
-        return payload.flatMap { payload in
-            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
-                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
-            }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
-        }
-    }
-
-    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
-    /// with a request for another type). No generic cast where it holds one. An image whose scale
-    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
-    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
-    fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
-        result.flatMap { delivery in
-            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
-        }
-    }
-
-    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
-    private static func shown(_ payload: Payload) -> Image? {
-        guard let image = payload.image, payload.scaleStandsIn,
-              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
-        return rescaled(image, to: scale)
-    }
-
-    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
-    /// the event handler first, in the same block as the first queue's callbacks.
-    fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
-        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
-        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
-        var queues: [DispatchQueue] = []  // in the order of their first task
-        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
-        for (index, queue) in queues.enumerated() {
-            queue.async {
-                if index == 0, let event, let handler { handler(event) }
-                for task in tasks where task.queue === queue { self.complete(task, result.value) }
-            }
-        }
-    }
-
-    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
-    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
-    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
-    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
-    fileprivate func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
-        guard case .success(let delivery) = result, delivery.failed == nil,
-              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
-              tasks.contains(where: { $0.load.key != download.key }) else {
-            return deliver(tasks, result, event: event, handler: handler)
-        }
-        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
-        if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
-        let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
-        for (index, task) in own.enumerated() {
-            let event = shared.isEmpty && index == 0 ? event : nil
-            let decode: @Sendable () -> Void = {
-                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
-                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
-                    self.keep(payload, under: task.load.key, beside: download.key)
-                    return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
-                }
-                self.deliver(task, decoded, event: event, handler: handler)
-            }
-            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
-        }
-    }
-
-    /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
-    /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-    /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
-    private func keep(_ payload: Payload, under key: Key, beside entry: Key) {
-        let now = currentTime()
-        lock.withLock {
-            guard case .loaded(let slot)? = _state.entries[entry] else { return }
-            switch _state.entries[key] {
-            case .loaded?, .loading?: return
-            case .failed?, nil: break
-            }
-            var kept = payload
-            kept.bytes = nil  // the download's entry has them
-            let dates = (_state.memory[slot].downloadedAt, _state.memory[slot].receivedAt)
-            _keepOnDisk(_insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
-                        usedAt: now)
-            if key.size != 0 { _state.entries.noteSize(key) }
-        }
-    }
-
-    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
-    fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
-                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
-        let result = Unchecked(result)
-        task.queue.async {
-            if let event, let handler { handler(event) }
-            self.complete(task, result.value)
-        }
-    }
-
-    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
-    /// `onProgress` with the whole size, if the download left it one.
-    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
-            _endPrefetch(task)
-            return (true, task.finalProgress)
-        }
-        guard due else { return }
-        if let progress { task.load.onProgress?(progress.received, progress.expected) }
-        task.completion(result)
-    }
-
-    #if canImport(UIKit) || canImport(AppKit)
-    /// The queue of the public API's callbacks, which are main-actor isolated here (see
-    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
-    fileprivate static let callbackActorQueue: DispatchQueue? = .main
-
-    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
-    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
-    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
-        let value = Unchecked(value)
-        MainActor.assumeIsolated { body(value.value) }
-    }
-    #else
-    fileprivate static let callbackActorQueue: DispatchQueue? = nil
-
-    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
-        body(value)
-    }
-    #endif
-
-    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
-    fileprivate func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
-        guard let handler else { return }
-        queue.async { handler(event) }
-    }
-}
-
-// MARK: - Pipeline/Storing.swift
-
-// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
-// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
-// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
-// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
-// among the disk's work (`ImageStore`).
-
-
-nonisolated extension ImageCache {
-    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
-    /// (Linux's structural check), else on a decode worker.
-    fileprivate func store(_ data: Data, under key: Key) throws {
-        let decoder = storeDecoder
-        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
-        let limits = lock.withLock { _decodeLimits }
-        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
-    }
-
-    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
-    /// of the key, and of its sizes (the binder's), stop; their callers get it.
-    private func store(_ payload: Payload, under key: Key) throws {
-        let now = currentTime()
-        let waiting: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
-            return stopped
-        }
-        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
-    }
-
-    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
-    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
-    /// file is queued now, before any later look-up of the key on disk. The download counts as one
-    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
-    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
-        let now = currentTime()
-        let (download, stopped): (Download, [Stopped]) = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard data.count <= limit else { throw Error.tooLarge(limit: limit) }
-            let download = Download(Load(storing: key, at: now, decoder), limits: _decodeLimits)
-            let stopped = _forgetWithSizes(key).map { stopped in
-                for task in stopped.waiters { task.download = download }
-                download.waiters += stopped.waiters
-                return Stopped(waiters: [], task: stopped.task)
-            }
-            secondChance.removeObject(forKey: key)
-            _state.lanes.move(download, to: .decoding)
-            _state.entries[key] = .loading(download)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now,
-                                               receivedAt: now), key: key, usedAt: now))
-            return (download, stopped)
-        }
-        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
-        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
-    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
-    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
-    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
-        let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
-        var failed: (type: ObjectIdentifier?, error: Error)?
-        if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        var started: [Download] = []
-        let waiters: [FetchTask]? = lock.withLock {
-            guard _isCurrent(download) else { return nil }
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            if download.written { kept.bytes = nil }  // on disk already
-            _keepOnDisk(_insert(download.key, kept, size: data.count, downloadedAt: download.load.storedAt ?? now),
-                        usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters {
-            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                                             limits: download.limits)), event: nil, handler: nil)
-        }
-        startNetwork(started)
-    }
-
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
-    fileprivate func store(_ image: Image, under key: Key) throws {
-        let (known, memoryKeeps, maxPixels) = lock.withLock {
-            (_storedBytes(of: image).size != nil, Self.memoryCost(of: image) <= _state.settings.memoryMaxBytes / 4,
-             _decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
-        let now = currentTime()
-        let stopped: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            let bytes = _storedBytes(of: image)
-            if let size = bytes.size, size > limit { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)
-            _keepOnDisk(_insert(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0,
-                                downloadedAt: now), usedAt: now)
-            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
-                                      receivedAt: now)
-            if bytes.data != nil {
-                _queueOnDisk(.write(item, key: key, usedAt: now))
-            } else {
-                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit,
-                                               maxPixels: _decodeLimits.maxPixels)))
-            }
-            return stopped
-        }
-        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
-    }
-
-    /// Where the bytes `store` keeps for an image are.
-    fileprivate struct StoredBytes {
-        var data: Data?  // in hand
-        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
-        var size: Int? { data?.count ?? file?.size }
-    }
-
-    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
-    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
-    ///
-    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
-    private func _storedBytes(of image: Image) -> StoredBytes {
-        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let slot = _state.memory.slot(holding: image) else { return StoredBytes() }
-        let entry = _state.memory[slot]
-        if let data = entry.data { return StoredBytes(data: data) }
-        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
-    }
-
-    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
-    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
-    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
-    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
-    /// on disk wait for it meanwhile, so that none reads the key's older file.
-    fileprivate final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
-        let item: DiskStore.Item  // without its bytes
-        let image: Image
-        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
-        let limit: Int  // `maxImageBytes` when it was stored
-        let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
-
-        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
-             limit: Int, maxPixels: Int) {
-            (self.item, self.image, self.source, self.limit, self.maxPixels) = (item, image, source, limit, maxPixels)
-        }
-
-        func with(_ data: Data) -> DiskStore.Item {
-            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
-                           receivedAt: item.receivedAt)
-        }
-    }
-
-    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
-    /// the file, else encoded first on `encodes`, not on a decode worker that downloads wait for
-    /// (`storedOnDisk` writes them then).
-    fileprivate func storeOnDisk(_ job: ImageStore) {
-        let now = currentTime()
-        if let source = job.source,
-           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
-                                 size: source.size, now: now) {
-            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
-        }
-        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
-        disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
-        Self.encodes.async {
-            let data = encode(job.image)
-            self.diskQueue.async { self.storedOnDisk(job, data) }
-        }
-    }
-
-    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
-    /// key came since. An image that cannot be encoded, or whose encoding is larger than
-    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
-    /// event says why.
-    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
-        #if IMAGECACHE_TESTING
-        disk.encodesEnded += 1
-        #endif
-        guard disk.storing[job.item.id] === job else { return }
-        if let data, data.count <= job.limit {
-            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
-        }
-        disk.remove(job.item.id)
-        settle(job.item.id)
-        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
-        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
-    }
-
-    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
-    /// a removal) decides the file now, and the look-ups that waited for it go on.
-    fileprivate func settle(_ id: UInt64) {
-        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
-        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
-    }
-
-    /// Where stored images are encoded, at a utility priority: a photo's encoding takes a while, and
-    /// the decode workers are the downloads'. (Concurrent: one store's slow encoding does not hold
-    /// a later store of the same key, which wins.)
-    private static let encodes = DispatchQueue(label: "ImageCache.encode", qos: .utility, attributes: .concurrent)
-
-    /// `settle` for every store under way (the folder was emptied).
-    fileprivate func settleAll() {
-        for id in Array(disk.storing.keys) { settle(id) }
-    }
-}
-
-// The platform's encoding of an image that has no bytes of its own.
-nonisolated extension ImageCache {
-    /// How `store(_ image:for:)` encodes an image that has no bytes of its own: a JPEG (quality
-    /// ``storedJPEGQuality``) for an opaque still, as a camera's photo is, compact; a PNG for one
-    /// with transparency or an animation's frames, which a JPEG cannot keep.
-    fileprivate enum StoredEncoding: Equatable { case jpeg, png }
-
-    fileprivate static func storedEncoding(frames: Int, opaque: Bool) -> StoredEncoding {
-        frames == 1 && opaque ? .jpeg : .png
-    }
-
-    fileprivate static let storedJPEGQuality = 0.9
-
-    /// Whether a bitmap whose `CGImageAlphaInfo` has the raw value `raw` is opaque: none, or an
-    /// alpha byte skipped (`noneSkipLast`, `noneSkipFirst`).
-    fileprivate static func isOpaque(alphaInfo raw: UInt32) -> Bool {
-        raw == 0 || raw == 5 || raw == 6
-    }
-
-    /// The longest side a stored image of `width` x `height` pixels is encoded at: `bound` (the
-    /// longest side of a whole decode: more is never shown) if it is longer; nil to keep its size.
-    fileprivate static func storedMaxPixels(width: Int, height: Int, bound: Int) -> Int? {
-        max(width, height) > bound ? max(1, bound) : nil
-    }
-
-    /// An image's bytes for the disk where it has none of its own, by ``storedEncoding(frames:opaque:)``,
-    /// within `maxPixels` on its longest side (``storedMaxPixels(width:height:bound:)``): on UIKit
-    /// made by ImageIO, with the image's orientation (as EXIF, which ImageIO applies when it
-    /// decodes) and, for an animation, its frames (each for the time UIKit shows it) and play count;
-    /// on AppKit of its bitmap (an `NSImage` is drawn upright), at its size; on Linux its own bytes.
-    fileprivate static func encodedBytes(of image: Image, maxPixels: Int) -> Data? {
-        #if canImport(UIKit)
-        let frames = image.images ?? [image]
-        let runs = self.runs(frames)
-        let opaque = runs.allSatisfy { $0.frame.cgImage.map { isOpaque(alphaInfo: $0.alphaInfo.rawValue) } ?? false }
-        let encoding = storedEncoding(frames: runs.count, opaque: opaque)
-        let data = NSMutableData()
-        let type = encoding == .jpeg ? "public.jpeg" : "public.png"
-        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, type as CFString,
-                                                                 runs.count, nil) else { return nil }
-        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
-        if runs.count > 1 {
-            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
-            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
-        }
-        for (frame, repeats) in runs {
-            guard let cgImage = frame.cgImage else { return nil }
-            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
-                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
-            if runs.count > 1 {
-                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
-            }
-            if encoding == .jpeg { properties[kCGImageDestinationLossyCompressionQuality] = storedJPEGQuality }
-            if let longest = storedMaxPixels(width: cgImage.width, height: cgImage.height, bound: maxPixels) {
-                properties[kCGImageDestinationImageMaxPixelSize] = longest
-            }
-            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
-        }
-        return CGImageDestinationFinalize(destination) ? data as Data : nil
-        #elseif canImport(AppKit)
-        guard let bitmap = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:)) else { return nil }
-        guard storedEncoding(frames: 1, opaque: !bitmap.hasAlpha) == .jpeg else {
-            return bitmap.representation(using: .png, properties: [:])
-        }
-        return bitmap.representation(using: .jpeg, properties: [.compressionFactor: storedJPEGQuality])
-        #else
-        return image.data
-        #endif
-    }
-
-    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
-    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
-    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
-    fileprivate static func exifOrientation(uiKit raw: Int) -> Int {
-        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
-        return exif.indices.contains(raw) ? exif[raw] : 1
-    }
-
-    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
-    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
-    fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
-        var runs: [(frame: Frame, repeats: Int)] = []
-        for frame in frames {
-            if let last = runs.last, last.frame === frame {
-                runs[runs.count - 1].repeats += 1
-            } else {
-                runs.append((frame, 1))
-            }
-        }
-        return runs
     }
 }
 
@@ -4211,6 +3599,371 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Decoding/Decodes.swift
+
+// The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
+
+
+nonisolated extension ImageCache {
+    /// Where downloaded bytes are decoded: in the order they came, at most two at a time, on a queue
+    /// of their own (not URLSession's delegate queue, where one large decode would hold back every
+    /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
+    /// A decode that ends takes the next waiting one in the same block. (Not an
+    /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
+    fileprivate final class Decodes: @unchecked Sendable {
+        private let queue: DispatchQueue
+        private let lock = NSLock()
+        private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
+        private var running = 0  // guarded by `lock`
+        static let width = 2  // decodes at once
+
+        init(label: String) {
+            queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
+        }
+
+        /// How many decodes wait for a worker.
+        var backlog: Int { lock.withLock { waiting.count } }
+
+        /// No decode runs or waits.
+        var isIdle: Bool { lock.withLock { running == 0 && waiting.count == 0 } }
+
+        func async(_ work: @escaping @Sendable () -> Void) {
+            let starts: Bool = lock.withLock {
+                guard running < Self.width else { waiting.append(work); return false }
+                running += 1
+                return true
+            }
+            if starts { queue.async { self.drain(from: work) } }
+        }
+
+        private func drain(from first: @escaping @Sendable () -> Void) {
+            var next: (@Sendable () -> Void)? = first
+            while let work = next {
+                work()
+                next = lock.withLock {
+                    if let following = waiting.popFirst() { return following }
+                    running -= 1
+                    return nil
+                }
+            }
+        }
+    }
+}
+
+// MARK: - Decoding/Decoder.swift
+
+// How bytes become an entry: the decoder a load asks for (the platform image, or a value of an
+// app's type) and what it makes (`Payload`, with a `Box` for a value that is not an image).
+
+
+nonisolated extension ImageCache {
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    fileprivate struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+    }
+
+    /// A decoded value that is not an image, with its type.
+    fileprivate final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    fileprivate struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
+        /// waits, standing in for ImageIO's).
+        var offThread = false
+
+        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
+        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
+        /// `decode:` run on a decode worker.
+        var isCheap: Bool {
+            #if canImport(ImageIO)
+            return false
+            #else
+            return type == nil && !offThread
+            #endif
+        }
+
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+            Decoder(type: nil) { data, limits in
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
+            }
+        }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }
+                    .mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+}
+
+// MARK: - Pipeline/Settlement.swift
+
+// What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
+// lock: the entry kept in memory and queued for the disk, a retry, the stale entry served offline,
+// a failure. Each step returns what the cache does after unlocking (the waiters to deliver to, the
+// downloads that may start); the cache's side of each is in Downloads, Attempts and Storing.
+
+
+nonisolated extension ImageCache {
+    /// What a network attempt came to, decided by `Ledger.outcome(of:_:response:)`; each has one
+    /// handler.
+    fileprivate enum Outcome {
+        case downloaded(Payload)  // to memory and disk, and to the waiters
+        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
+        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
+        case failed(Error)
+    }
+
+    /// An attempt settled: its outcome, what its waiters get (nil: they wait for the next attempt),
+    /// and who they are.
+    fileprivate struct Settled {
+        let outcome: Outcome
+        let delivery: Result<Delivery, Error>?
+        let waiters: [FetchTask]
+    }
+
+    /// A network attempt's answer, as the transport hands it over: the response, when its request
+    /// was sent, and whether it is a `304` for the stale entry.
+    fileprivate struct Reply {
+        var response: URLResponse?
+        var sentAt: TimeInterval?
+        var notModified = false
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    // MARK: Look-ups on disk
+
+    /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
+    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
+    /// waiters. Nil when the download was forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
+                           now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
+        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
+            if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
+            lanes.move(download, to: .queued)
+            counts.misses &+= 1
+            return ([], startReady())
+        }
+        counts.diskHits &+= 1
+        lanes.move(download, to: .done)
+        var kept = payload
+        kept.bytes = nil  // they are on disk
+        keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                          receivedAt: receivedAt), usedAt: now)
+        defer { download.waiters = [] }
+        return (download.waiters, startReady())
+    }
+
+    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
+    func isCheckingDisk(_ download: Download) -> Bool {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return false }
+        return true
+    }
+
+    // MARK: Network attempts
+
+    /// Ends a network attempt of a download still current and running or decoding (nil if not):
+    /// the entry goes to memory and disk and the waiters get it, or it waits to be retried, or it
+    /// failed. `whole` is the body's size (and the announced one), which the waiters with an
+    /// `onProgress` hear before their completion.
+    mutating func attemptEnded(_ download: Download, _ result: Result<Payload, Error>, bytes: Data?,
+                               _ answer: ImageCache.Reply, whole: (Int, Int?)?,
+                               now: TimeInterval) -> ImageCache.Settled? {
+        guard isCurrent(download) else { return nil }
+        switch download.phase {
+        case .running, .decoding: break
+        default: return nil
+        }
+        if let whole {  // the body is whole, whatever its decoder made of it
+            for task in progressed(download, received: whole.0) { task.finalProgress = whole }
+        }
+        let outcome = outcome(of: download, result, response: answer.response)
+        var delivery: Result<Delivery, Error>?
+        switch outcome {
+        case .downloaded(let payload):
+            delivery = .success(keepDownloaded(download, payload, answer, now: now))
+        case .retry:
+            lanes.move(download, to: .waitingToRetry)
+        case .offline(let payload):
+            delivery = .success(serveOffline(download, payload))
+        case .failed(let error):
+            delivery = fail(download, error, bytes: bytes)
+        }
+        defer { if delivery != nil { download.waiters = [] } }
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: download.waiters)
+    }
+
+    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
+    /// while the retry policy allows, then served stale from disk if the settings ask for that.
+    private func outcome(of download: Download, _ result: Result<Payload, Error>,
+                         response: URLResponse?) -> ImageCache.Outcome {
+        switch result {
+        case .success(let payload):
+            return .downloaded(payload)
+        case .failure(let error) where error.isFatal || error == .cancelled:
+            return .failed(error)
+        case .failure(let error):
+            let policy = settings.retryPolicy
+            if download.attempts <= policy.maxRetries {
+                return .retry(attempt: download.attempts,
+                              delay: policy.delay(attempt: download.attempts,
+                                                  retryAfter: ImageCache.HTTP.retryAfter(response)),
+                              error: error)
+            }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if settings.servesStaleWhenOffline, let stale = download.stale,
+               !ImageCache.HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
+            return .failed(error)
+        }
+    }
+
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get.
+    private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
+                                         now: TimeInterval) -> Delivery {
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        lanes.move(download, to: .done)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
+        let size = payload.bytes?.count
+        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
+            entries[download.key] = nil
+            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
+        let downloadedAt = downloadDate(freshness, now: now)
+        if now < downloadedAt + settings.timeToLive {
+            var kept = payload
+            if answer.notModified { kept.bytes = nil }  // on disk already
+            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
+                       usedAt: now)
+        } else {
+            entries[download.key] = nil  // stale on arrival: memory would never serve it
+        }
+        if let revalidated {
+            queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            let item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+                                                 downloadedAt: downloadedAt, receivedAt: now,
+                                                 validators: ImageCache.Validators(answer.response), headers: headers)
+            queueOnDisk(.write(item, key: download.key, usedAt: now))
+        }
+        return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func downloadDate(_ freshness: ImageCache.HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
+    }
+
+    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
+    /// for memory (the disk keeps it).
+    private mutating func serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
+        lanes.move(download, to: .done)
+        entries[download.key] = nil
+        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
+    }
+
+    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
+    /// another type decode the bytes themselves.
+    private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
+        lanes.move(download, to: .done)
+        setFailed(download.key, error)
+        guard let bytes else { return .failure(error) }
+        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                 failed: (download.decoder.type, error), limits: download.limits))
+    }
+
+    // MARK: Stores
+
+    /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
+    /// the key's downloads (and those of its sizes) and its second chance. Returns what it stopped.
+    mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
+        let limit = settings.maxImageBytes
+        if let size, size > limit { throw Error.tooLarge(limit: limit) }
+        let stopped = forgetWithSizes(key)
+        shelf.removeObject(forKey: key)  // an older image of the key
+        return stopped
+    }
+
+    /// Puts `payload` in memory under `key` at `now`, and `item` on disk (bytes to write, or an
+    /// image whose bytes are made first).
+    mutating func keepStored(_ key: ImageCache.Key, _ payload: Payload, size: Int, _ disk: ImageCache.DiskWork,
+                             now: TimeInterval) {
+        keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
+        queueOnDisk(disk)
+    }
+
+    /// Makes `download` the entry of its key while a store's bytes decode: the waiters of the
+    /// downloads `stopped` wait for it instead (their transfers still stop), and `write` is queued
+    /// now, before any later look-up of the key on disk.
+    mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
+                               write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
+        let stopped = stopped.map { stopped in
+            for task in stopped.waiters { task.download = download }
+            download.waiters += stopped.waiters
+            return ImageCache.Stopped(waiters: [], task: stopped.task)
+        }
+        lanes.move(download, to: .decoding)
+        entries[download.key] = .loading(download)
+        queueOnDisk(write)
+        return stopped
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile (nil): the entry
+    /// goes to memory, and its waiters are returned.
+    mutating func storeDecoded(_ download: Download, _ payload: Payload, size: Int,
+                               now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(download) else { return nil }
+        lanes.move(download, to: .done)
+        var kept = payload
+        if download.written { kept.bytes = nil }  // on disk already
+        keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
+        defer { download.waiters = [] }
+        return (download.waiters, startReady())
+    }
+}
+
 // MARK: - Memory/MemoryTier.swift
 
 // The memory tier: the CLOCK list, its limits, and the second chance.
@@ -4401,115 +4154,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
-    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
-    /// request decodes it again, at the screen's.
-    fileprivate func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
-                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
-        let size = size ?? payload.bytes?.count ?? 0
-        let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
-            if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
-            return []
-        }
-        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
-        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
-        // every older entry was used; then it is clear, as for any entry not used since.
-        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              data: payload.bytes, size: size, cost: cost,
-                                              downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
-                                              referenced: true))
-        if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
-        defer { _state.memory[slot].referenced = false }
-        return _evictOverLimits()
-    }
-
-    /// When memory is over its count or byte limit, evicts the least recently used images (in
-    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
-    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
-    /// shares both limits with memory.
-    fileprivate func _evictOverLimits() -> [MemoryList.Slot] {
-        let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
-        var evicted: [MemoryList.Slot] = []
-        let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
-        if overCount || overBytes {
-            let batch = max(1, cap / 10)
-            while _state.memory.count > cap || (overCount && evicted.count < batch)
-                    || (overBytes && _state.memory.bytes > budget - budget / 10), let victim = _state.memory.victim() {
-                evicted.append(_evict(victim))
-            }
-            _state.counts.evictions &+= evicted.count
-            // Only the most recent few: the second chance is for what was just evicted, and an
-            // NSCache insert is not cheap.
-            for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
-        }
-        // Everything `peek` can return stays within the limits: memory first, the second chance after.
-        while _state.memory.secondChanceCount > min(64, max(1, cap / 5))
-                || _state.memory.count + _state.memory.secondChanceCount > cap
-                || _state.memory.secondChanceBytes > budget - _state.memory.bytes,
-              let (oldKey, serial) = _state.memory.popSecondChance() {
-            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
-        }
-        return evicted
-    }
-
-    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
-    @discardableResult
-    fileprivate func _evict(_ slot: Int) -> MemoryList.Slot {
-        let gone = _state.memory.remove(slot)
-        _state.entries[gone.key] = nil
-        return gone
-    }
-
-    /// Queues memory's entries for the disk: each is written unless its file is there already, in
-    /// which case it is marked as used (least recent first, so that the order of use is kept).
-    fileprivate func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.map(\.item)
-        guard !items.isEmpty else { return }
-        _queueOnDisk(.keep(items, usedAt: now))
-    }
-
-    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
-    private func _keepSecondChance(_ slot: MemoryList.Slot) {
-        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
-        let serial = _state.memory.recordSecondChance(slot.key, cost: slot.cost)
-        secondChance.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
-    }
-
-    fileprivate func _forgetSecondChances() {
-        secondChance.removeAllObjects()
-        _state.memory.forgetSecondChances()
-    }
-
-    /// The second chance: an image evicted lately comes back into memory.
-    fileprivate func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot,
-              let image = found.image else { return nil }
-        secondChance.removeObject(forKey: key)
-        guard now < found.downloadedAt + _state.settings.timeToLive,
-              found.receivedAt <= now + Self.maxClockSkew else { return nil }
-        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
-                            receivedAt: found.receivedAt), usedAt: now)
-        return (image, found.size)
-    }
-
-    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
-    fileprivate func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
-        lock.withLock {
-            switch _state.entries[key] {
-            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
-                _state.memory[slot].data = nil
-            case .loading(let download)? where download.load.storedAt == downloadedAt:
-                download.written = true
-            default:
-                break
-            }
-        }
-    }
-
     /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
     fileprivate static let maxFailuresRemembered = 1_000
 
@@ -4520,6 +4164,140 @@ nonisolated extension ImageCache {
     /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
     fileprivate static let maxClockSkew: TimeInterval = 60
 
+}
+
+// Memory's steps in the ledger: they change the list and the entries that point into it together.
+nonisolated extension ImageCache.Ledger {
+    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
+    mutating func insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
+                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+        let size = size ?? payload.bytes?.count ?? 0
+        let cost = payload.image.map(ImageCache.memoryCost(of:)) ?? size
+        guard cost <= settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
+            if case .loaded(let old)? = entries.removeValue(forKey: key) { memory.remove(old) }
+            return []
+        }
+        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
+        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
+        // every older entry was used; then it is clear, as for any entry not used since.
+        let slot = memory.insert(.init(key: key, image: payload.image, value: payload.value,
+                                       data: payload.bytes, size: size, cost: cost,
+                                       downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
+                                       referenced: true))
+        if case .loaded(let old)? = entries.updateValue(.loaded(slot), forKey: key) { memory.remove(old) }
+        defer { memory[slot].referenced = false }
+        return evictOverLimits()
+    }
+
+    /// When memory is over its count or byte limit, evicts the least recently used images (in
+    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
+    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
+    /// shares both limits with memory.
+    mutating func evictOverLimits() -> [MemoryList.Slot] {
+        let (cap, budget) = (settings.memoryMaxCount, settings.memoryMaxBytes)
+        var evicted: [MemoryList.Slot] = []
+        let (overCount, overBytes) = (memory.count > cap, memory.bytes > budget)
+        if overCount || overBytes {
+            let batch = max(1, cap / 10)
+            while memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && memory.bytes > budget - budget / 10), let victim = memory.victim() {
+                evicted.append(evict(victim))
+            }
+            counts.evictions &+= evicted.count
+            // Only the most recent few: the second chance is for what was just evicted, and an
+            // NSCache insert is not cheap.
+            for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
+        }
+        // Everything `peek` can return stays within the limits: memory first, the second chance after.
+        while memory.secondChanceCount > min(64, max(1, cap / 5))
+                || memory.count + memory.secondChanceCount > cap
+                || memory.secondChanceBytes > budget - memory.bytes,
+              let (oldKey, serial) = memory.popSecondChance() {
+            if shelf.object(forKey: oldKey)?.serial == serial { shelf.removeObject(forKey: oldKey) }
+        }
+        return evicted
+    }
+
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    mutating func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int, now: TimeInterval) {
+        settings[keyPath: limit] = value
+        keepOnDisk(evictOverLimits(), usedAt: now)
+    }
+
+    /// Takes an entry out of memory; returns it, for `keepOnDisk`.
+    @discardableResult
+    mutating func evict(_ slot: Int) -> MemoryList.Slot {
+        let gone = memory.remove(slot)
+        entries[gone.key] = nil
+        return gone
+    }
+
+    /// Queues memory's entries for the disk: each is written unless its file is there already, in
+    /// which case it is marked as used (least recent first, so that the order of use is kept).
+    mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
+        let items = slots.map(\.item)
+        guard !items.isEmpty else { return }
+        queueOnDisk(.keep(items, usedAt: now))
+    }
+
+    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
+    private mutating func keepSecondChance(_ slot: MemoryList.Slot) {
+        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        let serial = memory.recordSecondChance(slot.key, cost: slot.cost)
+        shelf.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
+    }
+
+    mutating func forgetSecondChances() {
+        shelf.removeAllObjects()
+        memory.forgetSecondChances()
+    }
+
+    /// The second chance: an image evicted lately comes back into memory.
+    mutating func secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
+        guard key.size == 0, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
+        shelf.removeObject(forKey: key)
+        guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
+        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
+        keepOnDisk(insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
+                          receivedAt: found.receivedAt), usedAt: now)
+        return (image, found.size)
+    }
+
+    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
+    mutating func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
+        switch entries[key] {
+        case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
+            memory[slot].data = nil
+        case .loading(let download)? where download.load.storedAt == downloadedAt:
+            download.written = true
+        default:
+            break
+        }
+    }
+
+    /// `purgeMemory`: every entry leaves memory (its file is written if it is missing).
+    mutating func purge(now: TimeInterval) {
+        let evicted = memory.indicesFromLeastRecent().map { evict($0) }
+        forgetSecondChances()
+        keepOnDisk(evicted, usedAt: now)
+    }
+
+    /// `persistCacheToDisk`: every entry in memory is queued for the disk, least recent first.
+    mutating func persist(now: TimeInterval) {
+        keepOnDisk(memory.indicesFromLeastRecent().map { memory[$0] }, usedAt: now)
+    }
+
+    /// The keys in memory, least recently used first.
+    var recency: [String] { memory.indicesFromLeastRecent().map { memory[$0].key.string } }
+
+    /// The entry in memory that holds `image`, if one does.
+    func slot(holding image: Image) -> MemoryList.Slot? {
+        memory.slot(holding: image).map { memory[$0] }
+    }
 }
 
 // What an image costs memory, by platform.
@@ -4549,13 +4327,435 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/Delivery.swift
+
+// Delivery: each waiter's callback on its queue.
+
+
+nonisolated extension ImageCache {
+    /// What a download or a memory hit hands to each waiter.
+    fileprivate struct Delivery {
+        let payload: Payload
+        let source: Source
+        var isStale = false
+        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+    }
+
+    /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
+    /// its decoder's reading of the bytes (a download shared by requests for two types).
+    fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
+        if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
+        let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+                             delivery.limits)
+        return payload.flatMap { payload in
+            guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
+                return .failure(.decodingFailed("the entry is not a \(Value.self)"))
+            }
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
+    /// with a request for another type). No generic cast where it holds one. An image whose scale
+    /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
+    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
+    fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
+        result.flatMap { delivery in
+            guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+        }
+    }
+
+    /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
+    private static func shown(_ payload: Payload) -> Image? {
+        guard let image = payload.image, payload.scaleStandsIn,
+              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return rescaled(image, to: scale)
+    }
+
+    /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
+    /// the event handler first, in the same block as the first queue's callbacks.
+    fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                         event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
+        let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
+        var queues: [DispatchQueue] = []  // in the order of their first task
+        for task in tasks where !queues.contains(where: { $0 === task.queue }) { queues.append(task.queue) }
+        for (index, queue) in queues.enumerated() {
+            queue.async {
+                if index == 0, let event, let handler { handler(event) }
+                for task in tasks where task.queue === queue { self.complete(task, result.value) }
+            }
+        }
+    }
+
+    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
+    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
+    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
+    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
+    fileprivate func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        guard case .success(let delivery) = result, delivery.failed == nil,
+              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
+              tasks.contains(where: { $0.load.key != download.key }) else {
+            return deliver(tasks, result, event: event, handler: handler)
+        }
+        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
+        if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
+        let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        for (index, task) in own.enumerated() {
+            let event = shared.isEmpty && index == 0 ? event : nil
+            let decode: @Sendable () -> Void = {
+                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
+                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
+                    let now = self.currentTime()
+                    self.locked { $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, now: now) }
+                    return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
+                }
+                self.deliver(task, decoded, event: event, handler: handler)
+            }
+            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
+        }
+    }
+
+    /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
+    fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
+                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        let result = Unchecked(result)
+        task.queue.async {
+            if let event, let handler { handler(event) }
+            self.complete(task, result.value)
+        }
+    }
+
+    /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
+    /// `onProgress` with the whole size, if the download left it one.
+    private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
+        let (due, progress) = locked { $0.answer(task) }
+        guard due else { return }
+        if let progress { task.load.onProgress?(progress.received, progress.expected) }
+        task.completion(result)
+    }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// The queue of the public API's callbacks, which are main-actor isolated here (see
+    /// ``FetchCallback``); nil where they run on ``callbackQueue``.
+    fileprivate static let callbackActorQueue: DispatchQueue? = .main
+
+    /// Runs `body` with `value` on the main actor; the caller runs on the main queue
+    /// (`callbackActorQueue`). The value crosses in a box: it was made for this one callback.
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @MainActor @Sendable (Value) -> Void) {
+        let value = Unchecked(value)
+        MainActor.assumeIsolated { body(value.value) }
+    }
+    #else
+    fileprivate static let callbackActorQueue: DispatchQueue? = nil
+
+    fileprivate static func onCallbackActor<Value>(_ value: Value, _ body: @Sendable (Value) -> Void) {
+        body(value)
+    }
+    #endif
+
+    /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
+    fileprivate func emit(_ event: Event) {
+        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(event) }
+    }
+}
+
+// MARK: - Pipeline/Storing.swift
+
+// Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
+// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
+// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
+// among the disk's work (`ImageStore`).
+
+
+nonisolated extension ImageCache {
+    /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
+    /// (Linux's structural check), else on a decode worker.
+    fileprivate func store(_ data: Data, under key: Key) throws {
+        let decoder = storeDecoder
+        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let limits = locked { $0.decodeLimits }
+        try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
+    }
+
+    /// Puts `payload`, whose bytes are in hand, in memory and on disk under `key` at once. Downloads
+    /// of the key, and of its sizes (the binder's), stop; their callers get it.
+    private func store(_ payload: Payload, under key: Key) throws {
+        let now = currentTime()
+        let size = payload.bytes?.count ?? 0
+        let item = DiskStore.Item(url: key.string, data: payload.bytes, size: size, downloadedAt: now, receivedAt: now)
+        let stopped = try locked { ledger in
+            let stopped = try ledger.replace(key, size: size)
+            ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
+    }
+
+    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
+    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
+    /// file is queued now, before any later look-up of the key on disk. The download counts as one
+    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
+    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
+        let now = currentTime()
+        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
+        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
+            let replaced = try ledger.replace(key, size: data.count)
+            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
+            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
+        }
+        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
+        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
+    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
+    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
+    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
+        let now = currentTime()
+        var payload = (try? result.get()) ?? Payload(value: Box(data))
+        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        var failed: (type: ObjectIdentifier?, error: Error)?
+        if case .failure(let error) = result { failed = (download.decoder.type, error) }
+        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
+        deliver(download, to: settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                                 limits: download.limits)), event: nil, handler: nil)
+        startNetwork(settled.started)
+    }
+
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
+    /// Throws when their size is known now and too large. An image that memory does not keep (it
+    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
+    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    fileprivate func store(_ image: Image, under key: Key) throws {
+        let (known, memoryKeeps, maxPixels) = locked { ledger in
+            (storedBytes(of: image, in: ledger).size != nil,
+             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
+        }
+        if !memoryKeeps, !known {
+            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
+            guard let data = encode(image) else {
+                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
+            }
+            return try store(Payload(bytes: data, image: image), under: key)
+        }
+        let now = currentTime()
+        let stopped = try locked { ledger in
+            let bytes = storedBytes(of: image, in: ledger)
+            let stopped = try ledger.replace(key, size: bytes.size)
+            let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
+                                      receivedAt: now)
+            let disk: DiskWork = bytes.data != nil ? .write(item, key: key, usedAt: now)
+                : .store(ImageStore(item, image, from: bytes.file, limit: ledger.settings.maxImageBytes,
+                                    maxPixels: ledger.decodeLimits.maxPixels))
+            ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
+            return stopped
+        }
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+    }
+
+    /// Where the bytes `store` keeps for an image are.
+    fileprivate struct StoredBytes {
+        var data: Data?  // in hand
+        var file: (key: String, downloadedAt: TimeInterval, size: Int)?  // its entry's file, if still that
+        var size: Int? { data?.count ?? file?.size }
+    }
+
+    /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
+    /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    ///
+    /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
+    private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
+        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        if let data = entry.data { return StoredBytes(data: data) }
+        return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
+    }
+
+    /// An image `store` put in memory whose bytes were not in hand. Queued on the disk queue in the
+    /// order of the disk's work; there its bytes are copied from the file of the entry it came from
+    /// if that is still the entry's file, else encoded on a decode worker and written when they come,
+    /// unless a removal or a write of the key came first (`DiskStore.storing`). Look-ups of the key
+    /// on disk wait for it meanwhile, so that none reads the key's older file.
+    fileprivate final class ImageStore: @unchecked Sendable {  // used on the disk queue; the image only read
+        let item: DiskStore.Item  // without its bytes
+        let image: Image
+        let source: (key: String, downloadedAt: TimeInterval, size: Int)?
+        let limit: Int  // `maxImageBytes` when it was stored
+        let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
+        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
+             limit: Int, maxPixels: Int) {
+            (self.item, self.image, self.source, self.limit, self.maxPixels) = (item, image, source, limit, maxPixels)
+        }
+
+        func with(_ data: Data) -> DiskStore.Item {
+            DiskStore.Item(url: item.url, data: data, size: data.count, downloadedAt: item.downloadedAt,
+                           receivedAt: item.receivedAt)
+        }
+    }
+
+    /// Writes a stored image's bytes, on the disk queue: copied from its entry's file if that is still
+    /// the file, else encoded first on `encodes`, not on a decode worker that downloads wait for
+    /// (`storedOnDisk` writes them then).
+    fileprivate func storeOnDisk(_ job: ImageStore) {
+        let now = currentTime()
+        if let source = job.source,
+           let data = disk.bytes(of: DiskStore.fileID(for: source.key), downloadedAt: source.downloadedAt,
+                                 size: source.size, now: now) {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
+        }
+        settle(job.item.id)  // an earlier store of the key, still encoding, gives way
+        disk.storing[job.item.id] = job
+        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
+        Self.encodes.async {
+            let data = encode(job.image)
+            self.diskQueue.async { self.storedOnDisk(job, data) }
+        }
+    }
+
+    /// Writes the encoding of a stored image, on the disk queue, unless a removal or a write of its
+    /// key came since. An image that cannot be encoded, or whose encoding is larger than
+    /// `maxImageBytes`, leaves no file (the key's older one goes: it is not this image), and an
+    /// event says why.
+    private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
+        guard disk.storing[job.item.id] === job else { return }
+        if let data, data.count <= job.limit {
+            return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: currentTime()))
+        }
+        disk.remove(job.item.id)
+        settle(job.item.id)
+        let why = data == nil ? "it cannot be encoded" : "its encoding is larger than maxImageBytes (\(job.limit))"
+        emit(.diskProblem("not keeping on disk the image stored under \(job.item.url): \(why)"))
+    }
+
+    /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
+    /// a removal) decides the file now, and the look-ups that waited for it go on.
+    fileprivate func settle(_ id: UInt64) {
+        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+    }
+
+    /// Where stored images are encoded, at a utility priority: a photo's encoding takes a while, and
+    /// the decode workers are the downloads'. (Concurrent: one store's slow encoding does not hold
+    /// a later store of the same key, which wins.)
+    private static let encodes = DispatchQueue(label: "ImageCache.encode", qos: .utility, attributes: .concurrent)
+
+    /// `settle` for every store under way (the folder was emptied).
+    fileprivate func settleAll() {
+        for id in Array(disk.storing.keys) { settle(id) }
+    }
+}
+
+// The platform's encoding of an image that has no bytes of its own.
+nonisolated extension ImageCache {
+    /// How `store(_ image:for:)` encodes an image that has no bytes of its own: a JPEG (quality
+    /// ``storedJPEGQuality``) for an opaque still, as a camera's photo is, compact; a PNG for one
+    /// with transparency or an animation's frames, which a JPEG cannot keep.
+    fileprivate enum StoredEncoding: Equatable { case jpeg, png }
+
+    fileprivate static func storedEncoding(frames: Int, opaque: Bool) -> StoredEncoding {
+        frames == 1 && opaque ? .jpeg : .png
+    }
+
+    fileprivate static let storedJPEGQuality = 0.9
+
+    /// Whether a bitmap whose `CGImageAlphaInfo` has the raw value `raw` is opaque: none, or an
+    /// alpha byte skipped (`noneSkipLast`, `noneSkipFirst`).
+    fileprivate static func isOpaque(alphaInfo raw: UInt32) -> Bool {
+        raw == 0 || raw == 5 || raw == 6
+    }
+
+    /// The longest side a stored image of `width` x `height` pixels is encoded at: `bound` (the
+    /// longest side of a whole decode: more is never shown) if it is longer; nil to keep its size.
+    fileprivate static func storedMaxPixels(width: Int, height: Int, bound: Int) -> Int? {
+        max(width, height) > bound ? max(1, bound) : nil
+    }
+
+    /// An image's bytes for the disk where it has none of its own, by ``storedEncoding(frames:opaque:)``,
+    /// within `maxPixels` on its longest side (``storedMaxPixels(width:height:bound:)``): on UIKit
+    /// made by ImageIO, with the image's orientation (as EXIF, which ImageIO applies when it
+    /// decodes) and, for an animation, its frames (each for the time UIKit shows it) and play count;
+    /// on AppKit of its bitmap (an `NSImage` is drawn upright), at its size; on Linux its own bytes.
+    fileprivate static func encodedBytes(of image: Image, maxPixels: Int) -> Data? {
+        #if canImport(UIKit)
+        let frames = image.images ?? [image]
+        let runs = self.runs(frames)
+        let opaque = runs.allSatisfy { $0.frame.cgImage.map { isOpaque(alphaInfo: $0.alphaInfo.rawValue) } ?? false }
+        let encoding = storedEncoding(frames: runs.count, opaque: opaque)
+        let data = NSMutableData()
+        let type = encoding == .jpeg ? "public.jpeg" : "public.png"
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, type as CFString,
+                                                                 runs.count, nil) else { return nil }
+        let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
+        if runs.count > 1 {
+            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
+            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
+        }
+        for (frame, repeats) in runs {
+            guard let cgImage = frame.cgImage else { return nil }
+            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
+                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
+            if runs.count > 1 {
+                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
+            }
+            if encoding == .jpeg { properties[kCGImageDestinationLossyCompressionQuality] = storedJPEGQuality }
+            if let longest = storedMaxPixels(width: cgImage.width, height: cgImage.height, bound: maxPixels) {
+                properties[kCGImageDestinationImageMaxPixelSize] = longest
+            }
+            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
+        }
+        return CGImageDestinationFinalize(destination) ? data as Data : nil
+        #elseif canImport(AppKit)
+        guard let bitmap = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:)) else { return nil }
+        guard storedEncoding(frames: 1, opaque: !bitmap.hasAlpha) == .jpeg else {
+            return bitmap.representation(using: .png, properties: [:])
+        }
+        return bitmap.representation(using: .jpeg, properties: [.compressionFactor: storedJPEGQuality])
+        #else
+        return image.data
+        #endif
+    }
+
+    /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
+    /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what
+    /// ImageIO writes so that a decode turns the pixels as UIKit draws them. 1 for anything else.
+    fileprivate static func exifOrientation(uiKit raw: Int) -> Int {
+        let exif = [1, 3, 8, 6, 2, 4, 5, 7]
+        return exif.indices.contains(raw) ? exif[raw] : 1
+    }
+
+    /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
+    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
+        var runs: [(frame: Frame, repeats: Int)] = []
+        for frame in frames {
+            if let last = runs.last, last.frame === frame {
+                runs[runs.count - 1].repeats += 1
+            } else {
+                runs.append((frame, 1))
+            }
+        }
+        return runs
+    }
+}
+
 // MARK: - Disk/DiskTier.swift
 
 // The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
 
 
 nonisolated extension ImageCache {
-    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
@@ -4568,20 +4768,16 @@ nonisolated extension ImageCache {
         case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
-    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
-    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
-    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
-    /// work are not changes, and are queued as they are.)
-    fileprivate func _queueOnDisk(_ work: DiskWork) {
-        diskQueue.async { self.run(work) }
-    }
-
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
-    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    /// Does `work`, on the disk queue, where `Ledger.queueOnDisk` sends it with the lock held, so
+    /// that disk work runs in the order the bookkeeping changed: no write of an entry that `remove`
+    /// or `removeAll` forgot can follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`,
+    /// and the waits for queued work are not changes, and are queued as they are.) Keys are hashed
+    /// into file names here, not under the lock. A write or a removal of a file ends a store of it
+    /// still encoding (`settle`).
     fileprivate func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
@@ -4606,7 +4802,7 @@ nonisolated extension ImageCache {
     }
 
 
-    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
     /// never). Used only on the cache's disk queue.
@@ -4633,6 +4829,14 @@ nonisolated extension ImageCache {
             var id: UInt64 { fileID(for: url) }
         }
 
+        /// What a write knows of the file it replaces, for the disk's figures: nothing (it looks
+        /// before it renames), or what its caller found in the same turn of the disk queue
+        /// (`keep`, which looks anyway), so that it does not look twice.
+        enum Replacing {
+            case unknown
+            case looked(File?)
+        }
+
         /// A file as read: its bytes, and whether it has expired (then its validators and freshness
         /// headers, if it has some).
         struct Found {
@@ -4650,6 +4854,12 @@ nonisolated extension ImageCache {
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
+        // The writer's part of a temporary file's name: this process, and a number unique to this
+        // instance's writes (a random start, then counted), with no system call per write. (A child
+        // forked without exec that went on writing would share both: a write that then collides
+        // fails with EEXIST and is reported, and nothing is overwritten.)
+        private let writer = Foundation.getpid()
+        private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -4660,10 +4870,6 @@ nonisolated extension ImageCache {
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
         var keepsExpired = false
-        #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
-        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
-        #endif
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
         init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
@@ -4677,7 +4883,7 @@ nonisolated extension ImageCache {
             if directory >= 0 { Foundation.close(directory) }
         }
 
-        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// The file `id` names if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
@@ -4725,8 +4931,8 @@ nonisolated extension ImageCache {
             return found.data
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
-        /// the `304` updated, if it is still the file that was read.
+        /// Marks the file `found` was read from as downloaded again `now` (a `304 Not Modified`), with
+        /// the freshness headers the `304` updated, if it is still that file.
         func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
                    headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
@@ -4743,11 +4949,12 @@ nonisolated extension ImageCache {
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 // 2 s: some file systems keep whole seconds.
-                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
+                let file = file(item.id)
+                if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
-                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
+                    write(item, usedAt: now, replacing: .looked(file))  // nothing if memory no longer has the bytes
                 }
             }
         }
@@ -4755,20 +4962,17 @@ nonisolated extension ImageCache {
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
             guard let data = item.data else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
-                #if IMAGECACHE_TESTING
-                if let injected = injectedWriteError { throw POSIXError(injected) }
-                #endif
                 do {
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: .unknown)  // the folder as it is now
                 }
                 failing = false
             } catch {
@@ -4950,11 +5154,13 @@ nonisolated extension ImageCache {
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
         /// freshness headers, and renames it into place; returns the size of the file it replaced, if
         /// any. A failure deletes the temporary file.
-        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval,
+                               replacing: Replacing) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
-            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            writes &+= 1
+            let temporary = ".\(name).\(writer).\(writes).tmp"
             let fd = Foundation.openat(directory, temporary,
                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
@@ -4975,7 +5181,11 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = file(item.id)?.size
+                let replaced: Int64?
+                switch replacing {
+                case .unknown: replaced = file(item.id)?.size
+                case .looked(let file): replaced = file?.size
+                }
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {
@@ -5069,7 +5279,7 @@ nonisolated extension ImageCache.DiskStore {
         return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
     }
 
-    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<random>.tmp":
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
     /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
     /// may have been reused). (A writer in another pid namespace may look gone: its rename then
     /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
@@ -5746,7 +5956,7 @@ nonisolated extension ImageCache {
     /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
     fileprivate var wholeDecodeBound: Int? {
         #if canImport(ImageIO)
-        return lock.withLock { _decodeLimits.maxPixels }
+        return locked { $0.decodeLimits.maxPixels }
         #else
         return nil
         #endif
@@ -6196,184 +6406,3 @@ nonisolated extension ImageCache {
         }
     }
 }
-
-// MARK: - Support/Testing.swift
-
-// For tests and benchmarks: compiled only where the package defines IMAGECACHE_TESTING for its own
-// tests and benchmarks (Package.swift); a copied file has none of this.
-
-
-#if IMAGECACHE_TESTING
-nonisolated extension ImageCache {
-    /// The clock, in seconds since 1970; set it before the first call that uses the instance.
-    @_spi(Testing) public var clock: @Sendable () -> TimeInterval {
-        get { testClock ?? { Date().timeIntervalSince1970 } }
-        set { testClock = newValue }
-    }
-
-    /// How many images memory holds now.
-    @_spi(Testing) public var memoryCount: Int { lock.withLock { _state.memory.count } }
-
-    /// The most transfers the cache had under way at once (sent and not yet completed).
-    @_spi(Testing) public var mostTransfersAtOnce: Int { transport.mostTransfersAtOnce }
-
-    /// What the images in memory cost now, in bytes (see ``imageMemoryMaxBytes``).
-    @_spi(Testing) public var memoryBytes: Int { lock.withLock { _state.memory.bytes } }
-
-    /// The URLs in memory, least recently used first.
-    @_spi(Testing) public var memoryURLs: [String] {
-        lock.withLock { _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.description } }
-    }
-
-    /// Downloads on the network now that hold a lane slot (a stalled one holds none), and those whose
-    /// bytes are in, waiting for a decode or in one.
-    @_spi(Testing) public var downloadCounts: (running: Int, decoding: Int) {
-        lock.withLock { (_state.lanes.runningFast + _state.lanes.runningSlow, _state.lanes.decoding) }
-    }
-
-    /// The bounds a decode for a request made now works within (see `DecodeLimits`).
-    @_spi(Testing) public var decodeLimits: (maxPixels: Int, maxAnimatedFrames: Int, memoryMaxBytes: Int) {
-        let limits = lock.withLock { _decodeLimits }
-        return (limits.maxPixels, limits.maxAnimatedFrames, limits.memoryMaxBytes)
-    }
-
-    /// How many image files the folder holds, after the disk work queued so far (counted: O(files)).
-    @_spi(Testing) public var diskCount: Int { diskQueue.sync { disk.sizes().files } }
-
-    /// Makes every disk write fail with `code` (nil: work again).
-    @_spi(Testing) public func injectDiskWriteError(_ code: POSIXErrorCode?) {
-        diskQueue.sync { disk.injectedWriteError = code }
-    }
-
-    /// The file name the disk tier uses for `url`.
-    @_spi(Testing) public static func diskFileName(for url: URL) -> String {
-        DiskStore.fileName(for: url.absoluteString)
-    }
-
-    /// Every broken invariant, described; empty when all hold. Checks the memory list against the
-    /// dictionary, memory against its cap, the downloads listed, that every download's phase
-    /// changed as its lifecycle allows (`Download.Phase.mayBecome`), and that the folder holds
-    /// nothing but image files and temporary files (after queued disk work). The lanes' counts need
-    /// no check: `Lanes.move` is the only way to change them.
-    @_spi(Testing) public func checkInvariants() -> [String] {
-        var problems: [String] = lock.withLock {
-            var problems: [String] = []
-            let order = _state.memory.indicesFromLeastRecent()
-            if order.count != _state.memory.count {
-                problems.append("memory list has \(order.count) slots, count says \(_state.memory.count)")
-            }
-            if _state.memory.count + _state.memory.secondChanceCount > _state.settings.memoryMaxCount {
-                let (held, chances) = (_state.memory.count, _state.memory.secondChanceCount)
-                problems.append("memory and second chance hold \(held)+\(chances)"
-                                + " > cap \(_state.settings.memoryMaxCount)")
-            }
-            if _state.memory.bytes + _state.memory.secondChanceBytes > _state.settings.memoryMaxBytes {
-                let (cost, chances) = (_state.memory.bytes, _state.memory.secondChanceBytes)
-                problems.append("memory and second chance cost \(cost)+\(chances)"
-                                + " > budget \(_state.settings.memoryMaxBytes)")
-            }
-            var loaded = 0
-            for (key, entry) in _state.entries.all {
-                switch entry {
-                case .loaded(let slot):
-                    loaded += 1
-                    if _state.memory[slot].key != key {
-                        problems.append("slot of \(key.string) holds \(_state.memory[slot].key.string)")
-                    }
-                case .loading(let download):
-                    if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
-                    if download.waiters.isEmpty, !download.load.isStore {
-                        problems.append("download without waiters: \(key.string)")
-                    }
-                case .failed:
-                    break
-                }
-            }
-            if loaded != _state.memory.count {
-                problems.append("\(loaded) loaded entries, memory count \(_state.memory.count)")
-            }
-            problems += _state.lanes.wrongMoves.map { "download phase changed against its lifecycle: \($0)" }
-            return problems
-        }
-        problems += diskQueue.sync {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-            let known = Set(disk.list().map(\.name))
-            return names.filter { !known.contains($0) && !DiskStore.isTemporaryName($0) }
-                .map { "unexpected file in the folder: \($0)" }
-        }
-        return problems
-    }
-
-    /// Puts `image` in memory as if it had just been read from disk, with the count cap and batch
-    /// eviction: the memory tier alone. Evicted images are marked as used on disk, as they are
-    /// when their files exist (here they do not, and are not written).
-    @_spi(Testing) public func benchmarkInsert(_ url: URL, image: Image, data: Data) {
-        let key = Key(url)
-        let now = currentTime()
-        lock.withLock {
-            let evicted = _insert(key, Payload(image: image), size: data.count, downloadedAt: now).map(\.item)
-            if !evicted.isEmpty { _queueOnDisk(.touch(evicted.map(\.url), at: now)) }
-        }
-    }
-
-    /// Makes `store(_ data:for:)` decode on a decode worker, as it does where ImageIO decodes, and
-    /// runs `before` there first, before each decode (a test holds the decode with it).
-    @_spi(Testing) public func decodeStores(after before: @escaping @Sendable () -> Void) {
-        storeDecoder = Decoder(type: nil, decode: { data, limits in
-            before()
-            return Decoder.image.decode(data, limits)
-        }, offThread: true)
-    }
-
-    /// Makes `store(_ image:for:)` treat images as Apple platforms do, where an image has no bytes of
-    /// its own: it keeps those of the entry memory holds it in, else has `encode` make some, on a
-    /// decode worker.
-    @_spi(Testing) public func encodeStoredImages(with encode: @escaping @Sendable (Image) -> Data?) {
-        imageEncoder = encode
-    }
-
-    /// True when no decode (or encode) runs or waits for a worker.
-    @_spi(Testing) public var decodesIdle: Bool { decodes.isIdle }
-
-    /// How many stored images' encodings have come back to the disk queue so far, written or not.
-    @_spi(Testing) public var encodesEnded: Int { diskQueue.sync { disk.encodesEnded } }
-
-    /// Sets the main screen's scale as if it had been read (nil: not read yet), for every instance in
-    /// the process; a test sets Linux's back (1) when it is done.
-    @_spi(Testing) public static func setScreenScale(_ scale: Double?) {
-        screen.lock.withLock { screen.scale = scale }
-    }
-
-    /// Holds the disk queue (after the work queued so far) until `gate` is signalled.
-    @_spi(Testing) public func holdDiskQueue(until gate: DispatchSemaphore) {
-        diskQueue.async { gate.wait() }
-    }
-
-    /// The image a ``Binder`` decoded to `size` under `key`, as `peek(key:)` finds images.
-    @_spi(Testing) public func peek(key: String, filling size: (width: Int, height: Int)) -> Image? {
-        peek(Self.memoryKey(key, filling: size))
-    }
-
-    /// How the memory entry of `key` at `size` is described (see `Key.description`).
-    @_spi(Testing) public static func memoryKeyDescription(_ key: String, filling size: (width: Int, height: Int)?,
-                                                           scale: Double = 1) -> String {
-        memoryKey(key, filling: size, scale: scale).description
-    }
-
-    /// Binds `binder` to `url` at `pixelSize` for a screen of `scale`, as a view on that screen does.
-    @_spi(Testing) public static func bind(_ binder: Binder, _ url: URL, pixelSize: CGSize, scale: Double,
-                                           cache: ImageCache) {
-        binder.bind(Load(url, key: nil), nil, nil, pixelSize, cache, .none, scale: scale)
-    }
-
-    /// Waits until every disk operation queued so far has run.
-    @_spi(Testing) public func drainDisk() {
-        diskQueue.sync {}
-    }
-
-    /// Waits for the sweep that the first disk lookup schedules (see `DiskStore.read`), if it has.
-    @_spi(Testing) public func waitForSweep() {
-        diskQueue.sync { disk.sweep }?.wait()
-    }
-}
-#endif

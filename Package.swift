@@ -13,7 +13,8 @@ let package = Package(
         .target(
             name: "ImageCache",
             path: "Sources/ImageCache",
-            // Testing.swift's hooks for the package's own tests and benchmarks; a copied file has none of them.
+            // The seams the tests' hooks set, and the benchmarks' SPI (Support/BenchmarkHooks.swift): the
+            // package's own builds only; `.ci/amalgamate` leaves them out of the copied file.
             swiftSettings: [.define("IMAGECACHE_TESTING")]
         ),
         // A loopback HTTP server that the example app, the tests and the benchmarks serve images with.

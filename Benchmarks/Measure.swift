@@ -299,7 +299,7 @@ func residentBytes() -> Int? {
 
 /// CPU seconds used so far by every thread of this process (user and system), and how many
 /// times its threads were switched out: a hop to a parked thread costs a switch or two.
-func processUsage() -> (cpuSeconds: Double, switches: Int) {
+func processUsage() -> (cpuSeconds: Double, switches: Int) {  // switches: voluntary ones, a thread that waited
     var usage = rusage()
     #if canImport(Glibc)
     getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -308,7 +308,7 @@ func processUsage() -> (cpuSeconds: Double, switches: Int) {
     #endif
     let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    return (user + system, usage.ru_nvcsw + usage.ru_nivcsw)
+    return (user + system, usage.ru_nvcsw)
 }
 
 /// Runs `body` with every thread of this process (and every thread they start) on one CPU, then

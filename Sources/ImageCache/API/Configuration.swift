@@ -54,30 +54,20 @@ nonisolated extension ImageCache {
 
     /// The value of a setting, read under the lock.
     private func setting<Value>(_ setting: KeyPath<Settings, Value>) -> Value {
-        lock.withLock { _state.settings[keyPath: setting] }
+        locked { $0.settings[keyPath: setting] }
     }
 
     /// Changes a setting under the lock. `disk`, if given, applies it on the disk queue, in order
     /// with the disk work that follows.
     private func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                          disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
-        change(setting, to: value, then: { if let disk { _queueOnDisk(.setting { disk($0, value) }) } })
-    }
-
-    /// Changes a setting and runs `then`, the work the new value calls for, under the lock.
-    /// Returns what `then` returns, for the caller to act on after unlocking.
-    private func change<Value, Effects>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
-                                        then: () -> Effects) -> Effects {
-        lock.withLock {
-            _state.settings[keyPath: setting] = value
-            return then()
-        }
+        locked { $0.change(setting, to: value, disk: disk) }
     }
 
     /// Changes a memory limit; what no longer fits leaves memory at once.
     private func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int) {
         let now = currentTime()
-        change(limit, to: value, then: { _keepOnDisk(_evictOverLimits(), usedAt: now) })
+        locked { $0.changeMemoryLimit(limit, to: value, now: now) }
     }
 
     internal static let defaultMemoryMaxBytes =
@@ -145,7 +135,10 @@ nonisolated extension ImageCache {
     public var maxConcurrentDownloads: Int {
         get { setting(\.maxConcurrentDownloads) }
         set {
-            let started = change(\.maxConcurrentDownloads, to: max(1, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -169,7 +162,10 @@ nonisolated extension ImageCache {
     public var maxStalledDownloads: Int {
         get { setting(\.maxStalledDownloads) }
         set {
-            let started = change(\.maxStalledDownloads, to: max(0, newValue), then: { _startReadyDownloads() })
+            let started = locked { ledger in
+                ledger.change(\.maxStalledDownloads, to: max(0, newValue))
+                return ledger.startReady()
+            }
             startNetwork(started)
         }
     }
@@ -180,8 +176,10 @@ nonisolated extension ImageCache {
         get { setting(\.requestTimeout) }
         set {
             // Under the lock, so that the settings and the transport's session agree.
-            change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue),
-                   then: { transport.setTimeout(_state.settings.requestTimeout) })
+            locked { ledger in
+                ledger.change(\.requestTimeout, to: max(1, newValue.isNaN ? 30 : newValue))
+                transport.setTimeout(ledger.settings.requestTimeout)
+            }
         }
     }
 
@@ -245,13 +243,6 @@ nonisolated extension ImageCache {
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
-    }
-
-    /// The bounds a decode for a request made now works within (call with the lock held).
-    internal var _decodeLimits: DecodeLimits {
-        let settings = _state.settings
-        return DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? Self.screenPixels,
-                            maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost

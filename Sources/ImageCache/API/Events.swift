@@ -17,31 +17,7 @@ import ImageIO
 import SwiftUI
 #endif
 
-nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
-
 nonisolated extension ImageCache {
-    /// Where a delivered image came from.
-    public enum Source: String, Sendable {
-        /// Memory: found at once, with no decode.
-        case memory
-        /// The cache's folder on disk.
-        case disk
-        /// A download.
-        case network
-    }
-
-    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
-    /// entry delivered because the network failed).
-    public struct Fetched<Value> {
-        /// The image, or the value the request's `decode` made.
-        public let value: Value
-        /// Where it came from.
-        public let source: Source
-        /// Whether it is an expired entry, delivered because the network failed
-        /// (``ImageCache/servesStaleWhenOffline``).
-        public let isStale: Bool
-    }
-
     /// Something the cache did; see ``ImageCache/onEvent``.
     public enum Event: Sendable {
         /// An image was delivered to the callers of `url`; `bytes` is the size of its original data.
@@ -103,12 +79,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1): one lock; it never waits for the disk.
     public func statistics() -> Statistics {
-        lock.withLock {
-            var counts = _state.counts
-            (counts.memoryCount, counts.memoryBytes) = (_state.memory.count, _state.memory.bytes)
-            counts.stalledNow = _state.lanes.stalled
-            return counts
-        }
+        locked { $0.statistics }
     }
 
     /// A snapshot as ``statistics()`` makes it, with the disk figures counted exactly: the folder
@@ -127,7 +98,7 @@ nonisolated extension ImageCache {
 
     /// Takes the disk's figures (see `DiskStore.counted`), for ``statistics()``.
     internal func diskCounted(_ figures: (files: Int, bytes: Int)) {
-        lock.withLock { (_state.counts.diskFiles, _state.counts.diskBytes) = figures }
+        locked { $0.diskCounted(figures) }
     }
 
     /// The event that delivering `result` to callers stands for (none for a cancellation).

@@ -1,23 +1,30 @@
-// The sources of ImageCache, one room per concern; `.ci/amalgamate` joins them, in this order, into
-// the ImageCache.swift that apps copy (one `// MARK: -` per file there). What an app uses comes
-// first: Cache (the class and its state), PublicAPI, Configuration, Errors, Events (and
-// statistics), PublicTypes (the image, its formats, callbacks, a request's task), Binding (views),
-// SwiftUIViews (`AsyncImage`, `RemoteImage`). Then the internal rooms in the order a miss walks
-// them: Requests (a load, the request path, cancellation); Entries (keys, entries, the table of
-// them); Downloads (the phases, the lanes, the look-up on disk, forgetting); Transport (sending,
-// the transport and its delegate, deadlines, stalls, progress); Attempts (the end of an attempt);
-// Delivery; Storing (`store`'s decode and encode off the caller's thread); and what those use:
-// HTTP; MemoryTier; DiskTier (and the one way to the disk); DiskFiles; Decoding; Formats (the
-// structural check); Screen; Helpers; and, in the package's own builds only, Testing.
+// The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
+// walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
+//   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
+//              through them), the public calls, settings, errors, events and public types.
+//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
+//              the lock guards, and the steps over more than one part), the entry table and keys,
+//              downloads and their lanes, network attempts, what each step comes to
+//              (`Settlement`), delivery, and stores.
+//   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Memory/    the CLOCK list, its limits and the second chance.
+//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Support/   small helpers; the benchmarks' hooks (the package's builds only).
+// A part owns its state: other parts call its methods and never write its fields. The lock is
+// taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
+// work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
-// A miss, in six steps: (1) `fetch` builds a `Load` and calls `request` (Requests), whose `_route`
-// finds nothing in memory (`_memoryHit`) and makes a `Download`; (2) `lookUpOnDisk` (Downloads)
-// reads no file and `lookedUpOnDisk` queues it on its lane; (3) `startNetwork` (Transport) sends it
-// through the `Transport`; (4) the transport's delegate keeps the bytes and hands the ended transfer
-// to `transferred`, which checks the body and has it decoded; (5) `networkFinished` (Attempts) judges
-// the attempt (`_outcome`) and `_keepDownloaded` puts the entry in memory (`_insert`, MemoryTier) and
-// queues its file's write (`_queueOnDisk`, DiskTier); (6) `deliver` and `complete` (Delivery) run
-// each waiter's callback on its queue.
+// A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Downloads)
+// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
+// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
+// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
@@ -102,26 +109,25 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// The folder this instance keeps its files in: `directory/uniqueName`.
     public let folder: URL
 
-    // `lock` guards `_state`, and the objects it holds that say so where they are declared (each
-    // `Download`, a `FetchTask`'s answer, the second-chance shelf); a method whose name starts with
-    // `_` expects the lock to be held. The transport has a lock of its own, taken after this one.
-    // The lock already makes each access exclusive, so `_state` skips the runtime's own
-    // exclusivity check, a measurable part of `peek`'s cost.
+    // `lock` guards `_state`, the ledger (see `Ledger`), and the objects that say so where they are
+    // declared (each `Download`, a `FetchTask`'s answer); `locked` is the one way to it. The
+    // transport has a lock of its own, taken after this one. The lock already makes each access
+    // exclusive, so `_state` skips the runtime's own exclusivity check, a measurable part of
+    // `peek`'s cost.
     internal let lock = NSLock()
-    @exclusivity(unchecked) internal var _state: Guarded
+    @exclusivity(unchecked) private var _state: Ledger
 
-    // Images evicted lately; the memory tier's second-chance records bound it. Guarded by `lock`.
-    internal let secondChance = SecondChanceShelf()
     internal let transport: Transport
     internal let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: Decodes
     internal let disk: DiskStore  // used only on `diskQueue`
     internal var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // A clock the tests set, to move time forward (see the section for tests); nil for the wall
-    // clock, which is then called directly (a stored closure costs `peek` a call it cannot inline).
-    // Set only before the instance is used, so unchecked like `_state`.
+    #if IMAGECACHE_TESTING
+    // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
+    // wall clock. Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
+    #endif
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
     @exclusivity(unchecked) internal var storeDecoder = Decoder.image
@@ -130,7 +136,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
     internal func currentTime() -> TimeInterval {
+        #if IMAGECACHE_TESTING
         if let testClock { return testClock() }
+        #endif
         #if os(Linux)
         var now = timespec()
         Foundation.clock_gettime(CLOCK_REALTIME_COARSE, &now)
@@ -175,12 +183,18 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             configuration.httpMaximumConnectionsPerHost = 16
         }
         transport = Transport(configuration, timeout: settings.requestTimeout)
-        _state = Guarded(settings: settings)
+        _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.owner = self
         transport.cache = self
+        // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
+        // strongly, so that work queued before the cache's last use still runs.
+        _state.queueOnDisk = { [unowned self] work in
+            let cache = self
+            cache.diskQueue.async { cache.run(work) }
+        }
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -190,16 +204,14 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.invalidate()
     }
 
-    /// All the state `lock` guards: one field per tier, each a type that keeps its own fields
-    /// private and changes them only through its methods.
-    internal struct Guarded {
-        // What `peek` reads first, together: its layout is part of `peek`'s cost.
-        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
-        var memory = MemoryList()  // and the second chance's records
-        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
-        var settings: Settings
-        var lanes = Lanes()
-        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+    /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.
+    /// Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline
+    /// (`peek` runs through here).
+    @inline(__always)
+    internal func locked<Result>(_ body: (inout Ledger) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&_state)
     }
 
     /// What the public properties set.

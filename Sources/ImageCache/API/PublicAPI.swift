@@ -143,7 +143,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the URLs.
     public func cancelPrefetching(_ urls: [URL]) {
-        let tasks = lock.withLock { urls.compactMap { _state.prefetches[Key($0)] } }
+        let tasks = locked { $0.prefetchTasks(urls.map(Key.init)) }
         for task in tasks { task.cancel() }
     }
 
@@ -265,13 +265,7 @@ nonisolated extension ImageCache {
     /// bytes already received. Nothing happens if `url` is not being fetched.
     public func moveToSlowQueue(_ url: URL, key: String? = nil) {
         let key = Key(string: key ?? url.absoluteString)
-        let started: [Download] = lock.withLock {
-            guard case .loading(let download)? = _state.entries[key], download.lane == .fast else { return [] }
-            if case .running = download.phase { return [] }
-            if case .decoding = download.phase { return [] }
-            _state.lanes.move(download, to: download.phase, lane: .slow)
-            return _startReadyDownloads()
-        }
+        let started = locked { $0.moveToSlowLane(key) }
         startNetwork(started)
     }
 
@@ -291,28 +285,7 @@ nonisolated extension ImageCache {
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
     internal func peek(_ key: Key) -> Image? {
         let now = currentTime()
-        // Locked by hand, not in `withLock`'s closure, which the optimizer does not always inline.
-        lock.lock()
-        defer { lock.unlock() }
-        _state.counts.peeks &+= 1
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            if now < _state.memory[slot].downloadedAt + _state.settings.timeToLive,
-               _state.memory[slot].receivedAt <= now + Self.maxClockSkew {
-                guard let image = _state.memory[slot].image else { return nil }  // data, not an image
-                _state.memory.markUsed(slot)
-                _state.counts.peekHits &+= 1
-                return image
-            }
-            _evict(slot)
-            return nil
-        case nil:
-            let found = _secondChance(key, now: now)?.image
-            _state.counts.peekHits &+= found == nil ? 0 : 1
-            return found
-        case .loading?, .failed?:
-            return nil
-        }
+        return locked { $0.peek(key, now: now) }
     }
 
     /// True when the last fetch of `url` failed; cleared when `url` is fetched again or removed.
@@ -329,10 +302,7 @@ nonisolated extension ImageCache {
     /// bytes stored under its key are decoded).
     public func fetching(_ url: URL) -> Bool {
         let key = Key(url)
-        return lock.withLock {
-            if case .loading? = _state.entries[key] { return true }
-            return false
-        }
+        return locked { $0.isLoading(key) }
     }
 
     /// Why the last fetch of `url` failed; nil if it did not, or was fetched again or removed since.
@@ -342,10 +312,8 @@ nonisolated extension ImageCache {
 
     /// Why the last fetch under `key` failed, as ``error(for:)`` says.
     public func error(forKey key: String) -> ImageCache.Error? {
-        lock.withLock {
-            if case .failed(let error, _)? = _state.entries[Key(string: key)] { return error }
-            return nil
-        }
+        let key = Key(string: key)
+        return locked { $0.error(for: key) }
     }
 
     /// Forgets `url` in every tier. A download of it in flight is cancelled and its callbacks run
@@ -359,11 +327,7 @@ nonisolated extension ImageCache {
     /// Forgets what is cached under `key`, as ``remove(_:)`` does.
     public func remove(key: String) {
         let key = Key(string: key)
-        let stopped: [Stopped] = lock.withLock {
-            secondChance.removeObject(forKey: key)
-            _queueOnDisk(.remove(key.string))
-            return _forgetWithSizes(key)
-        }
+        let stopped = locked { $0.remove(key) }
         finishStopped(stopped)
     }
 
@@ -372,11 +336,7 @@ nonisolated extension ImageCache {
     /// once (memory is empty then) and runs it (see ``DoneCallback``) when the disk is. Another
     /// process's write that is under way at that moment may still land.
     public func removeAll(completion: DoneCallback? = nil) {
-        let stopped: [Stopped] = lock.withLock {
-            _forgetSecondChances()
-            _queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
-            return _state.entries.keys.compactMap { _forget($0) }
-        }
+        let stopped = locked { $0.removeAll() }
         finishStopped(stopped)
         finishDiskWork(completion)
     }
@@ -386,11 +346,7 @@ nonisolated extension ImageCache {
     /// under UIKit. Targets of a ``Binder`` that are not displayed let their images go.
     public func purgeMemory() {
         let now = currentTime()
-        lock.withLock {
-            let evicted = _state.memory.indicesFromLeastRecent().map { _evict($0) }
-            _forgetSecondChances()
-            _keepOnDisk(evicted, usedAt: now)
-        }
+        locked { $0.purge(now: now) }
         NotificationCenter.default.post(name: Self.memoryPurged, object: self)  // for the binders
     }
 
@@ -401,9 +357,7 @@ nonisolated extension ImageCache {
     /// given a `completion`, returns at once and runs it (see ``DoneCallback``) when done.
     public func persistCacheToDisk(completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            _keepOnDisk(_state.memory.indicesFromLeastRecent().map { _state.memory[$0] }, usedAt: now)
-        }
+        locked { $0.persist(now: now) }
         finishDiskWork(completion)
     }
 
@@ -417,10 +371,9 @@ nonisolated extension ImageCache {
     public func reduceDiskCache(maxImageCount: Int = .max, maxBytes: Int = .max,
                                 completion: DoneCallback? = nil) {
         let now = currentTime()
-        lock.withLock {
-            let recency = _state.memory.indicesFromLeastRecent().map { _state.memory[$0].key.string }
-            _queueOnDisk(.reduce(recency: recency, maxCount: max(0, maxImageCount), maxBytes: max(0, maxBytes),
-                                 now: now))
+        locked { ledger in
+            ledger.queueOnDisk(.reduce(recency: ledger.recency, maxCount: max(0, maxImageCount),
+                                       maxBytes: max(0, maxBytes), now: now))
         }
         finishDiskWork(completion)
     }

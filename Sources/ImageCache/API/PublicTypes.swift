@@ -1,4 +1,5 @@
-// The public values: the image (Linux's own), its formats, `Fetched`, and a request's `FetchTask`.
+// The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
+// request's `FetchTask`.
 
 import Dispatch
 import Foundation
@@ -21,7 +22,31 @@ import SwiftUI
 // is main-actor isolated and runs on the main queue: a Swift 6 app writes
 // `fetch(url) { url, image in cell.imageView?.image = image }` with nothing else. On Linux they
 // are plain `@Sendable` closures that run on `callbackQueue`.
+nonisolated extension ImageCache.Fetched: Sendable where Value: Sendable {}
+
 nonisolated extension ImageCache {
+    /// Where a delivered image came from.
+    public enum Source: String, Sendable {
+        /// Memory: found at once, with no decode.
+        case memory
+        /// The cache's folder on disk.
+        case disk
+        /// A download.
+        case network
+    }
+
+    /// What a fetch delivers: the value, where it came from, and whether it is stale (an expired
+    /// entry delivered because the network failed).
+    public struct Fetched<Value> {
+        /// The image, or the value the request's `decode` made.
+        public let value: Value
+        /// Where it came from.
+        public let source: Source
+        /// Whether it is an expired entry, delivered because the network failed
+        /// (``ImageCache/servesStaleWhenOffline``).
+        public let isStale: Bool
+    }
+
     #if canImport(UIKit) || canImport(AppKit)
     /// What ``fetch(_:key:callback:)`` calls with the URL and its image, or nil: on the main actor.
     public typealias FetchCallback = @MainActor @Sendable (URL, Image?) -> Void

@@ -456,7 +456,7 @@ nonisolated extension ImageCache {
     /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
     internal var wholeDecodeBound: Int? {
         #if canImport(ImageIO)
-        return lock.withLock { _decodeLimits.maxPixels }
+        return locked { $0.decodeLimits.maxPixels }
         #else
         return nil
         #endif

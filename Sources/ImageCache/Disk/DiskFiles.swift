@@ -76,7 +76,7 @@ nonisolated extension ImageCache.DiskStore {
         return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
     }
 
-    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<random>.tmp":
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
     /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
     /// may have been reused). (A writer in another pid namespace may look gone: its rename then
     /// fails, and `write` tries once more.) A file written under that name since it was judged stays.

@@ -18,7 +18,7 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// What the disk is told to do: every change to the disk goes through `_queueOnDisk`.
+    /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     internal enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
         case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
         case keep([DiskStore.Item], usedAt: TimeInterval)
@@ -31,20 +31,16 @@ nonisolated extension ImageCache {
         case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
     }
 
-    /// Queues `work` on the disk queue. Called with the lock held, so that disk work runs in the
-    /// order the bookkeeping changed: no write of an entry that `remove` or `removeAll` forgot can
-    /// follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`, and the waits for queued
-    /// work are not changes, and are queued as they are.)
-    internal func _queueOnDisk(_ work: DiskWork) {
-        diskQueue.async { self.run(work) }
-    }
-
-    /// Does `work`, on the disk queue. Keys are hashed into file names here, not under the lock. A
-    /// write or a removal of a file ends a store of it still encoding (`settle`).
+    /// Does `work`, on the disk queue, where `Ledger.queueOnDisk` sends it with the lock held, so
+    /// that disk work runs in the order the bookkeeping changed: no write of an entry that `remove`
+    /// or `removeAll` forgot can follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`,
+    /// and the waits for queued work are not changes, and are queued as they are.) Keys are hashed
+    /// into file names here, not under the lock. A write or a removal of a file ends a store of it
+    /// still encoding (`settle`).
     internal func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
@@ -69,7 +65,7 @@ nonisolated extension ImageCache {
     }
 
 
-    /// The disk tier: one file per URL, named by a stable hash of it, holding the original bytes.
+    /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
     /// never). Used only on the cache's disk queue.
@@ -96,6 +92,14 @@ nonisolated extension ImageCache {
             var id: UInt64 { fileID(for: url) }
         }
 
+        /// What a write knows of the file it replaces, for the disk's figures: nothing (it looks
+        /// before it renames), or what its caller found in the same turn of the disk queue
+        /// (`keep`, which looks anyway), so that it does not look twice.
+        enum Replacing {
+            case unknown
+            case looked(File?)
+        }
+
         /// A file as read: its bytes, and whether it has expired (then its validators and freshness
         /// headers, if it has some).
         struct Found {
@@ -113,6 +117,12 @@ nonisolated extension ImageCache {
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var lastTouch: TimeInterval = 0
+        // The writer's part of a temporary file's name: this process, and a number unique to this
+        // instance's writes (a random start, then counted), with no system call per write. (A child
+        // forked without exec that went on writing would share both: a write that then collides
+        // fails with EEXIST and is reported, and nothing is overwritten.)
+        private let writer = Foundation.getpid()
+        private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -124,8 +134,8 @@ nonisolated extension ImageCache {
         var maxBytes: Int
         var keepsExpired = false
         #if IMAGECACHE_TESTING
-        var injectedWriteError: POSIXErrorCode?  // see Testing.swift
-        var encodesEnded = 0  // stored images whose encoding came back, written or not (Testing.swift)
+        var injectedWriteError: POSIXErrorCode?  // see ImageCacheTests/TestHooks.swift
+        var encodesEnded = 0  // stored images whose encoding came back, written or not (ImageCacheTests/TestHooks.swift)
         #endif
         internal static let staleTemporaryAge: TimeInterval = 3_600
 
@@ -140,7 +150,7 @@ nonisolated extension ImageCache {
             if directory >= 0 { Foundation.close(directory) }
         }
 
-        /// The file `name` if it is there, a regular file, and not expired (an expired one is
+        /// The file `id` names if it is there, a regular file, and not expired (an expired one is
         /// deleted); marks it as used `now`.
         func read(_ id: UInt64, now: TimeInterval, maxBytes: Int) -> Found? {
             guard openFolder(create: false) != nil else { return nil }
@@ -188,8 +198,8 @@ nonisolated extension ImageCache {
             return found.data
         }
 
-        /// Marks `name` as downloaded again `now` (a `304 Not Modified`), with the freshness headers
-        /// the `304` updated, if it is still the file that was read.
+        /// Marks the file `found` was read from as downloaded again `now` (a `304 Not Modified`), with
+        /// the freshness headers the `304` updated, if it is still that file.
         func renew(_ found: Found, downloadedAt: TimeInterval, receivedAt now: TimeInterval,
                    headers: HTTP.FreshnessHeaders) {
             guard isStill(found.file), let directory = openFolder(create: false) else { return }
@@ -206,11 +216,12 @@ nonisolated extension ImageCache {
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             for item in items {
                 // 2 s: some file systems keep whole seconds.
-                if let file = file(item.id), file.downloadedAt > item.downloadedAt + 2
+                let file = file(item.id)
+                if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
                 } else {
-                    write(item, usedAt: now)  // does nothing if memory no longer has the bytes
+                    write(item, usedAt: now, replacing: .looked(file))  // nothing if memory no longer has the bytes
                 }
             }
         }
@@ -218,7 +229,7 @@ nonisolated extension ImageCache {
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval) -> Bool {
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
             guard let data = item.data else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
@@ -226,12 +237,12 @@ nonisolated extension ImageCache {
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
                 } catch let error as POSIXError where error.code == .ENOENT {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
-                    replaced = try writeFile(item, data, usedAt: now)
+                    replaced = try writeFile(item, data, usedAt: now, replacing: .unknown)  // the folder as it is now
                 }
                 failing = false
             } catch {
@@ -413,11 +424,13 @@ nonisolated extension ImageCache {
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
         /// freshness headers, and renames it into place; returns the size of the file it replaced, if
         /// any. A failure deletes the temporary file.
-        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval) throws -> Int64? {
+        private func writeFile(_ item: Item, _ data: Data, usedAt now: TimeInterval,
+                               replacing: Replacing) throws -> Int64? {
             guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
-            let temporary = ".\(name).\(Foundation.getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+            writes &+= 1
+            let temporary = ".\(name).\(writer).\(writes).tmp"
             let fd = Foundation.openat(directory, temporary,
                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
@@ -438,7 +451,11 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced = file(item.id)?.size
+                let replaced: Int64?
+                switch replacing {
+                case .unknown: replaced = file(item.id)?.size
+                case .looked(let file): replaced = file?.size
+                }
                 try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
                 return replaced
             } catch {

@@ -202,115 +202,6 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
-    /// for `_keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
-    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
-    /// request decodes it again, at the screen's.
-    internal func _insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
-                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
-        let size = size ?? payload.bytes?.count ?? 0
-        let cost = payload.image.map(Self.memoryCost(of:)) ?? size
-        guard cost <= _state.settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
-            if case .loaded(let old)? = _state.entries.removeValue(forKey: key) { _state.memory.remove(old) }
-            return []
-        }
-        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
-        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
-        // every older entry was used; then it is clear, as for any entry not used since.
-        let slot = _state.memory.insert(.init(key: key, image: payload.image, value: payload.value,
-                                              data: payload.bytes, size: size, cost: cost,
-                                              downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
-                                              referenced: true))
-        if case .loaded(let old)? = _state.entries.updateValue(.loaded(slot), forKey: key) { _state.memory.remove(old) }
-        defer { _state.memory[slot].referenced = false }
-        return _evictOverLimits()
-    }
-
-    /// When memory is over its count or byte limit, evicts the least recently used images (in
-    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
-    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
-    /// shares both limits with memory.
-    internal func _evictOverLimits() -> [MemoryList.Slot] {
-        let (cap, budget) = (_state.settings.memoryMaxCount, _state.settings.memoryMaxBytes)
-        var evicted: [MemoryList.Slot] = []
-        let (overCount, overBytes) = (_state.memory.count > cap, _state.memory.bytes > budget)
-        if overCount || overBytes {
-            let batch = max(1, cap / 10)
-            while _state.memory.count > cap || (overCount && evicted.count < batch)
-                    || (overBytes && _state.memory.bytes > budget - budget / 10), let victim = _state.memory.victim() {
-                evicted.append(_evict(victim))
-            }
-            _state.counts.evictions &+= evicted.count
-            // Only the most recent few: the second chance is for what was just evicted, and an
-            // NSCache insert is not cheap.
-            for slot in evicted.suffix(8) where slot.image != nil { _keepSecondChance(slot) }
-        }
-        // Everything `peek` can return stays within the limits: memory first, the second chance after.
-        while _state.memory.secondChanceCount > min(64, max(1, cap / 5))
-                || _state.memory.count + _state.memory.secondChanceCount > cap
-                || _state.memory.secondChanceBytes > budget - _state.memory.bytes,
-              let (oldKey, serial) = _state.memory.popSecondChance() {
-            if secondChance.object(forKey: oldKey)?.serial == serial { secondChance.removeObject(forKey: oldKey) }
-        }
-        return evicted
-    }
-
-    /// Takes an entry out of memory; returns it, for `_keepOnDisk`.
-    @discardableResult
-    internal func _evict(_ slot: Int) -> MemoryList.Slot {
-        let gone = _state.memory.remove(slot)
-        _state.entries[gone.key] = nil
-        return gone
-    }
-
-    /// Queues memory's entries for the disk: each is written unless its file is there already, in
-    /// which case it is marked as used (least recent first, so that the order of use is kept).
-    internal func _keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.map(\.item)
-        guard !items.isEmpty else { return }
-        _queueOnDisk(.keep(items, usedAt: now))
-    }
-
-    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
-    private func _keepSecondChance(_ slot: MemoryList.Slot) {
-        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
-        let serial = _state.memory.recordSecondChance(slot.key, cost: slot.cost)
-        secondChance.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
-    }
-
-    internal func _forgetSecondChances() {
-        secondChance.removeAllObjects()
-        _state.memory.forgetSecondChances()
-    }
-
-    /// The second chance: an image evicted lately comes back into memory.
-    internal func _secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = secondChance.object(forKey: key)?.slot,
-              let image = found.image else { return nil }
-        secondChance.removeObject(forKey: key)
-        guard now < found.downloadedAt + _state.settings.timeToLive,
-              found.receivedAt <= now + Self.maxClockSkew else { return nil }
-        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
-        _keepOnDisk(_insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
-                            receivedAt: found.receivedAt), usedAt: now)
-        return (image, found.size)
-    }
-
-    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
-    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
-    internal func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
-        lock.withLock {
-            switch _state.entries[key] {
-            case .loaded(let slot)? where _state.memory[slot].downloadedAt == downloadedAt:
-                _state.memory[slot].data = nil
-            case .loading(let download)? where download.load.storedAt == downloadedAt:
-                download.written = true
-            default:
-                break
-            }
-        }
-    }
-
     /// At most this many failures are remembered for `error(for:)`, the oldest forgotten first.
     internal static let maxFailuresRemembered = 1_000
 
@@ -321,6 +212,140 @@ nonisolated extension ImageCache {
     /// than the time to live moves the date ahead on purpose: that shift is kept and allowed for.)
     internal static let maxClockSkew: TimeInterval = 60
 
+}
+
+// Memory's steps in the ledger: they change the list and the entries that point into it together.
+nonisolated extension ImageCache.Ledger {
+    /// Puts an entry in memory, then evicts while memory is over a limit; returns what it evicted,
+    /// for `keepOnDisk`. An entry that costs more than a quarter of the byte budget is not kept, nor
+    /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
+    /// request decodes it again, at the screen's.
+    mutating func insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
+                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+        let size = size ?? payload.bytes?.count ?? 0
+        let cost = payload.image.map(ImageCache.memoryCost(of:)) ?? size
+        guard cost <= settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
+            if case .loaded(let old)? = entries.removeValue(forKey: key) { memory.remove(old) }
+            return []
+        }
+        // Insert first and evict after, so that the key is hashed once. The new entry's bit is set
+        // meanwhile, so that its own eviction passes it (a second pass) instead of taking it when
+        // every older entry was used; then it is clear, as for any entry not used since.
+        let slot = memory.insert(.init(key: key, image: payload.image, value: payload.value,
+                                       data: payload.bytes, size: size, cost: cost,
+                                       downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
+                                       referenced: true))
+        if case .loaded(let old)? = entries.updateValue(.loaded(slot), forKey: key) { memory.remove(old) }
+        defer { memory[slot].referenced = false }
+        return evictOverLimits()
+    }
+
+    /// When memory is over its count or byte limit, evicts the least recently used images (in
+    /// CLOCK order, see `MemoryList`) in one batch: a tenth of the count cap over the cap, down to
+    /// 90% of the byte budget over that. The batch's 8 most recent go to the second chance, which
+    /// shares both limits with memory.
+    mutating func evictOverLimits() -> [MemoryList.Slot] {
+        let (cap, budget) = (settings.memoryMaxCount, settings.memoryMaxBytes)
+        var evicted: [MemoryList.Slot] = []
+        let (overCount, overBytes) = (memory.count > cap, memory.bytes > budget)
+        if overCount || overBytes {
+            let batch = max(1, cap / 10)
+            while memory.count > cap || (overCount && evicted.count < batch)
+                    || (overBytes && memory.bytes > budget - budget / 10), let victim = memory.victim() {
+                evicted.append(evict(victim))
+            }
+            counts.evictions &+= evicted.count
+            // Only the most recent few: the second chance is for what was just evicted, and an
+            // NSCache insert is not cheap.
+            for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
+        }
+        // Everything `peek` can return stays within the limits: memory first, the second chance after.
+        while memory.secondChanceCount > min(64, max(1, cap / 5))
+                || memory.count + memory.secondChanceCount > cap
+                || memory.secondChanceBytes > budget - memory.bytes,
+              let (oldKey, serial) = memory.popSecondChance() {
+            if shelf.object(forKey: oldKey)?.serial == serial { shelf.removeObject(forKey: oldKey) }
+        }
+        return evicted
+    }
+
+    /// Changes a memory limit; what no longer fits leaves memory at once.
+    mutating func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int, now: TimeInterval) {
+        settings[keyPath: limit] = value
+        keepOnDisk(evictOverLimits(), usedAt: now)
+    }
+
+    /// Takes an entry out of memory; returns it, for `keepOnDisk`.
+    @discardableResult
+    mutating func evict(_ slot: Int) -> MemoryList.Slot {
+        let gone = memory.remove(slot)
+        entries[gone.key] = nil
+        return gone
+    }
+
+    /// Queues memory's entries for the disk: each is written unless its file is there already, in
+    /// which case it is marked as used (least recent first, so that the order of use is kept).
+    mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
+        let items = slots.map(\.item)
+        guard !items.isEmpty else { return }
+        queueOnDisk(.keep(items, usedAt: now))
+    }
+
+    /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
+    private mutating func keepSecondChance(_ slot: MemoryList.Slot) {
+        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        let serial = memory.recordSecondChance(slot.key, cost: slot.cost)
+        shelf.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
+    }
+
+    mutating func forgetSecondChances() {
+        shelf.removeAllObjects()
+        memory.forgetSecondChances()
+    }
+
+    /// The second chance: an image evicted lately comes back into memory.
+    mutating func secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
+        guard key.size == 0, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
+        shelf.removeObject(forKey: key)
+        guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
+        // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
+        keepOnDisk(insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
+                          receivedAt: found.receivedAt), usedAt: now)
+        return (image, found.size)
+    }
+
+    /// Drops the downloaded bytes of `key`'s memory slot once they are on disk, where the image
+    /// does not hold them itself (it does on Linux); or notes it for the store still decoding them.
+    mutating func bytesAreOnDisk(_ key: Key, downloadedAt: TimeInterval) {
+        switch entries[key] {
+        case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
+            memory[slot].data = nil
+        case .loading(let download)? where download.load.storedAt == downloadedAt:
+            download.written = true
+        default:
+            break
+        }
+    }
+
+    /// `purgeMemory`: every entry leaves memory (its file is written if it is missing).
+    mutating func purge(now: TimeInterval) {
+        let evicted = memory.indicesFromLeastRecent().map { evict($0) }
+        forgetSecondChances()
+        keepOnDisk(evicted, usedAt: now)
+    }
+
+    /// `persistCacheToDisk`: every entry in memory is queued for the disk, least recent first.
+    mutating func persist(now: TimeInterval) {
+        keepOnDisk(memory.indicesFromLeastRecent().map { memory[$0] }, usedAt: now)
+    }
+
+    /// The keys in memory, least recently used first.
+    var recency: [String] { memory.indicesFromLeastRecent().map { memory[$0].key.string } }
+
+    /// The entry in memory that holds `image`, if one does.
+    func slot(holding image: Image) -> MemoryList.Slot? {
+        memory.slot(holding: image).map { memory[$0] }
+    }
 }
 
 // What an image costs memory, by platform.

@@ -1,5 +1,6 @@
-// The network transfer: sending, the transport and its delegate, deadlines, progress, the end of
-// an attempt.
+// The network: the transport (one URLSession and its delegate), a transfer's bytes and response,
+// deadlines and stalls. It keeps none of the cache's bookkeeping: it hands progress, stalls and each
+// ended transfer to the cache (Pipeline/Attempts.swift).
 
 import Dispatch
 import Foundation
@@ -19,57 +20,9 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// Sends the first request of each download (or its next attempt): the load's request with the
-    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
-    /// refuses fails its download at once, and what that frees is started in the same loop.
-    internal func startNetwork(_ downloads: [Download]) {
-        var batch = downloads
-        while !batch.isEmpty {
-            var freed: [Download] = []
-            let (settings, stale) = lock.withLock { (_state.settings, batch.map(\.stale)) }
-            for (download, stale) in zip(batch, stale) {
-                switch request(for: download, settings, stale?.found.validators) {
-                case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal), response: nil)
-                case .success(let request):
-                    let task: URLSessionDataTask? = lock.withLock {
-                        guard case .running(nil) = download.phase else { return nil }
-                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
-                                                  seconds: _state.settings.downloadTimeLimit,
-                                                  stallTime: _state.settings.stallTime, stale: stale?.payload,
-                                                  sentAt: currentTime())
-                        _state.lanes.move(download, to: .running(task))
-                        return task
-                    }
-                    task?.resume()
-                }
-            }
-            batch = freed
-        }
-    }
-
-    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
-    /// be sent. The modifier runs here, outside the lock: it is the app's code.
-    private func request(for download: Download, _ settings: Settings,
-                         _ validators: Validators?) -> Result<URLRequest, Error> {
-        // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
-        // request, they cost more than the rest of this function (FoundationNetworking's headers).
-        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                                          timeoutInterval: settings.requestTimeout)
-        validators?.ask(&request)
-        guard let modifier = settings.requestModifier else { return .success(request) }
-        guard let modified = modifier(request) else {
-            return .failure(.invalidRequest("the request modifier returned nil"))
-        }
-        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
-            return .failure(refusal)
-        }
-        return .success(modified)
-    }
-
     /// One network attempt: its download, its limits, and the bytes and response that the session's
     /// serial delegate queue alone fills and reads.
-    fileprivate final class Transfer: @unchecked Sendable {
+    internal final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
         let limit: Int
@@ -197,7 +150,7 @@ nonisolated extension ImageCache {
         }
 
         /// Whether `transfer` is stalled now, and how long it was quiet when it stalled or resumed.
-        fileprivate func stallState(_ transfer: Transfer) -> (stalled: Bool, quiet: TimeInterval) {
+        internal func stallState(_ transfer: Transfer) -> (stalled: Bool, quiet: TimeInterval) {
             lock.withLock { (transfer.stalled, TimeInterval(transfer.quiet) / 1_000_000_000) }
         }
 
@@ -308,84 +261,6 @@ nonisolated extension ImageCache {
             }
             for task in late { task.cancel() }
             for transfer in stalled { cache?.stallChanged(transfer) }
-        }
-    }
-
-    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
-    /// its download gives up its lane slot or takes one back, the statistics count it, and
-    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
-    fileprivate func stallChanged(_ transfer: Transfer) {
-        let download = transfer.download
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .running(let task?) = download.phase, task === transfer.task else {
-                return []
-            }
-            let (stalled, quiet) = transport.stallState(transfer)
-            guard _state.lanes.stall(download, stalled) else { return [] }
-            if stalled { _state.counts.stalls &+= 1 } else { _state.counts.resumes &+= 1 }
-            if let handler = _state.settings.onEvent {
-                let event: Event = stalled ? .stalled(download.url, seconds: quiet)
-                    : .resumed(download.url, seconds: quiet)
-                _state.settings.callbackQueue.async { handler(event) }
-            }
-            return _startReadyDownloads()
-        }
-        startNetwork(started)
-    }
-
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
-    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in lock.withLock({ _progressed(download, received: received) }) {
-            task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
-        }
-    }
-
-    /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
-    /// less (so never less, even after a retry, and never twice the same), marked as told.
-    internal func _progressed(_ download: Download, received: Int) -> [FetchTask] {
-        download.waiters.filter { task in
-            guard task.load.onProgress != nil, received > task.progress else { return false }
-            task.progress = received
-            return true
-        }
-    }
-
-    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
-    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
-    /// when the decoder is cheap.
-    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
-        let download = transfer.download
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
-            && transfer.stale != nil
-        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
-        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
-            self.startNetwork(self.networkFinished(download, result, bytes: body, response: transfer.response,
-                                                   sentAt: transfer.sentAt, notModified: notModified, whole: whole))
-        }
-        if let stopped { return finish(.failure(stopped), nil) }
-        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
-        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
-        case .failure(let error):
-            finish(.failure(error), nil)
-        case .success(let body):
-            // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started: [Download]? = lock.withLock {
-                guard _isCurrent(download), case .running = download.phase else { return nil }
-                _state.lanes.move(download, to: .decoding)
-                return _startReadyDownloads()
-            }
-            guard let started else { return }  // forgotten meanwhile: nobody waits for it
-            startNetwork(started)
-            // A cheap decoder (Linux's check of an image) runs here: a hop to a worker would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
-            decodes.async {
-                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.lock.withLock({ self._isCurrent(download) }) else { return }
-                finish(download.decoder.decode(body, download.limits), body)
-            }
         }
     }
 }

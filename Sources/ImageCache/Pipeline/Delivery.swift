@@ -95,32 +95,13 @@ nonisolated extension ImageCache {
             let decode: @Sendable () -> Void = {
                 guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
                 let decoded = task.load.decoder.decode(bytes, limits).map { payload in
-                    self.keep(payload, under: task.load.key, beside: download.key)
+                    let now = self.currentTime()
+                    self.locked { $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
                 self.deliver(task, decoded, event: event, handler: handler)
             }
             if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
-        }
-    }
-
-    /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
-    /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-    /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
-    private func keep(_ payload: Payload, under key: Key, beside entry: Key) {
-        let now = currentTime()
-        lock.withLock {
-            guard case .loaded(let slot)? = _state.entries[entry] else { return }
-            switch _state.entries[key] {
-            case .loaded?, .loading?: return
-            case .failed?, nil: break
-            }
-            var kept = payload
-            kept.bytes = nil  // the download's entry has them
-            let dates = (_state.memory[slot].downloadedAt, _state.memory[slot].receivedAt)
-            _keepOnDisk(_insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
-                        usedAt: now)
-            if key.size != 0 { _state.entries.noteSize(key) }
         }
     }
 
@@ -137,12 +118,7 @@ nonisolated extension ImageCache {
     /// Runs a task's callback, on its queue, unless it was cancelled or already ran; first its
     /// `onProgress` with the whole size, if the download left it one.
     private func complete(_ task: FetchTask, _ result: Result<Delivery, Error>) {
-        let (due, progress): (Bool, (received: Int, expected: Int?)?) = lock.withLock {
-            guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
-            _endPrefetch(task)
-            return (true, task.finalProgress)
-        }
+        let (due, progress) = locked { $0.answer(task) }
         guard due else { return }
         if let progress { task.load.onProgress?(progress.received, progress.expected) }
         task.completion(result)
@@ -169,7 +145,7 @@ nonisolated extension ImageCache {
 
     /// Sends an event that has no callbacks with it to the handler, on `callbackQueue`.
     internal func emit(_ event: Event) {
-        let (handler, queue) = lock.withLock { (_state.settings.onEvent, _state.settings.callbackQueue) }
+        let (handler, queue) = locked { ($0.settings.onEvent, $0.settings.callbackQueue) }
         guard let handler else { return }
         queue.async { handler(event) }
     }

@@ -1,4 +1,8 @@
-// The download lifecycle: phases, the lanes, the look-up on disk, forgetting.
+// Downloads and the lanes that schedule them: a download is one key being looked up on disk, queued,
+// downloaded, decoded or waiting to retry, with everyone waiting for it; the lanes say which may
+// start (a fast and a slow lane, slots shared fairly between hosts, stalled transfers that yield
+// their slot) and are the one mutator of a download's phase, lane and stall (`fileprivate(set)`:
+// the compiler keeps it so), each change checked against the lifecycle (`Phase.mayBecome`).
 
 import Dispatch
 import Foundation
@@ -35,15 +39,17 @@ nonisolated extension ImageCache {
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
         /// queued for the network (a disk hit never reads it), under the cache's lock.
         lazy var host: String = load.url.map(Self.host(of:)) ?? ""
+        /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
+        /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
+        /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
+        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
+        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
+        /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
-            /// The lifecycle, the one place it is written: new -> checkingDisk -> queued | done;
-            /// queued -> running (its task set once sent); running -> decoding | done | waitingToRetry;
-            /// decoding -> done; waitingToRetry -> queued; and any -> done (forgotten). A store's
-            /// download goes from new to decoding at once: its bytes are in. A phase may also stay as
-            /// it is while the download changes lane. `Lanes.move` checks every change against it. A
-            /// decoding download's bytes are in: the next one may start (see `startReady`).
+            #if IMAGECACHE_TESTING
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
                 case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
@@ -60,12 +66,15 @@ nonisolated extension ImageCache {
                     return false
                 }
             }
+            #endif
         }
 
         let limits: DecodeLimits  // the settings' when it was made
 
         var key: Key { load.key }
-        var url: URL { load.url! }  // checked by `Load.refusal(of:)` before a download is made
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
+        /// store's download has none, and is never looked up, sent or told of as an event.
+        var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
         init(_ load: Load, limits: DecodeLimits) {
@@ -101,12 +110,16 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
+        #endif
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            #if IMAGECACHE_TESTING
             if !download.phase.mayBecome(phase), wrongMoves.count < 10 {
                 wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
             }
+            #endif
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -226,166 +239,5 @@ nonisolated extension ImageCache {
                 return false
             }
         }
-    }
-
-    /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
-    internal func _isCurrent(_ download: Download) -> Bool {
-        if case .loading(let entry)? = _state.entries[download.key] { return entry === download }
-        return false
-    }
-
-    /// A download taken out of the bookkeeping by `_forget`, to be finished outside the lock.
-    internal struct Stopped {
-        let waiters: [FetchTask]
-        let task: URLSessionDataTask?
-    }
-
-    /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves its
-    /// lane at once, and the caller must pass it to `finishStopped` after unlocking.
-    internal func _forget(_ key: Key) -> Stopped? {
-        switch _state.entries[key] {
-        case .loaded(let slot)?:
-            _evict(slot)
-        case .loading(let download)?:
-            _state.entries[key] = nil
-            var task: URLSessionDataTask?
-            if case .running(let running) = download.phase { task = running }
-            _state.lanes.move(download, to: .done)
-            defer { download.waiters = [] }
-            return Stopped(waiters: download.waiters, task: task)
-        case .failed?:
-            _state.entries[key] = nil
-        case nil:
-            break
-        }
-        return nil
-    }
-
-    /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
-    ///
-    /// - Complexity: O(1) plus the sizes `key` has had entries at.
-    internal func _forgetWithSizes(_ key: Key) -> [Stopped] {
-        var stopped = _forget(key).map { [$0] } ?? []
-        for size in _state.entries.takeSizes(of: key.string) {
-            if let one = _forget(Key(string: key.string, size: size)) { stopped.append(one) }
-        }
-        return stopped
-    }
-
-    internal func _setFailed(_ key: Key, _ error: Error) {
-        _state.entries.setFailed(key, error)
-        _state.counts.failures &+= 1
-    }
-
-    /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
-    /// default) to whoever still waits, and starts what the freed slots allow.
-    internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
-        guard !stopped.isEmpty else { return }
-        let started = lock.withLock { _startReadyDownloads() }
-        for item in stopped {
-            item.task?.cancel()
-            deliver(item.waiters, result)
-        }
-        startNetwork(started)
-    }
-
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
-    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
-    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
-    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
-    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
-    /// A download no longer wanted is not decoded.
-    internal func lookUpOnDisk(_ download: Download, maxBytes: Int) {
-        let now = currentTime()
-        let id = DiskStore.fileID(for: download.key.string)
-        // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
-        let found = disk.read(id, now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
-        }
-        decodes.async {
-            guard self.isCheckingDisk(download) else { return self.lookedUpOnDisk(download, nil, now: now) }
-            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
-        }
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    private func isCheckingDisk(_ download: Download) -> Bool {
-        lock.withLock {
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return false }
-            return true
-        }
-    }
-
-    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
-    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
-    /// until a download replaces them.
-    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
-        switch download.decoder.decode(found.data, download.limits) {
-        case .success(let payload) where found.expired: return .stale(payload, found)
-        case .success(let payload):
-            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
-        case .failure(let error):
-            switch error {
-            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
-            default: break
-            }
-            return .unusable
-        }
-    }
-
-    internal enum FoundOnDisk {
-        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
-        case stale(Payload, DiskStore.Found)
-        case unusable
-    }
-
-    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
-    /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        var started: [Download] = []
-        var handler: (@Sendable (Event) -> Void)?
-        let waiters: [FetchTask]? = lock.withLock {
-            handler = _state.settings.onEvent
-            guard _isCurrent(download), case .checkingDisk = download.phase else { return nil }
-            guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-                if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
-                _state.lanes.move(download, to: .queued)
-                _state.counts.misses &+= 1
-                started = _startReadyDownloads()
-                return []
-            }
-            _state.counts.diskHits &+= 1
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            kept.bytes = nil  // they are on disk
-            _keepOnDisk(_insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                                receivedAt: receivedAt), usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters, case .fresh(let payload, _, _)? = found {
-            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
-        }
-        startNetwork(started)
-    }
-
-    /// What may start now on the lanes; the caller starts it with `startNetwork` after unlocking.
-    internal func _startReadyDownloads() -> [Download] {
-        _state.lanes.startReady(maxFast: _state.settings.maxConcurrentDownloads,
-                                maxStalled: _state.settings.maxStalledDownloads)
-    }
-
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    internal func requeue(_ download: Download) {
-        let started: [Download] = lock.withLock {
-            guard _isCurrent(download), case .waitingToRetry = download.phase else { return [] }
-            _state.lanes.move(download, to: .queued)
-            return _startReadyDownloads()
-        }
-        startNetwork(started)
     }
 }

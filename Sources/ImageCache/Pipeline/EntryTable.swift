@@ -95,7 +95,7 @@ nonisolated extension ImageCache {
     }
 
     internal enum Entry {
-        case loaded(Int)  // a slot in the memory tier (`Guarded.memory`)
+        case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case failed(Error, serial: UInt64)
     }
@@ -118,7 +118,6 @@ nonisolated extension ImageCache {
             set { entries[key] = newValue }
         }
 
-        var count: Int { entries.count }
         var keys: Dictionary<Key, Entry>.Keys { entries.keys }
         var all: [Key: Entry] { entries }
 

@@ -27,7 +27,7 @@ nonisolated extension ImageCache {
     internal func store(_ data: Data, under key: Key) throws {
         let decoder = storeDecoder
         guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
-        let limits = lock.withLock { _decodeLimits }
+        let limits = locked { $0.decodeLimits }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -35,17 +35,14 @@ nonisolated extension ImageCache {
     /// of the key, and of its sizes (the binder's), stop; their callers get it.
     private func store(_ payload: Payload, under key: Key) throws {
         let now = currentTime()
-        let waiting: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard payload.bytes?.count ?? 0 <= limit else { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)  // an older image of the key
-            _keepOnDisk(_insert(key, payload, downloadedAt: now), usedAt: now)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: payload.bytes, size: payload.bytes?.count ?? 0,
-                                               downloadedAt: now, receivedAt: now), key: key, usedAt: now))
+        let size = payload.bytes?.count ?? 0
+        let item = DiskStore.Item(url: key.string, data: payload.bytes, size: size, downloadedAt: now, receivedAt: now)
+        let stopped = try locked { ledger in
+            let stopped = try ledger.replace(key, size: size)
+            ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
             return stopped
         }
-        finishStopped(waiting, with: .success(Delivery(payload: payload, source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
     }
 
     /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
@@ -54,21 +51,11 @@ nonisolated extension ImageCache {
     /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
     private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
         let now = currentTime()
-        let (download, stopped): (Download, [Stopped]) = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            guard data.count <= limit else { throw Error.tooLarge(limit: limit) }
-            let download = Download(Load(storing: key, at: now, decoder), limits: _decodeLimits)
-            let stopped = _forgetWithSizes(key).map { stopped in
-                for task in stopped.waiters { task.download = download }
-                download.waiters += stopped.waiters
-                return Stopped(waiters: [], task: stopped.task)
-            }
-            secondChance.removeObject(forKey: key)
-            _state.lanes.move(download, to: .decoding)
-            _state.entries[key] = .loading(download)
-            _queueOnDisk(.write(DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now,
-                                               receivedAt: now), key: key, usedAt: now))
-            return (download, stopped)
+        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
+        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
+            let replaced = try ledger.replace(key, size: data.count)
+            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
+            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
         }
         finishStopped(stopped)  // their transfers stop; their callers wait for this decode
         decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
@@ -83,23 +70,10 @@ nonisolated extension ImageCache {
         payload.bytes = data  // what the file holds, for the waiters that read the bytes
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        var started: [Download] = []
-        let waiters: [FetchTask]? = lock.withLock {
-            guard _isCurrent(download) else { return nil }
-            _state.lanes.move(download, to: .done)
-            var kept = payload
-            if download.written { kept.bytes = nil }  // on disk already
-            _keepOnDisk(_insert(download.key, kept, size: data.count, downloadedAt: download.load.storedAt ?? now),
-                        usedAt: now)
-            started = _startReadyDownloads()
-            defer { download.waiters = [] }
-            return download.waiters
-        }
-        if let waiters {
-            deliver(download, to: waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                                             limits: download.limits)), event: nil, handler: nil)
-        }
-        startNetwork(started)
+        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
+        deliver(download, to: settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
+                                                                 limits: download.limits)), event: nil, handler: nil)
+        startNetwork(settled.started)
     }
 
     /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
@@ -107,9 +81,9 @@ nonisolated extension ImageCache {
     /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
     /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
     internal func store(_ image: Image, under key: Key) throws {
-        let (known, memoryKeeps, maxPixels) = lock.withLock {
-            (_storedBytes(of: image).size != nil, Self.memoryCost(of: image) <= _state.settings.memoryMaxBytes / 4,
-             _decodeLimits.maxPixels)
+        let (known, memoryKeeps, maxPixels) = locked { ledger in
+            (storedBytes(of: image, in: ledger).size != nil,
+             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
         }
         if !memoryKeeps, !known {
             let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
@@ -119,22 +93,15 @@ nonisolated extension ImageCache {
             return try store(Payload(bytes: data, image: image), under: key)
         }
         let now = currentTime()
-        let stopped: [Stopped] = try lock.withLock {
-            let limit = _state.settings.maxImageBytes
-            let bytes = _storedBytes(of: image)
-            if let size = bytes.size, size > limit { throw Error.tooLarge(limit: limit) }
-            let stopped = _forgetWithSizes(key)
-            secondChance.removeObject(forKey: key)
-            _keepOnDisk(_insert(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0,
-                                downloadedAt: now), usedAt: now)
+        let stopped = try locked { ledger in
+            let bytes = storedBytes(of: image, in: ledger)
+            let stopped = try ledger.replace(key, size: bytes.size)
             let item = DiskStore.Item(url: key.string, data: bytes.data, size: bytes.size ?? 0, downloadedAt: now,
                                       receivedAt: now)
-            if bytes.data != nil {
-                _queueOnDisk(.write(item, key: key, usedAt: now))
-            } else {
-                _queueOnDisk(.store(ImageStore(item, image, from: bytes.file, limit: limit,
-                                               maxPixels: _decodeLimits.maxPixels)))
-            }
+            let disk: DiskWork = bytes.data != nil ? .write(item, key: key, usedAt: now)
+                : .store(ImageStore(item, image, from: bytes.file, limit: ledger.settings.maxImageBytes,
+                                    maxPixels: ledger.decodeLimits.maxPixels))
+            ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
             return stopped
         }
         finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
@@ -152,10 +119,9 @@ nonisolated extension ImageCache {
     /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
-    private func _storedBytes(of image: Image) -> StoredBytes {
+    private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let slot = _state.memory.slot(holding: image) else { return StoredBytes() }
-        let entry = _state.memory[slot]
+        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }

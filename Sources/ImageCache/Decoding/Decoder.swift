@@ -1,0 +1,84 @@
+// How bytes become an entry: the decoder a load asks for (the platform image, or a value of an
+// app's type) and what it makes (`Payload`, with a `Box` for a value that is not an image).
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    internal struct Payload {
+        var bytes: Data?
+        var image: Image?
+        var value: Box?
+        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+    }
+
+    /// A decoded value that is not an image, with its type.
+    internal final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
+    }
+
+    /// How bytes become an entry: the platform image (the default), or a value of one type.
+    internal struct Decoder: @unchecked Sendable {
+        let type: ObjectIdentifier?  // nil for the image
+        /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
+        /// made: the longest side without a size to fill, and when an animation animates).
+        let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
+        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
+        /// waits, standing in for ImageIO's).
+        var offThread = false
+
+        /// Whether it costs so little that it runs wherever its bytes are: only the image's where
+        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
+        /// `decode:` run on a decode worker.
+        var isCheap: Bool {
+            #if canImport(ImageIO)
+            return false
+            #else
+            return type == nil && !offThread
+            #endif
+        }
+
+        static let image = Decoder.image(filling: nil)
+
+        /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
+        /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
+        /// its place until it is read: see `decodeScale`).
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+            Decoder(type: nil) { data, limits in
+                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                    .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
+            }
+        }
+
+        static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
+            Decoder(type: ObjectIdentifier(Value.self)) { data, _ in
+                Result { Payload(bytes: data, value: Box(try decode(data))) }
+                    .mapError { .decodingFailed(String(describing: $0)) }
+            }
+        }
+
+        func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+}

@@ -1,0 +1,395 @@
+// The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
+// settings, the prefetches), and the steps that change more than one of them at once: routing a
+// request, joining and leaving a download, forgetting a key. What a look-up, an attempt or a store
+// comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
+// reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
+// never write its fields.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// All the state the cache's lock guards, one field per part, and the steps over them. Every
+    /// method runs with the lock held (the ledger is reached only through ``ImageCache/locked(_:)``),
+    /// so none is named with a leading `_`. Work for the disk is queued from here, under the lock, so
+    /// that it runs in the order the bookkeeping changed.
+    internal struct Ledger {
+        // What `peek` reads first, together: its layout is part of `peek`'s cost.
+        var entries = EntryTable(maxFailures: ImageCache.maxFailuresRemembered)
+        var memory = MemoryList()  // and the second chance's records
+        var counts = Statistics()  // its counters and the disk's figures; memory's are filled in by `statistics()`
+        var settings: Settings
+        var lanes = Lanes()
+        var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
+        /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
+        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+
+        init(settings: Settings) { self.settings = settings }
+
+        // The cache's types by their short names in the ledger's extensions in other files, which
+        // (declared at the top level) do not see `ImageCache`'s scope.
+        typealias Key = ImageCache.Key
+        typealias Image = ImageCache.Image
+        typealias Error = ImageCache.Error
+        typealias Payload = ImageCache.Payload
+        typealias Delivery = ImageCache.Delivery
+        typealias Download = ImageCache.Download
+        typealias FetchTask = ImageCache.FetchTask
+        typealias MemoryList = ImageCache.MemoryList
+        typealias SecondChance = ImageCache.SecondChance
+        typealias Settings = ImageCache.Settings
+
+        /// The bounds a decode for a request made now works within.
+        var decodeLimits: DecodeLimits {
+            DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+        }
+
+        /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
+        /// `now`: within the time to live, and not from further ahead of the clock than a clock's
+        /// skew. The one freshness rule of memory, the second chance and `peek`.
+        func isFresh(downloadedAt: TimeInterval, receivedAt: TimeInterval, now: TimeInterval) -> Bool {
+            now < downloadedAt + settings.timeToLive && receivedAt <= now + ImageCache.maxClockSkew
+        }
+
+        // MARK: Requests
+
+        /// Routes `task`, made for `load` (its key, type and lane).
+        mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
+            counts.requests &+= 1
+            let key = load.key
+            if load.isPrefetch {
+                guard prefetches[key] == nil else {  // prefetched already: this one is not needed
+                    task.answer = .delivered
+                    return .none
+                }
+                prefetches[key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            switch entries[key] {
+            case .loaded(let slot)?:
+                if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+            case .loading(let download)?:
+                return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .failed?, nil:
+                break
+            }
+            if let error = Load.refusal(of: task.url) {
+                setFailed(key, error)
+                return .answered(.failure(error), bytes: 0)
+            }
+            // An image evicted lately comes back; a request for another type forgets it (its
+            // entry will replace it).
+            if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
+            if load.decoder.type == nil, let found = secondChance(key, now: now) {
+                counts.memoryHits &+= 1
+                let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
+                return .answered(.success(delivery), bytes: found.bytes)
+            }
+            // One download per image at a time: a request for another of its keys (a binder's size,
+            // the whole image) joins one under way, and decodes its own from the same bytes
+            // (`deliver(_:to:_:event:handler:)`).
+            if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
+            let download = Download(load, limits: decodeLimits)
+            download.waiters.append(task)
+            task.download = download
+            lanes.move(download, to: .checkingDisk)
+            entries[key] = .loading(download)
+            if key.size != 0 { entries.noteSize(key) }
+            return .lookUp(download, maxBytes: settings.maxImageBytes)
+        }
+
+        /// A download under way of the image that `key` names, for another of its keys: the whole
+        /// image's, or another size's.
+        ///
+        /// - Complexity: O(the sizes the key has had entries at).
+        private func downloadSharing(_ key: Key) -> Download? {
+            let sizes = entries.sizes(of: key.string)
+            guard key.size != 0 || !sizes.isEmpty else { return nil }
+            for size in [0] + sizes where size != key.size {
+                if case .loading(let download)? = entries[Key(string: key.string, size: size)] { return download }
+            }
+            return nil
+        }
+
+        /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
+        /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
+        /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
+        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[entry] else { return }
+            switch entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            var kept = payload
+            kept.bytes = nil  // the download's entry has them
+            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+            keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
+                       usedAt: now)
+            if key.size != 0 { entries.noteSize(key) }
+        }
+
+        /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
+        /// and of that type (counted as a use); else nil, and the entry leaves memory (a new download
+        /// will replace it).
+        private mutating func memoryHit(_ slot: Int, _ decoder: Decoder, now: TimeInterval) -> Route? {
+            guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt, now: now),
+                  decoder.type == memory[slot].type else {
+                evict(slot)
+                return nil
+            }
+            memory.markUsed(slot)
+            counts.memoryHits &+= 1
+            // No bytes: the entry is of the requested type.
+            let payload = Payload(image: memory[slot].image, value: memory[slot].value)
+            return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: memory[slot].size)
+        }
+
+        /// The image under `key` if memory (or the second chance) has it fresh, counted as a use;
+        /// a stale one leaves memory.
+        mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
+            counts.peeks &+= 1
+            switch entries[key] {
+            case .loaded(let slot)?:
+                guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
+                              now: now) else {
+                    evict(slot)
+                    return nil
+                }
+                guard let image = memory[slot].image else { return nil }  // data, not an image
+                memory.markUsed(slot)
+                counts.peekHits &+= 1
+                return image
+            case nil:
+                let found = secondChance(key, now: now)?.image
+                counts.peekHits &+= found == nil ? 0 : 1
+                return found
+            case .loading?, .failed?:
+                return nil
+            }
+        }
+
+        /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
+        /// the downloads that may start now.
+        private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
+            download.waiters.append(task)
+            task.download = download
+            counts.deduplicated &+= 1
+            guard fast, download.lane == .slow else { return [] }
+            lanes.move(download, to: download.phase, lane: .fast)
+            return startReady()
+        }
+
+        /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
+        /// waits for it. Returns whether it was cancelled, and the download it stopped.
+        mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .cancelled
+            endPrefetch(task)
+            guard let download = task.download, isCurrent(download) else { return (true, nil) }
+            download.waiters.removeAll { $0 === task }
+            return (true, download.waiters.isEmpty && !download.load.isStore ? forget(download.key) : nil)
+        }
+
+        /// Marks `task` as answered, if it still waits; returns whether it did, and the whole size
+        /// for its `onProgress` if the download left it one.
+        mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
+            guard task.answer == .waiting else { return (false, nil) }
+            task.answer = .delivered
+            endPrefetch(task)
+            return (true, task.finalProgress)
+        }
+
+        /// Forgets `task` as the prefetch of its key, if it is (its answer came, or it was cancelled).
+        private mutating func endPrefetch(_ task: FetchTask) {
+            if task.load.isPrefetch, prefetches[task.load.key] === task { prefetches[task.load.key] = nil }
+        }
+
+        /// The requests of `prefetch` for these keys still waiting.
+        func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+
+        // MARK: Downloads
+
+        /// True while `download` is the one its key's entry waits for: not forgotten, replaced or done.
+        func isCurrent(_ download: Download) -> Bool {
+            if case .loading(let entry)? = entries[download.key] { return entry === download }
+            return false
+        }
+
+        /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
+        func isLoading(_ key: Key) -> Bool {
+            if case .loading? = entries[key] { return true }
+            return false
+        }
+
+        /// Why the last load of `key` failed, if it did and nothing replaced it since.
+        func error(for key: Key) -> Error? {
+            if case .failed(let error, _)? = entries[key] { return error }
+            return nil
+        }
+
+        /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
+        mutating func startReady() -> [Download] {
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+        }
+
+        /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then
+        /// says what may start now; nil when it was not moved. The one "settle and start" step.
+        mutating func move(_ download: Download, ifIn phases: (Download.Phase) -> Bool, to phase: Download.Phase,
+                           lane: Lane? = nil) -> [Download]? {
+            guard isCurrent(download), phases(download.phase) else { return nil }
+            lanes.move(download, to: phase, lane: lane)
+            return startReady()
+        }
+
+        /// Moves a fast-lane download of `key` that has not started to the back of the slow lane.
+        mutating func moveToSlowLane(_ key: Key) -> [Download] {
+            guard case .loading(let download)? = entries[key], download.lane == .fast else { return [] }
+            // A download under way is left to finish: its bytes are coming.
+            let waits: (Download.Phase) -> Bool = { phase in
+                switch phase {
+                case .running, .decoding: return false
+                default: return true
+                }
+            }
+            return move(download, ifIn: waits, to: download.phase, lane: .slow) ?? []
+        }
+
+        /// Marks a download's transfer as sent: `task` is its network task. The download is running
+        /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            lanes.move(download, to: .running(task))
+        }
+
+        /// A transfer of `download` (task `task`) stalled or resumed: its slot is given up or taken
+        /// back and counted; nil when that changes nothing. `event` is sent in order, under the lock.
+        mutating func stall(_ download: Download, task: URLSessionDataTask, _ stalled: Bool,
+                            event: @autoclosure () -> Event) -> [Download] {
+            guard isCurrent(download), case .running(let running?) = download.phase, running === task,
+                  lanes.stall(download, stalled) else { return [] }
+            if stalled { counts.stalls &+= 1 } else { counts.resumes &+= 1 }
+            if let handler = settings.onEvent {
+                let event = event()
+                settings.callbackQueue.async { handler(event) }
+            }
+            return startReady()
+        }
+
+        /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+        /// less (so never less, even after a retry, and never twice the same), marked as told.
+        func progressed(_ download: Download, received: Int) -> [FetchTask] {
+            download.waiters.filter { task in
+                guard task.load.onProgress != nil, received > task.progress else { return false }
+                task.progress = received
+                return true
+            }
+        }
+
+        // MARK: Forgetting
+
+        /// Removes `key` from memory and from the download bookkeeping. A download it stops leaves
+        /// its lane at once, and the cache passes it to `finishStopped` after unlocking.
+        mutating func forget(_ key: Key) -> Stopped? {
+            switch entries[key] {
+            case .loaded(let slot)?:
+                evict(slot)
+            case .loading(let download)?:
+                entries[key] = nil
+                var task: URLSessionDataTask?
+                if case .running(let running) = download.phase { task = running }
+                lanes.move(download, to: .done)
+                defer { download.waiters = [] }
+                return Stopped(waiters: download.waiters, task: task)
+            case .failed?:
+                entries[key] = nil
+            case nil:
+                break
+            }
+            return nil
+        }
+
+        /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+        ///
+        /// - Complexity: O(1) plus the sizes `key` has had entries at.
+        mutating func forgetWithSizes(_ key: Key) -> [Stopped] {
+            var stopped = forget(key).map { [$0] } ?? []
+            for size in entries.takeSizes(of: key.string) {
+                if let one = forget(Key(string: key.string, size: size)) { stopped.append(one) }
+            }
+            return stopped
+        }
+
+        /// `remove(key:)`: the key, its sizes and its second chance are forgotten, its file removed.
+        mutating func remove(_ key: Key) -> [Stopped] {
+            shelf.removeObject(forKey: key)
+            queueOnDisk(.remove(key.string))
+            return forgetWithSizes(key)
+        }
+
+        /// `removeAll`: everything is forgotten, and the folder emptied after the work queued before.
+        mutating func removeAll() -> [Stopped] {
+            forgetSecondChances()
+            queueOnDisk(.removeAll)  // no write of an image forgotten here can follow it
+            return entries.keys.compactMap { forget($0) }
+        }
+
+        mutating func setFailed(_ key: Key, _ error: Error) {
+            entries.setFailed(key, error)
+            counts.failures &+= 1
+        }
+
+        // MARK: Settings and figures
+
+        /// Changes a setting; `disk`, if given, applies it on the disk queue, in order with the disk
+        /// work that follows.
+        mutating func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
+                                              disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
+            settings[keyPath: setting] = value
+            if let disk { queueOnDisk(.setting { disk($0, value) }) }
+        }
+
+        /// A snapshot of the counters, with memory's figures and the stalls under way.
+        var statistics: Statistics {
+            var snapshot = counts
+            (snapshot.memoryCount, snapshot.memoryBytes) = (memory.count, memory.bytes)
+            snapshot.stalledNow = lanes.stalled
+            return snapshot
+        }
+
+        /// Takes the disk's figures (see `DiskStore.counted`), for ``ImageCache/statistics()``.
+        mutating func diskCounted(_ figures: (files: Int, bytes: Int)) {
+            (counts.diskFiles, counts.diskBytes) = figures
+        }
+    }
+
+    /// Where `route` sent a task: answered at once (from memory, or refused), joined to a download
+    /// under way (with the downloads that may start now), to a new download's look-up on disk, or
+    /// nowhere (a prefetch of a key prefetched already).
+    internal enum Route {
+        case answered(Result<Delivery, Error>, bytes: Int)
+        case joined(started: [Download])
+        case lookUp(Download, maxBytes: Int)
+        case none
+    }
+
+    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock.
+    internal struct Stopped {
+        let waiters: [FetchTask]
+        let task: URLSessionDataTask?
+    }
+}

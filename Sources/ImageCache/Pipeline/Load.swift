@@ -1,0 +1,78 @@
+// A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
+// and the hooks; and why a URL or a request is refused before anything is sent.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
+    /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
+    internal struct Load {
+        let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
+        let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
+        var key: Key
+        var lane: Lane
+        var decoder: Decoder
+        var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
+        var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        var isPrefetch = false
+        /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
+        /// download has no URL, is never sent, and stays while no one waits for it.
+        var storedAt: TimeInterval?
+        var isStore: Bool { storedAt != nil }
+
+        /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
+        /// on Linux each is an object, and a memory hit needs none.
+        init(_ url: URL, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            (self.url, request) = (url, nil)
+            self.key = Key(string: key ?? url.absoluteString)
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// The load of bytes `store(_:for:)` gave at `time`, decoded by `decoder` (see ``storedAt``).
+        init(storing key: Key, at time: TimeInterval, _ decoder: Decoder) {
+            (url, request) = (nil, nil)
+            self.key = key
+            (lane, self.decoder, storedAt) = (.fast, decoder, time)
+        }
+
+        /// A load of `request` as given: its headers, cache policy and timeout.
+        init(_ request: URLRequest, key: String?, slow: Bool = false, _ decoder: Decoder = .image) {
+            (url, self.request) = (request.url, request)
+            self.key = Key(string: key ?? request.url?.absoluteString ?? "")
+            (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
+        static func refusal(of request: URLRequest) -> Error? {
+            guard request.url != nil else { return .invalidRequest("the request has no URL") }
+            if let method = request.httpMethod, method != "GET" {
+                return .invalidRequest("method \(method); only GET is sent")
+            }
+            if request.httpBody != nil || request.httpBodyStream != nil { return .invalidRequest("a GET has no body") }
+            return nil
+        }
+
+        /// Why `url` cannot be downloaded, if it cannot: only http(s) URLs with a host are.
+        static func refusal(of url: URL) -> Error? {
+            guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                return .unsupportedURL(url.absoluteString)
+            }
+            return nil
+        }
+    }
+}
