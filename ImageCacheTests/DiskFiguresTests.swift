@@ -113,4 +113,32 @@ final class DiskFiguresTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/no-store.png"), 1)
         XCTAssertFalse(FileManager.default.fileExists(atPath: fileURL(cache, for: url).path))
     }
+    /// A `no-store` answer removes the key's file that another writer put there after this
+    /// download's look-up found none. Within one instance no other download of the key can be under
+    /// way any more (issue 42), so the writer is a second instance on the folder, as another process
+    /// would be.
+    func testANoStoreResponseRemovesAFileWrittenAfterItsLookUp() {
+        // Given a size of one URL on the network, with no file when looked up, answered no-store
+        // once the test says so
+        let cache = makeCache(), other = makeCache()
+        let (noStoreGate, keptGate) = (Gate(), Gate())
+        var noStore = LoopbackServer.Response.ok(fixture("photo.png"))
+        noStore.headers["Cache-Control"] = "no-store"
+        serveInTurn("/no-store-after.png", [(noStore, noStoreGate), (.ok(fixture("photo.png")), keptGate)])
+        let url = server.url("/no-store-after.png")
+        let done = expectation(description: "the size")
+        requestSized(cache, url, 100, done)
+        XCTAssertTrue(server.waitForRequests("/no-store-after.png", count: 1, timeout: 10))
+        // When the other instance downloads and writes the key's file, then the answer says no-store
+        keptGate.open()
+        XCTAssertNotNil(fetchAndWait(other, url))
+        other.drainDisk()
+        let file = fileURL(cache, for: url).path
+        XCTAssertTrue(FileManager.default.fileExists(atPath: file))
+        noStoreGate.open()
+        wait(for: [done], timeout: 10)
+        cache.drainDisk()
+        // Then the key keeps no file
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+    }
 }
