@@ -146,7 +146,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
-    fileprivate var memoryWarnings: NSObjectProtocol?  // under UIKit
+    private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
     @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
@@ -218,6 +218,17 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     deinit {
         memoryWarnings.map(NotificationCenter.default.removeObserver)
         transport.invalidate()
+    }
+
+    /// Purges memory on UIKit's memory warning (see ``purgeMemory()``): elsewhere the app calls it.
+    private func observeMemoryWarnings() {
+        #if canImport(UIKit) && !os(watchOS)
+        memoryWarnings = NotificationCenter.default.addObserver(
+            forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
+        ) { [weak self] _ in
+            self?.purgeMemory()
+        }
+        #endif
     }
 
     /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.
@@ -6209,20 +6220,10 @@ nonisolated extension ImageCache {
 
 // MARK: - Views/Screen.swift
 
-// The platform around the cache: memory warnings, and the main screen's scale and size.
+// The main screen's scale and size, read where each platform allows it.
 
 
 nonisolated extension ImageCache {
-    fileprivate func observeMemoryWarnings() {
-        #if canImport(UIKit) && !os(watchOS)
-        memoryWarnings = NotificationCenter.default.addObserver(
-            forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
-        ) { [weak self] _ in
-            self?.purgeMemory()
-        }
-        #endif
-    }
-
     /// The main screen's scale, once read: what an image decoded for no view in particular (a
     /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
     /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at

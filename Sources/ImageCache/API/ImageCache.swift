@@ -122,7 +122,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: Decodes
     internal let disk: DiskStore  // used only on `diskQueue`
-    internal var memoryWarnings: NSObjectProtocol?  // under UIKit
+    private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
     // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
     // wall clock. Set only before the instance is used, so unchecked like `_state`.
@@ -202,6 +202,17 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     deinit {
         memoryWarnings.map(NotificationCenter.default.removeObserver)
         transport.invalidate()
+    }
+
+    /// Purges memory on UIKit's memory warning (see ``purgeMemory()``): elsewhere the app calls it.
+    private func observeMemoryWarnings() {
+        #if canImport(UIKit) && !os(watchOS)
+        memoryWarnings = NotificationCenter.default.addObserver(
+            forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
+        ) { [weak self] _ in
+            self?.purgeMemory()
+        }
+        #endif
     }
 
     /// Runs `body` with the ledger under the lock: the one way into the state the lock guards.

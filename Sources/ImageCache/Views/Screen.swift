@@ -1,4 +1,4 @@
-// The platform around the cache: memory warnings, and the main screen's scale and size.
+// The main screen's scale and size, read where each platform allows it.
 
 import Dispatch
 import Foundation
@@ -21,16 +21,6 @@ import WatchKit
 #endif
 
 nonisolated extension ImageCache {
-    internal func observeMemoryWarnings() {
-        #if canImport(UIKit) && !os(watchOS)
-        memoryWarnings = NotificationCenter.default.addObserver(
-            forName: UIApplication.didReceiveMemoryWarningNotification, object: nil, queue: nil
-        ) { [weak self] _ in
-            self?.purgeMemory()
-        }
-        #endif
-    }
-
     /// The main screen's scale, once read: what an image decoded for no view in particular (a
     /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
     /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
