@@ -4693,49 +4693,59 @@ nonisolated extension ImageCache {
     }
 
     /// An image's bytes for the disk where it has none of its own, by ``storedEncoding(frames:opaque:)``,
-    /// within `maxPixels` on its longest side (``storedMaxPixels(width:height:bound:)``): on UIKit
-    /// made by ImageIO, with the image's orientation (as EXIF, which ImageIO applies when it
+    /// within `maxPixels` on its longest side (``storedMaxPixels(width:height:bound:)``), made by
+    /// ImageIO: on UIKit with the image's orientation (as EXIF, which ImageIO applies when it
     /// decodes) and, for an animation, its frames (each for the time UIKit shows it) and play count;
-    /// on AppKit of its bitmap (an `NSImage` is drawn upright), at its size; on Linux its own bytes.
+    /// on AppKit of its bitmap (an `NSImage` is drawn upright); on Linux its own bytes.
     fileprivate static func encodedBytes(of image: Image, maxPixels: Int) -> Data? {
         #if canImport(UIKit)
         let frames = image.images ?? [image]
         let runs = self.runs(frames)
-        let opaque = runs.allSatisfy { $0.frame.cgImage.map { isOpaque(alphaInfo: $0.alphaInfo.rawValue) } ?? false }
-        let encoding = storedEncoding(frames: runs.count, opaque: opaque)
-        let data = NSMutableData()
-        let type = encoding == .jpeg ? "public.jpeg" : "public.png"
-        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, type as CFString,
-                                                                 runs.count, nil) else { return nil }
         let unit = image.duration / Double(frames.count)  // UIKit shows every frame for the same time
-        if runs.count > 1 {
-            let plays: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: Self.plays(of: image) ?? 0]
-            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: plays] as CFDictionary)
-        }
+        var stills: [(image: CGImage, orientation: Int, delay: Double?)] = []
         for (frame, repeats) in runs {
             guard let cgImage = frame.cgImage else { return nil }
-            var properties: [CFString: Any] = [kCGImagePropertyOrientation:
-                                                exifOrientation(uiKit: frame.imageOrientation.rawValue)]
-            if runs.count > 1 {
-                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: unit * Double(repeats)]
-            }
-            if encoding == .jpeg { properties[kCGImageDestinationLossyCompressionQuality] = storedJPEGQuality }
-            if let longest = storedMaxPixels(width: cgImage.width, height: cgImage.height, bound: maxPixels) {
-                properties[kCGImageDestinationImageMaxPixelSize] = longest
-            }
-            CGImageDestinationAddImage(destination, cgImage, properties as CFDictionary)
+            stills.append((cgImage, exifOrientation(uiKit: frame.imageOrientation.rawValue),
+                           runs.count > 1 ? unit * Double(repeats) : nil))
         }
-        return CGImageDestinationFinalize(destination) ? data as Data : nil
+        return imageIOBytes(stills, plays: runs.count > 1 ? Self.plays(of: image) ?? 0 : nil, maxPixels: maxPixels)
         #elseif canImport(AppKit)
-        guard let bitmap = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:)) else { return nil }
-        guard storedEncoding(frames: 1, opaque: !bitmap.hasAlpha) == .jpeg else {
-            return bitmap.representation(using: .png, properties: [:])
-        }
-        return bitmap.representation(using: .jpeg, properties: [.compressionFactor: storedJPEGQuality])
+        guard let cgImage = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:))?.cgImage else { return nil }
+        return imageIOBytes([(cgImage, 1, nil)], plays: nil, maxPixels: maxPixels)
         #else
         return image.data
         #endif
     }
+
+    #if canImport(ImageIO)
+    /// `stills` written by ImageIO as one file (a JPEG for one opaque still, else a PNG, an APNG of
+    /// them with their delays and `plays` when there are several), each within `maxPixels`.
+    private static func imageIOBytes(_ stills: [(image: CGImage, orientation: Int, delay: Double?)], plays: Int?,
+                                     maxPixels: Int) -> Data? {
+        let opaque = stills.allSatisfy { isOpaque(alphaInfo: $0.image.alphaInfo.rawValue) }
+        let encoding = storedEncoding(frames: stills.count, opaque: opaque)
+        let data = NSMutableData()
+        let type = encoding == .jpeg ? "public.jpeg" : "public.png"
+        guard let destination = CGImageDestinationCreateWithData(data as CFMutableData, type as CFString,
+                                                                 stills.count, nil) else { return nil }
+        if let plays {
+            let loop: [CFString: Any] = [kCGImagePropertyAPNGLoopCount: plays]
+            CGImageDestinationSetProperties(destination, [kCGImagePropertyPNGDictionary: loop] as CFDictionary)
+        }
+        for still in stills {
+            var properties: [CFString: Any] = [kCGImagePropertyOrientation: still.orientation]
+            if let delay = still.delay {
+                properties[kCGImagePropertyPNGDictionary] = [kCGImagePropertyAPNGDelayTime: delay]
+            }
+            if encoding == .jpeg { properties[kCGImageDestinationLossyCompressionQuality] = storedJPEGQuality }
+            if let longest = storedMaxPixels(width: still.image.width, height: still.image.height, bound: maxPixels) {
+                properties[kCGImageDestinationImageMaxPixelSize] = longest
+            }
+            CGImageDestinationAddImage(destination, still.image, properties as CFDictionary)
+        }
+        return CGImageDestinationFinalize(destination) ? data as Data : nil
+    }
+    #endif
 
     /// The EXIF orientation (1 to 8) of a UIKit `UIImage.Orientation` raw value (`up` 0, `down`,
     /// `left`, `right`, `upMirrored`, `downMirrored`, `leftMirrored`, `rightMirrored` 7): what

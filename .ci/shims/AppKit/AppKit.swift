@@ -47,33 +47,13 @@ open class NSImageRep: NSObject {
         get { fatalError("AppKit shim") }
         set { fatalError("AppKit shim") }
     }
-    /// `var hasAlpha: Bool { get set }` (developer.apple.com/documentation/appkit/nsimagerep/hasalpha).
-    open var hasAlpha: Bool {
-        get { fatalError("AppKit shim") }
-        set { fatalError("AppKit shim") }
-    }
 }
 
 /// `open class NSBitmapImageRep : NSImageRep, NSSecureCoding` in the SDK.
 open class NSBitmapImageRep: NSImageRep {
     public init?(data: Data) { fatalError("AppKit shim") }
-
-    public enum FileType: UInt, @unchecked Sendable {
-        case tiff = 0, bmp = 1, gif = 2, jpeg = 3, png = 4, jpeg2000 = 5
-    }
-
-    public struct PropertyKey: Hashable, Equatable, RawRepresentable, @unchecked Sendable {
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public let rawValue: String
-        /// `static let compressionFactor: NSBitmapImageRep.PropertyKey`: a JPEG's quality, 0 to 1
-        /// (developer.apple.com/documentation/appkit/nsbitmapimagerep/propertykey/compressionfactor).
-        public static let compressionFactor = PropertyKey("NSImageCompressionFactor")
-    }
-
-    open func representation(using storageType: NSBitmapImageRep.FileType, properties: [NSBitmapImageRep.PropertyKey: Any]) -> Data? {
-        fatalError("AppKit shim")
-    }
+    /// `var cgImage: CGImage? { get }` (developer.apple.com/documentation/appkit/nsbitmapimagerep/cgimage).
+    open var cgImage: CGImage? { fatalError("AppKit shim") }
 }
 
 // Sendable. SDKs up to Xcode 16 mark NSImage explicitly non-Sendable ("conformance of 'NSImage' to
