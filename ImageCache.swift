@@ -5171,13 +5171,21 @@ nonisolated extension ImageCache {
         }
 
         init?(fd: Int32) {
-            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
+            self.init(attribute: Self.get(Self.attribute, fd: fd, capacity: 2_048))
+        }
+
+        /// The validators an attribute's text says (see `attribute`); nil if it is not two lines.
+        init?(attribute text: String?) {
+            let lines = text?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
+        /// The text kept in the attribute: the ETag, a newline, the Last-Modified date.
+        var attribute: String { "\(etag ?? "")\n\(lastModified ?? "")" }
+
         func write(to fd: Int32) {
-            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
+            Self.set(Self.attribute, attribute, fd: fd)
         }
 
         /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
@@ -5189,18 +5197,33 @@ nonisolated extension ImageCache {
         /// Seconds by which the server's max-age moved a file's download date ahead (see
         /// `maxClockSkew`), in an attribute of its own; 0 if none.
         static func shift(fd: Int32) -> TimeInterval {
-            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
+            shift(attribute: get(shiftAttribute, fd: fd, capacity: 32))
+        }
+
+        /// The shift an attribute's text says.
+        static func shift(attribute text: String?) -> TimeInterval {
+            text.flatMap { TimeInterval($0) } ?? 0
+        }
+
+        /// The text a shift of `seconds` is kept as.
+        static func shiftText(_ seconds: TimeInterval) -> String {
+            String(seconds.rounded(.up))
         }
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+            set(shiftAttribute, shiftText(seconds), fd: fd)
         }
 
         /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
         /// their own: what judges the entry again after a `304` without them, and whether it may be
         /// served stale. Read only for an expired entry.
         static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
-            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            headers(attribute: get(headersAttribute, fd: fd, capacity: 8_192))
+        }
+
+        /// The freshness headers an attribute's text says: `Cache-Control`, a newline, `Expires`.
+        static func headers(attribute text: String?) -> HTTP.FreshnessHeaders? {
+            let lines = text?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
                                          expires: lines[1].isEmpty ? nil : lines[1])
