@@ -118,4 +118,43 @@ final class ParserTests: CacheTestCase {
         XCTAssertEqual(info.frames, 2)
         XCTAssertEqual(info.timing.plays, 1)
     }
+
+    // MARK: - HTTP header values
+
+    func testExpiresIsReadAsRFC9110WritesItWithNamesInAnyCase() {
+        let expected: TimeInterval = 2_544_400_878  // Thu, 18 Aug 2050 02:01:18 GMT
+        // Given the forms the HTTP caching conformance suite's private-cache tests send, each parsed alone
+        for valid in ["Thu, 18 Aug 2050 02:01:18 GMT", "THU, 18 Aug 2050 02:01:18 GMT", "Thu, 18 AUG 2050 02:01:18 GMT",
+                      "Thu, 18 Aug 2050 02:01:18 gMT", "thu, 18 aug 2050 02:01:18 gmt", "Thursday, 18-Aug-50 02:01:18 GMT",
+                      "THURSDAY, 18-aug-50 02:01:18 Gmt", "Thu Aug 18 02:01:18 2050", "thu AUG 18 02:01:18 2050"] {
+            XCTAssertEqual(ImageCache.HTTP.date(valid), expected, valid)
+        }
+        XCTAssertEqual(ImageCache.HTTP.date("Mon Aug  8 02:01:18 2050"), expected - 10 * 86_400)
+        XCTAssertEqual(ImageCache.HTTP.date("Mon Aug 08 02:01:18 2050"), expected - 10 * 86_400)
+        // Then runs of spaces, other zones, short years, missing commas, dashes, periods, one-digit
+        // fields, day names that do not exist and days that their month does not have are invalid
+        for invalid in ["Thu, 18  Aug  2050 02:01:18 GMT", "Thu,  18 Aug 2050 02:01:18 GMT", "Thu, 18 Aug 2050 02:01:18  GMT",
+                        "Thu Aug   8 02:01:18 2050", "Thu  Aug 18 02:01:18 2050", "Thu, 18 Aug 2050 02:01:18 UTC",
+                        "Thu, 18 Aug 2050 02:01:18 AEST", "Thu, 18 Aug 50 02:01:18 GMT", "Thu 18 Aug 2050 02:01:18 GMT",
+                        "Thu, 18-Aug-2050 02:01:18 GMT", "Thu, 18 Aug 2050 02.01.18 GMT", "Thu, 18 Aug 2050 2:01:18 GMT",
+                        "Thu, 8 Aug 2050 02:01:18 GMT", "Thursday, 18 Aug 2050 02:01:18 GMT", "Thu, 18-Aug-50 02:01:18 GMT",
+                        "Thx, 18 Aug 2050 02:01:18 GMT", "Thu, 29 Feb 2050 02:01:18 GMT", "Thu, 31 Apr 2050 02:01:18 GMT",
+                        "Thu Aug 8 02:01:18 2050", "Thu, 18 Aug 2050 02:01:18 GMT,", "Thu, 18 Aug 2050 02:01:18 G\u{39C}T"] {
+            XCTAssertNil(ImageCache.HTTP.date(invalid), invalid)
+        }
+        XCTAssertEqual(ImageCache.HTTP.date("Tue, 29 Feb 2028 00:00:00 GMT"), 1_835_395_200, "a leap year's 29 February")
+    }
+
+    func testRetryAfterIsSecondsOrADateAndNeverInfiniteOrNotANumber() {
+        func retryAfter(_ value: String) -> TimeInterval? {
+            ImageCache.HTTP.retryAfter(HTTPURLResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 503,
+                                                       httpVersion: nil, headerFields: ["Retry-After": value]))
+        }
+        XCTAssertEqual(retryAfter("120"), 120)
+        XCTAssertEqual(retryAfter("0.2"), 0.2)
+        XCTAssertEqual(retryAfter(String(repeating: "9", count: 400)), ImageCache.HTTP.maxSeconds)
+        for invalid in ["inf", "nan", "1e300", "-5", "+5", "0x10", "1.", ".5", "1.2.3", ""] {
+            XCTAssertNil(retryAfter(invalid), invalid)
+        }
+    }
 }
