@@ -157,4 +157,71 @@ final class ParserTests: CacheTestCase {
             XCTAssertNil(retryAfter(invalid), invalid)
         }
     }
+
+    // MARK: - What a disk file says when read back
+
+    private let year2100 = Date(timeIntervalSince1970: 4_102_444_800)
+
+    /// Sets the extended attribute `name` of the file at `path` (Glibc's module has no <sys/xattr.h>).
+    private func setAttribute(_ name: String, _ value: String, at path: String) {
+        typealias SetAttribute = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
+        guard let symbol = dlsym(nil, "setxattr") else { return XCTFail("no setxattr") }
+        let bytes = Array(value.utf8)
+        XCTAssertEqual(unsafeBitCast(symbol, to: SetAttribute.self)(path, name, bytes, bytes.count, 0), 0, "setxattr \(name)")
+    }
+
+    func testAClockShiftThatIsNotAFiniteNumberOfSecondsIsIgnored() throws {
+        for (index, shift) in ["inf", "nan", "1e300", "1e10", "-inf"].enumerated() {
+            // Given an image on disk dated 2100, whose shift attribute, the allowance a max-age gives
+            // a date in the future, says a number no max-age gives
+            server.set("/shift\(index).png", .ok(fixture("photo.png")))
+            let url = server.url("/shift\(index).png")
+            populate([url])
+            let path = fileURL(makeCache(), for: url).path
+            try FileManager.default.setAttributes([.modificationDate: year2100], ofItemAtPath: path)
+            setAttribute("user.imagecache.shift", shift, at: path)
+            server.resetCounters()
+
+            // When a new instance fetches it
+            let fetched = try XCTUnwrap(result(makeCache(), url)).get()
+
+            // Then the shift counts as none: the date is in the future, so the image is downloaded again
+            XCTAssertEqual(fetched.source, .network, "shift \(shift)")
+            XCTAssertEqual(server.requestCount("/shift\(index).png"), 1, "shift \(shift)")
+        }
+    }
+
+    func testReadBackNumbersAndValidatorsAreBoundedOrAbsent() {
+        let read = ImageCache.Validators.shift(attribute:)
+        XCTAssertEqual(read("3600.0"), 3_600)
+        XCTAssertEqual(read(ImageCache.Validators.shiftText(86_400.2)), 86_401, "as written: whole seconds, up")
+        XCTAssertEqual(read(String(ImageCache.HTTP.maxSeconds)), ImageCache.HTTP.maxSeconds)
+        for invalid in ["inf", "nan", "-nan", "1e300", "2147483649", "-1", "", "one", nil] as [String?] {
+            XCTAssertEqual(read(invalid), 0, String(describing: invalid))
+        }
+        // Validators with a character no header value holds are not sent: a planted file adds no header
+        XCTAssertEqual(ImageCache.Validators(attribute: "\"v1\"\nSun, 06 Nov 1994 08:49:37 GMT")?.etag, "\"v1\"")
+        XCTAssertEqual(ImageCache.Validators(attribute: "\"v\t1\"\n")?.etag, "\"v\t1\"")
+        for invalid in ["\"v1\"\r\n", "\"v1\"\rX-Injected: 1\n", "\n\u{0}", "\"v1\"\n\u{7F}", "\"v1\"", "a\nb\nc"] {
+            XCTAssertNil(ImageCache.Validators(attribute: invalid), invalid.debugDescription)
+        }
+    }
+
+    // MARK: - Names
+
+    func testACacheNameLongerThanAFileNameGetsAFolderItCanCreate() throws {
+        // Given a cache whose name, of allowed characters only, is longer than a file name may be
+        let name = String(repeating: "a", count: 300)
+        let folder = ImageCache.folderName(for: name)
+        XCTAssertLessThanOrEqual(folder.utf8.count, 255)
+        XCTAssertNotEqual(folder, ImageCache.folderName(for: name + "a"), "distinct names, distinct folders")
+        XCTAssertEqual(ImageCache.folderName(for: String(repeating: "a", count: 255)), String(repeating: "a", count: 255))
+        // When it downloads an image
+        let cache = makeCache(name)
+        XCTAssertNotNil(fetchAndWait(cache, serve("/long-name.png")))
+        cache.persistCacheToDisk()
+        // Then the image is on disk, in that folder
+        XCTAssertEqual(cache.diskCount, 1)
+        XCTAssertEqual(cache.folder.lastPathComponent, folder)
+    }
 }

@@ -159,10 +159,14 @@ nonisolated extension ImageCache {
             self.init(attribute: Self.get(Self.attribute, fd: fd, capacity: 2_048))
         }
 
-        /// The validators an attribute's text says (see `attribute`); nil if it is not two lines.
+        /// The validators an attribute's text says (see `attribute`); nil if it is not two lines, or
+        /// if a line holds a character that a header value may not (a control character but a tab:
+        /// RFC 9110, 5.5), which the cache never writes: a damaged or planted file is not revalidated
+        /// with it, and sends no such header.
         init?(attribute text: String?) {
             let lines = text?.components(separatedBy: "\n") ?? []
-            guard lines.count == 2 else { return nil }
+            guard lines.count == 2, lines.allSatisfy({ $0.unicodeScalars.allSatisfy { $0 == "\t" || $0.value >= 0x20 && $0.value != 0x7F } })
+            else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
@@ -185,9 +189,12 @@ nonisolated extension ImageCache {
             shift(attribute: get(shiftAttribute, fd: fd, capacity: 32))
         }
 
-        /// The shift an attribute's text says.
+        /// The shift an attribute's text says: a number of seconds in 0...`HTTP.maxSeconds`, the most
+        /// a max-age moves a date; anything else (not a number, negative, `inf`, `nan`, `1e300`) is
+        /// taken as no shift, 0, which a damaged or planted file's date in the future then expires.
         static func shift(attribute text: String?) -> TimeInterval {
-            text.flatMap { TimeInterval($0) } ?? 0
+            guard let seconds = text.flatMap({ TimeInterval($0) }), (0...HTTP.maxSeconds).contains(seconds) else { return 0 }
+            return seconds
         }
 
         /// The text a shift of `seconds` is kept as.
@@ -323,11 +330,13 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", and
+    /// fits a file name (255 bytes); else its first 64 characters so made, "-", and its hash.
     internal static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255 { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }
