@@ -5371,12 +5371,16 @@ nonisolated extension ImageCache {
     }
 
     /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
-    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", and
-    /// fits a file name (255 bytes); else its first 64 characters so made, "-", and its hash.
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
+    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
+    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
     fileprivate static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255 { return name }
+        let tail = name.utf8.suffix(17)
+        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }

@@ -224,4 +224,16 @@ final class ParserTests: CacheTestCase {
         XCTAssertEqual(cache.diskCount, 1)
         XCTAssertEqual(cache.folder.lastPathComponent, folder)
     }
+
+    func testANameThatLooksHashedDoesNotShareAnotherNamesFolder() {
+        // Given a name that is replaced by a hashed one, and that hashed name used as a name of its own
+        let replaced = ImageCache.folderName(for: "photos?")
+        XCTAssertTrue(replaced.hasPrefix("photos_-"), replaced)
+        // Then the two caches get two folders
+        XCTAssertNotEqual(ImageCache.folderName(for: replaced), replaced)
+        // While names that merely end in a dash and digits keep their own names
+        for kept in ["photos-2", "photos-0123456789abcde", "photos-0123456789ABCDEF", "photos_0123456789abcdef"] {
+            XCTAssertEqual(ImageCache.folderName(for: kept), kept)
+        }
+    }
 }
