@@ -3547,31 +3547,39 @@ nonisolated extension ImageCache {
 
         /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
         /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
-        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
-        /// a time in the past).
+        /// "Sun Nov  6 08:49:37 1994", each exactly as the grammar writes it (one space between fields,
+        /// two digits for day, hour, minute and second, a day that its month has), except that the
+        /// names of the day, month and zone may be in any case (the standard asks recipients to be
+        /// robust; "GMT" in any case, no other zone); nil for anything else (a cache takes an invalid
+        /// `Expires` as a time in the past).
         static func date(_ text: String) -> TimeInterval? {
-            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let parts = trimmed(text[...]).split(separator: " ", omittingEmptySubsequences: false)
             let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
-            switch parts.count {
-            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+            if parts.count == 6, parts[0].hasSuffix(",") {  // IMF-fixdate
+                guard name(parts[0].dropLast(), in: shortDays) != nil, name(parts[5], in: ["gmt"]) != nil,
+                      parts[1].count == 2, parts[3].count == 4 else { return nil }
                 fields = (parts[1], parts[2], parts[3], parts[4])
-            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+            } else if parts.count == 4, parts[0].hasSuffix(",") {  // rfc850-date
                 let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
-                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                guard name(parts[0].dropLast(), in: longDays) != nil, name(parts[3], in: ["gmt"]) != nil,
+                      dayMonthYear.count == 3, dayMonthYear[0].count == 2, dayMonthYear[2].count == 2 else { return nil }
                 fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
-            case 5:
-                fields = (parts[2], parts[1], parts[4], parts[3])
-            default:
+            } else if parts.count == 5 || (parts.count == 6 && parts[2].isEmpty && parts[3].count == 1) {  // asctime-date
+                let day = parts[parts.count - 3]  // "06", or "6" after a padding space
+                guard name(parts[0], in: shortDays) != nil, day.count == 2 || parts.count == 6,
+                      parts[parts.count - 1].count == 4 else { return nil }
+                fields = (day, parts[1], parts[parts.count - 1], parts[parts.count - 2])
+            } else {
                 return nil
             }
             let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
             guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
                   let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
-                  hour < 24, minute < 60, second <= 60,
-                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
-                  let month = months.firstIndex(of: fields.month),
-                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
-            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                  hour < 24, minute < 60, second <= 60,  // 60: a leap second
+                  let month = name(fields.month, in: months), var year = number(fields.year),
+                  let day = number(fields.day), (1...daysIn(month: month + 1, year: year)).contains(day)
+            else { return nil }
+            if fields.year.count == 2 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
                 let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
                 year += 2000
                 if year > thisYear + 50 { year -= 100 }
@@ -3580,8 +3588,21 @@ nonisolated extension ImageCache {
             return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
         }
 
-        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+        private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+        /// The index in `names` (lowercase) of `text` in any case of ASCII letters.
+        private static func name(_ text: Substring, in names: [String]) -> Int? {
+            let lower = text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }
+            return names.firstIndex { $0.utf8.elementsEqual(lower) }
+        }
+
+        /// The days of `month` (1...12) in `year` of the proleptic Gregorian calendar.
+        private static func daysIn(month: Int, year: Int) -> Int {
+            guard month == 2 else { return [4, 6, 9, 11].contains(month) ? 30 : 31 }
+            return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        }
 
         /// Decimal digits only (`Int("+5")` would take a sign).
         private static func number(_ text: Substring) -> Int? {
@@ -3599,12 +3620,16 @@ nonisolated extension ImageCache {
             return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
         }
 
-        /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
+        /// A `Retry-After` header in seconds, from a number of seconds (at most `maxSeconds`) or an HTTP date.
         static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
             guard let http = response as? HTTPURLResponse,
                   let value = http.value(forHTTPHeaderField: "Retry-After").map({ String(HTTP.trimmed($0[...])) })
             else { return nil }
-            if let seconds = TimeInterval(value) { return max(0, seconds) }
+            // Seconds: digits, and a fraction (a few servers send one); not "inf", "nan" or "1e300".
+            let number = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            if number.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }) {
+                return min(TimeInterval(value) ?? maxSeconds, maxSeconds)
+            }
             return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
@@ -5380,13 +5405,25 @@ nonisolated extension ImageCache {
         }
 
         init?(fd: Int32) {
-            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
-            guard lines.count == 2 else { return nil }
+            self.init(attribute: Self.get(Self.attribute, fd: fd, capacity: 2_048))
+        }
+
+        /// The validators an attribute's text says (see `attribute`); nil if it is not two lines, or
+        /// if a line holds a character that a header value may not (a control character but a tab:
+        /// RFC 9110, 5.5), which the cache never writes: a damaged or planted file is not revalidated
+        /// with it, and sends no such header.
+        init?(attribute text: String?) {
+            let lines = text?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2, lines.allSatisfy({ $0.unicodeScalars.allSatisfy { $0 == "\t" || $0.value >= 0x20 && $0.value != 0x7F } })
+            else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
+        /// The text kept in the attribute: the ETag, a newline, the Last-Modified date.
+        var attribute: String { "\(etag ?? "")\n\(lastModified ?? "")" }
+
         func write(to fd: Int32) {
-            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
+            Self.set(Self.attribute, attribute, fd: fd)
         }
 
         /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
@@ -5398,18 +5435,36 @@ nonisolated extension ImageCache {
         /// Seconds by which the server's max-age moved a file's download date ahead (see
         /// `maxClockSkew`), in an attribute of its own; 0 if none.
         static func shift(fd: Int32) -> TimeInterval {
-            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
+            shift(attribute: get(shiftAttribute, fd: fd, capacity: 32))
+        }
+
+        /// The shift an attribute's text says: a number of seconds in 0...`HTTP.maxSeconds`, the most
+        /// a max-age moves a date; anything else (not a number, negative, `inf`, `nan`, `1e300`) is
+        /// taken as no shift, 0, which a damaged or planted file's date in the future then expires.
+        static func shift(attribute text: String?) -> TimeInterval {
+            guard let seconds = text.flatMap({ TimeInterval($0) }), (0...HTTP.maxSeconds).contains(seconds) else { return 0 }
+            return seconds
+        }
+
+        /// The text a shift of `seconds` is kept as.
+        static func shiftText(_ seconds: TimeInterval) -> String {
+            String(seconds.rounded(.up))
         }
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+            set(shiftAttribute, shiftText(seconds), fd: fd)
         }
 
         /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
         /// their own: what judges the entry again after a `304` without them, and whether it may be
         /// served stale. Read only for an expired entry.
         static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
-            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            headers(attribute: get(headersAttribute, fd: fd, capacity: 8_192))
+        }
+
+        /// The freshness headers an attribute's text says: `Cache-Control`, a newline, `Expires`.
+        static func headers(attribute text: String?) -> HTTP.FreshnessHeaders? {
+            let lines = text?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
                                          expires: lines[1].isEmpty ? nil : lines[1])
@@ -5524,11 +5579,17 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
+    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
+    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
     fileprivate static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
+        let tail = name.utf8.suffix(17)
+        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }
@@ -6004,6 +6065,12 @@ nonisolated extension ImageCache {
     /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
     /// ends first), and `frames` (see ``Image/frameCount``). Or why `data` does not start with a whole image.
+    ///
+    /// Every field it reads lies inside the chunk, segment or block that declares it, and header
+    /// fields are checked against their format's rules (PNG: color type and bit depth pairs, the
+    /// methods, every chunk's CRC but the image data's, a palette before the data, data before
+    /// `IEND`; WebP: chunks inside the RIFF, image data after a VP8X header): so the bytes up to
+    /// `end` inspect again to the same result.
     fileprivate static func inspect(_ data: Data)
         -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
@@ -6049,19 +6116,44 @@ nonisolated extension ImageCache {
             guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
                 return corrupt(.png, "size \(width)x\(height) out of range")
             }
-            var offset = 8
+            guard crc32(12, 17) == be32(29) else { return corrupt(.png, "IHDR's CRC does not match its bytes") }
+            let (depth, color) = (byte(24), byte(25))
+            guard Self.pngDepths[color]?.contains(depth) == true else {
+                return corrupt(.png, "bit depth \(depth) with color type \(color) does not exist")
+            }
+            guard byte(26) == 0, byte(27) == 0, byte(28) <= 1 else {
+                return corrupt(.png, "unknown compression, filter or interlace method")
+            }
+            var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
+            var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
             var timing = Timing()
-            while count - offset >= 12, be32(offset) <= count - offset - 12 {
-                let end = offset + 12 + Int(be32(offset))
+            while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
+                let length = Int(be32(offset))
+                let end = offset + 12 + length
+                guard (0..<4).allSatisfy({ Self.isLetter(byte(offset + 4 + $0)) }) else {
+                    return corrupt(.png, "no chunk type at byte \(offset + 4)")
+                }
+                // Every chunk's CRC but the image data's (IDAT, fdAT): those are most of the bytes, a CRC
+                // over them costs many times the rest of the check (CHANGELOG), and a decoder checks them.
+                let imageData = matches("IDAT".utf8, at: offset + 4) || matches("fdAT".utf8, at: offset + 4)
+                guard imageData || crc32(offset + 4, 4 + length) == be32(end - 4) else {
+                    return corrupt(.png, "the CRC of the chunk at byte \(offset) does not match its bytes")
+                }
                 if matches("IEND".utf8, at: offset + 4) {
+                    guard data else { return corrupt(.png, "no IDAT before IEND") }
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
                     let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
                     timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
                     if frames == 1 { timing.plays = 1 }
                     return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
-                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 {
+                if matches("PLTE".utf8, at: offset + 4) { palette = true }
+                if matches("IDAT".utf8, at: offset + 4) {
+                    guard color != 3 || palette else { return corrupt(.png, "no PLTE before IDAT") }
+                    data = true
+                }
+                if matches("acTL".utf8, at: offset + 4), length >= 8 {
                     claimed = be32(offset + 8)
                     timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
                 }
@@ -6069,12 +6161,33 @@ nonisolated extension ImageCache {
                     controls += 1
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
-                    let delay = be32(offset) < 26 ? nil : Double(be16(offset + 28)) / denominator
+                    let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
                     timing.durations.append(frameDuration(delay: delay))
                 }
                 offset = end
             }
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
+        }
+
+        /// The bit depths each PNG color type allows (PNG, 11.2.2).
+        private static let pngDepths: [Int: Set<Int>] = [0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8],
+                                                         4: [8, 16], 6: [8, 16]]
+
+        private static func isLetter(_ byte: Int) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+
+        /// PNG's CRC-32 (the one zlib computes) of `length` bytes from `start`, which lie inside the buffer.
+        private func crc32(_ start: Int, _ length: Int) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            Self.crcTable.withUnsafeBufferPointer { table in
+                for byte in UnsafeBufferPointer(rebasing: bytes[start..<(start + length)]) {
+                    crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+                }
+            }
+            return crc ^ 0xFFFF_FFFF
+        }
+
+        private static let crcTable: [UInt32] = (0..<256).map { (n: UInt32) -> UInt32 in
+            (0..<8).reduce(n) { crc, _ in crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
         }
 
         func jpeg() -> Info {
@@ -6105,6 +6218,10 @@ nonisolated extension ImageCache {
                 let length = be16(offset + 2)
                 guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                    // Length, precision, height, width, components, then 3 bytes a component: all inside it.
+                    guard byte(offset + 9) > 0, length >= 8 + 3 * byte(offset + 9) else {
+                        return corrupt(.jpeg, "frame header of \(length) bytes too short for its fields")
+                    }
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
                     guard width > 0, height > 0 else { return corrupt(.jpeg, "zero size") }
                     size = (width, height)
@@ -6145,7 +6262,7 @@ nonisolated extension ImageCache {
                 case 0x21:
                     if byte(offset + 1) == 0xF9, byte(offset + 2) >= 4 {  // graphic control: the next frame's delay
                         delay = Double(le16(offset + 4)) / 100
-                    } else if byte(offset + 1) == 0xFF, matches("NETSCAPE2.0".utf8, at: offset + 3),
+                    } else if byte(offset + 1) == 0xFF, byte(offset + 2) == 11, matches("NETSCAPE2.0".utf8, at: offset + 3),
                               byte(offset + 14) >= 3, byte(offset + 15) == 1 {
                         loopCount = le16(offset + 16)
                     }
@@ -6195,21 +6312,39 @@ nonisolated extension ImageCache {
             guard riffSize <= count - 8 else {
                 return corrupt(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)")
             }
-            guard count >= 30 else { return corrupt(.webp, "header cut short") }
-            var size: (Int, Int)?
-            if matches("VP8 ".utf8, at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
-                size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
-            } else if matches("VP8L".utf8, at: 12), byte(20) == 0x2F {
-                let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
-                size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
-            } else if matches("VP8X".utf8, at: 12) {
-                size = (le24(24) + 1, le24(27) + 1)
+            // The chunks inside the RIFF (with its pad byte, if it is odd and the data has it): the
+            // first is the header (VP8, VP8L or VP8X), whose fields lie inside it; an extended file
+            // (VP8X) holds image data (VP8, VP8L or ANMF) after it.
+            let riffEnd = 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))
+            var (offset, size, image): (Int, (Int, Int)?, Bool) = (12, nil, false)
+            while riffEnd - offset >= 8 {
+                let (kind, start) = (offset, offset + 8)
+                guard le32(offset + 4) <= riffEnd - start else {
+                    return corrupt(.webp, "chunk at byte \(offset) of \(le32(offset + 4)) bytes overruns the RIFF size")
+                }
+                let length = Int(le32(offset + 4))
+                if offset == 12 {
+                    if matches("VP8 ".utf8, at: kind), length >= 10, matches([0x9D, 0x01, 0x2A], at: start + 3) {
+                        (size, image) = ((le16(start + 6) & 0x3FFF, le16(start + 8) & 0x3FFF), true)
+                    } else if matches("VP8L".utf8, at: kind), length >= 5, byte(start) == 0x2F {
+                        let bits = Int(le32(start + 1) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
+                        (size, image) = (((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1), true)
+                    } else if matches("VP8X".utf8, at: kind), length >= 10 {
+                        size = (le24(start + 4) + 1, le24(start + 7) + 1)
+                    } else {
+                        break
+                    }
+                } else if ["VP8 ", "VP8L", "ANMF"].contains(where: { matches($0.utf8, at: kind) }) {
+                    image = true
+                }
+                offset = start + length + (length & 1)
             }
             guard let (width, height) = size, width > 0, height > 0 else {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
+            guard image else { return corrupt(.webp, "no image data after the VP8X header") }
             // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1, Timing()))
+            return .success((.webp, width, height, riffEnd, 1, Timing()))
         }
 
         /// A short description of bytes that are not an image, for error messages.

@@ -56,7 +56,7 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
-            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost", "MainActorHost"],
+            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost", "MainActorHost", "Fuzz"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -78,7 +78,8 @@ final class HTTPFreshnessTests: CacheTestCase {
         // Given responses without max-age whose Expires is 300 s after their Date, in each form HTTP allows
         let clock = TestClock(1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
         let date = httpDate(clock.now)
-        let forms = ["Tue, 14 Nov 2023 22:18:20 GMT", "Tuesday, 14-Nov-23 22:18:20 GMT", "Tue Nov 14 22:18:20 2023"]
+        let forms = ["Tue, 14 Nov 2023 22:18:20 GMT", "Tuesday, 14-Nov-23 22:18:20 GMT", "Tue Nov 14 22:18:20 2023",
+                     "TUE, 14 nov 2023 22:18:20 gmt"]  // names in any case (issue 43)
         for (index, expires) in forms.enumerated() {
             let url = serve("/expires\(index).png", ["Date": date, "Expires": expires])
             // Then each is fresh for 300 s
@@ -89,7 +90,8 @@ final class HTTPFreshnessTests: CacheTestCase {
 
     func testAnExpiresInThePastOrInvalidIsAlreadyStale() {
         let clock = TestClock()
-        let values = ["0", "tomorrow", httpDate(clock.now - 10), "Tue, 14 Nov 2023 2:18:20 GMT"]
+        let values = ["0", "tomorrow", httpDate(clock.now - 10), "Tue, 14 Nov 2023 2:18:20 GMT",
+                      httpDate(clock.now + 3_600).replacingOccurrences(of: " ", with: "  ")]  // runs of spaces (issue 43)
         for (index, expires) in values.enumerated() {
             // Given a response whose Expires is past, or not a date
             let url = serve("/expired\(index).png", ["Expires": expires])
@@ -314,8 +316,10 @@ final class HTTPFreshnessTests: CacheTestCase {
         XCTAssertEqual(ImageCache.HTTP.date("Sun Nov  6 08:49:37 1994"), expected)
         XCTAssertEqual(ImageCache.HTTP.date("Thu, 01 Jan 1970 00:00:00 GMT"), 0)
         XCTAssertEqual(ImageCache.HTTP.date("Tue, 29 Feb 2028 23:59:60 GMT"), 1_835_481_600)
+        // A month in lowercase is a date (issue 43: as RFC 9110 lets a recipient read it).
+        XCTAssertEqual(ImageCache.HTTP.date("Sun, 06 nov 1994 08:49:37 GMT"), expected)
         for invalid in ["0", "", "-1", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 8:49:37 GMT",
-                        "Sun, 06 nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
+                        "Sun, 06  Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
                         "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT",
                         "Sun, 06 Nov 1994 24:00:00 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT"] {
             XCTAssertNil(ImageCache.HTTP.date(invalid), invalid)

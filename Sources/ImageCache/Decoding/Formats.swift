@@ -23,6 +23,12 @@ nonisolated extension ImageCache {
     /// (after PNG's `IEND` chunk with its CRC; after JPEG's end-of-image marker; after GIF's trailer,
     /// or its last whole frame when it has none; at WebP's RIFF size + 8, + 1 when odd unless the data
     /// ends first), and `frames` (see ``Image/frameCount``). Or why `data` does not start with a whole image.
+    ///
+    /// Every field it reads lies inside the chunk, segment or block that declares it, and header
+    /// fields are checked against their format's rules (PNG: color type and bit depth pairs, the
+    /// methods, every chunk's CRC but the image data's, a palette before the data, data before
+    /// `IEND`; WebP: chunks inside the RIFF, image data after a VP8X header): so the bytes up to
+    /// `end` inspect again to the same result.
     internal static func inspect(_ data: Data)
         -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
@@ -68,19 +74,44 @@ nonisolated extension ImageCache {
             guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height) else {  // PNG's limit
                 return corrupt(.png, "size \(width)x\(height) out of range")
             }
-            var offset = 8
+            guard crc32(12, 17) == be32(29) else { return corrupt(.png, "IHDR's CRC does not match its bytes") }
+            let (depth, color) = (byte(24), byte(25))
+            guard Self.pngDepths[color]?.contains(depth) == true else {
+                return corrupt(.png, "bit depth \(depth) with color type \(color) does not exist")
+            }
+            guard byte(26) == 0, byte(27) == 0, byte(28) <= 1 else {
+                return corrupt(.png, "unknown compression, filter or interlace method")
+            }
+            var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
+            var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
             var timing = Timing()
-            while count - offset >= 12, be32(offset) <= count - offset - 12 {
-                let end = offset + 12 + Int(be32(offset))
+            while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
+                let length = Int(be32(offset))
+                let end = offset + 12 + length
+                guard (0..<4).allSatisfy({ Self.isLetter(byte(offset + 4 + $0)) }) else {
+                    return corrupt(.png, "no chunk type at byte \(offset + 4)")
+                }
+                // Every chunk's CRC but the image data's (IDAT, fdAT): those are most of the bytes, a CRC
+                // over them costs many times the rest of the check (CHANGELOG), and a decoder checks them.
+                let imageData = matches("IDAT".utf8, at: offset + 4) || matches("fdAT".utf8, at: offset + 4)
+                guard imageData || crc32(offset + 4, 4 + length) == be32(end - 4) else {
+                    return corrupt(.png, "the CRC of the chunk at byte \(offset) does not match its bytes")
+                }
                 if matches("IEND".utf8, at: offset + 4) {
+                    guard data else { return corrupt(.png, "no IDAT before IEND") }
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
                     let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
                     timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
                     if frames == 1 { timing.plays = 1 }
                     return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
-                if matches("acTL".utf8, at: offset + 4), be32(offset) >= 8 {
+                if matches("PLTE".utf8, at: offset + 4) { palette = true }
+                if matches("IDAT".utf8, at: offset + 4) {
+                    guard color != 3 || palette else { return corrupt(.png, "no PLTE before IDAT") }
+                    data = true
+                }
+                if matches("acTL".utf8, at: offset + 4), length >= 8 {
                     claimed = be32(offset + 8)
                     timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
                 }
@@ -88,12 +119,33 @@ nonisolated extension ImageCache {
                     controls += 1
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
-                    let delay = be32(offset) < 26 ? nil : Double(be16(offset + 28)) / denominator
+                    let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
                     timing.durations.append(frameDuration(delay: delay))
                 }
                 offset = end
             }
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
+        }
+
+        /// The bit depths each PNG color type allows (PNG, 11.2.2).
+        private static let pngDepths: [Int: Set<Int>] = [0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8],
+                                                         4: [8, 16], 6: [8, 16]]
+
+        private static func isLetter(_ byte: Int) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+
+        /// PNG's CRC-32 (the one zlib computes) of `length` bytes from `start`, which lie inside the buffer.
+        private func crc32(_ start: Int, _ length: Int) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            Self.crcTable.withUnsafeBufferPointer { table in
+                for byte in UnsafeBufferPointer(rebasing: bytes[start..<(start + length)]) {
+                    crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+                }
+            }
+            return crc ^ 0xFFFF_FFFF
+        }
+
+        private static let crcTable: [UInt32] = (0..<256).map { (n: UInt32) -> UInt32 in
+            (0..<8).reduce(n) { crc, _ in crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
         }
 
         func jpeg() -> Info {
@@ -124,6 +176,10 @@ nonisolated extension ImageCache {
                 let length = be16(offset + 2)
                 guard length >= 2, length <= count - offset - 2 else { break }
                 if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                    // Length, precision, height, width, components, then 3 bytes a component: all inside it.
+                    guard byte(offset + 9) > 0, length >= 8 + 3 * byte(offset + 9) else {
+                        return corrupt(.jpeg, "frame header of \(length) bytes too short for its fields")
+                    }
                     let (height, width) = (be16(offset + 5), be16(offset + 7))
                     guard width > 0, height > 0 else { return corrupt(.jpeg, "zero size") }
                     size = (width, height)
@@ -164,7 +220,7 @@ nonisolated extension ImageCache {
                 case 0x21:
                     if byte(offset + 1) == 0xF9, byte(offset + 2) >= 4 {  // graphic control: the next frame's delay
                         delay = Double(le16(offset + 4)) / 100
-                    } else if byte(offset + 1) == 0xFF, matches("NETSCAPE2.0".utf8, at: offset + 3),
+                    } else if byte(offset + 1) == 0xFF, byte(offset + 2) == 11, matches("NETSCAPE2.0".utf8, at: offset + 3),
                               byte(offset + 14) >= 3, byte(offset + 15) == 1 {
                         loopCount = le16(offset + 16)
                     }
@@ -214,21 +270,39 @@ nonisolated extension ImageCache {
             guard riffSize <= count - 8 else {
                 return corrupt(.webp, "RIFF says \(Int64(riffSize) + 8) bytes, got \(count) (truncated)")
             }
-            guard count >= 30 else { return corrupt(.webp, "header cut short") }
-            var size: (Int, Int)?
-            if matches("VP8 ".utf8, at: 12), matches([0x9D, 0x01, 0x2A], at: 23) {
-                size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF)
-            } else if matches("VP8L".utf8, at: 12), byte(20) == 0x2F {
-                let bits = Int(le32(21) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
-                size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
-            } else if matches("VP8X".utf8, at: 12) {
-                size = (le24(24) + 1, le24(27) + 1)
+            // The chunks inside the RIFF (with its pad byte, if it is odd and the data has it): the
+            // first is the header (VP8, VP8L or VP8X), whose fields lie inside it; an extended file
+            // (VP8X) holds image data (VP8, VP8L or ANMF) after it.
+            let riffEnd = 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1))
+            var (offset, size, image): (Int, (Int, Int)?, Bool) = (12, nil, false)
+            while riffEnd - offset >= 8 {
+                let (kind, start) = (offset, offset + 8)
+                guard le32(offset + 4) <= riffEnd - start else {
+                    return corrupt(.webp, "chunk at byte \(offset) of \(le32(offset + 4)) bytes overruns the RIFF size")
+                }
+                let length = Int(le32(offset + 4))
+                if offset == 12 {
+                    if matches("VP8 ".utf8, at: kind), length >= 10, matches([0x9D, 0x01, 0x2A], at: start + 3) {
+                        (size, image) = ((le16(start + 6) & 0x3FFF, le16(start + 8) & 0x3FFF), true)
+                    } else if matches("VP8L".utf8, at: kind), length >= 5, byte(start) == 0x2F {
+                        let bits = Int(le32(start + 1) & 0x0FFF_FFFF)  // 14 bits of width, 14 of height
+                        (size, image) = (((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1), true)
+                    } else if matches("VP8X".utf8, at: kind), length >= 10 {
+                        size = (le24(start + 4) + 1, le24(start + 7) + 1)
+                    } else {
+                        break
+                    }
+                } else if ["VP8 ", "VP8L", "ANMF"].contains(where: { matches($0.utf8, at: kind) }) {
+                    image = true
+                }
+                offset = start + length + (length & 1)
             }
             guard let (width, height) = size, width > 0, height > 0 else {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
+            guard image else { return corrupt(.webp, "no image data after the VP8X header") }
             // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, 8 + min(count - 8, Int(riffSize) + Int(riffSize & 1)), 1, Timing()))
+            return .success((.webp, width, height, riffEnd, 1, Timing()))
         }
 
         /// A short description of bytes that are not an image, for error messages.

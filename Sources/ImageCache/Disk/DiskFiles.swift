@@ -156,13 +156,25 @@ nonisolated extension ImageCache {
         }
 
         init?(fd: Int32) {
-            let lines = Self.get(Self.attribute, fd: fd, capacity: 2_048)?.components(separatedBy: "\n") ?? []
-            guard lines.count == 2 else { return nil }
+            self.init(attribute: Self.get(Self.attribute, fd: fd, capacity: 2_048))
+        }
+
+        /// The validators an attribute's text says (see `attribute`); nil if it is not two lines, or
+        /// if a line holds a character that a header value may not (a control character but a tab:
+        /// RFC 9110, 5.5), which the cache never writes: a damaged or planted file is not revalidated
+        /// with it, and sends no such header.
+        init?(attribute text: String?) {
+            let lines = text?.components(separatedBy: "\n") ?? []
+            guard lines.count == 2, lines.allSatisfy({ $0.unicodeScalars.allSatisfy { $0 == "\t" || $0.value >= 0x20 && $0.value != 0x7F } })
+            else { return nil }
             self.init(etag: lines[0].isEmpty ? nil : lines[0], lastModified: lines[1].isEmpty ? nil : lines[1])
         }
 
+        /// The text kept in the attribute: the ETag, a newline, the Last-Modified date.
+        var attribute: String { "\(etag ?? "")\n\(lastModified ?? "")" }
+
         func write(to fd: Int32) {
-            Self.set(Self.attribute, "\(etag ?? "")\n\(lastModified ?? "")", fd: fd)
+            Self.set(Self.attribute, attribute, fd: fd)
         }
 
         /// Makes `request` conditional: the server answers `304 Not Modified` if the entry is current.
@@ -174,18 +186,36 @@ nonisolated extension ImageCache {
         /// Seconds by which the server's max-age moved a file's download date ahead (see
         /// `maxClockSkew`), in an attribute of its own; 0 if none.
         static func shift(fd: Int32) -> TimeInterval {
-            get(shiftAttribute, fd: fd, capacity: 32).flatMap { TimeInterval($0) } ?? 0
+            shift(attribute: get(shiftAttribute, fd: fd, capacity: 32))
+        }
+
+        /// The shift an attribute's text says: a number of seconds in 0...`HTTP.maxSeconds`, the most
+        /// a max-age moves a date; anything else (not a number, negative, `inf`, `nan`, `1e300`) is
+        /// taken as no shift, 0, which a damaged or planted file's date in the future then expires.
+        static func shift(attribute text: String?) -> TimeInterval {
+            guard let seconds = text.flatMap({ TimeInterval($0) }), (0...HTTP.maxSeconds).contains(seconds) else { return 0 }
+            return seconds
+        }
+
+        /// The text a shift of `seconds` is kept as.
+        static func shiftText(_ seconds: TimeInterval) -> String {
+            String(seconds.rounded(.up))
         }
 
         static func setShift(_ seconds: TimeInterval, fd: Int32) {
-            set(shiftAttribute, String(seconds.rounded(.up)), fd: fd)
+            set(shiftAttribute, shiftText(seconds), fd: fd)
         }
 
         /// The response's `Cache-Control` and `Expires`, kept (if it had either) in an attribute of
         /// their own: what judges the entry again after a `304` without them, and whether it may be
         /// served stale. Read only for an expired entry.
         static func headers(fd: Int32) -> HTTP.FreshnessHeaders? {
-            let lines = get(headersAttribute, fd: fd, capacity: 8_192)?.components(separatedBy: "\n") ?? []
+            headers(attribute: get(headersAttribute, fd: fd, capacity: 8_192))
+        }
+
+        /// The freshness headers an attribute's text says: `Cache-Control`, a newline, `Expires`.
+        static func headers(attribute text: String?) -> HTTP.FreshnessHeaders? {
+            let lines = text?.components(separatedBy: "\n") ?? []
             guard lines.count == 2 else { return nil }
             return HTTP.FreshnessHeaders(cacheControl: lines[0].isEmpty ? nil : lines[0],
                                          expires: lines[1].isEmpty ? nil : lines[1])
@@ -300,11 +330,17 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart.
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
+    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
+    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
     internal static func folderName(for name: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        if safe == name, name != ".", name != "..", !name.isEmpty { return name }
+        let tail = name.utf8.suffix(17)
+        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }

@@ -174,31 +174,39 @@ nonisolated extension ImageCache {
 
         /// An HTTP date (RFC 9110, 5.6.7) in seconds since 1970: the IMF-fixdate
         /// "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete "Sunday, 06-Nov-94 08:49:37 GMT" and
-        /// "Sun Nov  6 08:49:37 1994"; nil for anything else (a cache takes an invalid `Expires` as
-        /// a time in the past).
+        /// "Sun Nov  6 08:49:37 1994", each exactly as the grammar writes it (one space between fields,
+        /// two digits for day, hour, minute and second, a day that its month has), except that the
+        /// names of the day, month and zone may be in any case (the standard asks recipients to be
+        /// robust; "GMT" in any case, no other zone); nil for anything else (a cache takes an invalid
+        /// `Expires` as a time in the past).
         static func date(_ text: String) -> TimeInterval? {
-            let parts = text.split(separator: " ")  // asctime pads a day below 10 with a space
+            let parts = trimmed(text[...]).split(separator: " ", omittingEmptySubsequences: false)
             let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
-            switch parts.count {
-            case 6 where parts[0].hasSuffix(",") && parts[5] == "GMT":
+            if parts.count == 6, parts[0].hasSuffix(",") {  // IMF-fixdate
+                guard name(parts[0].dropLast(), in: shortDays) != nil, name(parts[5], in: ["gmt"]) != nil,
+                      parts[1].count == 2, parts[3].count == 4 else { return nil }
                 fields = (parts[1], parts[2], parts[3], parts[4])
-            case 4 where parts[0].hasSuffix(",") && parts[3] == "GMT":
+            } else if parts.count == 4, parts[0].hasSuffix(",") {  // rfc850-date
                 let dayMonthYear = parts[1].split(separator: "-", omittingEmptySubsequences: false)
-                guard dayMonthYear.count == 3, dayMonthYear[2].count == 2 else { return nil }
+                guard name(parts[0].dropLast(), in: longDays) != nil, name(parts[3], in: ["gmt"]) != nil,
+                      dayMonthYear.count == 3, dayMonthYear[0].count == 2, dayMonthYear[2].count == 2 else { return nil }
                 fields = (dayMonthYear[0], dayMonthYear[1], dayMonthYear[2], parts[2])
-            case 5:
-                fields = (parts[2], parts[1], parts[4], parts[3])
-            default:
+            } else if parts.count == 5 || (parts.count == 6 && parts[2].isEmpty && parts[3].count == 1) {  // asctime-date
+                let day = parts[parts.count - 3]  // "06", or "6" after a padding space
+                guard name(parts[0], in: shortDays) != nil, day.count == 2 || parts.count == 6,
+                      parts[parts.count - 1].count == 4 else { return nil }
+                fields = (day, parts[1], parts[parts.count - 1], parts[parts.count - 2])
+            } else {
                 return nil
             }
             let time = fields.time.split(separator: ":", omittingEmptySubsequences: false)
             guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
                   let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
-                  hour < 24, minute < 60, second <= 60,
-                  fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
-                  let month = months.firstIndex(of: fields.month),
-                  fields.year.count == (parts.count == 4 ? 2 : 4), var year = number(fields.year) else { return nil }
-            if parts.count == 4 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
+                  hour < 24, minute < 60, second <= 60,  // 60: a leap second
+                  let month = name(fields.month, in: months), var year = number(fields.year),
+                  let day = number(fields.day), (1...daysIn(month: month + 1, year: year)).contains(day)
+            else { return nil }
+            if fields.year.count == 2 {  // two digits: 50 years ahead at most, else the century before (5.6.7)
                 let thisYear = 1970 + Int(Date().timeIntervalSince1970 / 31_556_952)
                 year += 2000
                 if year > thisYear + 50 { year -= 100 }
@@ -207,8 +215,21 @@ nonisolated extension ImageCache {
             return TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second)
         }
 
-        private static let months: [Substring] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+        private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+        /// The index in `names` (lowercase) of `text` in any case of ASCII letters.
+        private static func name(_ text: Substring, in names: [String]) -> Int? {
+            let lower = text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }
+            return names.firstIndex { $0.utf8.elementsEqual(lower) }
+        }
+
+        /// The days of `month` (1...12) in `year` of the proleptic Gregorian calendar.
+        private static func daysIn(month: Int, year: Int) -> Int {
+            guard month == 2 else { return [4, 6, 9, 11].contains(month) ? 30 : 31 }
+            return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        }
 
         /// Decimal digits only (`Int("+5")` would take a sign).
         private static func number(_ text: Substring) -> Int? {
@@ -226,12 +247,16 @@ nonisolated extension ImageCache {
             return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
         }
 
-        /// A `Retry-After` header in seconds, from a number of seconds or an HTTP date.
+        /// A `Retry-After` header in seconds, from a number of seconds (at most `maxSeconds`) or an HTTP date.
         static func retryAfter(_ response: URLResponse?) -> TimeInterval? {
             guard let http = response as? HTTPURLResponse,
                   let value = http.value(forHTTPHeaderField: "Retry-After").map({ String(HTTP.trimmed($0[...])) })
             else { return nil }
-            if let seconds = TimeInterval(value) { return max(0, seconds) }
+            // Seconds: digits, and a fraction (a few servers send one); not "inf", "nan" or "1e300".
+            let number = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            if number.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }) {
+                return min(TimeInterval(value) ?? maxSeconds, maxSeconds)
+            }
             return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
     }
