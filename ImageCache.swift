@@ -33,7 +33,8 @@
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
 //   Memory/    the CLOCK list, its limits and the second chance.
-//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), their
+//              attributes (`Validators`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
@@ -47,7 +48,7 @@
 // the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
 // it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
 // (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
-// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
 // (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
@@ -4795,9 +4796,10 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Disk/DiskTier.swift
+// MARK: - Disk/DiskWork.swift
 
-// The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
+// What the disk is told to do (`DiskWork`), queued under the lock in the order the bookkeeping
+// changed, and the cache's side of running it on the disk queue.
 
 
 nonisolated extension ImageCache {
@@ -4846,8 +4848,16 @@ nonisolated extension ImageCache {
             storeOnDisk(job)
         }
     }
+}
+
+// MARK: - Disk/DiskStore.swift
+
+// The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
+// limits and sweeps, used on the disk queue only; the folder as files (names, a listing); and the
+// name of the cache's folder itself.
 
 
+nonisolated extension ImageCache {
     /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
@@ -5261,11 +5271,6 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Disk/DiskFiles.swift
-
-// Disk files: one file per key, its dates and attributes, validators.
-
-
 // The disk tier's folder as files: their names, and a listing that keeps little of each.
 nonisolated extension ImageCache.DiskStore {
     /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
@@ -5382,6 +5387,29 @@ nonisolated extension ImageCache.DiskStore {
         name.hasPrefix(".") && name.hasSuffix(".tmp")
     }
 }
+
+nonisolated extension ImageCache {
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
+    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
+    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
+    fileprivate static func folderName(for name: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
+        let tail = name.utf8.suffix(17)
+        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
+        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// MARK: - Disk/Validators.swift
+
+// What a server said to revalidate an entry with, and the freshness headers kept beside it: the
+// extended attributes of an entry's file, written before it is renamed into place and read back
+// bounded (a damaged or planted attribute counts as none).
+
 
 nonisolated extension ImageCache {
     /// What a server said to revalidate an entry with. The disk keeps it in the file's extended
@@ -5509,7 +5537,12 @@ nonisolated extension ImageCache {
     }
 }
 
-// System calls, by qualified names, and the cache's folder name.
+// MARK: - Disk/POSIX.swift
+
+// System calls by qualified names (so that a copied file never picks up a host app's own `read` or
+// `close`), with their errors and the dates files carry.
+
+
 nonisolated extension ImageCache {
     /// The disk tier's helpers around system calls, which are called by qualified names so that a
     /// copied file never picks up a host app's own `read` or `close`.
@@ -5577,20 +5610,6 @@ nonisolated extension ImageCache {
             }
             return true
         }
-    }
-
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
-    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
-    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
-    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
-    fileprivate static func folderName(for name: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        let tail = name.utf8.suffix(17)
-        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
-            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
-        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }
 

@@ -9,7 +9,8 @@
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
 //   Memory/    the CLOCK list, its limits and the second chance.
-//   Disk/      the one way to the disk (`DiskWork`), the files, their dates and attributes.
+//   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), their
+//              attributes (`Validators`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
@@ -23,7 +24,7 @@
 // the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
 // it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
 // (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
-// its file's write is queued (`Ledger.queueOnDisk`, DiskTier); (6) `deliver` and `complete`
+// its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
 // (Delivery) run each waiter's callback on its queue.
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);

@@ -1,4 +1,6 @@
-// The disk tier: the one way to the disk (`DiskWork`), its limits and sweeps.
+// The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
+// limits and sweeps, used on the disk queue only; the folder as files (names, a listing); and the
+// name of the cache's folder itself.
 
 import Dispatch
 import Foundation
@@ -18,53 +20,6 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
-    internal enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
-        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
-        case keep([DiskStore.Item], usedAt: TimeInterval)
-        case touch([String], at: TimeInterval)
-        case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
-        case remove(String)
-        case removeAll
-        case reduce(recency: [String], maxCount: Int, maxBytes: Int, now: TimeInterval)
-        case setting(@Sendable (DiskStore) -> Void)
-        case store(ImageStore)  // a stored image whose bytes are copied or encoded first (see `ImageStore`)
-    }
-
-    /// Does `work`, on the disk queue, where `Ledger.queueOnDisk` sends it with the lock held, so
-    /// that disk work runs in the order the bookkeeping changed: no write of an entry that `remove`
-    /// or `removeAll` forgot can follow them. (Reads, `lookUpOnDisk` and `statistics(completion:)`,
-    /// and the waits for queued work are not changes, and are queued as they are.) Keys are hashed
-    /// into file names here, not under the lock. A write or a removal of a file ends a store of it
-    /// still encoding (`settle`).
-    internal func run(_ work: DiskWork) {
-        switch work {
-        case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
-            if !disk.storing.isEmpty { settle(item.id) }
-        case .keep(let items, let now):
-            disk.keep(items, usedAt: now)
-        case .touch(let keys, let now):
-            disk.touch(keys.map(DiskStore.fileID(for:)), at: now)
-        case .renew(let found, let downloadedAt, let receivedAt, let headers):
-            disk.renew(found, downloadedAt: downloadedAt, receivedAt: receivedAt, headers: headers)
-        case .remove(let key):
-            disk.remove(DiskStore.fileID(for: key))
-            if !disk.storing.isEmpty { settle(DiskStore.fileID(for: key)) }
-        case .removeAll:
-            disk.removeAll()
-            settleAll()
-        case .reduce(let recency, let maxCount, let maxBytes, let now):
-            disk.touch(recency.map(DiskStore.fileID(for:)), at: now)
-            disk.reduce(maxCount: maxCount, maxBytes: maxBytes, now: now)
-        case .setting(let apply):
-            apply(disk)
-        case .store(let job):
-            storeOnDisk(job)
-        }
-    }
-
-
     /// The disk tier: one file per key, named by a stable hash of it, holding the original bytes.
     /// No index: a file's modification date is when its image was downloaded, its access date
     /// when it was last used (set by the cache itself, since mounts update access dates lazily or
@@ -482,5 +437,138 @@ nonisolated extension ImageCache {
             if !failing { report(message) }
             failing = true
         }
+    }
+}
+
+// The disk tier's folder as files: their names, and a listing that keeps little of each.
+nonisolated extension ImageCache.DiskStore {
+    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
+    /// a scan of a large folder holds a tenth of what a name `String` and a whole `stat` would.
+    struct File {
+        let id: UInt64  // the name, 16 hex digits, as a number
+        let size: Int64
+        let downloadedAt: TimeInterval  // the modification date
+        var usedAt: TimeInterval  // the access date
+        let inode: UInt64  // with `downloadedAt`, what a later delete checks
+
+        var name: String { ImageCache.DiskStore.name(id) }
+
+        /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+        init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
+            var info = Foundation.stat()
+            guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
+        }
+    }
+
+    /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
+    /// `sweeping`, it deletes the stale temporary files it meets.
+    func list(sweeping: Bool = false) -> [File] {
+        _ = reopenIfReplaced()
+        guard let directory = openFolder(create: false) else { return [] }
+        // An open file of its own: `readdir` moves the offset, which `directory` must not share.
+        let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
+            if fd >= 0 { Foundation.close(fd) }
+            return []
+        }
+        defer { Foundation.closedir(stream) }
+        var files: [File] = []
+        var temporary: [String] = []
+        while let entry = Foundation.readdir(stream) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { name in
+                if let id = Self.imageID(name) {
+                    let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                        files.append(file)
+                    }
+                } else if sweeping, name[0] == UInt8(ascii: ".") {
+                    let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                    if Self.isTemporaryName(string) { temporary.append(string) }
+                }
+            }
+        }
+        for name in temporary { deleteIfStale(name, in: directory) }
+        return files
+    }
+
+    /// The regular file `id` in the folder, if there is one.
+    internal func file(_ id: UInt64) -> File? {
+        guard let directory = openFolder(create: false) else { return nil }
+        return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
+    }
+
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
+    /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
+    /// may have been reused). (A writer in another pid namespace may look gone: its rename then
+    /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
+    private func deleteIfStale(_ name: String, in directory: Int32) {
+        var judged = Foundation.stat(), now = Foundation.stat()
+        guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
+        let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+        let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+        guard clock - changedAt > Self.staleTemporaryAge
+            || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
+        guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
+              now.st_mode & S_IFMT == S_IFREG else { return }
+        Foundation.unlinkat(directory, name, 0)
+    }
+
+    /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
+    /// platform, unlike `hashValue`, and never a path outside the folder.
+    static func fileName(for url: String) -> String {
+        name(fileID(for: url))
+    }
+
+    /// The hash that `fileName(for:)` writes in hexadecimal.
+    static func fileID(for url: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// An image file's name: `id` in 16 lowercase hexadecimal digits.
+    static func name(_ id: UInt64) -> String {
+        let hex = String(id, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The number an image file's name (16 lowercase hexadecimal digits, then NUL) stands for.
+    static func imageID(_ name: UnsafeRawBufferPointer) -> UInt64? {
+        guard name.count > 16, name[16] == 0 else { return nil }
+        var id: UInt64 = 0
+        for byte in name.prefix(16) {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): id = id << 4 | UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): id = id << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+        }
+        return id
+    }
+
+    static func isTemporaryName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(".tmp")
+    }
+}
+
+nonisolated extension ImageCache {
+    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
+    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
+    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
+    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
+    internal static func folderName(for name: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
+        let tail = name.utf8.suffix(17)
+        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
+            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
+        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }
