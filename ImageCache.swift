@@ -2292,6 +2292,7 @@ nonisolated extension ImageCache {
         /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
         /// `now`: within the time to live, and not from further ahead of the clock than a clock's
         /// skew. The one freshness rule of memory, the second chance and `peek`.
+        @inline(__always)
         func isFresh(downloadedAt: TimeInterval, receivedAt: TimeInterval, now: TimeInterval) -> Bool {
             now < downloadedAt + settings.timeToLive && receivedAt <= now + ImageCache.maxClockSkew
         }
@@ -2390,7 +2391,9 @@ nonisolated extension ImageCache {
         }
 
         /// The image under `key` if memory (or the second chance) has it fresh, counted as a use;
-        /// a stale one leaves memory.
+        /// a stale one leaves memory. Inlined into `ImageCache.peek`: a call here is a measurable
+        /// part of its cost.
+        @inline(__always)
         mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
             counts.peeks &+= 1
             switch entries[key] {
