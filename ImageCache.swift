@@ -2359,9 +2359,12 @@ nonisolated extension ImageCache {
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
         /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-        /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
-        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, now: TimeInterval) {
-            guard case .loaded(let slot)? = entries[entry] else { return }
+        /// arrival), it is still the image the decode was made from (`from`: not one a `store` or a
+        /// later download put there meanwhile), and nothing has taken `key` meanwhile (a store, a
+        /// download of its own).
+        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
+                                    now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
             case .loaded?, .loading?: return
             case .failed?, nil: break
@@ -2466,7 +2469,8 @@ nonisolated extension ImageCache {
         /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
         func isLoading(_ key: Key) -> Bool {
             if case .loading? = entries[key] { return true }
-            return false
+            // A request of `key` that joined a download of another of the image's keys (a view's size).
+            return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
         }
 
         /// Why the last load of `key` failed, if it did and nothing replaced it since.
@@ -3949,6 +3953,14 @@ nonisolated extension ImageCache.Ledger {
     private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
         lanes.move(download, to: .done)
         setFailed(download.key, error)
+        // Its waiters of another key of the image (a fetch that joined a view's download at a size)
+        // find the failure under their own key too, unless something has taken it meanwhile.
+        for key in Set(download.waiters.map(\.load.key)) where key != download.key {
+            switch entries[key] {
+            case .failed?, nil: setFailed(key, error)
+            case .loaded?, .loading?: break
+            }
+        }
         guard let bytes else { return .failure(error) }
         return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
                                  failed: (download.decoder.type, error), limits: download.limits))
@@ -4447,11 +4459,17 @@ nonisolated extension ImageCache {
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
         for (index, task) in own.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
+            let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let decode: @Sendable () -> Void = {
-                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
+                guard task.isWaiting else {  // cancelled meanwhile: not decoded, but the download is told of
+                    if let event, let handler { task.queue.async { handler(event) } }
+                    return
+                }
                 let decoded = task.load.decoder.decode(bytes, limits).map { payload in
                     let now = self.currentTime()
-                    self.locked { $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, now: now) }
+                    self.locked {
+                        $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, from: image.value, now: now)
+                    }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
                 self.deliver(task, decoded, event: event, handler: handler)

@@ -92,11 +92,17 @@ nonisolated extension ImageCache {
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
         for (index, task) in own.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
+            let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let decode: @Sendable () -> Void = {
-                guard task.isWaiting else { return }  // cancelled meanwhile: not decoded
+                guard task.isWaiting else {  // cancelled meanwhile: not decoded, but the download is told of
+                    if let event, let handler { task.queue.async { handler(event) } }
+                    return
+                }
                 let decoded = task.load.decoder.decode(bytes, limits).map { payload in
                     let now = self.currentTime()
-                    self.locked { $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, now: now) }
+                    self.locked {
+                        $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, from: image.value, now: now)
+                    }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
                 self.deliver(task, decoded, event: event, handler: handler)

@@ -130,9 +130,12 @@ nonisolated extension ImageCache {
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
         /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-        /// arrival) and nothing has taken `key` meanwhile (a store, a download of its own).
-        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, now: TimeInterval) {
-            guard case .loaded(let slot)? = entries[entry] else { return }
+        /// arrival), it is still the image the decode was made from (`from`: not one a `store` or a
+        /// later download put there meanwhile), and nothing has taken `key` meanwhile (a store, a
+        /// download of its own).
+        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
+                                    now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
             case .loaded?, .loading?: return
             case .failed?, nil: break
@@ -237,7 +240,8 @@ nonisolated extension ImageCache {
         /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
         func isLoading(_ key: Key) -> Bool {
             if case .loading? = entries[key] { return true }
-            return false
+            // A request of `key` that joined a download of another of the image's keys (a view's size).
+            return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
         }
 
         /// Why the last load of `key` failed, if it did and nothing replaced it since.

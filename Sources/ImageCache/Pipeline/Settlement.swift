@@ -200,6 +200,14 @@ nonisolated extension ImageCache.Ledger {
     private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
         lanes.move(download, to: .done)
         setFailed(download.key, error)
+        // Its waiters of another key of the image (a fetch that joined a view's download at a size)
+        // find the failure under their own key too, unless something has taken it meanwhile.
+        for key in Set(download.waiters.map(\.load.key)) where key != download.key {
+            switch entries[key] {
+            case .failed?, nil: setFailed(key, error)
+            case .loaded?, .loading?: break
+            }
+        }
         guard let bytes else { return .failure(error) }
         return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
                                  failed: (download.decoder.type, error), limits: download.limits))
