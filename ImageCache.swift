@@ -2172,13 +2172,15 @@ nonisolated extension ImageCache {
     }
 
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
-    /// default) to whoever still waits, and starts what the freed slots allow.
-    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+    /// default, or the entry a store put under `key`, which waiters of its other keys decode for
+    /// themselves) to whoever still waits, and starts what the freed slots allow.
+    fileprivate func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled),
+                                entryOf key: Key? = nil) {
         guard !stopped.isEmpty else { return }
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
-            deliver(item.waiters, result)
+            if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
         startNetwork(started)
     }
@@ -2199,7 +2201,9 @@ nonisolated extension ImageCache {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
-            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            guard self.locked({ $0.isCheckingDisk(download) }) else {
+                return self.lookedUpOnDisk(download, nil, now: now)
+            }
             self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
         }
     }
@@ -2233,7 +2237,7 @@ nonisolated extension ImageCache {
         let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
-            deliver(download, to: settled.waiters,
+            deliver(entryOf: download.key, to: settled.waiters,
                     .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
@@ -3119,7 +3123,7 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(download, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
@@ -4443,18 +4447,19 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
-    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
-    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
-    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
-    fileprivate func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. One that
+    /// asked for another key of the image (a binder's size, or the whole image, which joined it: see
+    /// `Ledger.downloadSharing`) gets its own decode of the same bytes instead, on a decode worker
+    /// (here if its decoder is cheap), kept in memory under its key beside the entry; `event` goes
+    /// with the first delivery.
+    fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
-              tasks.contains(where: { $0.load.key != download.key }) else {
+              tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
+        let own = tasks.filter { $0.load.key != key }, shared = tasks.filter { $0.load.key == key }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
         for (index, task) in own.enumerated() {
@@ -4468,7 +4473,7 @@ nonisolated extension ImageCache {
                 let decoded = task.load.decoder.decode(bytes, limits).map { payload in
                     let now = self.currentTime()
                     self.locked {
-                        $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, from: image.value, now: now)
+                        $0.keepOwnDecode(payload, under: task.load.key, beside: key, from: image.value, now: now)
                     }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
@@ -4554,7 +4559,7 @@ nonisolated extension ImageCache {
             ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
             return stopped
         }
-        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)), entryOf: key)
     }
 
     /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
@@ -4567,7 +4572,8 @@ nonisolated extension ImageCache {
         let (download, stopped): (Download, [Stopped]) = try locked { ledger in
             let replaced = try ledger.replace(key, size: data.count)
             let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
-            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
+            let write = DiskWork.write(item, key: key, usedAt: now)
+            return (download, ledger.decodeStored(download, taking: replaced, write: write))
         }
         finishStopped(stopped)  // their transfers stop; their callers wait for this decode
         decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
@@ -4583,8 +4589,8 @@ nonisolated extension ImageCache {
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (download.decoder.type, error) }
         guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
-        deliver(download, to: settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                                                 limits: download.limits)), event: nil, handler: nil)
+        let delivery = Delivery(payload: payload, source: .memory, failed: failed, limits: download.limits)
+        deliver(entryOf: download.key, to: settled.waiters, .success(delivery))
         startNetwork(settled.started)
     }
 
@@ -4616,7 +4622,7 @@ nonisolated extension ImageCache {
             ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
             return stopped
         }
-        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)), entryOf: key)
     }
 
     /// Where the bytes `store` keeps for an image are.

@@ -75,6 +75,25 @@ final class SharedDownloadTests: CacheTestCase {
         XCTAssertNil(cache.peek(key: url.absoluteString, filling: (width: 100, height: 100)))
     }
 
+    func testAViewWaitingAtASizeWhenTheImageIsStoredGetsItsOwnDecodeOfTheStoredImage() throws {
+        // Given a view's download of a URL at a size under way, held at the server
+        let cache = makeCache()
+        let gate = Gate()
+        serveBehind(gate, prefix: "/stored")
+        let url = server.url("/stored.png")
+        let done = expectation(description: "the view's load")
+        requestSized(cache, url, 100) { _ in done.fulfill() }
+        XCTAssertTrue(eventually { self.server.requestCount("/stored.png") == 1 })
+        // When the app stores an image under the URL, which stops that download
+        let stored = png(width: 7_002)
+        try cache.store(stored, for: url.absoluteString)
+        wait(for: [done], timeout: 10)
+        gate.open()
+        // Then the view got its own decode of the stored image, kept at its size beside the whole one
+        XCTAssertEqual(cache.peek(key: url.absoluteString, filling: (width: 100, height: 100))?.data, stored)
+        XCTAssertEqual(cache.peek(url)?.data, stored)
+    }
+
     /// photo.png with another width in its header (and the header's CRC to match).
     private func png(width: Int) -> Data {
         var data = fixture("photo.png")

@@ -76,18 +76,19 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Delivers `download`'s entry to `tasks`, its waiters. One that asked for another key of the
-    /// image (a binder's size, or the whole image, which joined it: see `_downloadSharing`) gets its
-    /// own decode of the same bytes instead, on a decode worker (here if its decoder is cheap), kept
-    /// in memory under its key beside the download's entry; `event` goes with the first delivery.
-    internal func deliver(_ download: Download, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. One that
+    /// asked for another key of the image (a binder's size, or the whole image, which joined it: see
+    /// `Ledger.downloadSharing`) gets its own decode of the same bytes instead, on a decode worker
+    /// (here if its decoder is cheap), kept in memory under its key beside the entry; `event` goes
+    /// with the first delivery.
+    internal func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
-              tasks.contains(where: { $0.load.key != download.key }) else {
+              tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let own = tasks.filter { $0.load.key != download.key }, shared = tasks.filter { $0.load.key == download.key }
+        let own = tasks.filter { $0.load.key != key }, shared = tasks.filter { $0.load.key == key }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
         for (index, task) in own.enumerated() {
@@ -101,7 +102,7 @@ nonisolated extension ImageCache {
                 let decoded = task.load.decoder.decode(bytes, limits).map { payload in
                     let now = self.currentTime()
                     self.locked {
-                        $0.keepOwnDecode(payload, under: task.load.key, beside: download.key, from: image.value, now: now)
+                        $0.keepOwnDecode(payload, under: task.load.key, beside: key, from: image.value, now: now)
                     }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }

@@ -53,13 +53,15 @@ nonisolated extension ImageCache {
     }
 
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
-    /// default) to whoever still waits, and starts what the freed slots allow.
-    internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled)) {
+    /// default, or the entry a store put under `key`, which waiters of its other keys decode for
+    /// themselves) to whoever still waits, and starts what the freed slots allow.
+    internal func finishStopped(_ stopped: [Stopped], with result: Result<Delivery, Error> = .failure(.cancelled),
+                                entryOf key: Key? = nil) {
         guard !stopped.isEmpty else { return }
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
-            deliver(item.waiters, result)
+            if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
         startNetwork(started)
     }
@@ -80,7 +82,9 @@ nonisolated extension ImageCache {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
-            guard self.locked({ $0.isCheckingDisk(download) }) else { return self.lookedUpOnDisk(download, nil, now: now) }
+            guard self.locked({ $0.isCheckingDisk(download) }) else {
+                return self.lookedUpOnDisk(download, nil, now: now)
+            }
             self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
         }
     }
@@ -114,7 +118,7 @@ nonisolated extension ImageCache {
         let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
-            deliver(download, to: settled.waiters,
+            deliver(entryOf: download.key, to: settled.waiters,
                     .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }

@@ -42,7 +42,7 @@ nonisolated extension ImageCache {
             ledger.keepStored(key, payload, size: size, .write(item, key: key, usedAt: now), now: now)
             return stopped
         }
-        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)), entryOf: key)
     }
 
     /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
@@ -55,7 +55,8 @@ nonisolated extension ImageCache {
         let (download, stopped): (Download, [Stopped]) = try locked { ledger in
             let replaced = try ledger.replace(key, size: data.count)
             let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
-            return (download, ledger.decodeStored(download, taking: replaced, write: .write(item, key: key, usedAt: now)))
+            let write = DiskWork.write(item, key: key, usedAt: now)
+            return (download, ledger.decodeStored(download, taking: replaced, write: write))
         }
         finishStopped(stopped)  // their transfers stop; their callers wait for this decode
         decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
@@ -71,8 +72,8 @@ nonisolated extension ImageCache {
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (download.decoder.type, error) }
         guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
-        deliver(download, to: settled.waiters, .success(Delivery(payload: payload, source: .memory, failed: failed,
-                                                                 limits: download.limits)), event: nil, handler: nil)
+        let delivery = Delivery(payload: payload, source: .memory, failed: failed, limits: download.limits)
+        deliver(entryOf: download.key, to: settled.waiters, .success(delivery))
         startNetwork(settled.started)
     }
 
@@ -104,7 +105,7 @@ nonisolated extension ImageCache {
             ledger.keepStored(key, Payload(bytes: bytes.data, image: image), size: bytes.size ?? 0, disk, now: now)
             return stopped
         }
-        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)))
+        finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)), entryOf: key)
     }
 
     /// Where the bytes `store` keeps for an image are.
