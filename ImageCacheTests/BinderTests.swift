@@ -46,22 +46,6 @@ class BinderTestCase: CacheTestCase {
     lazy var placeholder = image(width: Self.placeholderWidth)
     lazy var failureImage = image(width: Self.failureWidth)
 
-    /// photo.png with another width (and height) in its header, and the header's CRC to match: a
-    /// different image to tell URLs apart by (the structural check reads the size; it does not
-    /// decode the pixels).
-    func png(width: Int, height: Int = 48) -> Data {
-        var data = fixture("photo.png")
-        data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
-        data.replaceSubrange(20..<24, with: withUnsafeBytes(of: UInt32(height).bigEndian) { Data($0) })
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in data[12..<29] {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        data.replaceSubrange(29..<33, with: withUnsafeBytes(of: (crc ^ 0xFFFF_FFFF).bigEndian) { Data($0) })
-        return data
-    }
-
     func image(width: Int) -> ImageCache.Image {
         guard let image = ImageCache.Image(data: png(width: width)) else { fatalError("not an image") }
         return image

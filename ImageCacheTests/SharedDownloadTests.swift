@@ -93,17 +93,4 @@ final class SharedDownloadTests: CacheTestCase {
         XCTAssertEqual(cache.peek(key: url.absoluteString, filling: (width: 100, height: 100))?.data, stored)
         XCTAssertEqual(cache.peek(url)?.data, stored)
     }
-
-    /// photo.png with another width in its header (and the header's CRC to match).
-    private func png(width: Int) -> Data {
-        var data = fixture("photo.png")
-        data.replaceSubrange(16..<20, with: withUnsafeBytes(of: UInt32(width).bigEndian) { Data($0) })
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in data[12..<29] {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        data.replaceSubrange(29..<33, with: withUnsafeBytes(of: (crc ^ 0xFFFF_FFFF).bigEndian) { Data($0) })
-        return data
-    }
 }
