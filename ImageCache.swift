@@ -107,7 +107,7 @@ import WatchKit
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
 /// the main actor on Apple platforms (they are typed `@MainActor`, so they may update views), on
 /// ``callbackQueue`` on Linux; always asynchronously, exactly once per ``FetchTask`` unless it was
-/// cancelled. ``peek(_:)`` takes one lock and does one
+/// cancelled. ``peek(_:)-(URL)`` takes one lock and does one
 /// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is
@@ -285,7 +285,16 @@ nonisolated extension ImageCache {
     ///   - callback: Gets `url` and the image, or nil; nil for no callback (the image is still cached).
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
-        fetch(Load(url, key: key), url, callback)
+        fetch(Request(url: url, key: key), callback: callback)
+    }
+
+    /// Fetches what `request` describes (see ``Request``): its image, or the variant its size and
+    /// processors make, with the callback contract of ``fetch(_:key:callback:)``; the URL passed to
+    /// the callback is the request's (`about:blank` for a `URLRequest` without one).
+    @discardableResult
+    public func fetch(_ request: Request, callback: FetchCallback?) -> FetchTask {
+        let load = Load(request)
+        return fetch(load, load.url ?? Self.blank, callback)
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
@@ -293,7 +302,7 @@ nonisolated extension ImageCache {
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil,
                           callback: FetchCallback? = nil) -> FetchTask {
-        fetch(Load(url, key: key, slow: true), url, callback)
+        fetch(Request(url: url, key: key, slow: true), callback: callback)
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -311,7 +320,16 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
+        fetch(Request(url: url, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry, completion: completion)
+    }
+
+    /// Fetches what `request` describes (see ``Request``), and says where it came from, or why it
+    /// could not be had, with the contract of `fetch(_:key:slow:onProgress:onRetry:completion:)`. A
+    /// variant made by processors comes from where its original came from.
+    @discardableResult
+    public func fetch(_ request: Request, onProgress: ProgressCallback? = nil, onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
+        fetch(Load(request), onProgress, onRetry, completion)
     }
 
     /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
@@ -330,7 +348,8 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
+        fetch(Request(urlRequest: request, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry,
+              completion: completion)
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
@@ -367,13 +386,19 @@ nonisolated extension ImageCache {
     /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
     /// why the image could not be had, or ``Error/cancelled`` if the calling task is cancelled first.
     public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
-        try await image(Load(url, key: key, slow: slow))
+        try await image(for: Request(url: url, key: key, slow: slow))
+    }
+
+    /// Fetches what `request` describes (see ``Request``) with Swift concurrency, as
+    /// `image(for:key:slow:)` fetches a URL.
+    public func image(for request: Request) async throws -> Image {
+        try await image(Load(request))
     }
 
     /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)` fetches a
     /// URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     public func image(for request: URLRequest, key: String? = nil, slow: Bool = false) async throws -> Image {
-        try await image(Load(request, key: key, slow: slow))
+        try await image(for: Request(urlRequest: request, key: key, slow: slow))
     }
 
     /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection view's
@@ -382,12 +407,25 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the URLs.
     public func prefetch(_ urls: [URL]) {
-        for url in urls { prefetch(Load(url, key: nil, slow: true)) }
+        prefetch(urls.map { Request(url: $0) })
     }
 
     /// Prefetches each request, as `prefetch(_:)` prefetches URLs, with its headers.
     public func prefetch(_ requests: [URLRequest]) {
-        for request in requests { prefetch(Load(request, key: nil, slow: true)) }
+        prefetch(requests.map { Request(urlRequest: $0) })
+    }
+
+    /// Prefetches what each request describes (see ``Request``), on the slow lane whatever its lane,
+    /// as `prefetch(_:)` prefetches URLs: the variant its size and processors make is made ahead of
+    /// need too.
+    ///
+    /// - Complexity: O(n) in the requests.
+    public func prefetch(_ requests: [Request]) {
+        for request in requests {
+            var request = request
+            request.slow = true
+            prefetch(Load(request))
+        }
     }
 
     /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a
@@ -399,6 +437,17 @@ nonisolated extension ImageCache {
         let tasks = locked { $0.prefetchTasks(urls.map(Key.init)) }
         for task in tasks { task.cancel() }
     }
+
+    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    ///
+    /// - Complexity: O(n) in the requests.
+    public func cancelPrefetching(_ requests: [Request]) {
+        let tasks = locked { $0.prefetchTasks(requests.map { Load($0).key }) }
+        for task in tasks { task.cancel() }
+    }
+
+    /// The URL a callback gets for a `URLRequest` without one.
+    private static let blank = URL(string: "about:blank")!
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
@@ -469,7 +518,7 @@ nonisolated extension ImageCache {
     /// as an image if it is one, else as the bytes. Returns at once: the file is queued for the disk
     /// queue, and the bytes are decoded off the caller's thread, on a decode worker (on Linux, where
     /// an image is its bytes, their structure is checked at once). Until the decode is done,
-    /// ``peek(_:)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
+    /// ``peek(_:)-(URL)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
     /// under way: none goes to the network, nor reads the key's older file. Callers waiting for a
     /// download under `key` get it too (the download stops). Bytes that are not an image are kept
     /// as bytes: an image fetch of `key` fails with the decoder's reason, a `decode:` fetch reads
@@ -484,7 +533,7 @@ nonisolated extension ImageCache {
         try store(data, under: Key(string: key))
     }
 
-    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)`` and fetches find it as
+    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)-(URL)`` and fetches find it as
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
@@ -530,12 +579,18 @@ nonisolated extension ImageCache {
         peek(key: url.absoluteString)
     }
 
-    /// The image cached under `key`, as ``peek(_:)`` finds it.
+    /// The image cached under `key`, as ``peek(_:)-(URL)`` finds it.
     public func peek(key: String) -> Image? {
         peek(Key(string: key))
     }
 
-    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
+    /// What `request` describes, as ``peek(_:)-(URL)`` finds an image: for a request with a size or
+    /// processors, only that variant (never the whole image, nor another variant).
+    public func peek(_ request: Request) -> Image? {
+        peek(Load(request).key)
+    }
+
+    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)-(URL)`` finds it.
     fileprivate func peek(_ key: Key) -> Image? {
         let now = currentTime()
         return locked { $0.peek(key, now: now) }
@@ -639,6 +694,88 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/Request.swift
+
+// The description of a load: what to fetch (a URL or a `URLRequest`), what it is cached under, its
+// lane, the size it is shown at and the processors that make its variant. Every public entry point
+// takes one (`fetch`, `image(for:)`, `peek`, `prefetch`, the views); the forms that take a URL or a
+// `URLRequest` are conveniences that build it.
+
+
+nonisolated extension ImageCache {
+    /// One load, described once: what to fetch, what it is cached under, its lane, the size it is
+    /// shown at, and the processors that make its variant. `fetch`, `image(for:)`, `peek`,
+    /// `prefetch`, ``Binder``, `setImage(with:)` and the SwiftUI views each take one; their forms that
+    /// take a URL or a `URLRequest` build one with the defaults.
+    ///
+    /// ```swift
+    /// let avatar = ImageCache.Request(url: url, size: CGSize(width: 40, height: 40), processors: [.circle])
+    /// cache.fetch(avatar) { url, image in cell.avatar.image = image }
+    /// ```
+    ///
+    /// Requests are equal when they load the same thing the same way (their `URLRequest`s, keys,
+    /// lanes, sizes and processors' identifiers). It grows in 1.x by new properties with defaults
+    /// only (see the Contracts and limits article).
+    public struct Request: Sendable, Hashable {
+        /// The URL to fetch: `urlRequest`'s when there is one.
+        public var url: URL? { urlRequest?.url ?? plainURL }
+        /// The request to send, as given (its headers, cache policy and timeout; see
+        /// `fetch(_:key:slow:onProgress:onRetry:completion:)` with a `URLRequest`); nil when the
+        /// request was made from a URL, which is sent with the cache's own headers.
+        public private(set) var urlRequest: URLRequest?
+        private var plainURL: URL?
+        /// What the image is cached under: `url.absoluteString` when nil (the default). Headers are
+        /// never part of it: two users' private images at one URL need two keys.
+        public var key: String?
+        /// Whether it loads on the slow lane, ahead of need (see `slowFetch(_:key:callback:)`); false
+        /// by default.
+        public var slow: Bool
+        /// The size in points the image is shown at: it is decoded to fill it (on Apple platforms,
+        /// at the main screen's scale; never larger than the image), and kept in memory as its own
+        /// entry beside the whole image's; nil (the default) for the whole image, bounded as every
+        /// decode is. The views give their own size when this is nil.
+        public var size: CGSize?
+        /// What makes the variant it loads, in order (see ``Processor``): empty (the default) for the
+        /// image itself. The variant is cached under the key, the size and their identifiers.
+        public var processors: [Processor]
+        /// The display scale a view asks for (its own screen's); nil for the main screen's.
+        fileprivate var scale: Double?
+
+        /// A request for the image at `url`, sent with the cache's own headers.
+        public init(url: URL, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
+                    processors: [Processor] = []) {
+            (plainURL, urlRequest) = (url, nil)
+            (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+        }
+
+        /// A request for the image that `urlRequest` loads, sent as given.
+        public init(urlRequest: URLRequest, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
+                    processors: [Processor] = []) {
+            (plainURL, self.urlRequest) = (nil, urlRequest)
+            (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+        }
+    }
+}
+
+nonisolated extension ImageCache.Load {
+    /// The load `request` describes: its key has the size in pixels (at the view's display scale,
+    /// else the main screen's) and the processors' identifiers, and its decoder fills the size.
+    init(_ request: ImageCache.Request) {
+        if let urlRequest = request.urlRequest {
+            self.init(urlRequest, key: request.key, slow: request.slow)
+        } else {
+            self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
+        }
+        guard request.size != nil || !request.processors.isEmpty else { return }
+        let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+        let size = ImageCache.pixels(ImageCache.pixelSize(points: request.size, scale: scale))
+        key = ImageCache.memoryKey(key.string, filling: size, scale: scale,
+                                   processors: ImageCache.Processor.variant(of: request.processors))
+        if size != nil { decoder = .image(filling: size, scale: request.scale) }
+        processors = request.processors
+    }
+}
+
 // MARK: - API/Configuration.swift
 
 // The settings (time to live, memory and disk limits, lanes, timeouts, retries, decoding limits,
@@ -659,7 +796,7 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// How many images memory holds, the second chance included: the most that ``peek(_:)`` can
+    /// How many images memory holds, the second chance included: the most that ``peek(_:)-(URL)`` can
     /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
     /// recently used tenth leaves in one batch; lowering it evicts at once.
     public var imageMemoryMaxCount: Int {
@@ -1391,6 +1528,18 @@ nonisolated extension ImageCache {
             bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
+        /// Shows what `request` describes (see ``ImageCache/Request``), as `bind(_:key:...)` shows a
+        /// URL's: its variant, made by its processors, decoded to fill its size (points at the main
+        /// screen's scale) or, when it has none, `pixelSize`.
+        @discardableResult
+        public func bind(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
+            let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+            let pixels = request.size.map { ImageCache.pixelSize(points: $0, scale: scale) } ?? pixelSize
+            return bind(Load(request), placeholder, failureImage, pixels, cache, transition, scale: request.scale)
+        }
+
         /// `scale`: the display scale of the target's screen (a view's), which the image carries;
         /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
         /// `keepsShowing`: the image shown stays until this binding's comes (a new size of the same
@@ -1402,7 +1551,9 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
-            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size, scale: scale) }
+            let memoryKey = load.map {
+                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
+            }
             let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
@@ -1416,8 +1567,9 @@ nonisolated extension ImageCache {
             // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
             // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
-            if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
-                show(whole, .image(.memory), key: Key(string: load.key.string))
+            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
+            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
+                show(whole, .image(.memory), key: wholeKey)
                 guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
                                                decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
@@ -1558,10 +1710,11 @@ nonisolated extension ImageCache {
     /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
     /// keeps one file, the key's.
     fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
-                                      scale: Double = 1) -> Key {
-        guard let size else { return Key(string: key) }
+                                      scale: Double = 1, processors: String = "") -> Key {
+        guard let size else { return Key(string: key, processors: processors) }
         let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
-        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
+        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height),
+                   processors: processors)
     }
 
     /// Whether showing `image` with `transition` where a target shows `shown` changes nothing on
@@ -1738,6 +1891,17 @@ extension ImageCache.ImageView {
                                cache, transition, scale: displayScale), sized: targetSize != nil)
     }
 
+    /// Shows what `request` describes here (see ``ImageCache/Request``), as `setImage(with url:...)`
+    /// shows a URL's: its variant, made by its processors, decoded to fill its size (points) or, when
+    /// it has none, the view's bounds, at the view's display scale.
+    @discardableResult
+    public func setImage(with request: ImageCache.Request, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        bound(imageBinder.bind(ImageCache.Load(request), placeholder, failureImage, pixels(request.size), cache,
+                               transition, scale: displayScale), sized: request.size != nil)
+    }
+
     /// After a binding to the view's bounds, which are often not laid out yet (zero in a new cell,
     /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
@@ -1884,6 +2048,24 @@ extension ImageCache {
             self.init(Load(request, key: key), size, cache, transaction, Self.either(content, placeholder))
         }
 
+        /// Shows what `request` describes (see ``ImageCache/Request``) in the phases `content` draws:
+        /// its variant, made by its processors, decoded to fill its size (points; nil: the whole
+        /// image), as `init(url:key:size:cache:transaction:content:)` shows a URL's.
+        public init(request: ImageCache.Request, cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(Load(request), request.size, cache, transaction, content)
+        }
+
+        /// Shows `content` of what `request` describes, and `placeholder` until then, as
+        /// `init(url:key:size:cache:transaction:content:placeholder:)` shows a URL's.
+        public init<I: View, P: View>(request: ImageCache.Request, cache: ImageCache = .shared,
+                                      transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(Load(request), request.size, cache, transaction, Self.either(content, placeholder))
+        }
+
         private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
                      _ content: @escaping (AsyncImagePhase) -> Content) {
             (self.load, self.size, self.cache) = (load, size, cache)
@@ -1924,8 +2106,8 @@ extension ImageCache {
     /// ``AsyncImage``, which takes any view as placeholder and a size in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
-        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
-                    cache: ImageCache, transition: Transition
+        private let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
+                    size: CGSize?, cache: ImageCache, transition: Transition
         @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of
@@ -1933,16 +2115,27 @@ extension ImageCache {
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
-                (url, key, placeholder, failureImage, pixelSize, cache, transition)
+            (load, size) = (url.map { Load($0, key: key) }, nil)
+            (self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (placeholder, failureImage, pixelSize, cache, transition)
+        }
+
+        /// Shows what `request` describes (see ``ImageCache/Request``): its variant, made by its
+        /// processors, decoded to fill its size (points at the environment's display scale) or, when
+        /// it has none, the whole image; the other arguments as in `init(_:key:placeholder:...)`.
+        public init(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
+                    cache: ImageCache = .shared, transition: Transition = .none) {
+            (load, size, pixelSize) = (Load(request), request.size, nil)
+            (self.placeholder, self.failureImage, self.cache, self.transition) = (placeholder, failureImage, cache, transition)
         }
 
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
             if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
-            let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
-                                failureImage: failureImage, pixelSize: pixelSize, cache: cache,
+            let pixels = size.map { ImageCache.pixelSize(points: $0, scale: Double(displayScale)) } ?? pixelSize
+            let binding = Bound(load: load, placeholder: placeholder,
+                                failureImage: failureImage, pixelSize: pixels, cache: cache,
                                 transaction: Transaction(animation: animation),
                                 scale: Double(displayScale)) { image, _, identity in
                 // A new identity per image (not per frame), so that a fade's transition takes the old
@@ -1976,7 +2169,7 @@ extension ImageCache {
 
         /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
-            [load?.key.string, load?.url, load?.request, ObjectIdentifier(cache)]
+            [load?.key.string, load?.key.processors, load?.url, load?.request, ObjectIdentifier(cache)]
         }
 
         var body: some View {
@@ -2081,6 +2274,9 @@ nonisolated extension ImageCache {
         var key: Key
         var lane: Lane
         var decoder: Decoder
+        /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
+        /// on its original, the load of the same key with none (`original`).
+        var processors: [Processor] = []
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -2109,6 +2305,18 @@ nonisolated extension ImageCache {
             (url, self.request) = (request.url, request)
             self.key = Key(string: key ?? request.url?.absoluteString ?? "")
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// The load of the image a variant is made from: the same request, key and size, with no
+        /// processors and no hooks.
+        var original: Load {
+            var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
+            original.storedAt = storedAt
+            return original
+        }
+
+        private init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
+            (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
         }
 
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
@@ -2141,7 +2349,7 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
-    /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
+    /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
@@ -2159,6 +2367,8 @@ nonisolated extension ImageCache {
             startNetwork(started)
         case .lookUp(let download, let maxBytes):
             diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
+        case .process(let job):
+            makeVariant(job)
         case .none:
             break
         }
@@ -2180,6 +2390,7 @@ nonisolated extension ImageCache {
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
+            item.original?.cancel()
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
         startNetwork(started)
@@ -2242,6 +2453,53 @@ nonisolated extension ImageCache {
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(settled.started)
+    }
+}
+
+// MARK: - Pipeline/Variants.swift
+
+// Variants: a processed image (see `Processor`) made by a job from its original, which the job
+// requests as any image is requested (memory, a download under way, disk, the network); its
+// processors run on a decode worker; the variant goes to memory beside its original and to the
+// requests that wait for it. The disk keeps only the original: a variant is made again from it.
+
+
+nonisolated extension ImageCache {
+    /// Starts the job that makes a variant (routed by `Ledger.route`): it requests the original;
+    /// its fetches hear the original's progress. Cancelled with its last fetch (`Ledger.cancel`
+    /// forgets the job, and `finishStopped` cancels this request).
+    fileprivate func makeVariant(_ job: Download) {
+        var load = job.load.original
+        if job.waiters.contains(where: { $0.load.onProgress != nil }) {
+            load.onProgress = { [weak job] received, expected in
+                if let job { self.progress(job, received: received, expected: expected) }
+            }
+        }
+        let original = request(load, queue: Self.variantQueue) { result in
+            let result = Unchecked(result)  // made for this job alone
+            self.decodes.async { self.process(job, result.value) }
+        }
+        if !locked({ $0.attach(original, to: job) }) { original.cancel() }
+    }
+
+    /// Where a job's original arrives, before its processors run on a decode worker.
+    private static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
+                                                    attributes: .concurrent)
+
+    /// Runs a job's processors on its original (unless the job was forgotten meanwhile), and ends
+    /// the job: its waiters get the variant, or why there is none.
+    private func process(_ job: Download, _ result: Result<Delivery, Error>) {
+        guard locked({ $0.isCurrent(job) }) else { return }
+        let original = try? result.get().payload.image  // as memory keeps it, to compare with
+        let made = Self.image(result).flatMap { fetched in
+            Processor.run(job.load.processors, on: fetched.value).map { (fetched, $0) }
+        }
+        let now = currentTime()
+        let payload = made.map { Payload(image: $0.1) }
+        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, now: now) }) else { return }
+        deliver(waiters, made.map { fetched, image in
+            Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
+        })
     }
 }
 
@@ -2335,6 +2593,9 @@ nonisolated extension ImageCache {
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
             }
+            // A variant made by processors is made from its original, which is requested as any
+            // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
+            if !key.processors.isEmpty { return .process(startJob(task, load)) }
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
@@ -2344,21 +2605,63 @@ nonisolated extension ImageCache {
             task.download = download
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
-            if key.size != 0 { entries.noteSize(key) }
+            entries.noteVariant(key)
             return .lookUp(download, maxBytes: settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
-        /// image's, or another size's.
+        /// image's, or another size's (not a variant's job: it downloads nothing).
         ///
-        /// - Complexity: O(the sizes the key has had entries at).
+        /// - Complexity: O(the variants the key has had entries at).
         private func downloadSharing(_ key: Key) -> Download? {
-            let sizes = entries.sizes(of: key.string)
-            guard key.size != 0 || !sizes.isEmpty else { return nil }
-            for size in [0] + sizes where size != key.size {
-                if case .loading(let download)? = entries[Key(string: key.string, size: size)] { return download }
+            let variants = entries.variants(of: key.string)
+            guard !key.isWhole || !variants.isEmpty else { return nil }
+            for other in [Key(string: key.string)] + variants where other != key && other.processors.isEmpty {
+                if case .loading(let download)? = entries[other] { return download }
             }
             return nil
+        }
+
+        /// The job that makes the variant `load` names, with `task` waiting for it: it stays new (it
+        /// holds no slot: its original's download does) until it is done or forgotten.
+        private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
+            let job = Download(load, limits: decodeLimits)
+            job.waiters.append(task)
+            task.download = job
+            entries[load.key] = .loading(job)
+            entries.noteVariant(load.key)
+            return job
+        }
+
+        /// Gives a variant's job the request for its original; false if the job was forgotten
+        /// meanwhile (the caller cancels the request).
+        mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
+            guard isCurrent(job) else { return false }
+            job.original = original
+            return true
+        }
+
+        /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
+        /// with its original's dates if memory has the image it was made from (`from`) under the
+        /// original's key (not one a store or a later download put there meanwhile); a failure is
+        /// remembered under the variant's key. Returns its waiters.
+        mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
+                               now: TimeInterval) -> [FetchTask]? {
+            guard isCurrent(job) else { return nil }
+            lanes.move(job, to: .done)
+            entries[job.key] = nil
+            switch result {
+            case .success(let payload):
+                if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
+                    let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+                    keepOnDisk(insert(job.key, payload, size: memory[slot].size, downloadedAt: dates.0,
+                                      receivedAt: dates.1), usedAt: now)
+                }
+            case .failure(let error):
+                setFailed(job.key, error)
+            }
+            defer { job.waiters = [] }
+            return job.waiters
         }
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
@@ -2378,7 +2681,7 @@ nonisolated extension ImageCache {
             let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
             keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
                        usedAt: now)
-            if key.size != 0 { entries.noteSize(key) }
+            entries.noteVariant(key)
         }
 
         /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
@@ -2554,7 +2857,7 @@ nonisolated extension ImageCache {
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
                 defer { download.waiters = [] }
-                return Stopped(waiters: download.waiters, task: task)
+                return Stopped(waiters: download.waiters, task: task, original: download.original)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -2563,22 +2866,23 @@ nonisolated extension ImageCache {
             return nil
         }
 
-        /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+        /// Forgets `key` and its variants (its sizes, its processed images), when `key` is removed or
+        /// replaced.
         ///
-        /// - Complexity: O(1) plus the sizes `key` has had entries at.
-        mutating func forgetWithSizes(_ key: Key) -> [Stopped] {
+        /// - Complexity: O(1) plus the variants `key` has had entries at.
+        mutating func forgetWithVariants(_ key: Key) -> [Stopped] {
             var stopped = forget(key).map { [$0] } ?? []
-            for size in entries.takeSizes(of: key.string) {
-                if let one = forget(Key(string: key.string, size: size)) { stopped.append(one) }
+            for variant in entries.takeVariants(of: key.string) {
+                if let one = forget(variant) { stopped.append(one) }
             }
             return stopped
         }
 
-        /// `remove(key:)`: the key, its sizes and its second chance are forgotten, its file removed.
+        /// `remove(key:)`: the key, its variants and its second chance are forgotten, its file removed.
         mutating func remove(_ key: Key) -> [Stopped] {
             shelf.removeObject(forKey: key)
             queueOnDisk(.remove(key.string))
-            return forgetWithSizes(key)
+            return forgetWithVariants(key)
         }
 
         /// `removeAll`: everything is forgotten, and the folder emptied after the work queued before.
@@ -2618,50 +2922,71 @@ nonisolated extension ImageCache {
     }
 
     /// Where `route` sent a task: answered at once (from memory, or refused), joined to a download
-    /// under way (with the downloads that may start now), to a new download's look-up on disk, or
-    /// nowhere (a prefetch of a key prefetched already).
+    /// under way (with the downloads that may start now), to a new download's look-up on disk, to a
+    /// new job that makes a variant, or nowhere (a prefetch of a key prefetched already).
     fileprivate enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
         case lookUp(Download, maxBytes: Int)
+        case process(Download)
         case none
     }
 
-    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock.
+    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock: its
+    /// waiters, its transfer, and a variant job's request for its original.
     fileprivate struct Stopped {
         let waiters: [FetchTask]
         let task: URLSessionDataTask?
+        var original: FetchTask? = nil
     }
 }
 
 // MARK: - Pipeline/EntryTable.swift
 
 // The entry table: what names an entry (`Key`), an entry (loaded, loading, failed), and the table
-// of them, which also remembers the failures' order and the sizes a key has had entries at.
+// of them, which also remembers the failures' order and the variants (sizes, processors) a key has
+// had entries at.
 
 
 nonisolated extension ImageCache {
-    /// An entry's key: the caller's key (a URL's absolute string by default), and for an image a
-    /// ``Binder`` decoded to a size, that size. The size is no part of the string, so every string
-    /// a caller gives is an entry of its own (NUL bytes included), and a sized entry finds its key's
-    /// file by the string. Two keys are the same when their bytes are (as for file names:
+    /// An entry's key: the caller's key (a URL's absolute string by default), and for a variant of
+    /// its image, what made the variant: the size it was decoded to fill (a view's) and the
+    /// processors that ran on it (``ImageCache/Processor``). Neither is part of the string, so every
+    /// string a caller gives is an entry of its own (NUL bytes included), and a variant finds its
+    /// key's file by the string. Two keys are the same when their bytes are (as for file names:
     /// canonically equivalent strings in other bytes are two keys). A key hashes its bytes once,
     /// when it is made, with a hash of its own.
     fileprivate struct Key: Hashable, CustomStringConvertible {
         let string: String
         let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
+        /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
+        let processors: String
         private let hash: Int
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0) {  // consuming: stored without a retain
+        init(string: consuming String, size: UInt64 = 0, processors: String = "") {  // consuming: no retain
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size) = (string, size)
-            hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            (self.string, self.size, self.processors) = (string, size, processors)
+            var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            if !processors.isEmpty {
+                var processors = processors
+                let made = processors.withUTF8 { Self.hash($0) }
+                hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: made)))
+            }
+            self.hash = hash
         }
 
-        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.size == b.size && a.string == b.string }
+        /// The key of the image this variant is made from: the same size, no processors.
+        var original: Key { processors.isEmpty ? self : Key(string: string, size: size) }
+
+        /// Whether it names the whole image as downloaded: no size, no processors.
+        var isWhole: Bool { size == 0 && processors.isEmpty }
+
+        static func == (a: Key, b: Key) -> Bool {
+            a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
+        }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
@@ -2674,11 +2999,12 @@ nonisolated extension ImageCache {
         }
 
         /// The string, then NUL and the size if it has one (as the binder's keys were written once),
-        /// then the scale if it is not 1 (`@2x`).
+        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any.
         var description: String {
-            guard size != 0 else { return string }
+            let processed = processors.isEmpty ? "" : "\u{0}" + processors
+            guard size != 0 else { return string + processed }
             let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
-            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)"
+            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)\(processed)"
         }
 
         /// Random per process, so that keys made to collide in one process do not in another.
@@ -2723,14 +3049,14 @@ nonisolated extension ImageCache {
     }
 
     /// The entries by key, with what only the table needs to keep them bounded: the order of the
-    /// failures it remembers (at most `maxFailures`), and the sizes each key has had entries at (a
-    /// binder's), so that a key is forgotten with its sizes. Changed only through its own methods.
+    /// failures it remembers (at most `maxFailures`), and the variants each key has had entries at (a
+    /// binder's sizes, processors), so that a key is forgotten with its variants. Changed only through its own methods.
     fileprivate struct EntryTable {
         private var entries: [Key: Entry] = [:]  // first: what `peek` reads
         private var failureOrder = FIFO<(key: Key, serial: UInt64)>()  // live and superseded records
         private var serial: UInt64 = 0  // of the failures, to tell live records from superseded ones
-        private var sizes: [String: [UInt64]] = [:]  // see `noteSize`
-        private var sizeRecords = 0  // the sizes in `sizes`
+        private var variants: [String: [Key]] = [:]  // see `noteVariant`
+        private var variantRecords = 0  // the keys in `variants`
         let maxFailures: Int
 
         init(maxFailures: Int) { self.maxFailures = maxFailures }
@@ -2757,29 +3083,29 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// Notes that `key`, which has a size, has an entry, for `takeSizes`. Sizes whose entries
-        /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
-        /// outnumber the entries: then they are made again from the entries, so that they stay
-        /// within twice the entries, at O(1) amortized.
-        mutating func noteSize(_ key: Key) {
-            guard !(sizes[key.string]?.contains(key.size) ?? false) else { return }
-            sizes[key.string, default: []].append(key.size)
-            sizeRecords += 1
-            guard sizeRecords > 2 * entries.count + 64 else { return }
-            (sizes, sizeRecords) = ([:], 0)
-            for sized in entries.keys where sized.size != 0 {
-                sizes[sized.string, default: []].append(sized.size)
-                sizeRecords += 1
+        /// Notes that `key`, a variant (see ``Key/isWhole``), has an entry, for `takeVariants`.
+        /// Variants whose entries have gone since stay noted (forgetting one that is gone does
+        /// nothing) until the notes outnumber the entries: then they are made again from the entries,
+        /// so that they stay within twice the entries, at O(1) amortized.
+        mutating func noteVariant(_ key: Key) {
+            guard !key.isWhole, !(variants[key.string]?.contains(key) ?? false) else { return }
+            variants[key.string, default: []].append(key)
+            variantRecords += 1
+            guard variantRecords > 2 * entries.count + 64 else { return }
+            (variants, variantRecords) = ([:], 0)
+            for variant in entries.keys where !variant.isWhole {
+                variants[variant.string, default: []].append(variant)
+                variantRecords += 1
             }
         }
 
-        /// The sizes noted for the key named `string` (some may have no entry any more).
-        func sizes(of string: String) -> [UInt64] { sizes[string] ?? [] }
+        /// The variants noted for the key named `string` (some may have no entry any more).
+        func variants(of string: String) -> [Key] { variants[string] ?? [] }
 
-        /// The sizes noted for the key named `string`, which are forgotten.
-        mutating func takeSizes(of string: String) -> [UInt64] {
-            let taken = sizes.removeValue(forKey: string) ?? []
-            sizeRecords -= taken.count
+        /// The variants noted for the key named `string`, which are forgotten.
+        mutating func takeVariants(of string: String) -> [Key] {
+            let taken = variants.removeValue(forKey: string) ?? []
+            variantRecords -= taken.count
             return taken
         }
     }
@@ -2798,7 +3124,8 @@ nonisolated extension ImageCache {
     fileprivate enum Lane { case fast, slow }
 
     /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
-    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    /// waiting for it; or a variant's job (its key has processors), which stays new while it waits
+    /// for its original and is processed (see `ImageCache.makeVariant`). Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
     fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
@@ -2807,6 +3134,7 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        var original: FetchTask?  // a variant's job's request for the image it is made from
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -3769,6 +4097,330 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Processing/Processor.swift
+
+// Processors: what makes a variant of an image (a circle, a thumbnail, a blur), run on a decode
+// worker after the image is decoded and before memory keeps it; and how a list of them names the
+// variant it makes.
+
+
+nonisolated extension ImageCache {
+    /// One step that makes a variant of an image: a rounded avatar, a square crop, a blurred
+    /// backdrop. Given in a ``Request``'s ``Request/processors``, in order; the variant they make is
+    /// cached in memory under the request's key, its size and their identifiers, and made again from
+    /// the original (in memory or on disk: one file per key, the downloaded bytes) when memory no
+    /// longer has it, with no request to the network.
+    ///
+    /// The identifier names what the processor does, with every parameter that changes its output
+    /// (`"watermark?text=Draft&alpha=0.5"`): two processors with one identifier must make the same
+    /// image, since either one's output may be served for the other. Processors are equal when their
+    /// identifiers are.
+    ///
+    /// A processor runs on a decode worker: never on the main thread, never while the cache's lock
+    /// is held, once per variant however many requests wait for it. It throws, or returns nil, to
+    /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
+    /// original stays cached and other variants are not affected.
+    ///
+    /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
+    /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
+    ///
+    /// ```swift
+    /// let grayscale = ImageCache.Processor("grayscale") { image in try makeGrayscale(image) }
+    /// cache.fetch(ImageCache.Request(url: url, processors: [.circle, grayscale])) { url, image in ... }
+    /// ```
+    ///
+    /// It grows in 1.x by new static members only (see the Contracts and limits article).
+    public struct Processor: Sendable, Hashable, CustomStringConvertible {
+        /// What the processor does, with the parameters that change its output: part of the key
+        /// of every variant it makes.
+        public let identifier: String
+        private let process: @Sendable (Image) throws -> Image?
+
+        /// A processor named `identifier` that makes a variant of an image with `process`, which
+        /// runs on a decode worker; it throws, or returns nil, to fail the variant.
+        public init(_ identifier: String, process: @escaping @Sendable (Image) throws -> Image?) {
+            self.identifier = identifier
+            self.process = process
+        }
+
+        /// Processors are equal when their identifiers are (see ``identifier``).
+        public static func == (a: Processor, b: Processor) -> Bool { a.identifier == b.identifier }
+
+        /// Hashes the identifier.
+        public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
+
+        /// The identifier.
+        public var description: String { identifier }
+
+        /// What names the variant that `processors` make, in order: each identifier after its
+        /// length in UTF-8 bytes and a colon, so that no two lists name the same variant. Empty for
+        /// no processors.
+        fileprivate static func variant(of processors: [Processor]) -> String {
+            processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
+        }
+
+        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
+        /// threw or made nothing, named.
+        fileprivate static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
+            var image = image
+            for processor in processors {
+                do {
+                    guard let made = try processor.process(image) else {
+                        return .failure(.decodingFailed("processor \"\(processor.identifier)\" made no image"))
+                    }
+                    image = made
+                } catch {
+                    return .failure(.decodingFailed("processor \"\(processor.identifier)\" failed: \(error)"))
+                }
+            }
+            return .success(image)
+        }
+    }
+}
+
+// MARK: - Processing/BuiltIns.swift
+
+// The built-in processors: resize (fill with a crop, or fit), crop, rounded corners, circle and
+// blur. What each draws (the canvas, where the image goes on it, the clip, the blur's radius, all
+// in pixels at the image's display scale) is decided here for every platform, where the Linux
+// tests reach it; Apple platforms draw it with CoreGraphics.
+
+
+nonisolated extension ImageCache.Processor {
+    /// What a built-in draws, in pixels: a canvas, the image's rectangle on it (CoreGraphics'
+    /// coordinates: origin at the bottom left), the clip, and the radius of a box blur over the result.
+    fileprivate struct Drawing: Equatable {
+        var canvas: (width: Int, height: Int)
+        var image: CGRect
+        var clip = Clip.none
+        var blur = 0
+
+        enum Clip: Equatable { case none, roundedRect(radius: Double), ellipse }
+
+        static func == (a: Drawing, b: Drawing) -> Bool {
+            a.canvas == b.canvas && a.image == b.image && a.clip == b.clip && a.blur == b.blur
+        }
+
+        /// The image drawn whole on a canvas its size.
+        init(whole pixels: (width: Int, height: Int)) {
+            canvas = pixels
+            image = CGRect(x: 0, y: 0, width: pixels.width, height: pixels.height)
+        }
+
+        init(canvas: (width: Int, height: Int), image: CGRect) {
+            (self.canvas, self.image) = (canvas, image)
+        }
+    }
+
+    /// `points` at `scale`, in whole pixels (at least 1 on each side); nil for a size that is not
+    /// positive and finite.
+    fileprivate static func pixels(_ points: CGSize, scale: Double) -> (width: Int, height: Int)? {
+        let (width, height) = (Double(points.width) * scale, Double(points.height) * scale)
+        guard width.isFinite, height.isFinite, width > 0, height > 0, max(width, height) <= 1e6 else { return nil }
+        return (max(1, Int(width.rounded())), max(1, Int(height.rounded())))
+    }
+
+    /// An image of `pixels` scaled to fill `target` pixels, never up, cropped to it about its
+    /// centre: the canvas is the target (or the image's side where it is smaller).
+    fileprivate static func fill(_ pixels: (width: Int, height: Int), _ target: (width: Int, height: Int)) -> Drawing {
+        let factor = min(1, max(Double(target.width) / Double(pixels.width), Double(target.height) / Double(pixels.height)))
+        let (width, height) = (Double(pixels.width) * factor, Double(pixels.height) * factor)
+        let canvas = (min(target.width, max(1, Int(width.rounded()))), min(target.height, max(1, Int(height.rounded()))))
+        let origin = ((Double(canvas.0) - width) / 2, (Double(canvas.1) - height) / 2)
+        return Drawing(canvas: canvas, image: CGRect(x: origin.0, y: origin.1, width: width, height: height))
+    }
+
+    /// An image of `pixels` scaled to fit within `target` pixels, never up, whole.
+    fileprivate static func fit(_ pixels: (width: Int, height: Int), _ target: (width: Int, height: Int)) -> Drawing {
+        let factor = min(1, min(Double(target.width) / Double(pixels.width), Double(target.height) / Double(pixels.height)))
+        let canvas = (max(1, Int((Double(pixels.width) * factor).rounded())),
+                      max(1, Int((Double(pixels.height) * factor).rounded())))
+        return Drawing(canvas: canvas, image: CGRect(x: 0, y: 0, width: canvas.0, height: canvas.1))
+    }
+
+    /// The part of an image of `pixels` that `rect` (points, origin at the top left, at `scale`)
+    /// covers, in whole pixels from the top left; nil if it covers none.
+    fileprivate static func crop(_ pixels: (width: Int, height: Int), to rect: CGRect, scale: Double) -> CGRect? {
+        guard rect.origin.x.isFinite, rect.origin.y.isFinite, rect.width.isFinite, rect.height.isFinite else { return nil }
+        let scaled = CGRect(x: rect.minX * scale, y: rect.minY * scale, width: rect.width * scale, height: rect.height * scale)
+            .standardized.integral
+        let covered = scaled.intersection(CGRect(x: 0, y: 0, width: pixels.width, height: pixels.height))
+        return covered.isNull || covered.width < 1 || covered.height < 1 ? nil : covered
+    }
+
+    /// An image of `pixels` with its corners rounded by `radius` points at `scale`, at most half
+    /// its shorter side.
+    fileprivate static func rounded(_ pixels: (width: Int, height: Int), radius: Double, scale: Double) -> Drawing {
+        var drawing = Drawing(whole: pixels)
+        let radius = min(max(0, radius.isFinite ? radius * scale : 0), Double(min(pixels.width, pixels.height)) / 2)
+        drawing.clip = .roundedRect(radius: radius)
+        return drawing
+    }
+
+    /// An image of `pixels` cropped to a square about its centre (its shorter side), in a circle.
+    fileprivate static func circle(_ pixels: (width: Int, height: Int)) -> Drawing {
+        let side = min(pixels.width, pixels.height)
+        let origin = (Double(side - pixels.width) / 2, Double(side - pixels.height) / 2)
+        var drawing = Drawing(canvas: (side, side),
+                              image: CGRect(x: origin.0, y: origin.1, width: Double(pixels.width),
+                                            height: Double(pixels.height)))
+        drawing.clip = Drawing.Clip.ellipse
+        return drawing
+    }
+
+    /// An image of `pixels` blurred by `radius` points at `scale` (three box blurs of that radius
+    /// in pixels, close to a Gaussian's), at most 100 pixels; nil for none.
+    fileprivate static func blurred(_ pixels: (width: Int, height: Int), radius: Double, scale: Double) -> Drawing? {
+        let radius = radius.isFinite ? Int(min(100, max(0, radius * scale)).rounded()) : 0
+        guard radius > 0 else { return nil }
+        var drawing = Drawing(whole: pixels)
+        drawing.blur = radius
+        return drawing
+    }
+
+    /// Blurs a bitmap of four bytes a pixel in place: three passes of a box blur of `radius` pixels
+    /// across and down (edges repeat their last pixel).
+    fileprivate static func boxBlur(_ bytes: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int,
+                                 radius: Int) {
+        guard radius > 0, width > 0, height > 0 else { return }
+        let pixels = bytes.assumingMemoryBound(to: UInt8.self)
+        var line = [UInt32](repeating: 0, count: max(width, height) * 4)
+        func pass(count: Int, at index: (Int) -> Int) {
+            for i in 0..<count { for c in 0..<4 { line[i * 4 + c] = UInt32(pixels[index(i) + c]) } }
+            let span = UInt32(2 * radius + 1)
+            var sums = [UInt32](repeating: 0, count: 4)
+            for offset in -radius...radius {
+                let i = min(max(offset, 0), count - 1)
+                for c in 0..<4 { sums[c] += line[i * 4 + c] }
+            }
+            for i in 0..<count {
+                for c in 0..<4 { pixels[index(i) + c] = UInt8((sums[c] + span / 2) / span) }
+                let (leaving, coming) = (max(i - radius, 0), min(i + radius + 1, count - 1))
+                for c in 0..<4 { sums[c] = sums[c] - line[leaving * 4 + c] + line[coming * 4 + c] }
+            }
+        }
+        for _ in 0..<3 {
+            for y in 0..<height { pass(count: width) { y * bytesPerRow + $0 * 4 } }
+            for x in 0..<width { pass(count: height) { $0 * bytesPerRow + x * 4 } }
+        }
+    }
+}
+
+#if canImport(UIKit) || canImport(AppKit)
+nonisolated extension ImageCache.Processor {
+    /// Scales the image down, never up, to fill `size` (points at the image's scale), and crops
+    /// what is left over about its centre: a thumbnail of exactly that shape.
+    public static func resize(toFill size: CGSize) -> ImageCache.Processor {
+        drawing("resize-fill?w=\(size.width)&h=\(size.height)") { pixels, scale in
+            ImageCache.Processor.pixels(size, scale: scale).map { fill(pixels, $0) }
+        }
+    }
+
+    /// Scales the image down, never up, to fit within `size` (points at the image's scale), whole.
+    public static func resize(toFit size: CGSize) -> ImageCache.Processor {
+        drawing("resize-fit?w=\(size.width)&h=\(size.height)") { pixels, scale in
+            ImageCache.Processor.pixels(size, scale: scale).map { fit(pixels, $0) }
+        }
+    }
+
+    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left);
+    /// fails the variant if `rect` covers none of it.
+    public static func crop(to rect: CGRect) -> ImageCache.Processor {
+        let id = "crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)"
+        return ImageCache.Processor(id) { image in
+            guard let cgImage = ImageCache.cgImage(of: image),
+                  let covered = crop((cgImage.width, cgImage.height), to: rect, scale: ImageCache.scale(of: image)) else {
+                return nil
+            }
+            return cgImage.cropping(to: covered).map { ImageCache.image($0, scale: ImageCache.scale(of: image)) }
+        }
+    }
+
+    /// Rounds the image's corners by `radius` points (at most half its shorter side).
+    public static func roundedCorners(radius: CGFloat) -> ImageCache.Processor {
+        drawing("rounded?r=\(radius)") { pixels, scale in rounded(pixels, radius: Double(radius), scale: scale) }
+    }
+
+    /// The largest circle the image holds about its centre: a square crop of its shorter side, in
+    /// a circle (transparent outside).
+    public static let circle = drawing("circle") { pixels, _ in ImageCache.Processor.circle(pixels) }
+
+    /// Blurs the image by `radius` points (a box blur three times, close to a Gaussian blur; at most
+    /// 100 pixels).
+    public static func blur(radius: CGFloat) -> ImageCache.Processor {
+        drawing("blur?r=\(radius)") { pixels, scale in blurred(pixels, radius: Double(radius), scale: scale) }
+    }
+
+    /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
+    /// as it is). An animation's first frame stands for it.
+    private static func drawing(_ id: String, _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
+        -> ImageCache.Processor {
+        ImageCache.Processor(id) { image in
+            guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
+            let scale = ImageCache.scale(of: image)
+            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return image }
+            return ImageCache.draw(cgImage, drawing).map { ImageCache.image($0, scale: scale) }
+        }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// Draws `cgImage` as `drawing` says into a new bitmap (8 bits a channel, RGBA premultiplied).
+    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing) -> CGImage? {
+        let (width, height) = drawing.canvas
+        guard let context = CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0,
+                                      space: CGColorSpaceCreateDeviceRGB(),
+                                      bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue) else { return nil }
+        context.interpolationQuality = .high
+        let canvas = CGRect(x: 0, y: 0, width: width, height: height)
+        switch drawing.clip {
+        case .none: break
+        case .roundedRect(let radius):
+            context.addPath(CGPath(roundedRect: canvas, cornerWidth: radius, cornerHeight: radius, transform: nil))
+            context.clip()
+        case .ellipse:
+            context.addPath(CGPath(ellipseIn: canvas, transform: nil))
+            context.clip()
+        }
+        context.draw(cgImage, in: drawing.image)
+        if drawing.blur > 0, let data = context.data {
+            Processor.boxBlur(data, width: width, height: height, bytesPerRow: context.bytesPerRow, radius: drawing.blur)
+        }
+        return context.makeImage()
+    }
+
+    /// An image's bitmap: an animation's first frame.
+    fileprivate static func cgImage(of image: Image) -> CGImage? {
+        #if canImport(UIKit)
+        return image.cgImage ?? image.images?.first?.cgImage
+        #else
+        return image.cgImage(forProposedRect: nil, context: nil, hints: nil)
+        #endif
+    }
+
+    /// An image's display scale: its pixels over its points.
+    fileprivate static func scale(of image: Image) -> Double {
+        #if canImport(UIKit)
+        return Double(image.scale)
+        #else
+        let pixels = pixelSize(of: image)
+        return image.size.width > 0 ? Double(pixels.width) / Double(image.size.width) : 1
+        #endif
+    }
+
+    /// The platform image of `cgImage` at `scale`.
+    fileprivate static func image(_ cgImage: CGImage, scale: Double) -> Image {
+        #if canImport(UIKit)
+        return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
+        #else
+        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        #endif
+    }
+}
+#endif
+
 // MARK: - Pipeline/Settlement.swift
 
 // What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
@@ -3973,11 +4625,11 @@ nonisolated extension ImageCache.Ledger {
     // MARK: Stores
 
     /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
-    /// the key's downloads (and those of its sizes) and its second chance. Returns what it stopped.
+    /// the key's downloads (and those of its variants) and its second chance. Returns what it stopped.
     mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
         let limit = settings.maxImageBytes
         if let size, size > limit { throw Error.tooLarge(limit: limit) }
-        let stopped = forgetWithSizes(key)
+        let stopped = forgetWithVariants(key)
         shelf.removeObject(forKey: key)  // an older image of the key
         return stopped
     }
@@ -3998,7 +4650,7 @@ nonisolated extension ImageCache.Ledger {
         let stopped = stopped.map { stopped in
             for task in stopped.waiters { task.download = download }
             download.waiters += stopped.waiters
-            return ImageCache.Stopped(waiters: [], task: stopped.task)
+            return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
         }
         lanes.move(download, to: .decoding)
         entries[download.key] = .loading(download)
@@ -4301,7 +4953,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
     private mutating func keepSecondChance(_ slot: MemoryList.Slot) {
-        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        guard slot.key.isWhole else { return }  // no variants: the shelf is keyed by the string
         let serial = memory.recordSecondChance(slot.key, cost: slot.cost)
         shelf.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
     }
@@ -4313,7 +4965,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// The second chance: an image evicted lately comes back into memory.
     mutating func secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
+        guard key.isWhole, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
         shelf.removeObject(forKey: key)
         guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
@@ -4447,11 +5099,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. One that
+    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. Those that
     /// asked for another key of the image (a binder's size, or the whole image, which joined it: see
-    /// `Ledger.downloadSharing`) gets its own decode of the same bytes instead, on a decode worker
-    /// (here if its decoder is cheap), kept in memory under its key beside the entry; `event` goes
-    /// with the first delivery.
+    /// `Ledger.downloadSharing`; or a variant whose job a store stopped) get their key's own decode
+    /// of the same bytes instead, with their processors run on it, once per key however many wait
+    /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
+    /// under their key beside the entry; `event` goes with the first delivery.
     fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
                           event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
@@ -4459,27 +5112,34 @@ nonisolated extension ImageCache {
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let own = tasks.filter { $0.load.key != key }, shared = tasks.filter { $0.load.key == key }
+        var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
+        for task in tasks {
+            guard task.load.key != key else { shared.append(task); continue }
+            if own[task.load.key] == nil { order.append(task.load.key) }
+            own[task.load.key, default: []].append(task)
+        }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
-        for (index, task) in own.enumerated() {
+        for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
+            let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let decode: @Sendable () -> Void = {
-                guard task.isWaiting else {  // cancelled meanwhile: not decoded, but the download is told of
-                    if let event, let handler { task.queue.async { handler(event) } }
+                guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    if let event, let handler { tasks[0].queue.async { handler(event) } }
                     return
                 }
-                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
+                let decoded = load.decoder.decode(bytes, limits).flatMap { payload in
+                    guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
+                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                }.map { payload in
                     let now = self.currentTime()
-                    self.locked {
-                        $0.keepOwnDecode(payload, under: task.load.key, beside: key, from: image.value, now: now)
-                    }
+                    self.locked { $0.keepOwnDecode(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
-                self.deliver(task, decoded, event: event, handler: handler)
+                self.deliver(tasks, decoded, event: event, handler: handler)
             }
-            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
+            if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
         }
     }
 

@@ -74,3 +74,18 @@ struct Thumbnail: View {
         }
     }
 }
+
+// One description of a load, with processors (issue 39).
+@available(macOS 11.0, *)
+struct RoundThumbnail: View {
+    let url: URL
+    var body: some View {
+        ImageCache.RemoteImage(ImageCache.Request(url: url, size: CGSize(width: 64, height: 64),
+                                                  processors: [.resize(toFill: CGSize(width: 64, height: 64)), .circle]))
+    }
+}
+
+@MainActor
+func showRounded(_ url: URL, in imageView: NSImageView) {
+    imageView.setImage(with: ImageCache.Request(url: url, processors: [.roundedCorners(radius: 6)]))
+}

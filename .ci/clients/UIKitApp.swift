@@ -110,3 +110,35 @@ struct Banner: View {
         }
     }
 }
+
+// One description of a load: a size and processors, in a view, a binder's image view, a fetch and
+// a peek (issue 39).
+@available(iOS 14.0, *)
+struct RoundAvatar: View {
+    let url: URL
+    var body: some View {
+        let request = ImageCache.Request(url: url, size: CGSize(width: 40, height: 40),
+                                         processors: [.resize(toFill: CGSize(width: 40, height: 40)), .circle])
+        ImageCache.AsyncImage(request: request) { image in
+            image.resizable()
+        } placeholder: {
+            Color.gray
+        }
+    }
+}
+
+@MainActor
+func showBackdrop(_ url: URL, in imageView: UIImageView) {
+    let backdrop = ImageCache.Request(url: url, processors: [.blur(radius: 8), .roundedCorners(radius: 12),
+                                                             .crop(to: CGRect(x: 0, y: 0, width: 100, height: 50)),
+                                                             .resize(toFit: CGSize(width: 300, height: 300))])
+    if let image = ImageCache.shared.peek(backdrop) {
+        imageView.image = image
+    } else {
+        imageView.setImage(with: backdrop, transition: .fade(0.2))
+    }
+    let custom = ImageCache.Processor("identity") { image in image }
+    ImageCache.shared.fetch(ImageCache.Request(url: url, processors: [custom])) { result in
+        if case .success(let fetched) = result { imageView.image = fetched.value }
+    }
+}

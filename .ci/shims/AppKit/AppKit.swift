@@ -35,10 +35,24 @@ open class NSImage: NSObject {
     open var isValid: Bool { fatalError("AppKit shim") }
     open var tiffRepresentation: Data? { fatalError("AppKit shim") }
     open var representations: [NSImageRep] { fatalError("AppKit shim") }
+    /// `func cgImage(forProposedRect proposedDestRect: UnsafeMutablePointer<NSRect>?, context
+    /// referenceContext: NSGraphicsContext?, hints: [NSImageRep.HintKey : Any]?) -> CGImage?`, macOS 10.6
+    /// (developer.apple.com/documentation/appkit/nsimage/cgimage(forproposedrect:context:hints:)).
+    open func cgImage(forProposedRect proposedDestRect: UnsafeMutablePointer<NSRect>?,
+                      context referenceContext: NSGraphicsContext?,
+                      hints: [NSImageRep.HintKey: Any]?) -> CGImage? { fatalError("AppKit shim") }
 }
+
+/// `open class NSGraphicsContext : NSObject` in the SDK (nothing of it used but the type).
+open class NSGraphicsContext: NSObject {}
 
 /// `open class NSImageRep : NSObject, NSCopying, NSCoding` in the SDK.
 open class NSImageRep: NSObject {
+    /// `struct HintKey : Hashable, Equatable, RawRepresentable, @unchecked Sendable` in the SDK.
+    public struct HintKey: Hashable, RawRepresentable, @unchecked Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+    }
     open var pixelsWide: Int {
         get { fatalError("AppKit shim") }
         set { fatalError("AppKit shim") }

@@ -34,3 +34,74 @@ public final class CGImage {
 public enum CGImageAlphaInfo: UInt32, @unchecked Sendable {
     case none = 0, premultipliedLast, premultipliedFirst, last, first, noneSkipLast, noneSkipFirst, alphaOnly
 }
+
+// MARK: - Drawing (the built-in processors)
+
+public extension CGImage {
+    /// `func cropping(to rect: CGRect) -> CGImage?`: the part of the bitmap in `rect`, in pixels from
+    /// the top left (developer.apple.com/documentation/coregraphics/cgimage/cropping(to:)).
+    func cropping(to rect: CGRect) -> CGImage? { fatalError("CoreGraphics shim") }
+}
+
+/// `class CGColorSpace` in the SDK: a CoreFoundation type, imported as a class.
+public final class CGColorSpace {
+    private init() { fatalError("CoreGraphics shim") }
+}
+
+/// `func CGColorSpaceCreateDeviceRGB() -> CGColorSpace`
+/// (developer.apple.com/documentation/coregraphics/cgcolorspacecreatedevicergb()).
+public func CGColorSpaceCreateDeviceRGB() -> CGColorSpace { fatalError("CoreGraphics shim") }
+
+/// `struct CGAffineTransform` in the SDK (fields left out: only its pointer type is used here).
+public struct CGAffineTransform {}
+
+/// `class CGPath` in the SDK: a CoreFoundation type, imported as a class.
+public class CGPath {
+    /// `init(roundedRect rect: CGRect, cornerWidth: CGFloat, cornerHeight: CGFloat, transform:
+    /// UnsafePointer<CGAffineTransform>?)`, iOS 7, macOS 10.9
+    /// (developer.apple.com/documentation/coregraphics/cgpath/init(roundedrect:cornerwidth:cornerheight:transform:)).
+    public init(roundedRect rect: CGRect, cornerWidth: CGFloat, cornerHeight: CGFloat,
+                transform: UnsafePointer<CGAffineTransform>?) { fatalError("CoreGraphics shim") }
+    /// `init(ellipseIn rect: CGRect, transform: UnsafePointer<CGAffineTransform>?)`, iOS 5, macOS 10.7
+    /// (developer.apple.com/documentation/coregraphics/cgpath/init(ellipsein:transform:)).
+    public init(ellipseIn rect: CGRect, transform: UnsafePointer<CGAffineTransform>?) { fatalError("CoreGraphics shim") }
+}
+
+/// `enum CGInterpolationQuality : Int32, @unchecked Sendable` in the SDK
+/// (developer.apple.com/documentation/coregraphics/cginterpolationquality).
+public enum CGInterpolationQuality: Int32, @unchecked Sendable {
+    case `default` = 0, none = 1, low = 2, medium = 4, high = 3
+}
+
+/// `enum CGPathFillRule : Int, @unchecked Sendable` in the SDK
+/// (developer.apple.com/documentation/coregraphics/cgpathfillrule).
+public enum CGPathFillRule: Int, @unchecked Sendable {
+    case winding = 0, evenOdd = 1
+}
+
+/// `class CGContext` in the SDK: a CoreFoundation type, imported as a class (not Sendable).
+public final class CGContext {
+    /// `init?(data: UnsafeMutableRawPointer?, width: Int, height: Int, bitsPerComponent: Int,
+    /// bytesPerRow: Int, space: CGColorSpace, bitmapInfo: UInt32)`: a bitmap context
+    /// (CGBitmapContextCreate; the SDK's Swift overlay, iOS 10 to 18 and after).
+    public init?(data: UnsafeMutableRawPointer?, width: Int, height: Int, bitsPerComponent: Int, bytesPerRow: Int,
+                 space: CGColorSpace, bitmapInfo: UInt32) { fatalError("CoreGraphics shim") }
+    /// `var interpolationQuality: CGInterpolationQuality { get set }`
+    public var interpolationQuality: CGInterpolationQuality {
+        get { fatalError("CoreGraphics shim") }
+        set { fatalError("CoreGraphics shim") }
+    }
+    /// `func addPath(_ path: CGPath)`
+    public func addPath(_ path: CGPath) { fatalError("CoreGraphics shim") }
+    /// `func clip(using rule: CGPathFillRule = .winding)`
+    public func clip(using rule: CGPathFillRule = .winding) { fatalError("CoreGraphics shim") }
+    /// `func draw(_ image: CGImage, in rect: CGRect, byTiling: Bool = false)`
+    /// (developer.apple.com/documentation/coregraphics/cgcontext/draw(_:in:bytiling:)).
+    public func draw(_ image: CGImage, in rect: CGRect, byTiling: Bool = false) { fatalError("CoreGraphics shim") }
+    /// `var data: UnsafeMutableRawPointer? { get }`: a bitmap context's pixels (CGBitmapContextGetData).
+    public var data: UnsafeMutableRawPointer? { fatalError("CoreGraphics shim") }
+    /// `var bytesPerRow: Int { get }` (CGBitmapContextGetBytesPerRow).
+    public var bytesPerRow: Int { fatalError("CoreGraphics shim") }
+    /// `func makeImage() -> CGImage?` (CGBitmapContextCreateImage).
+    public func makeImage() -> CGImage? { fatalError("CoreGraphics shim") }
+}

@@ -32,7 +32,7 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// How many images memory holds, the second chance included: the most that ``peek(_:)`` can
+    /// How many images memory holds, the second chance included: the most that ``peek(_:)-(URL)`` can
     /// return. 100 by default; values below 1 are clamped to 1. When it is passed, the least
     /// recently used tenth leaves in one batch; lowering it evicts at once.
     public var imageMemoryMaxCount: Int {

@@ -83,7 +83,7 @@ import WatchKit
 /// **Thread safety.** Every method and property may be used from any thread. Callbacks run on
 /// the main actor on Apple platforms (they are typed `@MainActor`, so they may update views), on
 /// ``callbackQueue`` on Linux; always asynchronously, exactly once per ``FetchTask`` unless it was
-/// cancelled. ``peek(_:)`` takes one lock and does one
+/// cancelled. ``peek(_:)-(URL)`` takes one lock and does one
 /// dictionary lookup; it never waits for the disk or the network. Shared state lives behind one
 /// lock; disk work runs on a private serial queue, network work in `URLSession`. The class and its
 /// extensions are `nonisolated`, so that all of this holds in a target whose default isolation is

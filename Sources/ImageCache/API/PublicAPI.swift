@@ -32,7 +32,16 @@ nonisolated extension ImageCache {
     ///   - callback: Gets `url` and the image, or nil; nil for no callback (the image is still cached).
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
-        fetch(Load(url, key: key), url, callback)
+        fetch(Request(url: url, key: key), callback: callback)
+    }
+
+    /// Fetches what `request` describes (see ``Request``): its image, or the variant its size and
+    /// processors make, with the callback contract of ``fetch(_:key:callback:)``; the URL passed to
+    /// the callback is the request's (`about:blank` for a `URLRequest` without one).
+    @discardableResult
+    public func fetch(_ request: Request, callback: FetchCallback?) -> FetchTask {
+        let load = Load(request)
+        return fetch(load, load.url ?? Self.blank, callback)
     }
 
     /// Fetches an image ahead of need on the slow lane: one download at a time, started only
@@ -40,7 +49,7 @@ nonisolated extension ImageCache {
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil,
                           callback: FetchCallback? = nil) -> FetchTask {
-        fetch(Load(url, key: key, slow: true), url, callback)
+        fetch(Request(url: url, key: key, slow: true), callback: callback)
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -58,7 +67,16 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
+        fetch(Request(url: url, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry, completion: completion)
+    }
+
+    /// Fetches what `request` describes (see ``Request``), and says where it came from, or why it
+    /// could not be had, with the contract of `fetch(_:key:slow:onProgress:onRetry:completion:)`. A
+    /// variant made by processors comes from where its original came from.
+    @discardableResult
+    public func fetch(_ request: Request, onProgress: ProgressCallback? = nil, onRetry: RetryCallback? = nil,
+                      completion: @escaping Completion<Image>) -> FetchTask {
+        fetch(Load(request), onProgress, onRetry, completion)
     }
 
     /// Fetches an image with `request`, as `fetch(_:key:slow:onProgress:onRetry:completion:)` does a
@@ -77,7 +95,8 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
+        fetch(Request(urlRequest: request, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry,
+              completion: completion)
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
@@ -114,13 +133,19 @@ nonisolated extension ImageCache {
     /// Fetches an image with Swift concurrency. Throws an ``ImageCache/Error`` and nothing else:
     /// why the image could not be had, or ``Error/cancelled`` if the calling task is cancelled first.
     public func image(for url: URL, key: String? = nil, slow: Bool = false) async throws -> Image {
-        try await image(Load(url, key: key, slow: slow))
+        try await image(for: Request(url: url, key: key, slow: slow))
+    }
+
+    /// Fetches what `request` describes (see ``Request``) with Swift concurrency, as
+    /// `image(for:key:slow:)` fetches a URL.
+    public func image(for request: Request) async throws -> Image {
+        try await image(Load(request))
     }
 
     /// Fetches an image with `request` and Swift concurrency, as `image(for:key:slow:)` fetches a
     /// URL; the request is sent as `fetch(_:key:slow:onProgress:onRetry:completion:)` sends it.
     public func image(for request: URLRequest, key: String? = nil, slow: Bool = false) async throws -> Image {
-        try await image(Load(request, key: key, slow: slow))
+        try await image(for: Request(urlRequest: request, key: key, slow: slow))
     }
 
     /// Fetches each URL ahead of need, on the slow lane, with no callback: what a collection view's
@@ -129,12 +154,25 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the URLs.
     public func prefetch(_ urls: [URL]) {
-        for url in urls { prefetch(Load(url, key: nil, slow: true)) }
+        prefetch(urls.map { Request(url: $0) })
     }
 
     /// Prefetches each request, as `prefetch(_:)` prefetches URLs, with its headers.
     public func prefetch(_ requests: [URLRequest]) {
-        for request in requests { prefetch(Load(request, key: nil, slow: true)) }
+        prefetch(requests.map { Request(urlRequest: $0) })
+    }
+
+    /// Prefetches what each request describes (see ``Request``), on the slow lane whatever its lane,
+    /// as `prefetch(_:)` prefetches URLs: the variant its size and processors make is made ahead of
+    /// need too.
+    ///
+    /// - Complexity: O(n) in the requests.
+    public func prefetch(_ requests: [Request]) {
+        for request in requests {
+            var request = request
+            request.slow = true
+            prefetch(Load(request))
+        }
     }
 
     /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a
@@ -146,6 +184,17 @@ nonisolated extension ImageCache {
         let tasks = locked { $0.prefetchTasks(urls.map(Key.init)) }
         for task in tasks { task.cancel() }
     }
+
+    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    ///
+    /// - Complexity: O(n) in the requests.
+    public func cancelPrefetching(_ requests: [Request]) {
+        let tasks = locked { $0.prefetchTasks(requests.map { Load($0).key }) }
+        for task in tasks { task.cancel() }
+    }
+
+    /// The URL a callback gets for a `URLRequest` without one.
+    private static let blank = URL(string: "about:blank")!
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
@@ -216,7 +265,7 @@ nonisolated extension ImageCache {
     /// as an image if it is one, else as the bytes. Returns at once: the file is queued for the disk
     /// queue, and the bytes are decoded off the caller's thread, on a decode worker (on Linux, where
     /// an image is its bytes, their structure is checked at once). Until the decode is done,
-    /// ``peek(_:)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
+    /// ``peek(_:)-(URL)`` finds nothing under `key`, and fetches of `key` wait for it as for a download
     /// under way: none goes to the network, nor reads the key's older file. Callers waiting for a
     /// download under `key` get it too (the download stops). Bytes that are not an image are kept
     /// as bytes: an image fetch of `key` fails with the decoder's reason, a `decode:` fetch reads
@@ -231,7 +280,7 @@ nonisolated extension ImageCache {
         try store(data, under: Key(string: key))
     }
 
-    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)`` and fetches find it as
+    /// Puts `image` in the cache under `key`: in memory at once (``peek(_:)-(URL)`` and fetches find it as
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
@@ -277,12 +326,18 @@ nonisolated extension ImageCache {
         peek(key: url.absoluteString)
     }
 
-    /// The image cached under `key`, as ``peek(_:)`` finds it.
+    /// The image cached under `key`, as ``peek(_:)-(URL)`` finds it.
     public func peek(key: String) -> Image? {
         peek(Key(string: key))
     }
 
-    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)`` finds it.
+    /// What `request` describes, as ``peek(_:)-(URL)`` finds an image: for a request with a size or
+    /// processors, only that variant (never the whole image, nor another variant).
+    public func peek(_ request: Request) -> Image? {
+        peek(Load(request).key)
+    }
+
+    /// The image under `key` (a binder's, at a size, too), as ``peek(_:)-(URL)`` finds it.
     internal func peek(_ key: Key) -> Image? {
         let now = currentTime()
         return locked { $0.peek(key, now: now) }

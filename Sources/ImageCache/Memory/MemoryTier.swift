@@ -293,7 +293,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// Keeps an evicted entry's image for a second chance; its record counts against memory's limits.
     private mutating func keepSecondChance(_ slot: MemoryList.Slot) {
-        guard slot.key.size == 0 else { return }  // no sizes: the shelf is keyed by the string
+        guard slot.key.isWhole else { return }  // no variants: the shelf is keyed by the string
         let serial = memory.recordSecondChance(slot.key, cost: slot.cost)
         shelf.setObject(SecondChance(slot, serial: serial), forKey: slot.key)
     }
@@ -305,7 +305,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// The second chance: an image evicted lately comes back into memory.
     mutating func secondChance(_ key: Key, now: TimeInterval) -> (image: Image, bytes: Int)? {
-        guard key.size == 0, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
+        guard key.isWhole, let found = shelf.object(forKey: key)?.slot, let image = found.image else { return nil }
         shelf.removeObject(forKey: key)
         guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.

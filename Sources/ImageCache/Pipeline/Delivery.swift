@@ -76,11 +76,12 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. One that
+    /// Delivers the entry of `key` (a download's, or a store's) to `tasks`, its waiters. Those that
     /// asked for another key of the image (a binder's size, or the whole image, which joined it: see
-    /// `Ledger.downloadSharing`) gets its own decode of the same bytes instead, on a decode worker
-    /// (here if its decoder is cheap), kept in memory under its key beside the entry; `event` goes
-    /// with the first delivery.
+    /// `Ledger.downloadSharing`; or a variant whose job a store stopped) get their key's own decode
+    /// of the same bytes instead, with their processors run on it, once per key however many wait
+    /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
+    /// under their key beside the entry; `event` goes with the first delivery.
     internal func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
                           event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
@@ -88,27 +89,34 @@ nonisolated extension ImageCache {
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let own = tasks.filter { $0.load.key != key }, shared = tasks.filter { $0.load.key == key }
+        var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
+        for task in tasks {
+            guard task.load.key != key else { shared.append(task); continue }
+            if own[task.load.key] == nil { order.append(task.load.key) }
+            own[task.load.key, default: []].append(task)
+        }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
-        for (index, task) in own.enumerated() {
+        for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
+            let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let decode: @Sendable () -> Void = {
-                guard task.isWaiting else {  // cancelled meanwhile: not decoded, but the download is told of
-                    if let event, let handler { task.queue.async { handler(event) } }
+                guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    if let event, let handler { tasks[0].queue.async { handler(event) } }
                     return
                 }
-                let decoded = task.load.decoder.decode(bytes, limits).map { payload in
+                let decoded = load.decoder.decode(bytes, limits).flatMap { payload in
+                    guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
+                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                }.map { payload in
                     let now = self.currentTime()
-                    self.locked {
-                        $0.keepOwnDecode(payload, under: task.load.key, beside: key, from: image.value, now: now)
-                    }
+                    self.locked { $0.keepOwnDecode(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
-                self.deliver(task, decoded, event: event, handler: handler)
+                self.deliver(tasks, decoded, event: event, handler: handler)
             }
-            if task.load.decoder.isCheap { decode() } else { decodes.async(decode) }
+            if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
         }
     }
 

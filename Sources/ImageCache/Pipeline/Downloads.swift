@@ -25,7 +25,8 @@ nonisolated extension ImageCache {
     internal enum Lane { case fast, slow }
 
     /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
-    /// waiting for it. Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    /// waiting for it; or a variant's job (its key has processors), which stays new while it waits
+    /// for its original and is processed (see `ImageCache.makeVariant`). Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
     internal final class Download: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
@@ -34,6 +35,7 @@ nonisolated extension ImageCache {
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        var original: FetchTask?  // a variant's job's request for the image it is made from
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is

@@ -1,5 +1,6 @@
 // The entry table: what names an entry (`Key`), an entry (loaded, loading, failed), and the table
-// of them, which also remembers the failures' order and the sizes a key has had entries at.
+// of them, which also remembers the failures' order and the variants (sizes, processors) a key has
+// had entries at.
 
 import Dispatch
 import Foundation
@@ -19,27 +20,44 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// An entry's key: the caller's key (a URL's absolute string by default), and for an image a
-    /// ``Binder`` decoded to a size, that size. The size is no part of the string, so every string
-    /// a caller gives is an entry of its own (NUL bytes included), and a sized entry finds its key's
-    /// file by the string. Two keys are the same when their bytes are (as for file names:
+    /// An entry's key: the caller's key (a URL's absolute string by default), and for a variant of
+    /// its image, what made the variant: the size it was decoded to fill (a view's) and the
+    /// processors that ran on it (``ImageCache/Processor``). Neither is part of the string, so every
+    /// string a caller gives is an entry of its own (NUL bytes included), and a variant finds its
+    /// key's file by the string. Two keys are the same when their bytes are (as for file names:
     /// canonically equivalent strings in other bytes are two keys). A key hashes its bytes once,
     /// when it is made, with a hash of its own.
     internal struct Key: Hashable, CustomStringConvertible {
         let string: String
         let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
+        /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
+        let processors: String
         private let hash: Int
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0) {  // consuming: stored without a retain
+        init(string: consuming String, size: UInt64 = 0, processors: String = "") {  // consuming: no retain
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size) = (string, size)
-            hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            (self.string, self.size, self.processors) = (string, size, processors)
+            var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            if !processors.isEmpty {
+                var processors = processors
+                let made = processors.withUTF8 { Self.hash($0) }
+                hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: made)))
+            }
+            self.hash = hash
         }
 
-        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.size == b.size && a.string == b.string }
+        /// The key of the image this variant is made from: the same size, no processors.
+        var original: Key { processors.isEmpty ? self : Key(string: string, size: size) }
+
+        /// Whether it names the whole image as downloaded: no size, no processors.
+        var isWhole: Bool { size == 0 && processors.isEmpty }
+
+        static func == (a: Key, b: Key) -> Bool {
+            a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
+        }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
@@ -52,11 +70,12 @@ nonisolated extension ImageCache {
         }
 
         /// The string, then NUL and the size if it has one (as the binder's keys were written once),
-        /// then the scale if it is not 1 (`@2x`).
+        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any.
         var description: String {
-            guard size != 0 else { return string }
+            let processed = processors.isEmpty ? "" : "\u{0}" + processors
+            guard size != 0 else { return string + processed }
             let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
-            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)"
+            return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)\(processed)"
         }
 
         /// Random per process, so that keys made to collide in one process do not in another.
@@ -101,14 +120,14 @@ nonisolated extension ImageCache {
     }
 
     /// The entries by key, with what only the table needs to keep them bounded: the order of the
-    /// failures it remembers (at most `maxFailures`), and the sizes each key has had entries at (a
-    /// binder's), so that a key is forgotten with its sizes. Changed only through its own methods.
+    /// failures it remembers (at most `maxFailures`), and the variants each key has had entries at (a
+    /// binder's sizes, processors), so that a key is forgotten with its variants. Changed only through its own methods.
     internal struct EntryTable {
         private var entries: [Key: Entry] = [:]  // first: what `peek` reads
         private var failureOrder = FIFO<(key: Key, serial: UInt64)>()  // live and superseded records
         private var serial: UInt64 = 0  // of the failures, to tell live records from superseded ones
-        private var sizes: [String: [UInt64]] = [:]  // see `noteSize`
-        private var sizeRecords = 0  // the sizes in `sizes`
+        private var variants: [String: [Key]] = [:]  // see `noteVariant`
+        private var variantRecords = 0  // the keys in `variants`
         let maxFailures: Int
 
         init(maxFailures: Int) { self.maxFailures = maxFailures }
@@ -135,29 +154,29 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// Notes that `key`, which has a size, has an entry, for `takeSizes`. Sizes whose entries
-        /// have gone since stay noted (forgetting one that is gone does nothing) until the notes
-        /// outnumber the entries: then they are made again from the entries, so that they stay
-        /// within twice the entries, at O(1) amortized.
-        mutating func noteSize(_ key: Key) {
-            guard !(sizes[key.string]?.contains(key.size) ?? false) else { return }
-            sizes[key.string, default: []].append(key.size)
-            sizeRecords += 1
-            guard sizeRecords > 2 * entries.count + 64 else { return }
-            (sizes, sizeRecords) = ([:], 0)
-            for sized in entries.keys where sized.size != 0 {
-                sizes[sized.string, default: []].append(sized.size)
-                sizeRecords += 1
+        /// Notes that `key`, a variant (see ``Key/isWhole``), has an entry, for `takeVariants`.
+        /// Variants whose entries have gone since stay noted (forgetting one that is gone does
+        /// nothing) until the notes outnumber the entries: then they are made again from the entries,
+        /// so that they stay within twice the entries, at O(1) amortized.
+        mutating func noteVariant(_ key: Key) {
+            guard !key.isWhole, !(variants[key.string]?.contains(key) ?? false) else { return }
+            variants[key.string, default: []].append(key)
+            variantRecords += 1
+            guard variantRecords > 2 * entries.count + 64 else { return }
+            (variants, variantRecords) = ([:], 0)
+            for variant in entries.keys where !variant.isWhole {
+                variants[variant.string, default: []].append(variant)
+                variantRecords += 1
             }
         }
 
-        /// The sizes noted for the key named `string` (some may have no entry any more).
-        func sizes(of string: String) -> [UInt64] { sizes[string] ?? [] }
+        /// The variants noted for the key named `string` (some may have no entry any more).
+        func variants(of string: String) -> [Key] { variants[string] ?? [] }
 
-        /// The sizes noted for the key named `string`, which are forgotten.
-        mutating func takeSizes(of string: String) -> [UInt64] {
-            let taken = sizes.removeValue(forKey: string) ?? []
-            sizeRecords -= taken.count
+        /// The variants noted for the key named `string`, which are forgotten.
+        mutating func takeVariants(of string: String) -> [Key] {
+            let taken = variants.removeValue(forKey: string) ?? []
+            variantRecords -= taken.count
             return taken
         }
     }

@@ -102,6 +102,9 @@ nonisolated extension ImageCache {
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
             }
+            // A variant made by processors is made from its original, which is requested as any
+            // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
+            if !key.processors.isEmpty { return .process(startJob(task, load)) }
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
@@ -111,21 +114,63 @@ nonisolated extension ImageCache {
             task.download = download
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
-            if key.size != 0 { entries.noteSize(key) }
+            entries.noteVariant(key)
             return .lookUp(download, maxBytes: settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
-        /// image's, or another size's.
+        /// image's, or another size's (not a variant's job: it downloads nothing).
         ///
-        /// - Complexity: O(the sizes the key has had entries at).
+        /// - Complexity: O(the variants the key has had entries at).
         private func downloadSharing(_ key: Key) -> Download? {
-            let sizes = entries.sizes(of: key.string)
-            guard key.size != 0 || !sizes.isEmpty else { return nil }
-            for size in [0] + sizes where size != key.size {
-                if case .loading(let download)? = entries[Key(string: key.string, size: size)] { return download }
+            let variants = entries.variants(of: key.string)
+            guard !key.isWhole || !variants.isEmpty else { return nil }
+            for other in [Key(string: key.string)] + variants where other != key && other.processors.isEmpty {
+                if case .loading(let download)? = entries[other] { return download }
             }
             return nil
+        }
+
+        /// The job that makes the variant `load` names, with `task` waiting for it: it stays new (it
+        /// holds no slot: its original's download does) until it is done or forgotten.
+        private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
+            let job = Download(load, limits: decodeLimits)
+            job.waiters.append(task)
+            task.download = job
+            entries[load.key] = .loading(job)
+            entries.noteVariant(load.key)
+            return job
+        }
+
+        /// Gives a variant's job the request for its original; false if the job was forgotten
+        /// meanwhile (the caller cancels the request).
+        mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
+            guard isCurrent(job) else { return false }
+            job.original = original
+            return true
+        }
+
+        /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
+        /// with its original's dates if memory has the image it was made from (`from`) under the
+        /// original's key (not one a store or a later download put there meanwhile); a failure is
+        /// remembered under the variant's key. Returns its waiters.
+        mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
+                               now: TimeInterval) -> [FetchTask]? {
+            guard isCurrent(job) else { return nil }
+            lanes.move(job, to: .done)
+            entries[job.key] = nil
+            switch result {
+            case .success(let payload):
+                if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
+                    let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+                    keepOnDisk(insert(job.key, payload, size: memory[slot].size, downloadedAt: dates.0,
+                                      receivedAt: dates.1), usedAt: now)
+                }
+            case .failure(let error):
+                setFailed(job.key, error)
+            }
+            defer { job.waiters = [] }
+            return job.waiters
         }
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
@@ -145,7 +190,7 @@ nonisolated extension ImageCache {
             let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
             keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
                        usedAt: now)
-            if key.size != 0 { entries.noteSize(key) }
+            entries.noteVariant(key)
         }
 
         /// The entry in memory `slot` as the answer to a request for `decoder`'s type, if it is fresh
@@ -321,7 +366,7 @@ nonisolated extension ImageCache {
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
                 defer { download.waiters = [] }
-                return Stopped(waiters: download.waiters, task: task)
+                return Stopped(waiters: download.waiters, task: task, original: download.original)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -330,22 +375,23 @@ nonisolated extension ImageCache {
             return nil
         }
 
-        /// Forgets `key` and its images decoded to a size, when `key` is removed or replaced.
+        /// Forgets `key` and its variants (its sizes, its processed images), when `key` is removed or
+        /// replaced.
         ///
-        /// - Complexity: O(1) plus the sizes `key` has had entries at.
-        mutating func forgetWithSizes(_ key: Key) -> [Stopped] {
+        /// - Complexity: O(1) plus the variants `key` has had entries at.
+        mutating func forgetWithVariants(_ key: Key) -> [Stopped] {
             var stopped = forget(key).map { [$0] } ?? []
-            for size in entries.takeSizes(of: key.string) {
-                if let one = forget(Key(string: key.string, size: size)) { stopped.append(one) }
+            for variant in entries.takeVariants(of: key.string) {
+                if let one = forget(variant) { stopped.append(one) }
             }
             return stopped
         }
 
-        /// `remove(key:)`: the key, its sizes and its second chance are forgotten, its file removed.
+        /// `remove(key:)`: the key, its variants and its second chance are forgotten, its file removed.
         mutating func remove(_ key: Key) -> [Stopped] {
             shelf.removeObject(forKey: key)
             queueOnDisk(.remove(key.string))
-            return forgetWithSizes(key)
+            return forgetWithVariants(key)
         }
 
         /// `removeAll`: everything is forgotten, and the folder emptied after the work queued before.
@@ -385,18 +431,21 @@ nonisolated extension ImageCache {
     }
 
     /// Where `route` sent a task: answered at once (from memory, or refused), joined to a download
-    /// under way (with the downloads that may start now), to a new download's look-up on disk, or
-    /// nowhere (a prefetch of a key prefetched already).
+    /// under way (with the downloads that may start now), to a new download's look-up on disk, to a
+    /// new job that makes a variant, or nowhere (a prefetch of a key prefetched already).
     internal enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
         case lookUp(Download, maxBytes: Int)
+        case process(Download)
         case none
     }
 
-    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock.
+    /// A download taken out of the bookkeeping by `forget`, to be finished outside the lock: its
+    /// waiters, its transfer, and a variant job's request for its original.
     internal struct Stopped {
         let waiters: [FetchTask]
         let task: URLSessionDataTask?
+        var original: FetchTask? = nil
     }
 }

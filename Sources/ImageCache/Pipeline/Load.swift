@@ -27,6 +27,9 @@ nonisolated extension ImageCache {
         var key: Key
         var lane: Lane
         var decoder: Decoder
+        /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
+        /// on its original, the load of the same key with none (`original`).
+        var processors: [Processor] = []
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -55,6 +58,18 @@ nonisolated extension ImageCache {
             (url, self.request) = (request.url, request)
             self.key = Key(string: key ?? request.url?.absoluteString ?? "")
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
+        }
+
+        /// The load of the image a variant is made from: the same request, key and size, with no
+        /// processors and no hooks.
+        var original: Load {
+            var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
+            original.storedAt = storedAt
+            return original
+        }
+
+        private init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
+            (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
         }
 
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.

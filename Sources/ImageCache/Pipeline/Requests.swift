@@ -22,7 +22,7 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
-    /// looks on disk first). `completion` runs on `queue` (``callbackQueue`` by default).
+    /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
     internal func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
@@ -40,6 +40,8 @@ nonisolated extension ImageCache {
             startNetwork(started)
         case .lookUp(let download, let maxBytes):
             diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
+        case .process(let job):
+            makeVariant(job)
         case .none:
             break
         }
@@ -61,6 +63,7 @@ nonisolated extension ImageCache {
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
+            item.original?.cancel()
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
         startNetwork(started)

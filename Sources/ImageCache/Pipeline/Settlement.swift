@@ -216,11 +216,11 @@ nonisolated extension ImageCache.Ledger {
     // MARK: Stores
 
     /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
-    /// the key's downloads (and those of its sizes) and its second chance. Returns what it stopped.
+    /// the key's downloads (and those of its variants) and its second chance. Returns what it stopped.
     mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
         let limit = settings.maxImageBytes
         if let size, size > limit { throw Error.tooLarge(limit: limit) }
-        let stopped = forgetWithSizes(key)
+        let stopped = forgetWithVariants(key)
         shelf.removeObject(forKey: key)  // an older image of the key
         return stopped
     }
@@ -241,7 +241,7 @@ nonisolated extension ImageCache.Ledger {
         let stopped = stopped.map { stopped in
             for task in stopped.waiters { task.download = download }
             download.waiters += stopped.waiters
-            return ImageCache.Stopped(waiters: [], task: stopped.task)
+            return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
         }
         lanes.move(download, to: .decoding)
         entries[download.key] = .loading(download)

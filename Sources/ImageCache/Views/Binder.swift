@@ -119,6 +119,18 @@ nonisolated extension ImageCache {
             bind(Load(request, key: key), placeholder, failureImage, pixelSize, cache, transition, scale: nil)
         }
 
+        /// Shows what `request` describes (see ``ImageCache/Request``), as `bind(_:key:...)` shows a
+        /// URL's: its variant, made by its processors, decoded to fill its size (points at the main
+        /// screen's scale) or, when it has none, `pixelSize`.
+        @discardableResult
+        public func bind(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
+                         pixelSize: CGSize? = nil, cache: ImageCache = .shared,
+                         transition: Transition = .none) -> FetchTask? {
+            let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+            let pixels = request.size.map { ImageCache.pixelSize(points: $0, scale: scale) } ?? pixelSize
+            return bind(Load(request), placeholder, failureImage, pixels, cache, transition, scale: request.scale)
+        }
+
         /// `scale`: the display scale of the target's screen (a view's), which the image carries;
         /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
         /// `keepsShowing`: the image shown stays until this binding's comes (a new size of the same
@@ -130,7 +142,9 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
-            let memoryKey = load.map { ImageCache.memoryKey($0.key.string, filling: size, scale: scale) }
+            let memoryKey = load.map {
+                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
+            }
             let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
             defer { previous?.cancel() }  // after the new request, which may share its download
@@ -144,8 +158,9 @@ nonisolated extension ImageCache {
             // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
             // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
-            if let size, !keepsShowing, let whole = cache.peek(key: load.key.string) {
-                show(whole, .image(.memory), key: Key(string: load.key.string))
+            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
+            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
+                show(whole, .image(.memory), key: wholeKey)
                 guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
                                                decodeBound: cache.wholeDecodeBound) else { return nil }
                 meanwhile = true
@@ -286,10 +301,11 @@ nonisolated extension ImageCache {
     /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
     /// keeps one file, the key's.
     internal static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
-                                      scale: Double = 1) -> Key {
-        guard let size else { return Key(string: key) }
+                                      scale: Double = 1, processors: String = "") -> Key {
+        guard let size else { return Key(string: key, processors: processors) }
         let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
-        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height))
+        return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height),
+                   processors: processors)
     }
 
     /// Whether showing `image` with `transition` where a target shows `shown` changes nothing on
@@ -464,6 +480,17 @@ extension ImageCache.ImageView {
                          transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
         bound(imageBinder.bind(ImageCache.Load(request, key: key), placeholder, failureImage, pixels(targetSize),
                                cache, transition, scale: displayScale), sized: targetSize != nil)
+    }
+
+    /// Shows what `request` describes here (see ``ImageCache/Request``), as `setImage(with url:...)`
+    /// shows a URL's: its variant, made by its processors, decoded to fill its size (points) or, when
+    /// it has none, the view's bounds, at the view's display scale.
+    @discardableResult
+    public func setImage(with request: ImageCache.Request, placeholder: ImageCache.Image? = nil,
+                         failureImage: ImageCache.Image? = nil, cache: ImageCache = .shared,
+                         transition: ImageCache.Transition = .none) -> ImageCache.FetchTask? {
+        bound(imageBinder.bind(ImageCache.Load(request), placeholder, failureImage, pixels(request.size), cache,
+                               transition, scale: displayScale), sized: request.size != nil)
     }
 
     /// After a binding to the view's bounds, which are often not laid out yet (zero in a new cell,

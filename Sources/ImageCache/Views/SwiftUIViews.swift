@@ -100,6 +100,24 @@ extension ImageCache {
             self.init(Load(request, key: key), size, cache, transaction, Self.either(content, placeholder))
         }
 
+        /// Shows what `request` describes (see ``ImageCache/Request``) in the phases `content` draws:
+        /// its variant, made by its processors, decoded to fill its size (points; nil: the whole
+        /// image), as `init(url:key:size:cache:transaction:content:)` shows a URL's.
+        public init(request: ImageCache.Request, cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                    @ViewBuilder content: @escaping (AsyncImagePhase) -> Content) {
+            self.init(Load(request), request.size, cache, transaction, content)
+        }
+
+        /// Shows `content` of what `request` describes, and `placeholder` until then, as
+        /// `init(url:key:size:cache:transaction:content:placeholder:)` shows a URL's.
+        public init<I: View, P: View>(request: ImageCache.Request, cache: ImageCache = .shared,
+                                      transaction: Transaction = Transaction(),
+                                      @ViewBuilder content: @escaping (SwiftUI.Image) -> I,
+                                      @ViewBuilder placeholder: @escaping () -> P)
+            where Content == _ConditionalContent<I, P> {
+            self.init(Load(request), request.size, cache, transaction, Self.either(content, placeholder))
+        }
+
         private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
                      _ content: @escaping (AsyncImagePhase) -> Content) {
             (self.load, self.size, self.cache) = (load, size, cache)
@@ -140,8 +158,8 @@ extension ImageCache {
     /// ``AsyncImage``, which takes any view as placeholder and a size in points.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct RemoteImage: View {
-        private let url: URL?, key: String?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
-                    cache: ImageCache, transition: Transition
+        private let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
+                    size: CGSize?, cache: ImageCache, transition: Transition
         @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of
@@ -149,16 +167,27 @@ extension ImageCache {
         /// with `.fade(seconds)`, an image that was not in memory fades in (an opacity transition).
         public init(_ url: URL?, key: String? = nil, placeholder: Image? = nil, failureImage: Image? = nil,
                     pixelSize: CGSize? = nil, cache: ImageCache = .shared, transition: Transition = .none) {
-            (self.url, self.key, self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
-                (url, key, placeholder, failureImage, pixelSize, cache, transition)
+            (load, size) = (url.map { Load($0, key: key) }, nil)
+            (self.placeholder, self.failureImage, self.pixelSize, self.cache, self.transition) =
+                (placeholder, failureImage, pixelSize, cache, transition)
+        }
+
+        /// Shows what `request` describes (see ``ImageCache/Request``): its variant, made by its
+        /// processors, decoded to fill its size (points at the environment's display scale) or, when
+        /// it has none, the whole image; the other arguments as in `init(_:key:placeholder:...)`.
+        public init(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
+                    cache: ImageCache = .shared, transition: Transition = .none) {
+            (load, size, pixelSize) = (Load(request), request.size, nil)
+            (self.placeholder, self.failureImage, self.cache, self.transition) = (placeholder, failureImage, cache, transition)
         }
 
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
             if case .fade(let seconds) = transition, seconds > 0 { animation = .easeIn(duration: seconds) }
-            let binding = Bound(load: url.map { Load($0, key: key) }, placeholder: placeholder,
-                                failureImage: failureImage, pixelSize: pixelSize, cache: cache,
+            let pixels = size.map { ImageCache.pixelSize(points: $0, scale: Double(displayScale)) } ?? pixelSize
+            let binding = Bound(load: load, placeholder: placeholder,
+                                failureImage: failureImage, pixelSize: pixels, cache: cache,
                                 transaction: Transaction(animation: animation),
                                 scale: Double(displayScale)) { image, _, identity in
                 // A new identity per image (not per frame), so that a fade's transition takes the old
@@ -192,7 +221,7 @@ extension ImageCache {
 
         /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
-            [load?.key.string, load?.url, load?.request, ObjectIdentifier(cache)]
+            [load?.key.string, load?.key.processors, load?.url, load?.request, ObjectIdentifier(cache)]
         }
 
         var body: some View {

@@ -1,0 +1,95 @@
+// The description of a load: what to fetch (a URL or a `URLRequest`), what it is cached under, its
+// lane, the size it is shown at and the processors that make its variant. Every public entry point
+// takes one (`fetch`, `image(for:)`, `peek`, `prefetch`, the views); the forms that take a URL or a
+// `URLRequest` are conveniences that build it.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// One load, described once: what to fetch, what it is cached under, its lane, the size it is
+    /// shown at, and the processors that make its variant. `fetch`, `image(for:)`, `peek`,
+    /// `prefetch`, ``Binder``, `setImage(with:)` and the SwiftUI views each take one; their forms that
+    /// take a URL or a `URLRequest` build one with the defaults.
+    ///
+    /// ```swift
+    /// let avatar = ImageCache.Request(url: url, size: CGSize(width: 40, height: 40), processors: [.circle])
+    /// cache.fetch(avatar) { url, image in cell.avatar.image = image }
+    /// ```
+    ///
+    /// Requests are equal when they load the same thing the same way (their `URLRequest`s, keys,
+    /// lanes, sizes and processors' identifiers). It grows in 1.x by new properties with defaults
+    /// only (see the Contracts and limits article).
+    public struct Request: Sendable, Hashable {
+        /// The URL to fetch: `urlRequest`'s when there is one.
+        public var url: URL? { urlRequest?.url ?? plainURL }
+        /// The request to send, as given (its headers, cache policy and timeout; see
+        /// `fetch(_:key:slow:onProgress:onRetry:completion:)` with a `URLRequest`); nil when the
+        /// request was made from a URL, which is sent with the cache's own headers.
+        public private(set) var urlRequest: URLRequest?
+        private var plainURL: URL?
+        /// What the image is cached under: `url.absoluteString` when nil (the default). Headers are
+        /// never part of it: two users' private images at one URL need two keys.
+        public var key: String?
+        /// Whether it loads on the slow lane, ahead of need (see `slowFetch(_:key:callback:)`); false
+        /// by default.
+        public var slow: Bool
+        /// The size in points the image is shown at: it is decoded to fill it (on Apple platforms,
+        /// at the main screen's scale; never larger than the image), and kept in memory as its own
+        /// entry beside the whole image's; nil (the default) for the whole image, bounded as every
+        /// decode is. The views give their own size when this is nil.
+        public var size: CGSize?
+        /// What makes the variant it loads, in order (see ``Processor``): empty (the default) for the
+        /// image itself. The variant is cached under the key, the size and their identifiers.
+        public var processors: [Processor]
+        /// The display scale a view asks for (its own screen's); nil for the main screen's.
+        internal var scale: Double?
+
+        /// A request for the image at `url`, sent with the cache's own headers.
+        public init(url: URL, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
+                    processors: [Processor] = []) {
+            (plainURL, urlRequest) = (url, nil)
+            (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+        }
+
+        /// A request for the image that `urlRequest` loads, sent as given.
+        public init(urlRequest: URLRequest, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
+                    processors: [Processor] = []) {
+            (plainURL, self.urlRequest) = (nil, urlRequest)
+            (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+        }
+    }
+}
+
+nonisolated extension ImageCache.Load {
+    /// The load `request` describes: its key has the size in pixels (at the view's display scale,
+    /// else the main screen's) and the processors' identifiers, and its decoder fills the size.
+    init(_ request: ImageCache.Request) {
+        if let urlRequest = request.urlRequest {
+            self.init(urlRequest, key: request.key, slow: request.slow)
+        } else {
+            self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
+        }
+        guard request.size != nil || !request.processors.isEmpty else { return }
+        let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+        let size = ImageCache.pixels(ImageCache.pixelSize(points: request.size, scale: scale))
+        key = ImageCache.memoryKey(key.string, filling: size, scale: scale,
+                                   processors: ImageCache.Processor.variant(of: request.processors))
+        if size != nil { decoder = .image(filling: size, scale: request.scale) }
+        processors = request.processors
+    }
+}

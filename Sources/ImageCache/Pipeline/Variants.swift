@@ -1,0 +1,60 @@
+// Variants: a processed image (see `Processor`) made by a job from its original, which the job
+// requests as any image is requested (memory, a download under way, disk, the network); its
+// processors run on a decode worker; the variant goes to memory beside its original and to the
+// requests that wait for it. The disk keeps only the original: a variant is made again from it.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// Starts the job that makes a variant (routed by `Ledger.route`): it requests the original;
+    /// its fetches hear the original's progress. Cancelled with its last fetch (`Ledger.cancel`
+    /// forgets the job, and `finishStopped` cancels this request).
+    internal func makeVariant(_ job: Download) {
+        var load = job.load.original
+        if job.waiters.contains(where: { $0.load.onProgress != nil }) {
+            load.onProgress = { [weak job] received, expected in
+                if let job { self.progress(job, received: received, expected: expected) }
+            }
+        }
+        let original = request(load, queue: Self.variantQueue) { result in
+            let result = Unchecked(result)  // made for this job alone
+            self.decodes.async { self.process(job, result.value) }
+        }
+        if !locked({ $0.attach(original, to: job) }) { original.cancel() }
+    }
+
+    /// Where a job's original arrives, before its processors run on a decode worker.
+    private static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
+                                                    attributes: .concurrent)
+
+    /// Runs a job's processors on its original (unless the job was forgotten meanwhile), and ends
+    /// the job: its waiters get the variant, or why there is none.
+    private func process(_ job: Download, _ result: Result<Delivery, Error>) {
+        guard locked({ $0.isCurrent(job) }) else { return }
+        let original = try? result.get().payload.image  // as memory keeps it, to compare with
+        let made = Self.image(result).flatMap { fetched in
+            Processor.run(job.load.processors, on: fetched.value).map { (fetched, $0) }
+        }
+        let now = currentTime()
+        let payload = made.map { Payload(image: $0.1) }
+        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, now: now) }) else { return }
+        deliver(waiters, made.map { fetched, image in
+            Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
+        })
+    }
+}

@@ -1,0 +1,96 @@
+// Processors: what makes a variant of an image (a circle, a thumbnail, a blur), run on a decode
+// worker after the image is decoded and before memory keeps it; and how a list of them names the
+// variant it makes.
+
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(UIKit)
+import UIKit
+#elseif canImport(AppKit)
+import AppKit
+#endif
+#if canImport(ImageIO)
+import ImageIO
+#endif
+#if canImport(SwiftUI)
+import SwiftUI
+#endif
+
+nonisolated extension ImageCache {
+    /// One step that makes a variant of an image: a rounded avatar, a square crop, a blurred
+    /// backdrop. Given in a ``Request``'s ``Request/processors``, in order; the variant they make is
+    /// cached in memory under the request's key, its size and their identifiers, and made again from
+    /// the original (in memory or on disk: one file per key, the downloaded bytes) when memory no
+    /// longer has it, with no request to the network.
+    ///
+    /// The identifier names what the processor does, with every parameter that changes its output
+    /// (`"watermark?text=Draft&alpha=0.5"`): two processors with one identifier must make the same
+    /// image, since either one's output may be served for the other. Processors are equal when their
+    /// identifiers are.
+    ///
+    /// A processor runs on a decode worker: never on the main thread, never while the cache's lock
+    /// is held, once per variant however many requests wait for it. It throws, or returns nil, to
+    /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
+    /// original stays cached and other variants are not affected.
+    ///
+    /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
+    /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
+    ///
+    /// ```swift
+    /// let grayscale = ImageCache.Processor("grayscale") { image in try makeGrayscale(image) }
+    /// cache.fetch(ImageCache.Request(url: url, processors: [.circle, grayscale])) { url, image in ... }
+    /// ```
+    ///
+    /// It grows in 1.x by new static members only (see the Contracts and limits article).
+    public struct Processor: Sendable, Hashable, CustomStringConvertible {
+        /// What the processor does, with the parameters that change its output: part of the key
+        /// of every variant it makes.
+        public let identifier: String
+        private let process: @Sendable (Image) throws -> Image?
+
+        /// A processor named `identifier` that makes a variant of an image with `process`, which
+        /// runs on a decode worker; it throws, or returns nil, to fail the variant.
+        public init(_ identifier: String, process: @escaping @Sendable (Image) throws -> Image?) {
+            self.identifier = identifier
+            self.process = process
+        }
+
+        /// Processors are equal when their identifiers are (see ``identifier``).
+        public static func == (a: Processor, b: Processor) -> Bool { a.identifier == b.identifier }
+
+        /// Hashes the identifier.
+        public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
+
+        /// The identifier.
+        public var description: String { identifier }
+
+        /// What names the variant that `processors` make, in order: each identifier after its
+        /// length in UTF-8 bytes and a colon, so that no two lists name the same variant. Empty for
+        /// no processors.
+        internal static func variant(of processors: [Processor]) -> String {
+            processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
+        }
+
+        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
+        /// threw or made nothing, named.
+        internal static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
+            var image = image
+            for processor in processors {
+                do {
+                    guard let made = try processor.process(image) else {
+                        return .failure(.decodingFailed("processor \"\(processor.identifier)\" made no image"))
+                    }
+                    image = made
+                } catch {
+                    return .failure(.decodingFailed("processor \"\(processor.identifier)\" failed: \(error)"))
+                }
+            }
+            return .success(image)
+        }
+    }
+}
