@@ -3102,6 +3102,8 @@ nonisolated extension ImageCache {
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
+            if case .failure = result { transfer.spool?.discard() }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
@@ -5706,6 +5708,15 @@ nonisolated extension ImageCache {
                 throw error
             }
             try POSIX.check(Foundation.close(fd))
+        }
+
+        /// Deletes the file now (a failed transfer's, before its waiters hear of it); a mapping of
+        /// it stays valid.
+        func discard() {
+            if fd >= 0 { Foundation.close(fd) }
+            fd = -1
+            if !adopted { Foundation.unlinkat(directory, name, 0) }
+            adopted = true  // nothing left to delete
         }
 
         deinit {

@@ -166,7 +166,16 @@ final class LargeBodyTests: CacheTestCase {
     func testSixLargeDownloadsAtOnceStayBounded() throws {
         // Given six images of 64 MiB
         let png = LargePNG(chunks: 64)
-        let urls = (0..<6).map { serveLarge("/large\($0).png", png) }
+        // each held after its first MiB until all six have come that far: six at once, however fast
+        let arrived = Locked(0), gate = Gate()
+        defer { gate.open() }
+        let urls = (0..<6).map {
+            serveLarge("/large\($0).png", png) { offset in
+                guard offset == 33 + LargePNG.piece else { return }  // the second IDAT chunk
+                if arrived.mutate({ $0 += 1; return $0 }) == 6 { gate.open() }
+                gate.wait()
+            }
+        }
 
         // When a child process fetches them all at once
         let lines = try runHelper(urls)
@@ -215,6 +224,7 @@ final class LargeBodyTests: CacheTestCase {
         assertInvariants(cache)
         // And the large one downloads whole on the next fetch
         XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
+        cache.persistCacheToDisk()  // the file is renamed into place on the disk queue
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))
     }
 
@@ -302,6 +312,7 @@ final class LargeBodyTests: CacheTestCase {
         // When both are fetched
         XCTAssertNotNil(fetchAndWait(cache, small))
         let large = try XCTUnwrap(result(cache, url)).get()
+        cache.persistCacheToDisk()  // the file is renamed into place on the disk queue
 
         // Then both are files of the cache; the large one's image is its file's bytes
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))

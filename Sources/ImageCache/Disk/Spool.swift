@@ -100,6 +100,15 @@ nonisolated extension ImageCache {
             try POSIX.check(Foundation.close(fd))
         }
 
+        /// Deletes the file now (a failed transfer's, before its waiters hear of it); a mapping of
+        /// it stays valid.
+        func discard() {
+            if fd >= 0 { Foundation.close(fd) }
+            fd = -1
+            if !adopted { Foundation.unlinkat(directory, name, 0) }
+            adopted = true  // nothing left to delete
+        }
+
         deinit {
             if fd >= 0 { Foundation.close(fd) }
             if !adopted { Foundation.unlinkat(directory, name, 0) }

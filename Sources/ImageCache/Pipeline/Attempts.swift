@@ -103,6 +103,8 @@ nonisolated extension ImageCache {
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+            // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
+            if case .failure = result { transfer.spool?.discard() }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
