@@ -257,6 +257,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
+        var maxDiskImageBytes = ImageCache.defaultMaxDiskImageBytes
         var maxDecodedPixelSize: Int?  // nil: the screen's (see `screenPixels`)
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
@@ -975,13 +976,34 @@ nonisolated extension ImageCache {
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
-    /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
-    /// or its received bytes (inflated, if compressed) pass the limit, without reading the rest.
+    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
+    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
+    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
+    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
+    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
+    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
+    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
+    /// the rest.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
+
+    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
+    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
+    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
+    /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
+    /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,
+    /// if compressed) pass the limit, and its file is deleted. Keep it well below ``diskMaxBytes``:
+    /// a file counts there like any other. Applies to downloads that start after it changes, and
+    /// to files read from disk after that.
+    public var maxDiskImageBytes: Int {
+        get { setting(\.maxDiskImageBytes) }
+        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.maxStreamedBytes = limit } }
+    }
+
+    fileprivate static let defaultMaxDiskImageBytes = 128 * 1024 * 1024
 
     /// The longest side, in pixels, of an image decoded with no size to fill (a `fetch`, a
     /// prefetch, a view not laid out yet, with bounds of zero): a larger one is decoded scaled down
@@ -3340,7 +3362,10 @@ nonisolated extension ImageCache {
                 case .success(let request):
                     let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
-                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                        let limits = BodyLimits(inMemory: settings.maxImageBytes,
+                                                onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
+                                                folder: disk.folder)
+                        let task = transport.send(request, for: download, limits: limits,
                                                   seconds: ledger.settings.downloadTimeLimit,
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
@@ -3405,12 +3430,15 @@ nonisolated extension ImageCache {
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
+            if case .failure = result { transfer.spool?.discard() }
+            let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
         switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
         case .failure(let error):
             finish(.failure(error), nil)
@@ -3430,6 +3458,41 @@ nonisolated extension ImageCache {
                 guard self.locked({ $0.isCurrent(download) }) else { return }
                 finish(download.decoder.decode(body, download.limits), body)
             }
+        }
+    }
+
+    /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
+    /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
+    /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
+    /// disk queue renames into place as the entry's file. On any failure the spool, no longer
+    /// referenced, deletes its file.
+    private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
+                          _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
+        let download = transfer.download
+        if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+            return finish(.failure(failure), nil)
+        }
+        guard let body = spool.mapped() else {
+            return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
+                                            + POSIX.describe(POSIX.lastError()))), nil)
+        }
+        let decode: @Sendable () -> Void = {
+            let result = download.decoder.decode(body, file: spool.url, download.limits).map { payload in
+                var payload = payload
+                payload.spool = spool
+                return payload
+            }
+            finish(result, body)
+        }
+        guard !download.decoder.isCheap else { return decode() }
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
+        }
+        guard let started else { return }  // forgotten meanwhile: nobody waits for it
+        startNetwork(started)
+        decodes.async {
+            guard self.locked({ $0.isCurrent(download) }) else { return }
+            decode()
         }
     }
 
@@ -3492,13 +3555,15 @@ nonisolated extension ImageCache {
     fileprivate final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
-        let limit: Int
+        var limits: BodyLimits  // `folder` goes once tried
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         var response: URLResponse?
-        var data = Data()
+        var data = Data()  // the body, unless it is streamed to disk
+        var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
+        var received = 0  // the body's bytes so far, in `data` or in `spool`
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var failure: Error?  // set when the transport stopped the transfer itself
@@ -3511,9 +3576,9 @@ nonisolated extension ImageCache {
         var stalled = false
         var quiet: UInt64 = 0
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval,
+        init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
-            (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            (self.download, self.task, self.limits, self.seconds, self.stale) = (download, task, limits, seconds, stale)
             self.sentAt = sentAt
             let now = DispatchTime.now()
             deadline = now + seconds
@@ -3523,6 +3588,40 @@ nonisolated extension ImageCache {
 
         /// When it stalls if it receives nothing before.
         var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
+
+        /// The most bytes its body may have now: more on disk than in memory.
+        var limit: Int { spool == nil ? limits.inMemory : limits.onDisk }
+
+        /// Streams the body to disk from now on, if it can (a body announced or grown past
+        /// `streamedAbove`): the bytes so far go to the file, and memory lets them go. If the file
+        /// cannot be made, the body stays in memory within `limits.inMemory`, and this is not tried
+        /// again.
+        func streamToDisk() {
+            guard let folder = limits.folder else { return }
+            limits.folder = nil  // tried once
+            guard let spool = Spool.open(in: folder, key: download.key.string) else { return }
+            do {
+                try spool.append(data)
+            } catch {
+                return  // the spool deletes its file
+            }
+            self.spool = spool
+            data = Data()
+        }
+    }
+
+    /// How large a transfer's body may be: `inMemory` (``ImageCache/maxImageBytes``) while it is in
+    /// memory, `onDisk` (the larger of that and ``ImageCache/maxDiskImageBytes``) once it is streamed
+    /// to a file in `folder` (nil: it is not, or was tried already), which it is once it is announced
+    /// or grown past `streamedAbove` bytes.
+    fileprivate struct BodyLimits {
+        var inMemory: Int
+        var onDisk: Int
+        var folder: URL?
+
+        /// ``ImageCache/streamedAbove``, or `inMemory` if that is less: a body memory may not hold
+        /// goes to disk rather than failing.
+        var streamedAbove: Int { min(ImageCache.streamedAbove, inMemory) }
     }
 
     /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
@@ -3558,11 +3657,11 @@ nonisolated extension ImageCache {
 
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
+        func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,
                   stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
+                let transfer = Transfer(download, task, limits: limits, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
@@ -3624,18 +3723,20 @@ nonisolated extension ImageCache {
             if resumed { cache?.stallChanged(transfer) }
             transfer.response = response
             let length = response.expectedContentLength
-            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
-            if length > 0, length <= Int64(transfer.limit) { transfer.data.reserveCapacity(Int(length)) }
             let http = response as? HTTPURLResponse
             let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
             let status = http?.statusCode ?? 200
+            // A large body announced goes to disk from its first byte.
+            if length > Int64(transfer.limits.streamedAbove), (200..<300).contains(status) { transfer.streamToDisk() }
             if !(200..<300).contains(status), status != 304 {
                 transfer.failure = .httpStatus(status)
             } else if length > Int64(transfer.limit) {
                 transfer.failure = .tooLarge(limit: transfer.limit)
             }
             guard transfer.failure == nil else { return stop(transfer, completionHandler) }
+            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
+            if length > 0, transfer.spool == nil { transfer.data.reserveCapacity(Int(length)) }
             completionHandler(.allow)
         }
 
@@ -3644,14 +3745,29 @@ nonisolated extension ImageCache {
             guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
             if resumed { cache?.stallChanged(transfer) }
-            guard transfer.data.count + data.count <= transfer.limit else {
+            let received = transfer.received + data.count
+            if received > transfer.limits.streamedAbove, transfer.spool == nil, transfer.limits.folder != nil {
+                transfer.streamToDisk()  // grown large: to disk from now on
+            }
+            guard received <= transfer.limit else {
                 transfer.failure = .tooLarge(limit: transfer.limit)
                 return stop(transfer, nil)
             }
-            transfer.data.append(data)
+            if let spool = transfer.spool {
+                do {
+                    try spool.append(data)
+                } catch {
+                    transfer.failure = .network(.cannotWriteToFile, "cannot write the body to \(spool.url.path): "
+                                                + ImageCache.POSIX.describe(error))
+                    return stop(transfer, nil)
+                }
+            } else {
+                transfer.data.append(data)
+            }
+            transfer.received = received
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
-                cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
+                cache?.progress(transfer.download, received: received, expected: transfer.expected)
             }
         }
 
@@ -3765,11 +3881,17 @@ nonisolated extension ImageCache {
         /// says nothing of it.
         fileprivate static func validate(data: Data, response: URLResponse?,
                                          error: Swift.Error?) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error).map { data }
+        }
+
+        /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
+        /// streamed to disk).
+        fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
             let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
-            let truncated: Error? = expected > 0 && Int64(data.count) < expected
-                ? .truncatedBody(expected: expected, received: data.count) : nil
+            let truncated: Error? = expected > 0 && Int64(count) < expected
+                ? .truncatedBody(expected: expected, received: count) : nil
             if let error {
                 let code = (error as? URLError)?.code ?? .unknown
                 if code == .cancelled { return .failure(.cancelled) }
@@ -3781,7 +3903,7 @@ nonisolated extension ImageCache {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
-            return data.isEmpty ? .failure(.emptyBody) : .success(data)
+            return count == 0 ? .failure(.emptyBody) : .success(())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
@@ -4040,6 +4162,7 @@ nonisolated extension ImageCache {
         var image: Image?
         var value: Box?
         var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+        var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
     }
 
     /// A decoded value that is not an image, with its type.
@@ -4061,6 +4184,16 @@ nonisolated extension ImageCache {
         /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
         /// waits, standing in for ImageIO's).
         var offThread = false
+        /// The image's decode of bytes that are also a file (a body streamed to disk, mapped): on
+        /// Apple platforms ImageIO reads the file itself. Nil for an app's decoder, which gets the
+        /// bytes (mapped: their pages are read as it touches them).
+        var decodeFile: (@Sendable (_ data: Data, _ file: URL, _ limits: DecodeLimits) -> Result<Payload, Error>)?
+
+        /// Decodes `data`, which `file` holds too if given (see `decodeFile`).
+        func decode(_ data: Data, file: URL?, _ limits: DecodeLimits) -> Result<Payload, Error> {
+            guard let file, let decodeFile else { return decode(data, limits) }
+            return decodeFile(data, file, limits)
+        }
 
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
         /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
@@ -4079,11 +4212,14 @@ nonisolated extension ImageCache {
         /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
         /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
-            Decoder(type: nil) { data, limits in
+            let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
-                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
+            var decoder = Decoder(type: nil) { decode($0, nil, $1) }
+            decoder.decodeFile = { decode($0, $1, $2) }
+            return decoder
         }
 
         static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {
@@ -4567,7 +4703,8 @@ nonisolated extension ImageCache.Ledger {
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive {
             var kept = payload
-            if answer.notModified { kept.bytes = nil }  // on disk already
+            if answer.notModified || payload.spool != nil { kept.bytes = nil }  // on disk already, or about to be
+            kept.spool = nil
             keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
                        usedAt: now)
         } else {
@@ -4576,10 +4713,12 @@ nonisolated extension ImageCache.Ledger {
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
         } else if !answer.notModified {
-            let item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+            // A body streamed to disk is renamed into place, not written.
+            let item = ImageCache.DiskStore.Item(url: download.key.string,
+                                                 data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
                                                  validators: ImageCache.Validators(answer.response), headers: headers)
-            queueOnDisk(.write(item, key: download.key, usedAt: now))
+            queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
     }
@@ -5492,7 +5631,8 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     fileprivate enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
-        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
+        // A new entry: memory then drops its bytes. With a spool, its body streamed to disk is renamed into place.
+        case write(DiskStore.Item, key: Key, usedAt: TimeInterval, spool: Spool? = nil)
         case keep([DiskStore.Item], usedAt: TimeInterval)
         case touch([String], at: TimeInterval)
         case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
@@ -5511,8 +5651,8 @@ nonisolated extension ImageCache {
     /// still encoding (`settle`).
     fileprivate func run(_ work: DiskWork) {
         switch work {
-        case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
+        case .write(let item, let key, let now, let spool):
+            if disk.write(item, usedAt: now, spool: spool) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
@@ -5612,6 +5752,7 @@ nonisolated extension ImageCache {
         var storing: [UInt64: ImageStore] = [:]
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
+        var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
         var keepsExpired = false
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
@@ -5647,7 +5788,8 @@ nonisolated extension ImageCache {
             guard let fd else { return nil }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }),
+                  file.size <= Int64(max(maxBytes, maxStreamedBytes)) else { return nil }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -5660,7 +5802,11 @@ nonisolated extension ImageCache {
                 delete(file)
                 return nil
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
+            // A large file is mapped, as its body was when it was streamed to disk: its pages are
+            // read when the decode touches them, never copied into memory whole.
+            let data = file.size > Int64(ImageCache.streamedAbove) ? POSIX.map(fd, count: Int(file.size))
+                : POSIX.readAll(fd, count: Int(file.size))
+            guard let data else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
                          expired: expired)
@@ -5704,14 +5850,17 @@ nonisolated extension ImageCache {
 
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
+        /// A body streamed to disk (`spool`) is renamed into place instead, with the same dates and
+        /// attributes; it cannot be written again if that fails.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
-            guard let data = item.data else { return false }
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown, spool: Spool? = nil) -> Bool {
+            guard let data = item.data ?? (spool == nil ? nil : Data()) else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
                 do {
-                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
-                } catch let error as POSIXError where error.code == .ENOENT {
+                    replaced = try spool.map { try adoptFile(item, $0, usedAt: now) }
+                        ?? writeFile(item, data, usedAt: now, replacing: replacing)
+                } catch let error as POSIXError where error.code == .ENOENT && spool == nil {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
@@ -5871,6 +6020,21 @@ nonisolated extension ImageCache {
         /// (0700 is set if it is not): a folder others can write to could be handed planted images.
         fileprivate func openFolder(create: Bool) -> Int32? {
             if directory >= 0 { return directory }
+            switch Self.openPrivate(folder, create: create) {
+            case .success(let fd):
+                directory = fd
+                return fd
+            case .failure(let problem):
+                if let message = problem.message { fail(message) }
+                return nil
+            }
+        }
+
+        /// Opens `folder` as ``openFolder(create:)`` does, for a caller off the disk queue (a body
+        /// streamed to disk, `Spool`): its own descriptor, or the problem to report (nil: none, the
+        /// folder is not there and `create` was false).
+        static func openPrivate(_ folder: URL, create: Bool) -> Result<Int32, Problem> {
+            let folderPath = folder.path
             if create {
                 try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
                                                          withIntermediateDirectories: true)
@@ -5878,8 +6042,7 @@ nonisolated extension ImageCache {
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                if create { fail("cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))") }
-                return nil
+                return .failure(Problem(create ? "cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))" : nil))
             }
             var info = Foundation.stat()
             if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
@@ -5887,11 +6050,15 @@ nonisolated extension ImageCache {
             }
             guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
                 Foundation.close(fd)
-                fail("not using \(folderPath): it belongs to another user or others may write to it")
-                return nil
+                return .failure(Problem("not using \(folderPath): it belongs to another user or others may write to it"))
             }
-            directory = fd
-            return fd
+            return .success(fd)
+        }
+
+        /// Why the folder cannot be used, in words (nil: nothing worth reporting).
+        struct Problem: Swift.Error {
+            let message: String?
+            init(_ message: String?) { self.message = message }
         }
 
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
@@ -5915,12 +6082,7 @@ nonisolated extension ImageCache {
                     }
                     if !written { throw POSIX.lastError() }
                 }
-                item.validators?.write(to: fd)
-                Validators.setHeaders(item.headers, fd: fd)
-                if item.downloadedAt > item.receivedAt {
-                    Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
-                }
-                try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                try describe(fd, as: item, usedAt: now)
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
@@ -5936,6 +6098,35 @@ nonisolated extension ImageCache {
                 Foundation.unlinkat(directory, temporary, 0)
                 throw error
             }
+        }
+
+        /// Gives the file open as `fd` what a lookup reads besides the bytes: the validators and
+        /// freshness headers of `item`, and its dates.
+        private func describe(_ fd: Int32, as item: Item, usedAt now: TimeInterval) throws {
+            item.validators?.write(to: fd)
+            Validators.setHeaders(item.headers, fd: fd)
+            if item.downloadedAt > item.receivedAt {
+                Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
+            }
+            try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+        }
+
+        /// Renames the body `spool` streamed to disk into place as the file of `item`, described as
+        /// `writeFile` describes a file; returns the size of the file it replaced, if any. The
+        /// temporary file is in the folder the spool was opened in: if that is no longer the folder
+        /// (deleted or replaced meanwhile), the rename fails and the spool deletes its file.
+        private func adoptFile(_ item: Item, _ spool: Spool, usedAt now: TimeInterval) throws -> Int64? {
+            guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
+            var folder = Foundation.stat(), spoolFolder = Foundation.stat()
+            guard Foundation.fstat(directory, &folder) == 0, Foundation.fstat(spool.directory, &spoolFolder) == 0,
+                  folder.st_ino == spoolFolder.st_ino, folder.st_dev == spoolFolder.st_dev else {
+                throw POSIXError(.ENOENT)
+            }
+            try spool.close { try describe($0, as: item, usedAt: now) }
+            let replaced = file(item.id)?.size
+            try POSIX.check(Foundation.renameat(spool.directory, spool.name, directory, Self.name(item.id)))
+            spool.adopted = true
+            return replaced
         }
 
         /// Dates for `futimens` or `utimensat`: last used `now`, and downloaded at `downloadedAt` (nil:
@@ -6088,6 +6279,111 @@ nonisolated extension ImageCache {
             && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
         if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// MARK: - Disk/Spool.swift
+
+// A large body on its way to disk (`Spool`): a temporary file in the cache's folder that the
+// transport writes as the bytes arrive, that the disk queue renames into place as the entry's file
+// (`DiskStore.write(_:usedAt:replacing:spool:)`), and that is deleted when nobody took it.
+
+
+nonisolated extension ImageCache {
+    /// Bodies larger than this many bytes (announced, or grown past it) are written to a temporary
+    /// file as they arrive instead of gathered in memory: 4 MiB. Below it a body costs little beside
+    /// what its decode costs, and takes today's path (one write and a rename once it is whole);
+    /// above it, six downloads at once would hold 24 MiB and more of bodies in memory, each one
+    /// twice while it is decoded and written. The common web image is far below it; a camera's photo
+    /// or a panorama is above it.
+    fileprivate static let streamedAbove = 4 * 1024 * 1024
+
+    /// A body streamed to disk: a temporary file in the cache's folder, named as `DiskStore` names
+    /// its own (`.<entry>.<pid>.<number>.tmp`: a crash's is deleted by the next sweep, its process
+    /// being gone), written on the transport's delegate queue as the bytes arrive. When the body is
+    /// whole it is mapped (`mapped()`) for its decode, and the disk queue renames it into place as
+    /// the entry's file, with its dates and validators (`DiskStore.write`), which `adopted` records.
+    /// A spool nobody adopted (a transfer cancelled, failed, cut short, retried, not kept) is
+    /// deleted when its last reference goes: no path leaves its file behind.
+    ///
+    /// Thread safety: written by one queue at a time, handed on under the cache's lock (the
+    /// transport's delegate queue fills it, the disk queue adopts it); `deinit` runs after both.
+    fileprivate final class Spool: @unchecked Sendable {
+        let id: UInt64  // the entry's file
+        let url: URL  // the temporary file, for ImageIO to read from (see `Decoder.decodeFile`)
+        let name: String  // the temporary file's name in the folder
+        let directory: Int32  // the folder the spool was opened in, its own descriptor
+        private(set) var fd: Int32
+        private(set) var count = 0  // bytes written
+        var adopted = false  // renamed into place as the entry's file: not deleted
+
+        private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
+            (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)
+            url = folder.appendingPathComponent(name)
+        }
+
+        /// A new temporary file for the entry `key` in `folder` (made if missing, and used only if it
+        /// is private, as `DiskStore` uses it); nil if it cannot be made: the body then stays in
+        /// memory within ``ImageCache/maxImageBytes``.
+        static func open(in folder: URL, key: String) -> Spool? {
+            guard case .success(let directory) = DiskStore.openPrivate(folder, create: true) else { return nil }
+            let id = DiskStore.fileID(for: key)
+            let name = ".\(DiskStore.name(id)).\(Foundation.getpid()).\(UInt64.random(in: 0 ... .max)).tmp"
+            // Read too: the whole body is mapped from it (`mapped()`).
+            let fd = Foundation.openat(directory, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                Foundation.close(directory)
+                return nil
+            }
+            return Spool(id: id, folder: folder, name: name, directory: directory, fd: fd)
+        }
+
+        /// Appends `data`; throws the system's error (a full disk, say).
+        func append(_ data: Data) throws {
+            try data.withUnsafeBytes { bytes in
+                guard bytes.count > 0 else { return }
+                let written = POSIX.transfer(bytes.count) {
+                    Foundation.write(fd, bytes.baseAddress! + $0, bytes.count - $0)
+                }
+                if !written { throw POSIX.lastError() }
+            }
+            count += data.count
+        }
+
+        /// The whole body, mapped from the file rather than read: nil if it cannot be.
+        func mapped() -> Data? {
+            POSIX.map(fd, count: count)
+        }
+
+        /// Runs `body` on the file's descriptor, then closes it (once, even if that fails: the
+        /// descriptor is gone either way; a network file system may report a full disk only there).
+        func close(after body: (Int32) throws -> Void) throws {
+            guard fd >= 0 else { throw POSIXError(.EBADF) }
+            let fd = self.fd
+            self.fd = -1
+            do {
+                try body(fd)
+            } catch {
+                Foundation.close(fd)
+                throw error
+            }
+            try POSIX.check(Foundation.close(fd))
+        }
+
+        /// Deletes the file now (a failed transfer's, before its waiters hear of it); a mapping of
+        /// it stays valid.
+        func discard() {
+            if fd >= 0 { Foundation.close(fd) }
+            fd = -1
+            if !adopted { Foundation.unlinkat(directory, name, 0) }
+            adopted = true  // nothing left to delete
+        }
+
+        deinit {
+            if fd >= 0 { Foundation.close(fd) }
+            if !adopted { Foundation.unlinkat(directory, name, 0) }
+            Foundation.close(directory)
+        }
     }
 }
 
@@ -6287,6 +6583,19 @@ nonisolated extension ImageCache {
             return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
         }
 
+        /// Maps the first `count` bytes of `fd`, read-only, as `Data` that unmaps them when the last
+        /// copy goes: the pages are the file's (the kernel reads them when touched and may drop them
+        /// again), not the process's heap. The mapping outlives `fd` and the file's name. Nil if
+        /// `mmap` fails, and for 0 bytes (there is nothing to map).
+        static func map(_ fd: Int32, count: Int) -> Data? {
+            guard count > 0 else { return nil }
+            let address = Foundation.mmap(nil, count, PROT_READ, MAP_PRIVATE, fd, 0)
+            guard let address, address != MAP_FAILED else { return nil }
+            return Data(bytesNoCopy: address, count: count, deallocator: .custom { address, count in
+                Foundation.munmap(address, count)
+            })
+        }
+
         /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
         /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
         static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {
@@ -6318,7 +6627,10 @@ nonisolated extension ImageCache {
     /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
     /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
     /// if ``animates(frames:width:height:within:)`` says so.
-    fileprivate static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
+    ///
+    /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
+    /// mapping): ImageIO reads the image from the file.
+    fileprivate static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
                        limits: DecodeLimits = DecodeLimits(),
                        scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
@@ -6326,15 +6638,20 @@ nonisolated extension ImageCache {
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
         // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
         if case .failure(.notAnImage) = checked,
-           let image = bitmap(data, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
+           let image = bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
             return .success((image, data))
         }
         #endif
         return checked.flatMap { info in
-            // A copy, not a slice: a slice would keep the padding's memory alive.
-            let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
+            // A copy, not a slice: a slice would keep the padding's memory alive. But a large body's
+            // slice: it is mapped from its file (a copy would bring it into memory whole), or, held in
+            // memory (a store), within `maxImageBytes` anyway.
+            let trimmed = info.end >= data.count ? data
+                : data.count > streamedAbove ? data.prefix(info.end) : Data(data.prefix(info.end))
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, format: info.format,
+            // From the file only when it is the image (nothing follows it): else from the bytes.
+            guard let image = bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
+                                     limits: limits, frames: info.frames, format: info.format,
                                      scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
@@ -6478,6 +6795,14 @@ nonisolated extension ImageCache {
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
+    /// The longest side ImageIO is asked for (`kCGImageSourceThumbnailMaxPixelSize`) to make a
+    /// bitmap of `fit` (``decodedSize(width:height:orientation:filling:maxPixels:)``): its longer side.
+    /// So a large image's thumbnail, decoded from its file, is bounded by the target or by
+    /// `maxDecodedPixelSize`, whatever the size of the file.
+    fileprivate static func thumbnailPixels(_ fit: (width: Int, height: Int)) -> Int {
+        max(fit.width, fit.height)
+    }
+
     /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
     /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
     /// download under way: no second download). It is when it is at least twice the target on both
@@ -6562,9 +6887,14 @@ nonisolated extension ImageCache {
     /// as `NSImageView` animates it, and its frames scaled like stills are kept with it for the
     /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
     /// `NSImage`'s bitmap holds).
-    fileprivate static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int, format: Format?, scale: Double) -> Image? {
-        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+    ///
+    /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
+    /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
+    /// whole; the thumbnail is made at the same bounded size.
+    fileprivate static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
+                               limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
+        let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
+        guard let source,
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int,
               let height = header[kCGImagePropertyPixelHeight] as? Int
@@ -6575,7 +6905,7 @@ nonisolated extension ImageCache {
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
                                         kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true,
-                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+                                        kCGImageSourceThumbnailMaxPixelSize: thumbnailPixels(fit)]
         let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
         let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }

@@ -46,6 +46,12 @@ let package = Package(
             dependencies: ["ImageCache"],
             path: "ImageCacheTests/SharedFolderHelper"
         ),
+        // The child process that the large-body tests measure the memory of while it downloads.
+        .executableTarget(
+            name: "LargeBodyHelper",
+            dependencies: ["ImageCache"],
+            path: "ImageCacheTests/LargeBodyHelper"
+        ),
         // An app with ImageCache.swift copied in (a symbolic link to it) beside top-level names
         // of its own, such as `open` and `Entry`: the copy must compile and work there.
         .executableTarget(
@@ -56,7 +62,7 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: ["ImageCache", "LoopbackServer"],
             path: "ImageCacheTests",
-            exclude: ["CrashHelper", "SharedFolderHelper", "CopyInHost", "MainActorHost", "Fuzz"],
+            exclude: ["CrashHelper", "SharedFolderHelper", "LargeBodyHelper", "CopyInHost", "MainActorHost", "Fuzz"],
             resources: [.copy("Fixtures")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

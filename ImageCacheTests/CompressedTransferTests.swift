@@ -56,16 +56,18 @@ final class CompressedTransferTests: CacheTestCase {
     }
 
     func testGzipBombFailsAsTooLargeAndTheCacheStaysUsable() {
-        // Given: 149 KB on the wire, 150 MiB inflated, and the default 20 MiB limit
+        // Given: 149 KB on the wire, 150 MiB inflated, and the default limits: 20 MiB in memory, and
+        // 128 MiB for a body streamed to disk, which the bomb is once it inflates past 4 MiB
         let cache = makeCache()
+        XCTAssertEqual(cache.maxDiskImageBytes, 128 * 1024 * 1024)
         XCTAssertEqual(cache.maxImageBytes, 20 * 1024 * 1024)
         XCTAssertLessThan(fixture("gzip-bomb-150MiB.gz").count, cache.maxImageBytes)
         server.set("/bomb.png", gzipped("gzip-bomb-150MiB.gz"))
         let bomb = server.url("/bomb.png")
         // When
         XCTAssertNil(fetchAndWait(cache, bomb, timeout: 30))
-        // Then: refused for its inflated size, once, and nothing kept
-        XCTAssertEqual(cache.error(for: bomb), .tooLarge(limit: 20 * 1024 * 1024))
+        // Then: refused for its inflated size, once, and nothing kept (its file deleted)
+        XCTAssertEqual(cache.error(for: bomb), .tooLarge(limit: 128 * 1024 * 1024))
         XCTAssertEqual(cache.error(for: bomb)?.isFatal, true)
         XCTAssertEqual(server.requestCount("/bomb.png"), 1)
         XCTAssertNil(cache.peek(bomb))
@@ -75,14 +77,16 @@ final class CompressedTransferTests: CacheTestCase {
         XCTAssertEqual(fetchAndWait(cache, server.url("/gzipped.png"))?.data, fixture("photo.png"))
         cache.persistCacheToDisk()
         XCTAssertEqual(cache.diskCount, 2)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: cache.folder.path).count, 2)
         assertInvariants(cache)
     }
 
     func testGzipBombIsStoppedAtTheInflatedLimitNotReadToTheEnd() {
         // Given: the bomb sent 4 KB at a time (each inflates to about 4 MiB), and a 1 MB limit
-        // that its compressed bytes (149 KB) never reach
+        // that its compressed bytes (149 KB) never reach, for memory and disk alike (1.0's single limit)
         let cache = makeCache()
         cache.maxImageBytes = 1_000_000
+        cache.maxDiskImageBytes = 0
         cache.retryPolicy = .never
         var slow = gzipped("gzip-bomb-150MiB.gz")
         slow.behavior = .slowBody(chunkSize: 4_096, interval: 0.05)

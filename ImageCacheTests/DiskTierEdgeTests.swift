@@ -76,6 +76,7 @@ final class DiskTierEdgeTests: CacheTestCase {
         populate([url])
         let cache = makeCache()
         cache.maxImageBytes = fixture("photo.png").count + 100
+        cache.maxDiskImageBytes = 0  // the larger of the two limits applies to a file
         let handle = try FileHandle(forWritingTo: fileURL(cache, for: url))
         handle.seekToEndOfFile()
         handle.write(Data(count: 1_000))  // bytes after IEND: a valid PNG, but over the limit

@@ -124,16 +124,22 @@ final class ResilienceTests: CacheTestCase {
     }
 
     func testTooLargeFailsFatallyAndNamesItsLimit() {
+        // A body over 4 MiB streams to disk, within 128 MiB by default: one of 130 MiB is refused
+        // at its head
         let cache = makeCache()
         XCTAssertEqual(cache.maxImageBytes, 20 * 1024 * 1024)
-        let big = Data(count: 30 * 1024 * 1024)
-        server.set("/huge.png", .ok(big))
+        XCTAssertEqual(cache.maxDiskImageBytes, 128 * 1024 * 1024)
+        let huge = LoopbackServer.Response(status: 200, headers: ["Content-Type": "image/png"],
+                                           behavior: .generated(length: 130 * 1024 * 1024) { Data(count: $1) })
+        server.set("/huge.png", huge)
         let url = server.url("/huge.png")
         XCTAssertNil(fetchAndWait(cache, url))
-        XCTAssertEqual(cache.error(for: url), .tooLarge(limit: 20 * 1024 * 1024))
+        XCTAssertEqual(cache.error(for: url), .tooLarge(limit: 128 * 1024 * 1024))
         XCTAssertEqual(cache.error(for: url)?.isFatal, true)
         XCTAssertEqual(server.requestCount("/huge.png"), 1)
 
+        // With 1.0's single limit, `maxImageBytes` applies to every body
+        cache.maxDiskImageBytes = 0
         cache.maxImageBytes = 500
         let photo = serve("/photo.png")
         XCTAssertNil(fetchAndWait(cache, photo))
@@ -143,6 +149,7 @@ final class ResilienceTests: CacheTestCase {
     func testTooLargeOrErrorBodiesAreNotReadToTheEnd() {
         let cache = makeCache()
         cache.maxImageBytes = 1_000_000
+        cache.maxDiskImageBytes = 0  // 1.0's single limit: no more on disk either
         cache.retryPolicy = .never
         var big = LoopbackServer.Response.ok(Data(count: 4_000_000))
         big.behavior = .slowBody(chunkSize: 100_000, interval: 0.05)

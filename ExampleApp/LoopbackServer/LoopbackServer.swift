@@ -40,6 +40,11 @@ public final class LoopbackServer: @unchecked Sendable {
             case neverAnswer
             /// Send headers, then the body in chunks with a pause between them.
             case slowBody(chunkSize: Int, interval: TimeInterval)
+            /// Send headers, then a body of `length` bytes made as it is sent, `chunk(offset, count)`
+            /// giving the bytes from `offset` (at most 256 KiB at a time): a body of any size without
+            /// holding it. `chunk` may block (to hold the body at a point until a test says). `body`
+            /// is ignored; `declaredLength`, if set, is announced instead of `length`.
+            case generated(length: Int, chunk: @Sendable (_ offset: Int, _ count: Int) -> Data)
         }
 
         public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delay: TimeInterval = 0,
@@ -440,13 +445,15 @@ public final class LoopbackServer: @unchecked Sendable {
             case .neverAnswer:
                 if wait(fd, duration: .infinity) == .clientGone { countDisconnect(path) }
                 return false
-            case .normal, .slowBody:
+            case .normal, .slowBody, .generated:
                 break
             }
 
             let body = request.method == "HEAD" ? Data() : response.body
-            let declared = response.declaredLength ?? response.body.count
-            var closeAfter = request.closeAfter || (response.declaredLength != nil && declared != response.body.count)
+            var length = response.body.count
+            if case .generated(let generated, _) = response.behavior { length = generated }
+            let declared = response.declaredLength ?? length
+            var closeAfter = request.closeAfter || (response.declaredLength != nil && declared != length)
                 || !response.sendsLength
 
             var head = "HTTP/1.1 \(response.status) \(Self.reasonPhrase(response.status))\r\n"
@@ -470,6 +477,20 @@ public final class LoopbackServer: @unchecked Sendable {
             head += "\r\n"
 
             switch response.behavior {
+            case .generated(let length, let chunk):
+                guard sendAll(fd, Data(head.utf8)) else {
+                    countDisconnect(path)
+                    return false
+                }
+                var offset = 0
+                while offset < length, request.method != "HEAD" {
+                    let bytes = chunk(offset, min(256 * 1024, length - offset))
+                    guard !bytes.isEmpty, sendAll(fd, bytes) else {
+                        countDisconnect(path)
+                        return false
+                    }
+                    offset += bytes.count
+                }
             case .slowBody(let chunkSize, let interval):
                 guard sendAll(fd, Data(head.utf8)) else {
                     countDisconnect(path)

@@ -14,6 +14,8 @@ public typealias CFData = NSData
 public typealias CFMutableData = NSMutableData
 public typealias CFDictionary = NSDictionary
 public typealias CFString = NSString
+// CFURL is toll-free bridged to NSURL (`url as CFURL` compiles on Apple platforms).
+public typealias CFURL = NSURL
 
 /// `class CGImage` in the SDK: a CoreFoundation type, imported as a class (not Sendable).
 public final class CGImage {

@@ -14,6 +14,12 @@ public func CGImageSourceCreateWithData(_ data: CFData, _ options: CFDictionary?
     fatalError("ImageIO shim")
 }
 
+// developer.apple.com/documentation/imageio/cgimagesourcecreatewithurl(_:_:): iOS 4, macOS 10.4,
+// watchOS 2, tvOS 9, visionOS 1: an image source that reads from a file's URL.
+public func CGImageSourceCreateWithURL(_ url: CFURL, _ options: CFDictionary?) -> CGImageSource? {
+    fatalError("ImageIO shim")
+}
+
 public func CGImageSourceCopyPropertiesAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CFDictionary? {
     fatalError("ImageIO shim")
 }

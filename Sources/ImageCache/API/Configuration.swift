@@ -211,13 +211,34 @@ nonisolated extension ImageCache {
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body accepted, in bytes. 20 MiB by default; values below 1 are clamped
-    /// to 1. A larger response fails as ``Error/tooLarge(limit:)`` as soon as its announced length
-    /// or its received bytes (inflated, if compressed) pass the limit, without reading the rest.
+    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
+    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
+    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
+    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
+    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
+    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
+    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
+    /// the rest.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
+
+    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
+    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
+    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
+    /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
+    /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,
+    /// if compressed) pass the limit, and its file is deleted. Keep it well below ``diskMaxBytes``:
+    /// a file counts there like any other. Applies to downloads that start after it changes, and
+    /// to files read from disk after that.
+    public var maxDiskImageBytes: Int {
+        get { setting(\.maxDiskImageBytes) }
+        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.maxStreamedBytes = limit } }
+    }
+
+    internal static let defaultMaxDiskImageBytes = 128 * 1024 * 1024
 
     /// The longest side, in pixels, of an image decoded with no size to fill (a `fetch`, a
     /// prefetch, a view not laid out yet, with bounds of zero): a larger one is decoded scaled down

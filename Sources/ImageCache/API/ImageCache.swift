@@ -241,6 +241,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
         var maxImageBytes = 20 * 1024 * 1024
+        var maxDiskImageBytes = ImageCache.defaultMaxDiskImageBytes
         var maxDecodedPixelSize: Int?  // nil: the screen's (see `screenPixels`)
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main

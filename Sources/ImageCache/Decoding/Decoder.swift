@@ -26,6 +26,7 @@ nonisolated extension ImageCache {
         var image: Image?
         var value: Box?
         var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+        var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
     }
 
     /// A decoded value that is not an image, with its type.
@@ -47,6 +48,16 @@ nonisolated extension ImageCache {
         /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
         /// waits, standing in for ImageIO's).
         var offThread = false
+        /// The image's decode of bytes that are also a file (a body streamed to disk, mapped): on
+        /// Apple platforms ImageIO reads the file itself. Nil for an app's decoder, which gets the
+        /// bytes (mapped: their pages are read as it touches them).
+        var decodeFile: (@Sendable (_ data: Data, _ file: URL, _ limits: DecodeLimits) -> Result<Payload, Error>)?
+
+        /// Decodes `data`, which `file` holds too if given (see `decodeFile`).
+        func decode(_ data: Data, file: URL?, _ limits: DecodeLimits) -> Result<Payload, Error> {
+            guard let file, let decodeFile else { return decode(data, limits) }
+            return decodeFile(data, file, limits)
+        }
 
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
         /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
@@ -65,11 +76,14 @@ nonisolated extension ImageCache {
         /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
         /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
-            Decoder(type: nil) { data, limits in
+            let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
-                return ImageCache.decode(data, filling: size, limits: limits, scale: scale)
+                return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
+            var decoder = Decoder(type: nil) { decode($0, nil, $1) }
+            decoder.decodeFile = { decode($0, $1, $2) }
+            return decoder
         }
 
         static func value<Value>(_ decode: @escaping @Sendable (Data) throws -> Value) -> Decoder {

@@ -30,7 +30,10 @@ nonisolated extension ImageCache {
     /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
     /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
     /// if ``animates(frames:width:height:within:)`` says so.
-    internal static func decode(_ data: Data, filling size: (width: Int, height: Int)? = nil,
+    ///
+    /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
+    /// mapping): ImageIO reads the image from the file.
+    internal static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
                        limits: DecodeLimits = DecodeLimits(),
                        scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
         let checked = inspect(data)
@@ -38,15 +41,20 @@ nonisolated extension ImageCache {
         // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
         // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
         if case .failure(.notAnImage) = checked,
-           let image = bitmap(data, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
+           let image = bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
             return .success((image, data))
         }
         #endif
         return checked.flatMap { info in
-            // A copy, not a slice: a slice would keep the padding's memory alive.
-            let trimmed = info.end < data.count ? Data(data.prefix(info.end)) : data
+            // A copy, not a slice: a slice would keep the padding's memory alive. But a large body's
+            // slice: it is mapped from its file (a copy would bring it into memory whole), or, held in
+            // memory (a store), within `maxImageBytes` anyway.
+            let trimmed = info.end >= data.count ? data
+                : data.count > streamedAbove ? data.prefix(info.end) : Data(data.prefix(info.end))
             #if canImport(ImageIO)
-            guard let image = bitmap(trimmed, filling: size, limits: limits, frames: info.frames, format: info.format,
+            // From the file only when it is the image (nothing follows it): else from the bytes.
+            guard let image = bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
+                                     limits: limits, frames: info.frames, format: info.format,
                                      scale: scale) else {
                 return .failure(.corruptImage(info.format, "the system decoder rejected it"))
             }
@@ -190,6 +198,14 @@ nonisolated extension ImageCache {
         return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
     }
 
+    /// The longest side ImageIO is asked for (`kCGImageSourceThumbnailMaxPixelSize`) to make a
+    /// bitmap of `fit` (``decodedSize(width:height:orientation:filling:maxPixels:)``): its longer side.
+    /// So a large image's thumbnail, decoded from its file, is bounded by the target or by
+    /// `maxDecodedPixelSize`, whatever the size of the file.
+    internal static func thumbnailPixels(_ fit: (width: Int, height: Int)) -> Int {
+        max(fit.width, fit.height)
+    }
+
     /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
     /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
     /// download under way: no second download). It is when it is at least twice the target on both
@@ -274,9 +290,14 @@ nonisolated extension ImageCache {
     /// as `NSImageView` animates it, and its frames scaled like stills are kept with it for the
     /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
     /// `NSImage`'s bitmap holds).
-    internal static func bitmap(_ data: Data, filling size: (width: Int, height: Int)?, limits: DecodeLimits,
-                               frames: Int, format: Format?, scale: Double) -> Image? {
-        guard let source = CGImageSourceCreateWithData(data as CFData, nil),
+    ///
+    /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
+    /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
+    /// whole; the thumbnail is made at the same bounded size.
+    internal static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
+                               limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
+        let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
+        guard let source,
               let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
               let width = header[kCGImagePropertyPixelWidth] as? Int,
               let height = header[kCGImagePropertyPixelHeight] as? Int
@@ -287,7 +308,7 @@ nonisolated extension ImageCache {
         let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
                                         kCGImageSourceShouldCacheImmediately: true,
                                         kCGImageSourceCreateThumbnailWithTransform: true,
-                                        kCGImageSourceThumbnailMaxPixelSize: max(fit.width, fit.height)]
+                                        kCGImageSourceThumbnailMaxPixelSize: thumbnailPixels(fit)]
         let frames = min(frames, CGImageSourceGetCount(source))
         #if canImport(UIKit)
         let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }

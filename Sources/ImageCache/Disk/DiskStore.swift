@@ -87,6 +87,7 @@ nonisolated extension ImageCache {
         var storing: [UInt64: ImageStore] = [:]
         var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
         var maxBytes: Int
+        var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
         var keepsExpired = false
         #if IMAGECACHE_TESTING
         var injectedWriteError: POSIXErrorCode?  // see ImageCacheTests/TestHooks.swift
@@ -126,7 +127,8 @@ nonisolated extension ImageCache {
             guard let fd else { return nil }
             defer { Foundation.close(fd) }
             // Larger than any download may be: not read (a planted or damaged file), a miss.
-            guard let file = File(id, { Foundation.fstat(fd, $0) }), file.size <= Int64(maxBytes) else { return nil }
+            guard let file = File(id, { Foundation.fstat(fd, $0) }),
+                  file.size <= Int64(max(maxBytes, maxStreamedBytes)) else { return nil }
             var (expired, receivedAt) = (now >= file.downloadedAt + timeToLive, file.downloadedAt)
             if receivedAt > now + ImageCache.maxClockSkew {  // a date in the future, unless a max-age moved it there
                 receivedAt -= Validators.shift(fd: fd)
@@ -139,7 +141,11 @@ nonisolated extension ImageCache {
                 delete(file)
                 return nil
             }
-            guard let data = POSIX.readAll(fd, count: Int(file.size)) else { return nil }
+            // A large file is mapped, as its body was when it was streamed to disk: its pages are
+            // read when the decode touches them, never copied into memory whole.
+            let data = file.size > Int64(ImageCache.streamedAbove) ? POSIX.map(fd, count: Int(file.size))
+                : POSIX.readAll(fd, count: Int(file.size))
+            guard let data else { return nil }
             if !expired { Foundation.futimens(fd, dates(usedAt: now)) }
             return Found(file: file, receivedAt: receivedAt, data: data, validators: validators, headers: headers,
                          expired: expired)
@@ -183,17 +189,20 @@ nonisolated extension ImageCache {
 
         /// Writes one image under a temporary name and renames it into place; true if it did. If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
+        /// A body streamed to disk (`spool`) is renamed into place instead, with the same dates and
+        /// attributes; it cannot be written again if that fails.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown) -> Bool {
-            guard let data = item.data else { return false }
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown, spool: Spool? = nil) -> Bool {
+            guard let data = item.data ?? (spool == nil ? nil : Data()) else { return false }
             var replaced: Int64?  // the size of the file the write replaced
             do {
                 #if IMAGECACHE_TESTING
                 if let injected = injectedWriteError { throw POSIXError(injected) }
                 #endif
                 do {
-                    replaced = try writeFile(item, data, usedAt: now, replacing: replacing)
-                } catch let error as POSIXError where error.code == .ENOENT {
+                    replaced = try spool.map { try adoptFile(item, $0, usedAt: now) }
+                        ?? writeFile(item, data, usedAt: now, replacing: replacing)
+                } catch let error as POSIXError where error.code == .ENOENT && spool == nil {
                     // The folder was deleted (and every file with it), or our temporary file was
                     // taken for a dead writer's: try once more, in the folder as it is now.
                     _ = reopenIfReplaced()
@@ -353,6 +362,21 @@ nonisolated extension ImageCache {
         /// (0700 is set if it is not): a folder others can write to could be handed planted images.
         internal func openFolder(create: Bool) -> Int32? {
             if directory >= 0 { return directory }
+            switch Self.openPrivate(folder, create: create) {
+            case .success(let fd):
+                directory = fd
+                return fd
+            case .failure(let problem):
+                if let message = problem.message { fail(message) }
+                return nil
+            }
+        }
+
+        /// Opens `folder` as ``openFolder(create:)`` does, for a caller off the disk queue (a body
+        /// streamed to disk, `Spool`): its own descriptor, or the problem to report (nil: none, the
+        /// folder is not there and `create` was false).
+        static func openPrivate(_ folder: URL, create: Bool) -> Result<Int32, Problem> {
+            let folderPath = folder.path
             if create {
                 try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
                                                          withIntermediateDirectories: true)
@@ -360,8 +384,7 @@ nonisolated extension ImageCache {
             }
             let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
-                if create { fail("cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))") }
-                return nil
+                return .failure(Problem(create ? "cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))" : nil))
             }
             var info = Foundation.stat()
             if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
@@ -369,11 +392,15 @@ nonisolated extension ImageCache {
             }
             guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
                 Foundation.close(fd)
-                fail("not using \(folderPath): it belongs to another user or others may write to it")
-                return nil
+                return .failure(Problem("not using \(folderPath): it belongs to another user or others may write to it"))
             }
-            directory = fd
-            return fd
+            return .success(fd)
+        }
+
+        /// Why the folder cannot be used, in words (nil: nothing worth reporting).
+        struct Problem: Swift.Error {
+            let message: String?
+            init(_ message: String?) { self.message = message }
         }
 
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
@@ -397,12 +424,7 @@ nonisolated extension ImageCache {
                     }
                     if !written { throw POSIX.lastError() }
                 }
-                item.validators?.write(to: fd)
-                Validators.setHeaders(item.headers, fd: fd)
-                if item.downloadedAt > item.receivedAt {
-                    Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
-                }
-                try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+                try describe(fd, as: item, usedAt: now)
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
@@ -418,6 +440,35 @@ nonisolated extension ImageCache {
                 Foundation.unlinkat(directory, temporary, 0)
                 throw error
             }
+        }
+
+        /// Gives the file open as `fd` what a lookup reads besides the bytes: the validators and
+        /// freshness headers of `item`, and its dates.
+        private func describe(_ fd: Int32, as item: Item, usedAt now: TimeInterval) throws {
+            item.validators?.write(to: fd)
+            Validators.setHeaders(item.headers, fd: fd)
+            if item.downloadedAt > item.receivedAt {
+                Validators.setShift(item.downloadedAt - item.receivedAt, fd: fd)
+            }
+            try POSIX.check(Foundation.futimens(fd, dates(usedAt: now, downloadedAt: item.downloadedAt)))
+        }
+
+        /// Renames the body `spool` streamed to disk into place as the file of `item`, described as
+        /// `writeFile` describes a file; returns the size of the file it replaced, if any. The
+        /// temporary file is in the folder the spool was opened in: if that is no longer the folder
+        /// (deleted or replaced meanwhile), the rename fails and the spool deletes its file.
+        private func adoptFile(_ item: Item, _ spool: Spool, usedAt now: TimeInterval) throws -> Int64? {
+            guard let directory = openFolder(create: true) else { throw POSIX.lastError() }
+            var folder = Foundation.stat(), spoolFolder = Foundation.stat()
+            guard Foundation.fstat(directory, &folder) == 0, Foundation.fstat(spool.directory, &spoolFolder) == 0,
+                  folder.st_ino == spoolFolder.st_ino, folder.st_dev == spoolFolder.st_dev else {
+                throw POSIXError(.ENOENT)
+            }
+            try spool.close { try describe($0, as: item, usedAt: now) }
+            let replaced = file(item.id)?.size
+            try POSIX.check(Foundation.renameat(spool.directory, spool.name, directory, Self.name(item.id)))
+            spool.adopted = true
+            return replaced
         }
 
         /// Dates for `futimens` or `utimensat`: last used `now`, and downloaded at `downloadedAt` (nil:

@@ -21,7 +21,8 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// What the disk is told to do: every change to the disk goes through `Ledger.queueOnDisk`.
     internal enum DiskWork: @unchecked Sendable {  // its images and data are not used until it runs
-        case write(DiskStore.Item, key: Key, usedAt: TimeInterval)  // a new entry: memory then drops its bytes
+        // A new entry: memory then drops its bytes. With a spool, its body streamed to disk is renamed into place.
+        case write(DiskStore.Item, key: Key, usedAt: TimeInterval, spool: Spool? = nil)
         case keep([DiskStore.Item], usedAt: TimeInterval)
         case touch([String], at: TimeInterval)
         case renew(DiskStore.Found, downloadedAt: TimeInterval, receivedAt: TimeInterval, HTTP.FreshnessHeaders)
@@ -40,8 +41,8 @@ nonisolated extension ImageCache {
     /// still encoding (`settle`).
     internal func run(_ work: DiskWork) {
         switch work {
-        case .write(let item, let key, let now):
-            if disk.write(item, usedAt: now) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
+        case .write(let item, let key, let now, let spool):
+            if disk.write(item, usedAt: now, spool: spool) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)

@@ -75,6 +75,19 @@ nonisolated extension ImageCache {
             return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
         }
 
+        /// Maps the first `count` bytes of `fd`, read-only, as `Data` that unmaps them when the last
+        /// copy goes: the pages are the file's (the kernel reads them when touched and may drop them
+        /// again), not the process's heap. The mapping outlives `fd` and the file's name. Nil if
+        /// `mmap` fails, and for 0 bytes (there is nothing to map).
+        static func map(_ fd: Int32, count: Int) -> Data? {
+            guard count > 0 else { return nil }
+            let address = Foundation.mmap(nil, count, PROT_READ, MAP_PRIVATE, fd, 0)
+            guard let address, address != MAP_FAILED else { return nil }
+            return Data(bytesNoCopy: address, count: count, deallocator: .custom { address, count in
+                Foundation.munmap(address, count)
+            })
+        }
+
         /// Calls `io` (a `read` or `write` of the bytes from the offset it is given) until `count` bytes
         /// are done, again after a signal; false at an error (in `errno`) or the end of the file.
         static func transfer(_ count: Int, _ io: (Int) -> Int) -> Bool {

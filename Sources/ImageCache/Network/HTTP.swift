@@ -52,11 +52,17 @@ nonisolated extension ImageCache {
         /// says nothing of it.
         internal static func validate(data: Data, response: URLResponse?,
                                          error: Swift.Error?) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error).map { data }
+        }
+
+        /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
+        /// streamed to disk).
+        internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
             let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
             let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
-            let truncated: Error? = expected > 0 && Int64(data.count) < expected
-                ? .truncatedBody(expected: expected, received: data.count) : nil
+            let truncated: Error? = expected > 0 && Int64(count) < expected
+                ? .truncatedBody(expected: expected, received: count) : nil
             if let error {
                 let code = (error as? URLError)?.code ?? .unknown
                 if code == .cancelled { return .failure(.cancelled) }
@@ -68,7 +74,7 @@ nonisolated extension ImageCache {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
-            return data.isEmpty ? .failure(.emptyBody) : .success(data)
+            return count == 0 ? .failure(.emptyBody) : .success(())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive

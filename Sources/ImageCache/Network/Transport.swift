@@ -25,13 +25,15 @@ nonisolated extension ImageCache {
     internal final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
-        let limit: Int
+        var limits: BodyLimits  // `folder` goes once tried
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         var response: URLResponse?
-        var data = Data()
+        var data = Data()  // the body, unless it is streamed to disk
+        var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
+        var received = 0  // the body's bytes so far, in `data` or in `spool`
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var failure: Error?  // set when the transport stopped the transfer itself
@@ -44,9 +46,9 @@ nonisolated extension ImageCache {
         var stalled = false
         var quiet: UInt64 = 0
 
-        init(_ download: Download, _ task: URLSessionDataTask, limit: Int, seconds: TimeInterval,
+        init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
-            (self.download, self.task, self.limit, self.seconds, self.stale) = (download, task, limit, seconds, stale)
+            (self.download, self.task, self.limits, self.seconds, self.stale) = (download, task, limits, seconds, stale)
             self.sentAt = sentAt
             let now = DispatchTime.now()
             deadline = now + seconds
@@ -56,6 +58,40 @@ nonisolated extension ImageCache {
 
         /// When it stalls if it receives nothing before.
         var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
+
+        /// The most bytes its body may have now: more on disk than in memory.
+        var limit: Int { spool == nil ? limits.inMemory : limits.onDisk }
+
+        /// Streams the body to disk from now on, if it can (a body announced or grown past
+        /// `streamedAbove`): the bytes so far go to the file, and memory lets them go. If the file
+        /// cannot be made, the body stays in memory within `limits.inMemory`, and this is not tried
+        /// again.
+        func streamToDisk() {
+            guard let folder = limits.folder else { return }
+            limits.folder = nil  // tried once
+            guard let spool = Spool.open(in: folder, key: download.key.string) else { return }
+            do {
+                try spool.append(data)
+            } catch {
+                return  // the spool deletes its file
+            }
+            self.spool = spool
+            data = Data()
+        }
+    }
+
+    /// How large a transfer's body may be: `inMemory` (``ImageCache/maxImageBytes``) while it is in
+    /// memory, `onDisk` (the larger of that and ``ImageCache/maxDiskImageBytes``) once it is streamed
+    /// to a file in `folder` (nil: it is not, or was tried already), which it is once it is announced
+    /// or grown past `streamedAbove` bytes.
+    internal struct BodyLimits {
+        var inMemory: Int
+        var onDisk: Int
+        var folder: URL?
+
+        /// ``ImageCache/streamedAbove``, or `inMemory` if that is less: a body memory may not hold
+        /// goes to disk rather than failing.
+        var streamedAbove: Int { min(ImageCache.streamedAbove, inMemory) }
     }
 
     /// The network: one `URLSession` with this object as its delegate, the transfers under way, and
@@ -95,11 +131,11 @@ nonisolated extension ImageCache {
 
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ request: URLRequest, for download: Download, limit: Int, seconds: TimeInterval,
+        func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,
                   stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
             lock.withLock {
                 let task = session!.dataTask(with: request)
-                let transfer = Transfer(download, task, limit: limit, seconds: seconds, stallTime: stallTime,
+                let transfer = Transfer(download, task, limits: limits, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 #if IMAGECACHE_TESTING
@@ -164,18 +200,20 @@ nonisolated extension ImageCache {
             if resumed { cache?.stallChanged(transfer) }
             transfer.response = response
             let length = response.expectedContentLength
-            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
-            if length > 0, length <= Int64(transfer.limit) { transfer.data.reserveCapacity(Int(length)) }
             let http = response as? HTTPURLResponse
             let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
             let status = http?.statusCode ?? 200
+            // A large body announced goes to disk from its first byte.
+            if length > Int64(transfer.limits.streamedAbove), (200..<300).contains(status) { transfer.streamToDisk() }
             if !(200..<300).contains(status), status != 304 {
                 transfer.failure = .httpStatus(status)
             } else if length > Int64(transfer.limit) {
                 transfer.failure = .tooLarge(limit: transfer.limit)
             }
             guard transfer.failure == nil else { return stop(transfer, completionHandler) }
+            // Sized once when announced: growing by doubling would keep up to twice the bytes alive.
+            if length > 0, transfer.spool == nil { transfer.data.reserveCapacity(Int(length)) }
             completionHandler(.allow)
         }
 
@@ -184,14 +222,29 @@ nonisolated extension ImageCache {
             guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
             if resumed { cache?.stallChanged(transfer) }
-            guard transfer.data.count + data.count <= transfer.limit else {
+            let received = transfer.received + data.count
+            if received > transfer.limits.streamedAbove, transfer.spool == nil, transfer.limits.folder != nil {
+                transfer.streamToDisk()  // grown large: to disk from now on
+            }
+            guard received <= transfer.limit else {
                 transfer.failure = .tooLarge(limit: transfer.limit)
                 return stop(transfer, nil)
             }
-            transfer.data.append(data)
+            if let spool = transfer.spool {
+                do {
+                    try spool.append(data)
+                } catch {
+                    transfer.failure = .network(.cannotWriteToFile, "cannot write the body to \(spool.url.path): "
+                                                + ImageCache.POSIX.describe(error))
+                    return stop(transfer, nil)
+                }
+            } else {
+                transfer.data.append(data)
+            }
+            transfer.received = received
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
-                cache?.progress(transfer.download, received: transfer.data.count, expected: transfer.expected)
+                cache?.progress(transfer.download, received: received, expected: transfer.expected)
             }
         }
 

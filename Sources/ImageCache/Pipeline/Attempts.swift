@@ -35,7 +35,10 @@ nonisolated extension ImageCache {
                 case .success(let request):
                     let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
-                        let task = transport.send(request, for: download, limit: settings.maxImageBytes,
+                        let limits = BodyLimits(inMemory: settings.maxImageBytes,
+                                                onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
+                                                folder: disk.folder)
+                        let task = transport.send(request, for: download, limits: limits,
                                                   seconds: ledger.settings.downloadTimeLimit,
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
@@ -100,12 +103,15 @@ nonisolated extension ImageCache {
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            let whole = body.map { _ in (transfer.data.count, transfer.expected) }
+            // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
+            if case .failure = result { transfer.spool?.discard() }
+            let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
         if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+        if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
         switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
         case .failure(let error):
             finish(.failure(error), nil)
@@ -125,6 +131,41 @@ nonisolated extension ImageCache {
                 guard self.locked({ $0.isCurrent(download) }) else { return }
                 finish(download.decoder.decode(body, download.limits), body)
             }
+        }
+    }
+
+    /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
+    /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
+    /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
+    /// disk queue renames into place as the entry's file. On any failure the spool, no longer
+    /// referenced, deletes its file.
+    private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
+                          _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
+        let download = transfer.download
+        if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+            return finish(.failure(failure), nil)
+        }
+        guard let body = spool.mapped() else {
+            return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
+                                            + POSIX.describe(POSIX.lastError()))), nil)
+        }
+        let decode: @Sendable () -> Void = {
+            let result = download.decoder.decode(body, file: spool.url, download.limits).map { payload in
+                var payload = payload
+                payload.spool = spool
+                return payload
+            }
+            finish(result, body)
+        }
+        guard !download.decoder.isCheap else { return decode() }
+        let started = locked { ledger in
+            ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
+        }
+        guard let started else { return }  // forgotten meanwhile: nobody waits for it
+        startNetwork(started)
+        decodes.async {
+            guard self.locked({ $0.isCurrent(download) }) else { return }
+            decode()
         }
     }
 

@@ -158,7 +158,8 @@ nonisolated extension ImageCache.Ledger {
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive {
             var kept = payload
-            if answer.notModified { kept.bytes = nil }  // on disk already
+            if answer.notModified || payload.spool != nil { kept.bytes = nil }  // on disk already, or about to be
+            kept.spool = nil
             keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
                        usedAt: now)
         } else {
@@ -167,10 +168,12 @@ nonisolated extension ImageCache.Ledger {
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
         } else if !answer.notModified {
-            let item = ImageCache.DiskStore.Item(url: download.key.string, data: payload.bytes, size: size ?? 0,
+            // A body streamed to disk is renamed into place, not written.
+            let item = ImageCache.DiskStore.Item(url: download.key.string,
+                                                 data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
                                                  validators: ImageCache.Validators(answer.response), headers: headers)
-            queueOnDisk(.write(item, key: download.key, usedAt: now))
+            queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
     }
