@@ -276,7 +276,7 @@ nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
     /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
-    /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
+    /// `url` and the image, or nil (see ``error(for:)-(URL)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
     /// - Parameters:
     ///   - url: The image's http or https URL.
@@ -440,10 +440,12 @@ nonisolated extension ImageCache {
     }
 
     /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    /// (Disfavored, so that `cancelPrefetching([])`, which 1.0 read as URLs, still compiles.)
     ///
     /// - Complexity: O(n) in the requests.
+    @_disfavoredOverload
     public func cancelPrefetching(_ requests: [Request]) {
-        let tasks = locked { $0.prefetchTasks(requests.map { Load($0).key }) }
+        let tasks = locked { $0.prefetchTasks(requests.map(\.cacheKey)) }
         for task in tasks { task.cancel() }
     }
 
@@ -588,7 +590,7 @@ nonisolated extension ImageCache {
     /// What `request` describes, as ``peek(_:)-(URL)`` finds an image: for a request with a size or
     /// processors, only that variant (never the whole image, nor another variant).
     public func peek(_ request: Request) -> Image? {
-        peek(Load(request).key)
+        peek(request.cacheKey)
     }
 
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)-(URL)`` finds it.
@@ -619,7 +621,14 @@ nonisolated extension ImageCache {
         error(forKey: url.absoluteString)
     }
 
-    /// Why the last fetch under `key` failed, as ``error(for:)`` says.
+    /// Why the last fetch of what `request` describes failed (its variant's processors, or its
+    /// original), as `error(for:)` says of a URL.
+    public func error(for request: Request) -> ImageCache.Error? {
+        let key = request.cacheKey
+        return locked { $0.error(for: key) }
+    }
+
+    /// Why the last fetch under `key` failed, as `error(for:)` says.
     public func error(forKey key: String) -> ImageCache.Error? {
         let key = Key(string: key)
         return locked { $0.error(for: key) }
@@ -727,7 +736,7 @@ nonisolated extension ImageCache {
         private var plainURL: URL?
         /// What the image is cached under: `url.absoluteString` when nil (the default). Headers are
         /// never part of it: two users' private images at one URL need two keys.
-        public var key: String?
+        public var key: String? { didSet { wholeKey = Self.key(key, url, variant) } }
         /// Whether it loads on the slow lane, ahead of need (see `slowFetch(_:key:callback:)`); false
         /// by default.
         public var slow: Bool
@@ -738,7 +747,16 @@ nonisolated extension ImageCache {
         public var size: CGSize?
         /// What makes the variant it loads, in order (see ``Processor``): empty (the default) for the
         /// image itself. The variant is cached under the key, the size and their identifiers.
-        public var processors: [Processor]
+        public var processors: [Processor] {
+            didSet {
+                variant = Processor.variant(of: processors)
+                wholeKey = Self.key(key, url, variant)
+            }
+        }
+        /// What names the processors' variant in a key.
+        fileprivate private(set) var variant: String
+        /// Its key without a size, made once: `peek` of a request a cell keeps costs no hashing.
+        private var wholeKey: ImageCache.Key
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         fileprivate var scale: Double?
 
@@ -747,6 +765,8 @@ nonisolated extension ImageCache {
                     processors: [Processor] = []) {
             (plainURL, urlRequest) = (url, nil)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+            variant = Processor.variant(of: processors)
+            wholeKey = Self.key(key, url, variant)
         }
 
         /// A request for the image that `urlRequest` loads, sent as given.
@@ -754,13 +774,37 @@ nonisolated extension ImageCache {
                     processors: [Processor] = []) {
             (plainURL, self.urlRequest) = (nil, urlRequest)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+            variant = Processor.variant(of: processors)
+            wholeKey = Self.key(key, urlRequest.url, variant)
         }
     }
 }
 
+nonisolated extension ImageCache.Request {
+    /// What it is cached under: the key (the URL's string by default), the size in pixels at the
+    /// view's display scale (else the main screen's), and the processors' variant.
+    fileprivate var cacheKey: ImageCache.Key {
+        guard let size else { return wholeKey }
+        return ImageCache.memoryKey(wholeKey.string, filling: fillPixels(size), scale: displayScale, processors: variant)
+    }
+
+    /// The key of `key` (else `url`'s string) and the processors' `variant`, without a size.
+    fileprivate static func key(_ key: String?, _ url: URL?, _ variant: String) -> ImageCache.Key {
+        ImageCache.Key(string: key ?? url?.absoluteString ?? "", processors: variant)
+    }
+
+    /// The display scale its size is decoded at (see ``ImageCache/displayScale(_:screen:)``).
+    private var displayScale: Double { ImageCache.displayScale(scale, screen: ImageCache.screenScale) }
+
+    /// `points` in whole pixels at its display scale (nil: not a size to fill).
+    fileprivate func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {
+        ImageCache.pixels(ImageCache.pixelSize(points: points, scale: displayScale))
+    }
+}
+
 nonisolated extension ImageCache.Load {
-    /// The load `request` describes: its key has the size in pixels (at the view's display scale,
-    /// else the main screen's) and the processors' identifiers, and its decoder fills the size.
+    /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
+    /// fills its size.
     init(_ request: ImageCache.Request) {
         if let urlRequest = request.urlRequest {
             self.init(urlRequest, key: request.key, slow: request.slow)
@@ -768,11 +812,8 @@ nonisolated extension ImageCache.Load {
             self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
         }
         guard request.size != nil || !request.processors.isEmpty else { return }
-        let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
-        let size = ImageCache.pixels(ImageCache.pixelSize(points: request.size, scale: scale))
-        key = ImageCache.memoryKey(key.string, filling: size, scale: scale,
-                                   processors: ImageCache.Processor.variant(of: request.processors))
-        if size != nil { decoder = .image(filling: size, scale: request.scale) }
+        key = request.cacheKey
+        if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
     }
 }
@@ -2302,6 +2343,7 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        var isOriginal = false  // a variant's job's request for its original (see `original`)
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
         var storedAt: TimeInterval?
@@ -2334,6 +2376,7 @@ nonisolated extension ImageCache {
         var original: Load {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
+            original.isOriginal = true
             return original
         }
 
@@ -2488,24 +2531,31 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// Starts the job that makes a variant (routed by `Ledger.route`): it requests the original;
-    /// its fetches hear the original's progress. Cancelled with its last fetch (`Ledger.cancel`
-    /// forgets the job, and `finishStopped` cancels this request).
+    /// its fetches, those that join later too, hear the original's progress and retries. Cancelled
+    /// with its last fetch (`Ledger.cancel` forgets the job, and `finishStopped` cancels this
+    /// request). The request and the job hold each other until the job ends or is forgotten.
     fileprivate func makeVariant(_ job: Download) {
         var load = job.load.original
-        if job.waiters.contains(where: { $0.load.onProgress != nil }) {
-            load.onProgress = { [weak job] received, expected in
-                if let job { self.progress(job, received: received, expected: expected) }
+        load.onProgress = { [weak job] received, expected in
+            if let job { self.progress(job, received: received, expected: expected) }
+        }
+        load.onRetry = { [weak job] error, attempt in
+            guard let job else { return }
+            for task in self.locked({ $0.waiters(of: job) }) where task.load.onRetry != nil {
+                task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
             }
         }
-        let original = request(load, queue: Self.variantQueue) { result in
+        let original = request(load, queue: Self.variantQueue) { [weak job] result in
+            guard let job else { return }
             let result = Unchecked(result)  // made for this job alone
             self.decodes.async { self.process(job, result.value) }
         }
         if !locked({ $0.attach(original, to: job) }) { original.cancel() }
     }
 
-    /// Where a job's original arrives, before its processors run on a decode worker.
-    private static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
+    /// Where a job's original arrives, before its processors run on a decode worker. No app's
+    /// queue: an event that comes with it goes to ``callbackQueue`` instead (see `deliver`).
+    fileprivate static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
                                                     attributes: .concurrent)
 
     /// Runs a job's processors on its original (unless the job was forgotten meanwhile), and ends
@@ -2518,7 +2568,11 @@ nonisolated extension ImageCache {
         }
         let now = currentTime()
         let payload = made.map { Payload(image: $0.1) }
-        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, now: now) }) else { return }
+        var ownFailure = false  // a processor's, not the original's
+        if case .success = result, case .failure = made { ownFailure = true }
+        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, counted: ownFailure, now: now) }) else {
+            return
+        }
         deliver(waiters, made.map { fetched, image in
             Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
         })
@@ -2585,7 +2639,7 @@ nonisolated extension ImageCache {
 
         /// Routes `task`, made for `load` (its key, type and lane).
         mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-            counts.requests &+= 1
+            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
             let key = load.key
             if load.isPrefetch {
                 guard prefetches[key] == nil else {  // prefetched already: this one is not needed
@@ -2666,12 +2720,14 @@ nonisolated extension ImageCache {
         /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
         /// with its original's dates if memory has the image it was made from (`from`) under the
         /// original's key (not one a store or a later download put there meanwhile); a failure is
-        /// remembered under the variant's key. Returns its waiters.
+        /// remembered under the variant's key, and `counted` if it is the processors' own (the
+        /// original's was counted already). Returns its waiters.
         mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
-                               now: TimeInterval) -> [FetchTask]? {
+                               counted: Bool, now: TimeInterval) -> [FetchTask]? {
             guard isCurrent(job) else { return nil }
             lanes.move(job, to: .done)
             entries[job.key] = nil
+            job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
                 if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
@@ -2680,11 +2736,14 @@ nonisolated extension ImageCache {
                                       receivedAt: dates.1), usedAt: now)
                 }
             case .failure(let error):
-                setFailed(job.key, error)
+                if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
             defer { job.waiters = [] }
             return job.waiters
         }
+
+        /// Who waits for `download` now.
+        func waiters(of download: Download) -> [FetchTask] { download.waiters }
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
         /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
@@ -2754,8 +2813,10 @@ nonisolated extension ImageCache {
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
-            guard fast, download.lane == .slow else { return [] }
-            lanes.move(download, to: download.phase, lane: .fast)
+            // A variant's job holds no place in a lane: its original's download does.
+            let moved = download.key.processors.isEmpty ? download : download.original?.download
+            guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
+            lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
         }
 
@@ -2878,7 +2939,7 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                defer { download.waiters = [] }
+                defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
                 return Stopped(waiters: download.waiters, task: task, original: download.original)
             case .failed?:
                 entries[key] = nil
@@ -5085,7 +5146,8 @@ nonisolated extension ImageCache.Ledger {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.map(\.item)
+        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own).
+        let items = slots.filter { $0.key.processors.isEmpty }.map(\.item)
         guard !items.isEmpty else { return }
         queueOnDisk(.keep(items, usedAt: now))
     }
@@ -5226,6 +5288,7 @@ nonisolated extension ImageCache {
     /// the event handler first, in the same block as the first queue's callbacks.
     fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if let event, tasks.first?.queue === Self.variantQueue { emit(event); return deliver(tasks, result) }
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         var queues: [DispatchQueue] = []  // in the order of their first task
@@ -5243,17 +5306,22 @@ nonisolated extension ImageCache {
     /// `Ledger.downloadSharing`; or a variant whose job a store stopped) get their key's own decode
     /// of the same bytes instead, with their processors run on it, once per key however many wait
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
-    /// under their key beside the entry; `event` goes with the first delivery.
+    /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
+    /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
+    /// processors run on it.
     fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
                           event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
-              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
+        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:))
         var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
         for task in tasks {
-            guard task.load.key != key else { shared.append(task); continue }
+            guard task.load.key != key, bytes != nil || !task.load.processors.isEmpty else {
+                shared.append(task)
+                continue
+            }
             if own[task.load.key] == nil { order.append(task.load.key) }
             own[task.load.key, default: []].append(task)
         }
@@ -5263,12 +5331,14 @@ nonisolated extension ImageCache {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
+            let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
-                    if let event, let handler { tasks[0].queue.async { handler(event) } }
+                    if let event { self.emit(event) }
                     return
                 }
-                let decoded = load.decoder.decode(bytes, limits).flatMap { payload in
+                let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
+                let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
                     return Processor.run(load.processors, on: made).map { Payload(image: $0) }
                 }.map { payload in
@@ -5285,6 +5355,8 @@ nonisolated extension ImageCache {
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        // A job's request for its original runs on no app's queue: its event goes where events go.
+        if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
         let result = Unchecked(result)
         task.queue.async {
             if let event, let handler { handler(event) }

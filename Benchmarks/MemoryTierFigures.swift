@@ -330,6 +330,69 @@ func memoryHitToCallback(_ config: Config) throws -> [Row] {
                         oneCPUNote(unpinned)])]
 }
 
+// MARK: - A processed image's memory hit
+
+/// A variant made by a processor, in memory: its `fetch` to the callback against a plain image's
+/// (issue 39: a processed memory hit costs about what a plain one costs), and its `peek` with a
+/// request against `peek` of the URL, in the same run. Throws if a lookup misses.
+func processedMemoryHit(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("processedhit")
+    defer { scratch.remove() }
+    let (cache, _, urls, _) = filledMemory(count: 100, in: scratch)
+    // Room for the variants beside the originals.
+    cache.imageMemoryMaxCount = 1_000
+    let mirrored = ImageCache.Processor("mirrored") { $0 }
+    let requests = urls.map { ImageCache.Request(url: $0, processors: [mirrored]) }
+    let semaphore = DispatchSemaphore(value: 0)
+    for request in requests {  // each variant made once
+        cache.fetch(request) { _, _ in semaphore.signal() }
+        semaphore.wait()
+    }
+    guard requests.allSatisfy({ cache.peek($0) != nil }) else { throw BenchmarkError("a variant is not in memory") }
+    let operations = config.pick(quick: 2_000, full: 20_000)
+    nonisolated(unsafe) var misses = 0  // written by callbacks, read after the semaphore says they ran
+    func measure() -> (ours: Stats, floor: Stats) {
+        compareLatencies(rounds: config.rounds, count: operations) { i in
+            cache.fetch(requests[i % requests.count]) { _, image in
+                if image == nil { misses += 1 }
+                semaphore.signal()
+            }
+            semaphore.wait()
+        } floor: { i in
+            cache.fetch(urls[i % urls.count]) { _, image in
+                if image == nil { misses += 1 }
+                semaphore.signal()
+            }
+            semaphore.wait()
+        }
+    }
+    let pinned = onOneCPU(measure)
+    let unpinned = measure()
+    let passes = config.pick(quick: 20, full: 200)
+    var hits = 0
+    let peeks = compare(rounds: config.rounds) { _ in
+        nanoseconds(perOperation: passes * requests.count) {
+            for _ in 0..<passes { for request in requests where cache.peek(request) != nil { hits += 1 } }
+        }
+    } floor: { _ in
+        nanoseconds(perOperation: passes * urls.count) {
+            for _ in 0..<passes { for url in urls where cache.peek(url) != nil { hits += 1 } }
+        }
+    }
+    guard misses == 0 else { throw BenchmarkError("\(misses) fetches of variants in memory came back without an image") }
+    return [
+        Row(figure: "fetch of a processed memory hit to its callback", unit: "us", ours: pinned.ours,
+            floorName: "fetch of a plain memory hit to its callback (the URL form), same run",
+            floor: pinned.floor, goal: "<= 1.1x floor", pass: { $0! <= 1.1 },
+            notes: ["a `Request` with one processor, its variant in memory; sequential, alternating with the floor; "
+                    + "\(Report.format(Double(operations))) per round", oneCPUNote(unpinned)]),
+        Row(figure: "`peek` of a processed image (a `Request`), 1 thread", unit: "ns", ours: peeks.ours,
+            floorName: "`peek(url)` of a plain image, same run", floor: peeks.floor,
+            goal: "<= 1.3x floor", pass: { $0! <= 1.3 },
+            notes: ["the request made once, as a cell keeps it; its key (string, size, processors) is made per call"]),
+    ]
+}
+
 /// The note of a latency figure measured on one CPU: what it gave on every CPU.
 func oneCPUNote(_ unpinned: (ours: Stats, floor: Stats)) -> String {
     "measured with the process on one CPU (see `onOneCPU`); on both CPUs the same run gave ours "

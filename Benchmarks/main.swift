@@ -19,6 +19,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("insert", insertAtCap),
     ("store", storeWithManyEntries),
     ("memoryhit", memoryHitToCallback),
+    ("processedhit", processedMemoryHit),
     ("diskhit", diskHitToCallback),
     ("network", networkMissThroughput),
     ("decodepace", transfersWhileDecoding),

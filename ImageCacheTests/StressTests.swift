@@ -231,4 +231,57 @@ final class StressTests: CacheTestCase {
         XCTAssertTrue(calls.value.values.allSatisfy { $0 == 1 })
         assertInvariants(cache)
     }
+
+    /// Variants (issue 39) from many threads: three processors over overlapping URLs, plain fetches
+    /// of the same URLs, cancellations, stores, removals and purges. Every callback runs once, a
+    /// variant's callback gets its own processor's image, each processor never runs on the main
+    /// thread, and the cache's books balance.
+    func testThreadsFetchingVariantsWhileStoringRemovingAndCancellingKeepEveryPromise() {
+        let cache = makeCache()
+        cache.imageMemoryMaxCount = 12
+        let urls = (0..<12).map { serve("/v\($0).png", delay: Double($0 % 3) / 100) }
+        let made = (0..<3).map { png(width: 3_000 + $0) }
+        let processors = (0..<3).map { index in
+            ImageCache.Processor("p\(index)") { _ in
+                XCTAssertFalse(Thread.isMainThread)
+                return ImageCache.Image(data: made[index])
+            }
+        }
+        let calls = Locked([Int: Int]()), wrong = Locked(0)
+        let group = DispatchGroup()
+        let deadline = Date().addingTimeInterval(duration)
+        DispatchQueue.concurrentPerform(iterations: 16) { thread in
+            var i = thread * 100_000
+            while Date() < deadline {
+                i += 1
+                let url = urls[i % urls.count], which = i % 3
+                switch i % 11 {
+                case 0: try? cache.store(made[which], for: url.absoluteString)
+                case 1: cache.remove(url)
+                case 2: if i % 5 == 0 { cache.purgeMemory() }
+                default:
+                    group.enter()
+                    let id = i
+                    let plain = i % 4 == 0
+                    let request = ImageCache.Request(url: url, slow: i % 3 == 0,
+                                                     processors: plain ? [] : [processors[which]])
+                    let task = cache.fetch(request) { _, image in
+                        calls.mutate { $0[id, default: 0] += 1 }
+                        if !plain, let image, image.width != 3_000 + which { wrong.mutate { $0 += 1 } }
+                        group.leave()
+                    }
+                    if i % 6 == 0 {
+                        task.cancel()
+                        if task.isCancelled { group.leave() }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+        callbacks.sync {}
+        XCTAssertTrue(calls.value.values.allSatisfy { $0 == 1 }, "a callback ran twice")
+        XCTAssertEqual(wrong.value, 0, "a variant's callback got another image")
+        XCTAssertEqual(cache.downloadCounts.running, 0)
+        assertInvariants(cache)
+    }
 }

@@ -22,7 +22,7 @@ nonisolated extension ImageCache {
     /// Fetches an image for the screen: memory, then disk, then the network on the fast lane.
     ///
     /// The callback runs once, asynchronously, where callbacks run (see ``FetchCallback``), with
-    /// `url` and the image, or nil (see ``error(for:)``), unless the task is cancelled first (see
+    /// `url` and the image, or nil (see ``error(for:)-(URL)``), unless the task is cancelled first (see
     /// ``FetchTask/cancel()``). A download of `url` waiting on the slow lane moves to the fast lane.
     /// - Parameters:
     ///   - url: The image's http or https URL.
@@ -186,10 +186,12 @@ nonisolated extension ImageCache {
     }
 
     /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    /// (Disfavored, so that `cancelPrefetching([])`, which 1.0 read as URLs, still compiles.)
     ///
     /// - Complexity: O(n) in the requests.
+    @_disfavoredOverload
     public func cancelPrefetching(_ requests: [Request]) {
-        let tasks = locked { $0.prefetchTasks(requests.map { Load($0).key }) }
+        let tasks = locked { $0.prefetchTasks(requests.map(\.cacheKey)) }
         for task in tasks { task.cancel() }
     }
 
@@ -334,7 +336,7 @@ nonisolated extension ImageCache {
     /// What `request` describes, as ``peek(_:)-(URL)`` finds an image: for a request with a size or
     /// processors, only that variant (never the whole image, nor another variant).
     public func peek(_ request: Request) -> Image? {
-        peek(Load(request).key)
+        peek(request.cacheKey)
     }
 
     /// The image under `key` (a binder's, at a size, too), as ``peek(_:)-(URL)`` finds it.
@@ -365,7 +367,14 @@ nonisolated extension ImageCache {
         error(forKey: url.absoluteString)
     }
 
-    /// Why the last fetch under `key` failed, as ``error(for:)`` says.
+    /// Why the last fetch of what `request` describes failed (its variant's processors, or its
+    /// original), as `error(for:)` says of a URL.
+    public func error(for request: Request) -> ImageCache.Error? {
+        let key = request.cacheKey
+        return locked { $0.error(for: key) }
+    }
+
+    /// Why the last fetch under `key` failed, as `error(for:)` says.
     public func error(forKey key: String) -> ImageCache.Error? {
         let key = Key(string: key)
         return locked { $0.error(for: key) }

@@ -44,7 +44,7 @@ nonisolated extension ImageCache {
         private var plainURL: URL?
         /// What the image is cached under: `url.absoluteString` when nil (the default). Headers are
         /// never part of it: two users' private images at one URL need two keys.
-        public var key: String?
+        public var key: String? { didSet { wholeKey = Self.key(key, url, variant) } }
         /// Whether it loads on the slow lane, ahead of need (see `slowFetch(_:key:callback:)`); false
         /// by default.
         public var slow: Bool
@@ -55,7 +55,16 @@ nonisolated extension ImageCache {
         public var size: CGSize?
         /// What makes the variant it loads, in order (see ``Processor``): empty (the default) for the
         /// image itself. The variant is cached under the key, the size and their identifiers.
-        public var processors: [Processor]
+        public var processors: [Processor] {
+            didSet {
+                variant = Processor.variant(of: processors)
+                wholeKey = Self.key(key, url, variant)
+            }
+        }
+        /// What names the processors' variant in a key.
+        internal private(set) var variant: String
+        /// Its key without a size, made once: `peek` of a request a cell keeps costs no hashing.
+        private var wholeKey: ImageCache.Key
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 
@@ -64,6 +73,8 @@ nonisolated extension ImageCache {
                     processors: [Processor] = []) {
             (plainURL, urlRequest) = (url, nil)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+            variant = Processor.variant(of: processors)
+            wholeKey = Self.key(key, url, variant)
         }
 
         /// A request for the image that `urlRequest` loads, sent as given.
@@ -71,13 +82,37 @@ nonisolated extension ImageCache {
                     processors: [Processor] = []) {
             (plainURL, self.urlRequest) = (nil, urlRequest)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
+            variant = Processor.variant(of: processors)
+            wholeKey = Self.key(key, urlRequest.url, variant)
         }
     }
 }
 
+nonisolated extension ImageCache.Request {
+    /// What it is cached under: the key (the URL's string by default), the size in pixels at the
+    /// view's display scale (else the main screen's), and the processors' variant.
+    internal var cacheKey: ImageCache.Key {
+        guard let size else { return wholeKey }
+        return ImageCache.memoryKey(wholeKey.string, filling: fillPixels(size), scale: displayScale, processors: variant)
+    }
+
+    /// The key of `key` (else `url`'s string) and the processors' `variant`, without a size.
+    fileprivate static func key(_ key: String?, _ url: URL?, _ variant: String) -> ImageCache.Key {
+        ImageCache.Key(string: key ?? url?.absoluteString ?? "", processors: variant)
+    }
+
+    /// The display scale its size is decoded at (see ``ImageCache/displayScale(_:screen:)``).
+    private var displayScale: Double { ImageCache.displayScale(scale, screen: ImageCache.screenScale) }
+
+    /// `points` in whole pixels at its display scale (nil: not a size to fill).
+    internal func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {
+        ImageCache.pixels(ImageCache.pixelSize(points: points, scale: displayScale))
+    }
+}
+
 nonisolated extension ImageCache.Load {
-    /// The load `request` describes: its key has the size in pixels (at the view's display scale,
-    /// else the main screen's) and the processors' identifiers, and its decoder fills the size.
+    /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
+    /// fills its size.
     init(_ request: ImageCache.Request) {
         if let urlRequest = request.urlRequest {
             self.init(urlRequest, key: request.key, slow: request.slow)
@@ -85,11 +120,8 @@ nonisolated extension ImageCache.Load {
             self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
         }
         guard request.size != nil || !request.processors.isEmpty else { return }
-        let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
-        let size = ImageCache.pixels(ImageCache.pixelSize(points: request.size, scale: scale))
-        key = ImageCache.memoryKey(key.string, filling: size, scale: scale,
-                                   processors: ImageCache.Processor.variant(of: request.processors))
-        if size != nil { decoder = .image(filling: size, scale: request.scale) }
+        key = request.cacheKey
+        if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
     }
 }

@@ -286,7 +286,8 @@ nonisolated extension ImageCache.Ledger {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        let items = slots.map(\.item)
+        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own).
+        let items = slots.filter { $0.key.processors.isEmpty }.map(\.item)
         guard !items.isEmpty else { return }
         queueOnDisk(.keep(items, usedAt: now))
     }

@@ -64,6 +64,7 @@ nonisolated extension ImageCache {
     /// the event handler first, in the same block as the first queue's callbacks.
     internal func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+        if let event, tasks.first?.queue === Self.variantQueue { emit(event); return deliver(tasks, result) }
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         var queues: [DispatchQueue] = []  // in the order of their first task
@@ -81,17 +82,22 @@ nonisolated extension ImageCache {
     /// `Ledger.downloadSharing`; or a variant whose job a store stopped) get their key's own decode
     /// of the same bytes instead, with their processors run on it, once per key however many wait
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
-    /// under their key beside the entry; `event` goes with the first delivery.
+    /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
+    /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
+    /// processors run on it.
     internal func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
                           event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         guard case .success(let delivery) = result, delivery.failed == nil,
-              let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:)),
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
+        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:))
         var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
         for task in tasks {
-            guard task.load.key != key else { shared.append(task); continue }
+            guard task.load.key != key, bytes != nil || !task.load.processors.isEmpty else {
+                shared.append(task)
+                continue
+            }
             if own[task.load.key] == nil { order.append(task.load.key) }
             own[task.load.key, default: []].append(task)
         }
@@ -101,12 +107,14 @@ nonisolated extension ImageCache {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
+            let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
-                    if let event, let handler { tasks[0].queue.async { handler(event) } }
+                    if let event { self.emit(event) }
                     return
                 }
-                let decoded = load.decoder.decode(bytes, limits).flatMap { payload in
+                let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
+                let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
                     return Processor.run(load.processors, on: made).map { Payload(image: $0) }
                 }.map { payload in
@@ -123,6 +131,8 @@ nonisolated extension ImageCache {
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     internal func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?) {
+        // A job's request for its original runs on no app's queue: its event goes where events go.
+        if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
         let result = Unchecked(result)
         task.queue.async {
             if let event, let handler { handler(event) }

@@ -72,7 +72,7 @@ nonisolated extension ImageCache {
 
         /// Routes `task`, made for `load` (its key, type and lane).
         mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-            counts.requests &+= 1
+            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
             let key = load.key
             if load.isPrefetch {
                 guard prefetches[key] == nil else {  // prefetched already: this one is not needed
@@ -153,12 +153,14 @@ nonisolated extension ImageCache {
         /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
         /// with its original's dates if memory has the image it was made from (`from`) under the
         /// original's key (not one a store or a later download put there meanwhile); a failure is
-        /// remembered under the variant's key. Returns its waiters.
+        /// remembered under the variant's key, and `counted` if it is the processors' own (the
+        /// original's was counted already). Returns its waiters.
         mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
-                               now: TimeInterval) -> [FetchTask]? {
+                               counted: Bool, now: TimeInterval) -> [FetchTask]? {
             guard isCurrent(job) else { return nil }
             lanes.move(job, to: .done)
             entries[job.key] = nil
+            job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
                 if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
@@ -167,11 +169,14 @@ nonisolated extension ImageCache {
                                       receivedAt: dates.1), usedAt: now)
                 }
             case .failure(let error):
-                setFailed(job.key, error)
+                if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
             defer { job.waiters = [] }
             return job.waiters
         }
+
+        /// Who waits for `download` now.
+        func waiters(of download: Download) -> [FetchTask] { download.waiters }
 
         /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
         /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
@@ -241,8 +246,10 @@ nonisolated extension ImageCache {
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
-            guard fast, download.lane == .slow else { return [] }
-            lanes.move(download, to: download.phase, lane: .fast)
+            // A variant's job holds no place in a lane: its original's download does.
+            let moved = download.key.processors.isEmpty ? download : download.original?.download
+            guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
+            lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
         }
 
@@ -365,7 +372,7 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                defer { download.waiters = [] }
+                defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
                 return Stopped(waiters: download.waiters, task: task, original: download.original)
             case .failed?:
                 entries[key] = nil

@@ -33,6 +33,7 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        var isOriginal = false  // a variant's job's request for its original (see `original`)
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
         var storedAt: TimeInterval?
@@ -65,6 +66,7 @@ nonisolated extension ImageCache {
         var original: Load {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
+            original.isOriginal = true
             return original
         }
 

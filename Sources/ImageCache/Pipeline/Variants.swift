@@ -22,24 +22,31 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// Starts the job that makes a variant (routed by `Ledger.route`): it requests the original;
-    /// its fetches hear the original's progress. Cancelled with its last fetch (`Ledger.cancel`
-    /// forgets the job, and `finishStopped` cancels this request).
+    /// its fetches, those that join later too, hear the original's progress and retries. Cancelled
+    /// with its last fetch (`Ledger.cancel` forgets the job, and `finishStopped` cancels this
+    /// request). The request and the job hold each other until the job ends or is forgotten.
     internal func makeVariant(_ job: Download) {
         var load = job.load.original
-        if job.waiters.contains(where: { $0.load.onProgress != nil }) {
-            load.onProgress = { [weak job] received, expected in
-                if let job { self.progress(job, received: received, expected: expected) }
+        load.onProgress = { [weak job] received, expected in
+            if let job { self.progress(job, received: received, expected: expected) }
+        }
+        load.onRetry = { [weak job] error, attempt in
+            guard let job else { return }
+            for task in self.locked({ $0.waiters(of: job) }) where task.load.onRetry != nil {
+                task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
             }
         }
-        let original = request(load, queue: Self.variantQueue) { result in
+        let original = request(load, queue: Self.variantQueue) { [weak job] result in
+            guard let job else { return }
             let result = Unchecked(result)  // made for this job alone
             self.decodes.async { self.process(job, result.value) }
         }
         if !locked({ $0.attach(original, to: job) }) { original.cancel() }
     }
 
-    /// Where a job's original arrives, before its processors run on a decode worker.
-    private static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
+    /// Where a job's original arrives, before its processors run on a decode worker. No app's
+    /// queue: an event that comes with it goes to ``callbackQueue`` instead (see `deliver`).
+    internal static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
                                                     attributes: .concurrent)
 
     /// Runs a job's processors on its original (unless the job was forgotten meanwhile), and ends
@@ -52,7 +59,11 @@ nonisolated extension ImageCache {
         }
         let now = currentTime()
         let payload = made.map { Payload(image: $0.1) }
-        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, now: now) }) else { return }
+        var ownFailure = false  // a processor's, not the original's
+        if case .success = result, case .failure = made { ownFailure = true }
+        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, counted: ownFailure, now: now) }) else {
+            return
+        }
         deliver(waiters, made.map { fetched, image in
             Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
         })
