@@ -757,13 +757,15 @@ nonisolated extension ImageCache {
         fileprivate private(set) var variant: String
         /// Its key without a size, made once: `peek` of a request a cell keeps costs no hashing.
         private var wholeKey: ImageCache.Key
+        /// Choices for this load alone (see ``Options``): none by default.
+        public var options: Options = []
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         fileprivate var scale: Double?
 
         /// A request for the image at `url`, sent with the cache's own headers.
         public init(url: URL, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
-                    processors: [Processor] = []) {
-            (plainURL, urlRequest) = (url, nil)
+                    processors: [Processor] = [], options: Options = []) {
+            (plainURL, urlRequest, self.options) = (url, nil, options)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
             variant = Processor.variant(of: processors)
             wholeKey = Self.key(key, url, variant)
@@ -771,8 +773,8 @@ nonisolated extension ImageCache {
 
         /// A request for the image that `urlRequest` loads, sent as given.
         public init(urlRequest: URLRequest, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
-                    processors: [Processor] = []) {
-            (plainURL, self.urlRequest) = (nil, urlRequest)
+                    processors: [Processor] = [], options: Options = []) {
+            (plainURL, self.urlRequest, self.options) = (nil, urlRequest, options)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
             variant = Processor.variant(of: processors)
             wholeKey = Self.key(key, urlRequest.url, variant)
@@ -781,6 +783,58 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Request {
+    /// Choices for one load, beside Kingfisher's and Nuke's names in the Migrating article. A set:
+    /// `[.reloadIgnoringCachedData, .notWrittenToDisk]`. Two that contradict each other
+    /// (`onlyFromCache` with `reloadIgnoringCachedData`, `notWrittenToDisk` with `waitsForDiskWrite`)
+    /// fail the load at once with ``ImageCache/Error/invalidRequest(_:)``, caching nothing.
+    ///
+    /// When several loads share one download (one key at a time), it is not written to disk if any
+    /// of them asks so, and kept out of memory only if all of them ask so. It grows in 1.x by new
+    /// static members only.
+    public struct Options: OptionSet, Sendable, Hashable {
+        /// The bits of the options (see the static members).
+        public let rawValue: Int
+
+        /// Options of these bits (see the static members).
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Downloads the image even when memory or disk has it fresh, with no conditional request:
+        /// pull to refresh. What it downloads replaces what was cached, in both tiers; memory lets
+        /// the old image go at once.
+        public static let reloadIgnoringCachedData = Options(rawValue: 1 << 0)
+
+        /// Never the network: memory, else the disk (an expired file too, if the disk keeps it to
+        /// revalidate or for ``ImageCache/servesStaleWhenOffline``, marked stale, unless its server
+        /// forbade serving it stale); a miss fails at once with
+        /// ``ImageCache/Error/network(_:_:)`` `.resourceUnavailable`, remembered nowhere. For offline
+        /// screens and share extensions.
+        public static let onlyFromCache = Options(rawValue: 1 << 1)
+
+        /// Not written to disk: what it downloads stays in memory only (and an older file of the key
+        /// is removed, as for a response marked `no-store`), and memory never writes it later. The
+        /// disk is still read, as by any load. For private or one-off images.
+        public static let notWrittenToDisk = Options(rawValue: 1 << 2)
+
+        /// Not kept in memory: what it loads, from the network or the disk, goes to disk only; one
+        /// in memory already is still served from there.
+        public static let notKeptInMemory = Options(rawValue: 1 << 3)
+
+        /// The completion runs once the image's file is written (on the disk queue first), for an app
+        /// that hands the file to another process. A response marked `no-store` has none.
+        public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
+
+        /// Why these options cannot go together, if they cannot.
+        fileprivate var contradiction: String? {
+            if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {
+                return "options onlyFromCache and reloadIgnoringCachedData contradict each other"
+            }
+            if isSuperset(of: [.notWrittenToDisk, .waitsForDiskWrite]) {
+                return "options notWrittenToDisk and waitsForDiskWrite contradict each other"
+            }
+            return nil
+        }
+    }
+
     /// What it is cached under: the key (the URL's string by default), the size in pixels at the
     /// view's display scale (else the main screen's), and the processors' variant.
     fileprivate var cacheKey: ImageCache.Key {
@@ -811,6 +865,7 @@ nonisolated extension ImageCache.Load {
         } else {
             self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
         }
+        options = request.options
         guard request.size != nil || !request.processors.isEmpty else { return }
         key = request.cacheKey
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
@@ -1475,6 +1530,9 @@ nonisolated extension ImageCache {
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
+        /// Its completion waits for the image's file (`Request.Options.waitsForDiskWrite`).
+        fileprivate var waitsForDiskWrite: Bool { load.options.contains(.waitsForDiskWrite) }
+
         fileprivate var isWaiting: Bool {
             cache.lock.withLock { answer == .waiting }
         }
@@ -2340,6 +2398,7 @@ nonisolated extension ImageCache {
         /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
+        var options: Request.Options = []
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -2377,6 +2436,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
             original.isOriginal = true
+            original.options = options
             return original
         }
 
@@ -2430,8 +2490,12 @@ nonisolated extension ImageCache {
             deliver(task, result, event: event, handler: handler)
         case .joined(let started):
             startNetwork(started)
-        case .lookUp(let download, let maxBytes):
+        case .lookUp(let download, let maxBytes?):
             diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
+        case .lookUp(let download, nil):  // a reload: not read
+            lookedUpOnDisk(download, nil, now: now)
+        case .readFromDisk(let maxBytes):
+            diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
             makeVariant(job)
         case .none:
@@ -2499,6 +2563,29 @@ nonisolated extension ImageCache {
             }
             return .unusable
         }
+    }
+
+    /// Answers a request that may not use the network (`onlyFromCache`) from disk (on `diskQueue`):
+    /// the file's entry, an expired one marked stale unless its server forbade that, kept in memory
+    /// unless the request asks not or memory has the key meanwhile; else a failure, remembered
+    /// nowhere. Decoded here: a request that chose not to wait for the network.
+    private func readOnly(_ task: FetchTask, maxBytes: Int) {
+        let now = currentTime()
+        let load = task.load
+        let found = disk.read(DiskStore.fileID(for: load.key.string), now: now, maxBytes: maxBytes)
+        let limits = locked { $0.decodeLimits }
+        let usable = found.flatMap { found -> (Payload, DiskStore.Found)? in
+            if found.expired, HTTP.CacheControl(found.headers?.cacheControl).forbidsStale { return nil }
+            return (try? load.decoder.decode(found.data, limits).get()).map { ($0, found) }
+        }
+        locked { $0.read(usable, under: load.key, keeps: !load.options.contains(.notKeptInMemory), now: now) }
+        guard let (payload, found) = usable else {
+            let miss = Error.network(.resourceUnavailable, "not in the cache, and the load may not use the network "
+                                     + "(onlyFromCache)")
+            return deliver(task, .failure(miss), event: nil, handler: nil)
+        }
+        deliver(task, .success(Delivery(payload: payload, source: .disk, isStale: found.expired, limits: limits)),
+                event: nil, handler: nil)
     }
 
     fileprivate enum FoundOnDisk {
@@ -2649,22 +2736,25 @@ nonisolated extension ImageCache {
                 prefetches[key] = task
             }
             if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            if let why = load.options.contradiction { return .answered(.failure(.invalidRequest(why)), bytes: 0) }
+            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
+                                           load.options.contains(.onlyFromCache))
             switch entries[key] {
             case .loaded(let slot)?:
-                if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
-            case .loading(let download)?:
+                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+            case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .failed?, nil:
+            case .loading?, .failed?, nil:
                 break
             }
             if let error = Load.refusal(of: task.url) {
-                setFailed(key, error)
+                if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
             // An image evicted lately comes back; a request for another type forgets it (its
             // entry will replace it).
             if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
-            if load.decoder.type == nil, let found = secondChance(key, now: now) {
+            if load.decoder.type == nil, !reload, let found = secondChance(key, now: now) {
                 counts.memoryHits &+= 1
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
@@ -2672,6 +2762,8 @@ nonisolated extension ImageCache {
             // A variant made by processors is made from its original, which is requested as any
             // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
             if !key.processors.isEmpty { return .process(startJob(task, load)) }
+            // Never the network: the disk, read for this request alone (`ImageCache.readOnly`).
+            if onlyFromCache { return .readFromDisk(maxBytes: settings.maxImageBytes) }
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
@@ -2682,7 +2774,7 @@ nonisolated extension ImageCache {
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
-            return .lookUp(download, maxBytes: settings.maxImageBytes)
+            return .lookUp(download, maxBytes: reload ? nil : settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
@@ -2810,6 +2902,7 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
+            download.join(task.load.options)
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
@@ -3010,7 +3103,8 @@ nonisolated extension ImageCache {
     fileprivate enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
-        case lookUp(Download, maxBytes: Int)
+        case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
+        case readFromDisk(maxBytes: Int)
         case process(Download)
         case none
     }
@@ -3218,6 +3312,11 @@ nonisolated extension ImageCache {
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
+        // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
+        // disk; all of them ask not to keep it in memory.
+        var ignoresCache = false
+        var writesToDisk = true
+        var keepsInMemory = true
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -3247,6 +3346,19 @@ nonisolated extension ImageCache {
             self.load = load
             lane = load.lane
             self.limits = limits
+            ignoresCache = load.options.contains(.reloadIgnoringCachedData)
+            writesToDisk = !load.options.contains(.notWrittenToDisk)
+            keepsInMemory = !load.options.contains(.notKeptInMemory)
+        }
+
+        /// Takes the choices of a load that joins it (see `ignoresCache`).
+        func join(_ options: Request.Options) {
+            if options.contains(.reloadIgnoringCachedData) {
+                ignoresCache = true
+                if case .running = phase {} else { stale = nil }  // no conditional request, if not sent
+            }
+            if options.contains(.notWrittenToDisk) { writesToDisk = false }
+            if !options.contains(.notKeptInMemory) { keepsInMemory = true }
         }
 
         /// The server of `url`: its host, and its port if it names one.
@@ -4662,8 +4774,8 @@ nonisolated extension ImageCache.Ledger {
     mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
-        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-            if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
+        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
+            if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -4672,10 +4784,32 @@ nonisolated extension ImageCache.Ledger {
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
-        keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                          receivedAt: receivedAt), usedAt: now)
+        if download.keepsInMemory {
+            keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                              receivedAt: receivedAt), usedAt: now)
+        } else {
+            entries[download.key] = nil
+        }
         defer { download.waiters = [] }
         return (download.waiters, startReady())
+    }
+
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
+    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// download's, a store's).
+    mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
+                       keeps: Bool, now: TimeInterval) {
+        guard let found else { return counts.misses &+= 1 }
+        counts.diskHits &+= 1
+        switch entries[key] {
+        case .loaded?, .loading?: return
+        case .failed?, nil: break
+        }
+        guard keeps, !found.file.expired else { return }
+        var kept = found.payload
+        kept.bytes = nil  // they are on disk
+        keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
+                          receivedAt: found.file.receivedAt), usedAt: now)
     }
 
     /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
@@ -4762,14 +4896,19 @@ nonisolated extension ImageCache.Ledger {
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
-        if now < downloadedAt + settings.timeToLive {
+        if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             var kept = payload
-            if answer.notModified || payload.spool != nil { kept.bytes = nil }  // on disk already, or about to be
+            // On disk already, or about to be; or never to be written, so memory need not keep them.
+            if answer.notModified || payload.spool != nil || !download.writesToDisk { kept.bytes = nil }
             kept.spool = nil
-            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                       usedAt: now)
+            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now,
+                              diskless: !download.writesToDisk), usedAt: now)
         } else {
-            entries[download.key] = nil  // stale on arrival: memory would never serve it
+            entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
+        }
+        guard download.writesToDisk else {
+            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            return delivery
         }
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
@@ -4926,6 +5065,7 @@ nonisolated extension ImageCache {
             var downloadedAt: TimeInterval
             var receivedAt: TimeInterval  // `downloadedAt` less a max-age's shift: later than the clock, not trusted
             var referenced = false  // used since eviction last passed it
+            var diskless = false  // never written (a load asked `notWrittenToDisk`)
             var previous = -1
             var next = -1
 
@@ -5081,7 +5221,7 @@ nonisolated extension ImageCache.Ledger {
     /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
     /// request decodes it again, at the screen's.
     mutating func insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
-                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+                         receivedAt: TimeInterval? = nil, diskless: Bool = false) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(ImageCache.memoryCost(of:)) ?? size
         guard cost <= settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
@@ -5094,7 +5234,7 @@ nonisolated extension ImageCache.Ledger {
         let slot = memory.insert(.init(key: key, image: payload.image, value: payload.value,
                                        data: payload.bytes, size: size, cost: cost,
                                        downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
-                                       referenced: true))
+                                       referenced: true, diskless: diskless))
         if case .loaded(let old)? = entries.updateValue(.loaded(slot), forKey: key) { memory.remove(old) }
         defer { memory[slot].referenced = false }
         return evictOverLimits()
@@ -5146,8 +5286,9 @@ nonisolated extension ImageCache.Ledger {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own).
-        let items = slots.filter { $0.key.processors.isEmpty }.map(\.item)
+        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own);
+        // a diskless entry was asked never to be written.
+        let items = slots.filter { $0.key.processors.isEmpty && !$0.diskless }.map(\.item)
         guard !items.isEmpty else { return }
         queueOnDisk(.keep(items, usedAt: now))
     }
@@ -5289,6 +5430,17 @@ nonisolated extension ImageCache {
     fileprivate func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         if let event, tasks.first?.queue === Self.variantQueue { emit(event); return deliver(tasks, result) }
+        if tasks.contains(where: \.waitsForDiskWrite) {
+            let waiting = tasks.filter(\.waitsForDiskWrite), now = tasks.filter { !$0.waitsForDiskWrite }
+            if !now.isEmpty { deliver(now, result, event: event, handler: handler) }
+            let result = Unchecked(result)
+            // The disk queue runs its work in order: this runs after the write queued before it.
+            diskQueue.async {
+                for task in waiting { self.deliver(task, result.value, event: now.isEmpty ? event : nil, handler: handler,
+                                                   afterWrite: true) }
+            }
+            return
+        }
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         var queues: [DispatchQueue] = []  // in the order of their first task
@@ -5354,9 +5506,13 @@ nonisolated extension ImageCache {
 
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
-                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
+                         event: Event?, handler: (@Sendable (Event) -> Void)?, afterWrite: Bool = false) {
         // A job's request for its original runs on no app's queue: its event goes where events go.
         if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
+        if task.waitsForDiskWrite, !afterWrite {
+            let result = Unchecked(result)
+            return diskQueue.async { self.deliver(task, result.value, event: event, handler: handler, afterWrite: true) }
+        }
         let result = Unchecked(result)
         task.queue.async {
             if let event, let handler { handler(event) }

@@ -193,6 +193,9 @@ nonisolated extension ImageCache {
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
+        /// Its completion waits for the image's file (`Request.Options.waitsForDiskWrite`).
+        internal var waitsForDiskWrite: Bool { load.options.contains(.waitsForDiskWrite) }
+
         internal var isWaiting: Bool {
             cache.lock.withLock { answer == .waiting }
         }

@@ -65,13 +65,15 @@ nonisolated extension ImageCache {
         internal private(set) var variant: String
         /// Its key without a size, made once: `peek` of a request a cell keeps costs no hashing.
         private var wholeKey: ImageCache.Key
+        /// Choices for this load alone (see ``Options``): none by default.
+        public var options: Options = []
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 
         /// A request for the image at `url`, sent with the cache's own headers.
         public init(url: URL, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
-                    processors: [Processor] = []) {
-            (plainURL, urlRequest) = (url, nil)
+                    processors: [Processor] = [], options: Options = []) {
+            (plainURL, urlRequest, self.options) = (url, nil, options)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
             variant = Processor.variant(of: processors)
             wholeKey = Self.key(key, url, variant)
@@ -79,8 +81,8 @@ nonisolated extension ImageCache {
 
         /// A request for the image that `urlRequest` loads, sent as given.
         public init(urlRequest: URLRequest, key: String? = nil, slow: Bool = false, size: CGSize? = nil,
-                    processors: [Processor] = []) {
-            (plainURL, self.urlRequest) = (nil, urlRequest)
+                    processors: [Processor] = [], options: Options = []) {
+            (plainURL, self.urlRequest, self.options) = (nil, urlRequest, options)
             (self.key, self.slow, self.size, self.processors) = (key, slow, size, processors)
             variant = Processor.variant(of: processors)
             wholeKey = Self.key(key, urlRequest.url, variant)
@@ -89,6 +91,58 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Request {
+    /// Choices for one load, beside Kingfisher's and Nuke's names in the Migrating article. A set:
+    /// `[.reloadIgnoringCachedData, .notWrittenToDisk]`. Two that contradict each other
+    /// (`onlyFromCache` with `reloadIgnoringCachedData`, `notWrittenToDisk` with `waitsForDiskWrite`)
+    /// fail the load at once with ``ImageCache/Error/invalidRequest(_:)``, caching nothing.
+    ///
+    /// When several loads share one download (one key at a time), it is not written to disk if any
+    /// of them asks so, and kept out of memory only if all of them ask so. It grows in 1.x by new
+    /// static members only.
+    public struct Options: OptionSet, Sendable, Hashable {
+        /// The bits of the options (see the static members).
+        public let rawValue: Int
+
+        /// Options of these bits (see the static members).
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Downloads the image even when memory or disk has it fresh, with no conditional request:
+        /// pull to refresh. What it downloads replaces what was cached, in both tiers; memory lets
+        /// the old image go at once.
+        public static let reloadIgnoringCachedData = Options(rawValue: 1 << 0)
+
+        /// Never the network: memory, else the disk (an expired file too, if the disk keeps it to
+        /// revalidate or for ``ImageCache/servesStaleWhenOffline``, marked stale, unless its server
+        /// forbade serving it stale); a miss fails at once with
+        /// ``ImageCache/Error/network(_:_:)`` `.resourceUnavailable`, remembered nowhere. For offline
+        /// screens and share extensions.
+        public static let onlyFromCache = Options(rawValue: 1 << 1)
+
+        /// Not written to disk: what it downloads stays in memory only (and an older file of the key
+        /// is removed, as for a response marked `no-store`), and memory never writes it later. The
+        /// disk is still read, as by any load. For private or one-off images.
+        public static let notWrittenToDisk = Options(rawValue: 1 << 2)
+
+        /// Not kept in memory: what it loads, from the network or the disk, goes to disk only; one
+        /// in memory already is still served from there.
+        public static let notKeptInMemory = Options(rawValue: 1 << 3)
+
+        /// The completion runs once the image's file is written (on the disk queue first), for an app
+        /// that hands the file to another process. A response marked `no-store` has none.
+        public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
+
+        /// Why these options cannot go together, if they cannot.
+        internal var contradiction: String? {
+            if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {
+                return "options onlyFromCache and reloadIgnoringCachedData contradict each other"
+            }
+            if isSuperset(of: [.notWrittenToDisk, .waitsForDiskWrite]) {
+                return "options notWrittenToDisk and waitsForDiskWrite contradict each other"
+            }
+            return nil
+        }
+    }
+
     /// What it is cached under: the key (the URL's string by default), the size in pixels at the
     /// view's display scale (else the main screen's), and the processors' variant.
     internal var cacheKey: ImageCache.Key {
@@ -119,6 +173,7 @@ nonisolated extension ImageCache.Load {
         } else {
             self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
         }
+        options = request.options
         guard request.size != nil || !request.processors.isEmpty else { return }
         key = request.cacheKey
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }

@@ -66,6 +66,7 @@ nonisolated extension ImageCache {
             var downloadedAt: TimeInterval
             var receivedAt: TimeInterval  // `downloadedAt` less a max-age's shift: later than the clock, not trusted
             var referenced = false  // used since eviction last passed it
+            var diskless = false  // never written (a load asked `notWrittenToDisk`)
             var previous = -1
             var next = -1
 
@@ -221,7 +222,7 @@ nonisolated extension ImageCache.Ledger {
     /// an image whose scale stood in for the screen's, not read yet (see `decodeScale`): the next
     /// request decodes it again, at the screen's.
     mutating func insert(_ key: Key, _ payload: Payload, size: Int? = nil, downloadedAt: TimeInterval,
-                         receivedAt: TimeInterval? = nil) -> [MemoryList.Slot] {
+                         receivedAt: TimeInterval? = nil, diskless: Bool = false) -> [MemoryList.Slot] {
         let size = size ?? payload.bytes?.count ?? 0
         let cost = payload.image.map(ImageCache.memoryCost(of:)) ?? size
         guard cost <= settings.memoryMaxBytes / 4, !payload.scaleStandsIn else {
@@ -234,7 +235,7 @@ nonisolated extension ImageCache.Ledger {
         let slot = memory.insert(.init(key: key, image: payload.image, value: payload.value,
                                        data: payload.bytes, size: size, cost: cost,
                                        downloadedAt: downloadedAt, receivedAt: receivedAt ?? downloadedAt,
-                                       referenced: true))
+                                       referenced: true, diskless: diskless))
         if case .loaded(let old)? = entries.updateValue(.loaded(slot), forKey: key) { memory.remove(old) }
         defer { memory[slot].referenced = false }
         return evictOverLimits()
@@ -286,8 +287,9 @@ nonisolated extension ImageCache.Ledger {
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
-        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own).
-        let items = slots.filter { $0.key.processors.isEmpty }.map(\.item)
+        // A variant's image is not the key's bytes (on Linux, where an image is its bytes, its own);
+        // a diskless entry was asked never to be written.
+        let items = slots.filter { $0.key.processors.isEmpty && !$0.diskless }.map(\.item)
         guard !items.isEmpty else { return }
         queueOnDisk(.keep(items, usedAt: now))
     }

@@ -65,6 +65,17 @@ nonisolated extension ImageCache {
     internal func deliver(_ tasks: [FetchTask], _ result: Result<Delivery, Error>,
                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
         if let event, tasks.first?.queue === Self.variantQueue { emit(event); return deliver(tasks, result) }
+        if tasks.contains(where: \.waitsForDiskWrite) {
+            let waiting = tasks.filter(\.waitsForDiskWrite), now = tasks.filter { !$0.waitsForDiskWrite }
+            if !now.isEmpty { deliver(now, result, event: event, handler: handler) }
+            let result = Unchecked(result)
+            // The disk queue runs its work in order: this runs after the write queued before it.
+            diskQueue.async {
+                for task in waiting { self.deliver(task, result.value, event: now.isEmpty ? event : nil, handler: handler,
+                                                   afterWrite: true) }
+            }
+            return
+        }
         if tasks.count == 1 { return deliver(tasks[0], result, event: event, handler: handler) }
         let result = Unchecked(result)  // a UIImage or NSImage is used on one queue at a time
         var queues: [DispatchQueue] = []  // in the order of their first task
@@ -130,9 +141,13 @@ nonisolated extension ImageCache {
 
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     internal func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
-                         event: Event?, handler: (@Sendable (Event) -> Void)?) {
+                         event: Event?, handler: (@Sendable (Event) -> Void)?, afterWrite: Bool = false) {
         // A job's request for its original runs on no app's queue: its event goes where events go.
         if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
+        if task.waitsForDiskWrite, !afterWrite {
+            let result = Unchecked(result)
+            return diskQueue.async { self.deliver(task, result.value, event: event, handler: handler, afterWrite: true) }
+        }
         let result = Unchecked(result)
         task.queue.async {
             if let event, let handler { handler(event) }

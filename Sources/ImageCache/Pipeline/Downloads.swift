@@ -36,6 +36,11 @@ nonisolated extension ImageCache {
         var attempts = 0
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
+        // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
+        // disk; all of them ask not to keep it in memory.
+        var ignoresCache = false
+        var writesToDisk = true
+        var keepsInMemory = true
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -83,6 +88,19 @@ nonisolated extension ImageCache {
             self.load = load
             lane = load.lane
             self.limits = limits
+            ignoresCache = load.options.contains(.reloadIgnoringCachedData)
+            writesToDisk = !load.options.contains(.notWrittenToDisk)
+            keepsInMemory = !load.options.contains(.notKeptInMemory)
+        }
+
+        /// Takes the choices of a load that joins it (see `ignoresCache`).
+        func join(_ options: Request.Options) {
+            if options.contains(.reloadIgnoringCachedData) {
+                ignoresCache = true
+                if case .running = phase {} else { stale = nil }  // no conditional request, if not sent
+            }
+            if options.contains(.notWrittenToDisk) { writesToDisk = false }
+            if !options.contains(.notKeptInMemory) { keepsInMemory = true }
         }
 
         /// The server of `url`: its host, and its port if it names one.

@@ -82,22 +82,25 @@ nonisolated extension ImageCache {
                 prefetches[key] = task
             }
             if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            if let why = load.options.contradiction { return .answered(.failure(.invalidRequest(why)), bytes: 0) }
+            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
+                                           load.options.contains(.onlyFromCache))
             switch entries[key] {
             case .loaded(let slot)?:
-                if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
-            case .loading(let download)?:
+                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+            case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .failed?, nil:
+            case .loading?, .failed?, nil:
                 break
             }
             if let error = Load.refusal(of: task.url) {
-                setFailed(key, error)
+                if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
             // An image evicted lately comes back; a request for another type forgets it (its
             // entry will replace it).
             if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
-            if load.decoder.type == nil, let found = secondChance(key, now: now) {
+            if load.decoder.type == nil, !reload, let found = secondChance(key, now: now) {
                 counts.memoryHits &+= 1
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
@@ -105,6 +108,8 @@ nonisolated extension ImageCache {
             // A variant made by processors is made from its original, which is requested as any
             // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
             if !key.processors.isEmpty { return .process(startJob(task, load)) }
+            // Never the network: the disk, read for this request alone (`ImageCache.readOnly`).
+            if onlyFromCache { return .readFromDisk(maxBytes: settings.maxImageBytes) }
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
@@ -115,7 +120,7 @@ nonisolated extension ImageCache {
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
-            return .lookUp(download, maxBytes: settings.maxImageBytes)
+            return .lookUp(download, maxBytes: reload ? nil : settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
@@ -243,6 +248,7 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
+            download.join(task.load.options)
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
@@ -443,7 +449,8 @@ nonisolated extension ImageCache {
     internal enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
         case joined(started: [Download])
-        case lookUp(Download, maxBytes: Int)
+        case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
+        case readFromDisk(maxBytes: Int)
         case process(Download)
         case none
     }

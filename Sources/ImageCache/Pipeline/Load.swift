@@ -30,6 +30,7 @@ nonisolated extension ImageCache {
         /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
+        var options: Request.Options = []
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -67,6 +68,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
             original.isOriginal = true
+            original.options = options
             return original
         }
 

@@ -38,8 +38,12 @@ nonisolated extension ImageCache {
             deliver(task, result, event: event, handler: handler)
         case .joined(let started):
             startNetwork(started)
-        case .lookUp(let download, let maxBytes):
+        case .lookUp(let download, let maxBytes?):
             diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
+        case .lookUp(let download, nil):  // a reload: not read
+            lookedUpOnDisk(download, nil, now: now)
+        case .readFromDisk(let maxBytes):
+            diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
             makeVariant(job)
         case .none:
@@ -107,6 +111,29 @@ nonisolated extension ImageCache {
             }
             return .unusable
         }
+    }
+
+    /// Answers a request that may not use the network (`onlyFromCache`) from disk (on `diskQueue`):
+    /// the file's entry, an expired one marked stale unless its server forbade that, kept in memory
+    /// unless the request asks not or memory has the key meanwhile; else a failure, remembered
+    /// nowhere. Decoded here: a request that chose not to wait for the network.
+    private func readOnly(_ task: FetchTask, maxBytes: Int) {
+        let now = currentTime()
+        let load = task.load
+        let found = disk.read(DiskStore.fileID(for: load.key.string), now: now, maxBytes: maxBytes)
+        let limits = locked { $0.decodeLimits }
+        let usable = found.flatMap { found -> (Payload, DiskStore.Found)? in
+            if found.expired, HTTP.CacheControl(found.headers?.cacheControl).forbidsStale { return nil }
+            return (try? load.decoder.decode(found.data, limits).get()).map { ($0, found) }
+        }
+        locked { $0.read(usable, under: load.key, keeps: !load.options.contains(.notKeptInMemory), now: now) }
+        guard let (payload, found) = usable else {
+            let miss = Error.network(.resourceUnavailable, "not in the cache, and the load may not use the network "
+                                     + "(onlyFromCache)")
+            return deliver(task, .failure(miss), event: nil, handler: nil)
+        }
+        deliver(task, .success(Delivery(payload: payload, source: .disk, isStale: found.expired, limits: limits)),
+                event: nil, handler: nil)
     }
 
     internal enum FoundOnDisk {

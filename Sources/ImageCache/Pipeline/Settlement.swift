@@ -56,8 +56,8 @@ nonisolated extension ImageCache.Ledger {
     mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
-        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found else {
-            if case .stale(let payload, let file)? = found { download.stale = (payload, file) }
+        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
+            if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -66,10 +66,32 @@ nonisolated extension ImageCache.Ledger {
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
-        keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                          receivedAt: receivedAt), usedAt: now)
+        if download.keepsInMemory {
+            keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                              receivedAt: receivedAt), usedAt: now)
+        } else {
+            entries[download.key] = nil
+        }
         defer { download.waiters = [] }
         return (download.waiters, startReady())
+    }
+
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
+    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// download's, a store's).
+    mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
+                       keeps: Bool, now: TimeInterval) {
+        guard let found else { return counts.misses &+= 1 }
+        counts.diskHits &+= 1
+        switch entries[key] {
+        case .loaded?, .loading?: return
+        case .failed?, nil: break
+        }
+        guard keeps, !found.file.expired else { return }
+        var kept = found.payload
+        kept.bytes = nil  // they are on disk
+        keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
+                          receivedAt: found.file.receivedAt), usedAt: now)
     }
 
     /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
@@ -156,14 +178,19 @@ nonisolated extension ImageCache.Ledger {
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
-        if now < downloadedAt + settings.timeToLive {
+        if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             var kept = payload
-            if answer.notModified || payload.spool != nil { kept.bytes = nil }  // on disk already, or about to be
+            // On disk already, or about to be; or never to be written, so memory need not keep them.
+            if answer.notModified || payload.spool != nil || !download.writesToDisk { kept.bytes = nil }
             kept.spool = nil
-            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now),
-                       usedAt: now)
+            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now,
+                              diskless: !download.writesToDisk), usedAt: now)
         } else {
-            entries[download.key] = nil  // stale on arrival: memory would never serve it
+            entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
+        }
+        guard download.writesToDisk else {
+            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            return delivery
         }
         if let revalidated {
             queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
