@@ -128,7 +128,9 @@ nonisolated extension ImageCache.Request {
         public static let notKeptInMemory = Options(rawValue: 1 << 3)
 
         /// The completion runs once the image's file is written (on the disk queue first), for an app
-        /// that hands the file to another process. A response marked `no-store` has none.
+        /// that hands the file to another process. If there is no file then (a response marked
+        /// `no-store`, a load of the same download that asked `notWrittenToDisk`, a failed write),
+        /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
         /// Why these options cannot go together, if they cannot.

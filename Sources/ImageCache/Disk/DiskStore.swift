@@ -323,6 +323,14 @@ nonisolated extension ImageCache {
             return fd >= 0 ? fd : nil
         }
 
+        /// Whether the folder holds a file under `id` (a regular one).
+        func holds(_ id: UInt64) -> Bool {
+            withFile(id) { fd in
+                var info = stat()
+                return Foundation.fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+            } ?? false
+        }
+
         /// Deletes `file` if its name still holds it: a file another process has written since stays.
         private func delete(_ file: File) {
             guard isStill(file), let directory = openFolder(create: false) else { return }

@@ -313,7 +313,7 @@ nonisolated extension ImageCache.Ledger {
         guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
         keepOnDisk(insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
-                          receivedAt: found.receivedAt), usedAt: now)
+                          receivedAt: found.receivedAt, diskless: found.diskless), usedAt: now)
         return (image, found.size)
     }
 

@@ -71,8 +71,10 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)
             // The disk queue runs its work in order: this runs after the write queued before it.
             diskQueue.async {
-                for task in waiting { self.deliver(task, result.value, event: now.isEmpty ? event : nil, handler: handler,
-                                                   afterWrite: true) }
+                for task in waiting {
+                    self.deliver(task, self.written(result.value, task), event: now.isEmpty ? event : nil,
+                                 handler: handler, afterWrite: true)
+                }
             }
             return
         }
@@ -139,6 +141,14 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// What a task that waits for its image's file gets, on the disk queue once the work queued
+    /// before is done: `result`, unless it is an image whose file is not there.
+    private func written(_ result: Result<Delivery, Error>, _ task: FetchTask) -> Result<Delivery, Error> {
+        guard case .success = result, !disk.holds(DiskStore.fileID(for: task.load.key.string)) else { return result }
+        return .failure(.network(.cannotWriteToFile, "the image has no file in the cache's folder (a response "
+                                 + "marked no-store, a load of it that asked notWrittenToDisk, or a failed write)"))
+    }
+
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     internal func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?, afterWrite: Bool = false) {
@@ -146,7 +156,9 @@ nonisolated extension ImageCache {
         if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
         if task.waitsForDiskWrite, !afterWrite {
             let result = Unchecked(result)
-            return diskQueue.async { self.deliver(task, result.value, event: event, handler: handler, afterWrite: true) }
+            return diskQueue.async {
+                self.deliver(task, self.written(result.value, task), event: event, handler: handler, afterWrite: true)
+            }
         }
         let result = Unchecked(result)
         task.queue.async {

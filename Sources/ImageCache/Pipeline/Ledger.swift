@@ -107,7 +107,9 @@ nonisolated extension ImageCache {
             }
             // A variant made by processors is made from its original, which is requested as any
             // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
-            if !key.processors.isEmpty { return .process(startJob(task, load)) }
+            // One that may not use the network makes its own, from what the cache has: a job it shared
+            // could not tell one kind of fetch from the other.
+            if !key.processors.isEmpty { return onlyFromCache ? .processFromCache : .process(startJob(task, load)) }
             // Never the network: the disk, read for this request alone (`ImageCache.readOnly`).
             if onlyFromCache { return .readFromDisk(maxBytes: settings.maxImageBytes) }
             // One download per image at a time: a request for another of its keys (a binder's size,
@@ -168,16 +170,26 @@ nonisolated extension ImageCache {
             job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
-                if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
-                    let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-                    keepOnDisk(insert(job.key, payload, size: memory[slot].size, downloadedAt: dates.0,
-                                      receivedAt: dates.1), usedAt: now)
-                }
+                keepVariant(payload, under: job.key, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
             defer { job.waiters = [] }
             return job.waiters
+        }
+
+        /// Keeps a variant in memory under `key`, with its original's dates, if memory has the image
+        /// it was made from (`from`) under the original's key (not one a store or a later download
+        /// put there meanwhile) and nothing has taken `key` meanwhile.
+        mutating func keepVariant(_ payload: Payload, under key: Key, from image: Image?, now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[key.original], let image, memory[slot].image == image else { return }
+            switch entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+            keepOnDisk(insert(key, payload, size: memory[slot].size, downloadedAt: dates.0, receivedAt: dates.1),
+                       usedAt: now)
         }
 
         /// Who waits for `download` now.
@@ -248,12 +260,13 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-            download.join(task.load.options)
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
-            // A variant's job holds no place in a lane: its original's download does.
+            // A variant's job holds no place in a lane, and writes nothing: its original's download does.
             let moved = download.key.processors.isEmpty ? download : download.original?.download
+            download.join(task.load.options)
+            if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
@@ -451,6 +464,7 @@ nonisolated extension ImageCache {
         case joined(started: [Download])
         case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
+        case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
         case process(Download)
         case none
     }

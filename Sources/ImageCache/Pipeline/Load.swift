@@ -68,7 +68,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
             original.isOriginal = true
-            original.options = options
+            original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
             return original
         }
 

@@ -46,6 +46,8 @@ nonisolated extension ImageCache {
             diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
             makeVariant(job)
+        case .processFromCache:
+            makeVariantFromCache(task)
         case .none:
             break
         }

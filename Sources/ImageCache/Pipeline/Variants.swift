@@ -44,6 +44,31 @@ nonisolated extension ImageCache {
         if !locked({ $0.attach(original, to: job) }) { original.cancel() }
     }
 
+    /// Makes the variant `task` asks for from what the cache has (`onlyFromCache`): no job, since
+    /// a job shared with fetches that may use the network could not keep either promise; its
+    /// original is requested with the same options; kept in memory as a job's variant is.
+    internal func makeVariantFromCache(_ task: FetchTask) {
+        let load = task.load
+        _ = request(load.original, queue: Self.variantQueue) { result in
+            let result = Unchecked(result)  // made for this request alone
+            self.decodes.async {
+                guard task.isWaiting else { return }
+                let original = try? result.value.get().payload.image
+                let made = Self.image(result.value).flatMap { fetched in
+                    Processor.run(load.processors, on: fetched.value).map { (fetched, $0) }
+                }
+                if case .success(let (fetched, image)) = made, !fetched.isStale,
+                   !load.options.contains(.notKeptInMemory) {
+                    let now = self.currentTime()
+                    self.locked { $0.keepVariant(Payload(image: image), under: load.key, from: original, now: now) }
+                }
+                self.deliver(task, made.map { fetched, image in
+                    Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
+                }, event: nil, handler: nil)
+            }
+        }
+    }
+
     /// Where a job's original arrives, before its processors run on a decode worker. No app's
     /// queue: an event that comes with it goes to ``callbackQueue`` instead (see `deliver`).
     internal static let variantQueue = DispatchQueue(label: "ImageCache.variants", qos: .userInitiated,
