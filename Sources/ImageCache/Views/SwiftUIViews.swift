@@ -1,7 +1,8 @@
 // SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
 // views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
-// show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
-// `animatesArrival`) live in Binder.swift, where the Linux tests reach them.
+// show what a `Binder` shows; its rules live in Binder.swift, and their decisions (`ViewPhase`,
+// `pixelSize(points:scale:)`, `animatesArrival`, progress, completion, disappearing) in ViewLoads.swift,
+// where the Linux tests reach them.
 
 import Foundation
 #if canImport(FoundationNetworking)
