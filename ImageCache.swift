@@ -1498,6 +1498,7 @@ nonisolated extension ImageCache {
         fileprivate var answer = Answer.waiting  // guarded by `cache.lock`
         fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        fileprivate var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
         fileprivate var finalProgress: (received: Int, expected: Int?)?
         fileprivate enum Answer { case waiting, delivered, cancelled }
@@ -1541,8 +1542,8 @@ nonisolated extension ImageCache {
 
 // MARK: - Views/Binder.swift
 
-// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and the
-// decisions of the SwiftUI views (SwiftUIViews.swift) that the Linux tests reach.
+// Views: `ImageTarget`, `Binder` and `setImage(with:)` on UIKit and AppKit image views. What the
+// SwiftUI views (SwiftUIViews.swift) decide from a binder lives in ViewLoads.swift.
 
 
 nonisolated extension ImageCache {
@@ -1607,6 +1608,12 @@ nonisolated extension ImageCache {
         fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
+        /// What a SwiftUI view hears beside what its target shows: set before it binds.
+        fileprivate var hooks = ViewHooks()
+        /// The progress last told to `hooks.progress`; nil while nothing downloads for the binding.
+        fileprivate private(set) var progress: DownloadProgress?
+        /// Whether the load under way was let go on behind others when its view disappeared.
+        fileprivate private(set) var isLowered = false
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -1681,10 +1688,15 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
+            isLowered = false
+            tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
-            if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
+            if let image = cache.peek(memoryKey) {
+                show(image, .image(.memory), key: memoryKey)
+                return completed(generation, .success(Fetched(value: image, source: .memory, isStale: false)))
+            }
             // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
             // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
@@ -1692,7 +1704,9 @@ nonisolated extension ImageCache {
             if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
                 show(whole, .image(.memory), key: wholeKey)
                 guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
-                                               decodeBound: cache.wholeDecodeBound) else { return nil }
+                                               decodeBound: cache.wholeDecodeBound) else {
+                    return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
+                }
                 meanwhile = true
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
@@ -1706,6 +1720,11 @@ nonisolated extension ImageCache {
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
+            if hooks.progress != nil {  // runs on `queue`, the task's
+                load.onProgress = { [weak self] received, expected in
+                    self?.progressed(generation, DownloadProgress(received: received, expected: expected))
+                }
+            }
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
@@ -1740,7 +1759,7 @@ nonisolated extension ImageCache {
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
                 && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
-            case .loading where same: return
+            case .loading where same: return lower(false)  // it appears again
             case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
             case .idle, .placeholder, .failed: break
             }
@@ -1769,12 +1788,29 @@ nonisolated extension ImageCache {
             task?.cancel()
             task = nil
             if case .loading = state { state = .idle }
+            tell(nil)
+        }
+
+        /// Its view disappeared: `policy` says whether the load under way is cancelled, or lowered
+        /// (``DisappearPolicy/lowerPriority``) and goes on, to be shown when it comes.
+        fileprivate func disappeared(_ policy: DisappearPolicy) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard policy.keepsLoading else { return cancel() }
+            lower(true)
+        }
+
+        /// Lowers the load under way (`lowered`), or raises it again: see `ImageCache.lower(_:_:)`.
+        private func lower(_ lowered: Bool) {
+            guard let task, isLowered != lowered, let cache = binding?.cache else { return }
+            isLowered = lowered
+            cache.lower(task, lowered)
         }
 
         /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
         private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
             guard generation == self.generation else { ignoredCallbacks += 1; return }
-            task = nil
+            (task, isLowered) = (nil, false)
+            tell(nil)
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
@@ -1783,6 +1819,32 @@ nonisolated extension ImageCache {
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
+            switch result {
+            case .failure(.cancelled)?, nil: break  // stopped: not an end the view hears of
+            case let result?: _ = completed(generation, result)
+            }
+        }
+
+        /// Tells the view that the binding `generation` ended in `result` (shown), unless the target,
+        /// told of it, bound again meanwhile. Returns nil: no request.
+        private func completed(_ generation: Int, _ result: Result<Fetched<Image>, Error>) -> FetchTask? {
+            if generation == self.generation { hooks.completion?(result) }
+            return nil
+        }
+
+        /// A progress of the binding `generation`'s download: told to the view if it is still the
+        /// latest and ``DownloadProgress/tells(_:after:)`` says so.
+        private func progressed(_ generation: Int, _ progress: DownloadProgress) {
+            guard generation == self.generation, task != nil,
+                  DownloadProgress.tells(progress, after: self.progress) else { return }
+            tell(progress)
+        }
+
+        /// Sets ``progress`` and tells the view, if that changes it.
+        private func tell(_ progress: DownloadProgress?) {
+            guard progress != self.progress else { return }
+            self.progress = progress
+            hooks.progress?(progress)
         }
 
         private func purged(_ cache: ImageCache) {
@@ -1856,37 +1918,6 @@ nonisolated extension ImageCache {
         return a == b
         #endif
     }
-
-    // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
-
-    /// What a SwiftUI view of a binder shows, as SwiftUI's `AsyncImagePhase` says it; `Picture` is
-    /// the platform image here, SwiftUI's `Image` in ``AsyncImagePhase``.
-    fileprivate enum ViewPhase<Picture> {
-        case empty, success(Picture), failure(Error)
-
-        /// The phase of a binder in `state` whose target shows `image`: the failure (the view's binder
-        /// has no failure image), else the image shown (a reload keeps the last one while it loads, a
-        /// cancelled load the one it showed), else empty (no URL, loading, or let go on a memory warning).
-        fileprivate init(_ state: Binder.State, showing image: Picture?) {
-            if case .failed(let error) = state { self = .failure(error); return }
-            self = image.map(ViewPhase.success) ?? .empty
-        }
-    }
-
-    /// The size in pixels to decode for a view of `points` on a screen of `scale`; nil (the whole
-    /// image, bounded as every decode is) for none.
-    fileprivate static func pixelSize(points: CGSize?, scale: Double) -> CGSize? {
-        points.map { CGSize(width: $0.width * scale, height: $0.height * scale) }
-    }
-
-    /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
-    /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
-        return source != .memory
-    }
-
 }
 
 #if canImport(UIKit) || canImport(AppKit)
@@ -2076,8 +2107,9 @@ extension ImageCache.ImageView {
 
 // SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
 // views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
-// show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
-// `animatesArrival`) live in Binder.swift, where the Linux tests reach them.
+// show what a `Binder` shows; its rules live in Binder.swift, and their decisions (`ViewPhase`,
+// `pixelSize(points:scale:)`, `animatesArrival`, progress, completion, disappearing) in ViewLoads.swift,
+// where the Linux tests reach them.
 
 
 #if canImport(SwiftUI) && (canImport(UIKit) || canImport(AppKit))
@@ -2104,6 +2136,26 @@ extension ImageCache {
         }
     }
 
+    /// What an ``AsyncImage`` made with `init(request:cache:transaction:state:)` passes to its content:
+    /// the phase, and beside it how far the download is. (The phase cannot carry it: a new case of
+    /// ``AsyncImagePhase`` would break every `switch` over it.) Grows in 1.x by new properties only.
+    public struct AsyncImageState: Sendable {
+        /// The phase, as the other initializers pass it.
+        public let phase: AsyncImagePhase
+        /// How far the download is, while the image comes from the network (nil otherwise: no
+        /// load, a look-up on disk, the image, a failure). Told at most once a whole percent when
+        /// the length is known (see ``DownloadProgress``).
+        public let progress: DownloadProgress?
+        /// Whether a load is under way (on disk or the network); the phase may still show the last
+        /// image meanwhile, as a reload or a new size does.
+        public let isLoading: Bool
+
+        /// The image, if there is one: `phase.image`.
+        public var image: SwiftUI.Image? { phase.image }
+        /// Why the load failed, if it did: `phase.error`.
+        public var error: Error? { phase.error }
+    }
+
     /// A SwiftUI view of the image at a URL, shaped as SwiftUI's `AsyncImage`: it passes each phase
     /// of the load to `content` (or the image to `content` and shows `placeholder` until then),
     /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
@@ -2112,7 +2164,8 @@ extension ImageCache {
     /// none, the whole image, bounded as every decode is. A change of URL, key or cache binds
     /// again; a change of size or scale (a rotation, a window moved to another display) keeps the
     /// image shown until the new one comes, and decodes again only when the one shown is too small,
-    /// twice as large or more, or of another scale; the load is cancelled when the view disappears. An animated GIF or APNG
+    /// twice as large or more, or of another scale; the load is cancelled when the view disappears
+    /// (or lowered and let go on: ``onDisappear(_:)``), and ``onCompletion(_:)`` hears how each ends. An animated GIF or APNG
     /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
     /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
     /// of yours keyed on the image animates each change of frame). Main actor.
@@ -2129,7 +2182,8 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct AsyncImage<Content: View>: View {
         private let load: Load?, size: CGSize?, cache: ImageCache, transaction: Transaction
-        private let content: (AsyncImagePhase) -> Content
+        private let content: (AsyncImageState) -> Content
+        private var hooks = Hooks()
         @Environment(\.displayScale) private var displayScale
 
         /// Shows the image at `url` (nil: `.empty`) in the phases `content` draws, cached under `key`
@@ -2187,10 +2241,52 @@ extension ImageCache {
             self.init(Load(request), request.size, cache, transaction, Self.either(content, placeholder))
         }
 
+        /// Shows what `request` describes, as `init(request:cache:transaction:content:)` does, passing
+        /// `state` the phase and, while the image downloads, its progress:
+        ///
+        /// ```swift
+        /// ImageCache.AsyncImage(request: ImageCache.Request(url: url)) { state in
+        ///     if let image = state.image {
+        ///         image.resizable().scaledToFill()
+        ///     } else {
+        ///         ProgressView(value: state.progress?.fraction ?? 0)
+        ///     }
+        /// }
+        /// ```
+        ///
+        /// A closure that reads only what the phase has too (`image`, `error`) is given the phase, by
+        /// `init(request:cache:transaction:content:)`, and asks for no progress.
+        @_disfavoredOverload
+        public init(request: ImageCache.Request, cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                    @ViewBuilder state content: @escaping (AsyncImageState) -> Content) {
+            (self.load, self.size, self.cache, self.transaction, self.content) =
+                (Load(request), request.size, cache, transaction, content)
+            hooks.progress = true
+        }
+
         private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
                      _ content: @escaping (AsyncImagePhase) -> Content) {
             (self.load, self.size, self.cache) = (load, size, cache)
-            (self.transaction, self.content) = (transaction, content)
+            (self.transaction, self.content) = (transaction, { content($0.phase) })
+        }
+
+        /// Calls `completion` on the main actor each time a load of the view ends in an image or a
+        /// failure, with where the image came from (`Fetched.source`: memory when it was there at
+        /// once, as on each appearance of an image still in memory) or why it failed: to log, or to
+        /// retry (a new `id` for the view binds it again). Never for a load cancelled, by
+        /// disappearing or by a new URL. A view gives its image to `content` before this is called.
+        public func onCompletion(_ completion: @escaping @MainActor (Result<Fetched<Image>, Error>) -> Void) -> Self {
+            var copy = self
+            copy.hooks.completion = completion
+            return copy
+        }
+
+        /// What the view does to its load when it disappears: ``DisappearPolicy/cancel`` it (the
+        /// default), or let it go on behind the visible views' loads (``DisappearPolicy/lowerPriority``).
+        public func onDisappear(_ policy: DisappearPolicy) -> Self {
+            var copy = self
+            copy.hooks.disappear = policy
+            return copy
         }
 
         private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
@@ -2207,12 +2303,17 @@ extension ImageCache {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
             let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
-                                         cache: cache, transaction: transaction, scale: scale) { image, state, _ in
+                                         cache: cache, transaction: transaction, scale: scale,
+                                         hooks: hooks) { image, state, progress, _ in
+                let phase: AsyncImagePhase
                 switch ViewPhase(state, showing: image) {
-                case .empty: content(.empty)
-                case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
-                case .failure(let error): content(.failure(error))
+                case .empty: phase = .empty
+                case .success(let image): phase = .success(ImageCache.swiftUIImage(image))
+                case .failure(let error): phase = .failure(error)
                 }
+                var loading = false
+                if case .loading = state { loading = true }
+                return content(AsyncImageState(phase: phase, progress: progress, isLoading: loading))
             }
             // A new binding is a new identity: its own target, bound when it appears; a new size or
             // scale is not (see `Bound`).
@@ -2229,6 +2330,7 @@ extension ImageCache {
     @MainActor public struct RemoteImage: View {
         private let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
                     size: CGSize?, cache: ImageCache, transition: Transition
+        private var hooks = Hooks()
         @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of
@@ -2250,6 +2352,20 @@ extension ImageCache {
             (self.placeholder, self.failureImage, self.cache, self.transition) = (placeholder, failureImage, cache, transition)
         }
 
+        /// Calls `completion` when a load of the view ends, as ``AsyncImage/onCompletion(_:)`` does.
+        public func onCompletion(_ completion: @escaping @MainActor (Result<Fetched<Image>, Error>) -> Void) -> Self {
+            var copy = self
+            copy.hooks.completion = completion
+            return copy
+        }
+
+        /// What the view does to its load when it disappears, as ``AsyncImage/onDisappear(_:)`` says.
+        public func onDisappear(_ policy: DisappearPolicy) -> Self {
+            var copy = self
+            copy.hooks.disappear = policy
+            return copy
+        }
+
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
@@ -2258,7 +2374,7 @@ extension ImageCache {
             let binding = Bound(load: load, placeholder: placeholder,
                                 failureImage: failureImage, pixelSize: pixels, cache: cache,
                                 transaction: Transaction(animation: animation),
-                                scale: Double(displayScale)) { image, _, identity in
+                                scale: Double(displayScale), hooks: hooks) { image, _, _, identity in
                 // A new identity per image (not per frame), so that a fade's transition takes the old
                 // one out and the new in.
                 ZStack {
@@ -2282,10 +2398,11 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
-            transaction: Transaction, scale: Double
-        /// Draws the image or frame shown (nil: none), in the binder's state; the third argument
-        /// identifies the image shown (the whole animation, not its frame).
-        let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
+            transaction: Transaction, scale: Double, hooks: Hooks
+        /// Draws the image or frame shown (nil: none), in the binder's state, with the download's
+        /// progress (when `hooks` asks for it); the fourth argument identifies the image shown (the
+        /// whole animation, not its frame).
+        let content: (Image?, Binder.State, DownloadProgress?, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
         /// What the binding is made of, for the view's identity: not its size and scale.
@@ -2301,9 +2418,10 @@ extension ImageCache {
                 .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onAppear {
                     (target.isDisplayed, target.transaction) = (true, transaction)
+                    target.hear(hooks)
                     bind()
                 }
-                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+                .onDisappear { target.isDisplayed = false; target.binder.disappeared(hooks.disappear) }
         }
 
         private func bind() {
@@ -2312,7 +2430,7 @@ extension ImageCache {
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
         private func drawn() -> Content {
-            content(target.shown, target.state, target.image.map(ObjectIdentifier.init))
+            content(target.shown, target.state, target.progress, target.image.map(ObjectIdentifier.init))
         }
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame from
@@ -2326,6 +2444,7 @@ extension ImageCache {
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
+            @Published private(set) var progress: DownloadProgress?
             /// Between the view's `onAppear` and `onDisappear`: an animation steps only then.
             var isDisplayed = false {
                 didSet { restep() }
@@ -2334,6 +2453,18 @@ extension ImageCache {
             lazy var binder = Binder(self)
             private var animation: (frames: Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
+
+            /// Has the binder tell this target the progress, if `hooks` asks for it, and the view's
+            /// completion: both on the main queue, the binder's.
+            func hear(_ hooks: Hooks) {
+                let progress: ((DownloadProgress?) -> Void)? = { [weak self] progress in
+                    ImageCache.onTargetActor((self, progress)) { $0.0?.progress = $0.1 }
+                }
+                let completion = hooks.completion.map { completion in
+                    { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
+                }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+            }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
@@ -2370,6 +2501,14 @@ extension ImageCache {
         }
     }
 
+    /// What a view's modifiers and initializer ask of its loads: the progress (the state
+    /// initializer's), a completion, what disappearing does.
+    private struct Hooks {
+        var progress = false
+        var completion: (@MainActor (Result<Fetched<Image>, Error>) -> Void)?
+        var disappear = DisappearPolicy.cancel
+    }
+
     @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
         #if canImport(UIKit)
         SwiftUI.Image(uiImage: image)
@@ -2379,6 +2518,118 @@ extension ImageCache {
     }
 }
 #endif
+
+// MARK: - Views/ViewLoads.swift
+
+// What the SwiftUI views (SwiftUIViews.swift) decide from a binder, plain so that the Linux tests
+// reach it: the phase, the pixels of a size in points, which arrivals animate; and what a view hears
+// of its load beside what it shows: the download's progress, the completion, and what disappearing
+// does to the load (`DownloadProgress`, `DisappearPolicy`, `ViewHooks`).
+
+
+nonisolated extension ImageCache {
+    /// How far a download is: the bytes received, and the length the server announced, if it did.
+    /// A view hears it only while its image comes from the network (a memory or disk hit has
+    /// none). Grows in 1.x by new properties only.
+    public struct DownloadProgress: Sendable, Hashable {
+        /// The bytes of the body received so far.
+        public let received: Int
+        /// The length the server announced (`Content-Length`); nil when it announced none.
+        public let expected: Int?
+
+        /// A progress of `received` bytes out of `expected` (nil: not announced).
+        public init(received: Int, expected: Int?) {
+            (self.received, self.expected) = (max(0, received), expected.map { max(0, $0) })
+        }
+
+        /// `received` out of `expected`, from 0 to 1; nil when no length was announced (or it was 0).
+        /// A body longer than it announced stays at 1.
+        public var fraction: Double? {
+            guard let expected, expected > 0 else { return nil }
+            return min(1, Double(received) / Double(expected))
+        }
+
+        /// Whether a view is told `next` after it was told `last` (nil: nothing yet). The transport
+        /// reports a download at most 20 times a second; of those, a view is told the first, each
+        /// one that moves the whole percent shown (when the length is known), and the last (all
+        /// the bytes announced): a large image in a list redraws its row a hundred times at most.
+        /// With no length, every report (a count of bytes has no percent to wait for).
+        fileprivate static func tells(_ next: DownloadProgress, after last: DownloadProgress?) -> Bool {
+            guard let last else { return true }
+            guard next.received > last.received else { return false }
+            guard let fraction = next.fraction, next.expected == last.expected else { return true }
+            return fraction == 1 || Self.percent(fraction) != last.fraction.map(Self.percent)
+        }
+
+        private static func percent(_ fraction: Double) -> Int { Int((fraction * 100).rounded(.down)) }
+    }
+
+    /// What a SwiftUI view does to its load when it disappears (scrolled out of a list, say):
+    /// ``cancel`` it (the default), or ``lowerPriority``, let it go on behind the visible views'
+    /// loads so that a row scrolled back shows at once. A set of choices that may grow in 1.x: a
+    /// struct with static members, so that no `switch` over it can break.
+    public struct DisappearPolicy: Sendable, Hashable {
+        private enum Kind: Sendable, Hashable { case cancel, lowerPriority }
+        private let kind: Kind
+
+        /// Cancels the load: the download stops unless another request wants it, and nothing is
+        /// cached from a stopped one. What the view shows stays; it binds again when it appears.
+        /// The default, as in 1.0.
+        public static let cancel = DisappearPolicy(kind: .cancel)
+
+        /// Keeps the load going, behind the loads of visible views: a download not yet started
+        /// (queued, or being looked up on disk) moves to the slow lane, where it starts only when no
+        /// fast-lane download waits, unless another request still wants it fast; a transfer under
+        /// way goes on in its slot (its bytes are coming). The image is shown when it comes, and a
+        /// view that appears again before then takes the load back to the fast lane. As Nuke's
+        /// `onDisappear(.lowerPriority)` and Kingfisher's `reducePriorityOnDisappear`.
+        public static let lowerPriority = DisappearPolicy(kind: .lowerPriority)
+
+        /// Whether a view that disappears keeps its load.
+        fileprivate var keepsLoading: Bool { kind == .lowerPriority }
+    }
+
+    /// What a binder tells a SwiftUI view beside what its target shows, on the binder's queue.
+    /// Nil hooks cost nothing: a binding with no `progress` asks the cache for none.
+    fileprivate struct ViewHooks {
+        /// The download's progress, as ``DownloadProgress/tells(_:after:)`` thins it; nil when the
+        /// binding no longer downloads (its image came, it failed, or it was cancelled or replaced).
+        var progress: ((DownloadProgress?) -> Void)?
+        /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
+        /// never for one cancelled or replaced.
+        var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+    }
+
+    // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
+
+    /// What a SwiftUI view of a binder shows, as SwiftUI's `AsyncImagePhase` says it; `Picture` is
+    /// the platform image here, SwiftUI's `Image` in ``AsyncImagePhase``.
+    fileprivate enum ViewPhase<Picture> {
+        case empty, success(Picture), failure(Error)
+
+        /// The phase of a binder in `state` whose target shows `image`: the failure (the view's binder
+        /// has no failure image), else the image shown (a reload keeps the last one while it loads, a
+        /// cancelled load the one it showed), else empty (no URL, loading, or let go on a memory warning).
+        fileprivate init(_ state: Binder.State, showing image: Picture?) {
+            if case .failed(let error) = state { self = .failure(error); return }
+            self = image.map(ViewPhase.success) ?? .empty
+        }
+    }
+
+    /// The size in pixels to decode for a view of `points` on a screen of `scale`; nil (the whole
+    /// image, bounded as every decode is) for none.
+    fileprivate static func pixelSize(points: CGSize?, scale: Double) -> CGSize? {
+        points.map { CGSize(width: $0.width * scale, height: $0.height * scale) }
+    }
+
+    /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
+    /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
+    /// placeholder and a failure.
+    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
+        guard case .image(let source) = state else { return false }
+        return source != .memory
+    }
+}
 
 // MARK: - Pipeline/Load.swift
 
@@ -2663,6 +2914,58 @@ nonisolated extension ImageCache {
         deliver(waiters, made.map { fetched, image in
             Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
         })
+    }
+}
+
+// MARK: - Pipeline/Priority.swift
+
+// A request's want of its download, lowered and raised again (a SwiftUI view that disappears with
+// `DisappearPolicy.lowerPriority`, and appears again): its download goes to the slow lane only when
+// no other request waiting for it wants it fast, as a new fast request joining it takes it back.
+
+
+nonisolated extension ImageCache {
+    /// Lowers `task`'s want of its download (`lowered`), or raises it again; then starts what that
+    /// allows. See ``Ledger/lower(_:_:)``.
+    fileprivate func lower(_ task: FetchTask, _ lowered: Bool) {
+        startNetwork(locked { $0.lower(task, lowered) })
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Marks `task`, still waiting, as lowered or not, and moves its download (for a variant, its
+    /// original's) to match: lowered, a download that has not started moves to the slow lane when
+    /// no waiter wants it fast (a transfer under way keeps its slot: its bytes are coming); raised,
+    /// a fast request's download on the slow lane moves back to the fast lane, as a fast request
+    /// that joins it moves it. Returns the downloads that may start now.
+    mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
+        guard task.answer == .waiting, task.lowered != lowered else { return [] }
+        task.lowered = lowered
+        guard var download = task.download, isCurrent(download) else { return [] }
+        // A variant's job holds no place in a lane: its request for the original stands for all
+        // its waiters, lowered when none of them wants it fast.
+        if !download.key.processors.isEmpty {
+            guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
+            original.lowered = !download.waiters.contains(where: Self.wantsFast)
+            download = moved
+        }
+        if lowered {
+            guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
+            let notStarted: (Download.Phase) -> Bool = { phase in
+                switch phase {
+                case .running, .decoding: return false
+                default: return true
+                }
+            }
+            return move(download, ifIn: notStarted, to: download.phase, lane: .slow) ?? []
+        }
+        guard download.lane == .slow, Self.wantsFast(task) else { return [] }
+        return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
+    }
+
+    /// Whether `task` wants its download on the fast lane: a request for the screen, not lowered.
+    private static func wantsFast(_ task: FetchTask) -> Bool {
+        task.answer == .waiting && task.load.lane == .fast && !task.lowered
     }
 }
 

@@ -85,6 +85,33 @@ struct RoundThumbnail: View {
     }
 }
 
+// A completion hook and the disappear policy on RemoteImage; the state form's flags (issue 40).
+@available(macOS 11.0, *)
+struct LoggedThumbnail: View {
+    let url: URL
+    var body: some View {
+        ImageCache.RemoteImage(ImageCache.Request(url: url))
+            .onCompletion { result in
+                if case .failure(let error) = result { print("thumbnail failed: \(error)") }
+            }
+            .onDisappear(.lowerPriority)
+    }
+}
+
+@available(macOS 11.0, *)
+struct LoadingThumbnail: View {
+    let url: URL
+    var body: some View {
+        ImageCache.AsyncImage(request: ImageCache.Request(url: url)) { state in
+            if state.isLoading || state.error != nil {
+                ProgressView(value: state.progress?.fraction)
+            } else {
+                (state.image ?? SwiftUI.Image(nsImage: NSImage())).resizable()
+            }
+        }
+    }
+}
+
 @MainActor
 func showRounded(_ url: URL, in imageView: NSImageView) {
     imageView.setImage(with: ImageCache.Request(url: url, processors: [.roundedCorners(radius: 6)]))

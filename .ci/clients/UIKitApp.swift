@@ -127,6 +127,41 @@ struct RoundAvatar: View {
     }
 }
 
+// SwiftUI as its users write it (issue 40): the download's progress beside the phase, a completion
+// that logs where the image came from, and a row that keeps loading when scrolled away.
+@available(iOS 14.0, *)
+struct PhotoRow: View {
+    let url: URL
+    var body: some View {
+        ImageCache.AsyncImage(request: ImageCache.Request(url: url, size: CGSize(width: 80, height: 80))) { state in
+            if let image = state.image {
+                image.resizable()
+            } else {
+                ProgressView(value: state.progress?.fraction ?? 0)
+            }
+        }
+        .onCompletion { result in
+            switch result {
+            case .success(let fetched): print("from \(fetched.source), \(fetched.value.size)")
+            case .failure(let error): print("failed: \(error)")
+            }
+        }
+        .onDisappear(.lowerPriority)
+    }
+}
+
+@available(iOS 14.0, *)
+struct PlainRow: View {
+    let url: URL
+    var body: some View {
+        // The phase form, chosen for a closure that reads only what the phase has.
+        ImageCache.AsyncImage(request: ImageCache.Request(url: url)) { phase in
+            if let image = phase.image { image.resizable() } else { Color.gray }
+        }
+        .onDisappear(.cancel)
+    }
+}
+
 @MainActor
 func showBackdrop(_ url: URL, in imageView: UIImageView) {
     let backdrop = ImageCache.Request(url: url, processors: [.blur(radius: 8), .roundedCorners(radius: 12),

@@ -92,6 +92,27 @@ extension Never: View {
     public static var clear: Color { fatalError("SwiftUI shim") }
 }
 
+/// `@frozen struct EmptyView`, a `View` whose `Body` is `Never`, iOS 13, macOS 10.15; `@inlinable
+/// nonisolated init()` (developer.apple.com/documentation/swiftui/emptyview).
+@frozen public struct EmptyView: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    nonisolated public init() {}
+}
+
+/// `nonisolated struct ProgressView<Label, CurrentValueLabel> where Label : View, CurrentValueLabel
+/// : View`, a `View`, iOS 14, macOS 11, tvOS 14, watchOS 7 (developer.apple.com/documentation/swiftui/progressview).
+/// SHIM: only the determinate initializer without labels.
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+public struct ProgressView<Label: View, CurrentValueLabel: View>: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    /// `nonisolated init<V>(value: V?, total: V = 1.0) where Label == EmptyView, CurrentValueLabel ==
+    /// EmptyView, V : BinaryFloatingPoint` (developer.apple.com/documentation/swiftui/progressview/init(value:total:)).
+    nonisolated public init<V>(value: V?, total: V = 1.0)
+        where Label == EmptyView, CurrentValueLabel == EmptyView, V: BinaryFloatingPoint { fatalError("SwiftUI shim") }
+}
+
 /// `@frozen struct Alignment : Equatable, Sendable` (developer.apple.com/documentation/swiftui/alignment).
 /// SHIM: `center` is a `static let` in the SDK; only it is declared.
 @frozen public struct Alignment: Equatable, Sendable {

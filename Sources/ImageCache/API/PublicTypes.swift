@@ -161,6 +161,7 @@ nonisolated extension ImageCache {
         internal var answer = Answer.waiting  // guarded by `cache.lock`
         internal weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         internal var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        internal var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
         internal var finalProgress: (received: Int, expected: Int?)?
         internal enum Answer { case waiting, delivered, cancelled }

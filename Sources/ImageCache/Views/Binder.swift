@@ -1,5 +1,5 @@
-// Views: `ImageTarget`, `Binder`, `setImage(with:)` on UIKit and AppKit image views, and the
-// decisions of the SwiftUI views (SwiftUIViews.swift) that the Linux tests reach.
+// Views: `ImageTarget`, `Binder` and `setImage(with:)` on UIKit and AppKit image views. What the
+// SwiftUI views (SwiftUIViews.swift) decide from a binder lives in ViewLoads.swift.
 
 import Dispatch
 import Foundation
@@ -77,6 +77,12 @@ nonisolated extension ImageCache {
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
+        /// What a SwiftUI view hears beside what its target shows: set before it binds.
+        internal var hooks = ViewHooks()
+        /// The progress last told to `hooks.progress`; nil while nothing downloads for the binding.
+        internal private(set) var progress: DownloadProgress?
+        /// Whether the load under way was let go on behind others when its view disappeared.
+        internal private(set) var isLowered = false
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -151,10 +157,15 @@ nonisolated extension ImageCache {
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
             task = nil
+            isLowered = false
+            tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
             guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
-            if let image = cache.peek(memoryKey) { show(image, .image(.memory), key: memoryKey); return nil }
+            if let image = cache.peek(memoryKey) {
+                show(image, .image(.memory), key: memoryKey)
+                return completed(generation, .success(Fetched(value: image, source: .memory, isStale: false)))
+            }
             // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
             // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
             var meanwhile = false
@@ -162,7 +173,9 @@ nonisolated extension ImageCache {
             if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
                 show(whole, .image(.memory), key: wholeKey)
                 guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
-                                               decodeBound: cache.wholeDecodeBound) else { return nil }
+                                               decodeBound: cache.wholeDecodeBound) else {
+                    return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
+                }
                 meanwhile = true
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
@@ -176,6 +189,11 @@ nonisolated extension ImageCache {
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
+            if hooks.progress != nil {  // runs on `queue`, the task's
+                load.onProgress = { [weak self] received, expected in
+                    self?.progressed(generation, DownloadProgress(received: received, expected: expected))
+                }
+            }
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
@@ -210,7 +228,7 @@ nonisolated extension ImageCache {
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
                 && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
-            case .loading where same: return
+            case .loading where same: return lower(false)  // it appears again
             case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
             case .idle, .placeholder, .failed: break
             }
@@ -239,12 +257,29 @@ nonisolated extension ImageCache {
             task?.cancel()
             task = nil
             if case .loading = state { state = .idle }
+            tell(nil)
+        }
+
+        /// Its view disappeared: `policy` says whether the load under way is cancelled, or lowered
+        /// (``DisappearPolicy/lowerPriority``) and goes on, to be shown when it comes.
+        internal func disappeared(_ policy: DisappearPolicy) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard policy.keepsLoading else { return cancel() }
+            lower(true)
+        }
+
+        /// Lowers the load under way (`lowered`), or raises it again: see `ImageCache.lower(_:_:)`.
+        private func lower(_ lowered: Bool) {
+            guard let task, isLowered != lowered, let cache = binding?.cache else { return }
+            isLowered = lowered
+            cache.lower(task, lowered)
         }
 
         /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
         private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
             guard generation == self.generation else { ignoredCallbacks += 1; return }
-            task = nil
+            (task, isLowered) = (nil, false)
+            tell(nil)
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
@@ -253,6 +288,32 @@ nonisolated extension ImageCache {
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
+            switch result {
+            case .failure(.cancelled)?, nil: break  // stopped: not an end the view hears of
+            case let result?: _ = completed(generation, result)
+            }
+        }
+
+        /// Tells the view that the binding `generation` ended in `result` (shown), unless the target,
+        /// told of it, bound again meanwhile. Returns nil: no request.
+        private func completed(_ generation: Int, _ result: Result<Fetched<Image>, Error>) -> FetchTask? {
+            if generation == self.generation { hooks.completion?(result) }
+            return nil
+        }
+
+        /// A progress of the binding `generation`'s download: told to the view if it is still the
+        /// latest and ``DownloadProgress/tells(_:after:)`` says so.
+        private func progressed(_ generation: Int, _ progress: DownloadProgress) {
+            guard generation == self.generation, task != nil,
+                  DownloadProgress.tells(progress, after: self.progress) else { return }
+            tell(progress)
+        }
+
+        /// Sets ``progress`` and tells the view, if that changes it.
+        private func tell(_ progress: DownloadProgress?) {
+            guard progress != self.progress else { return }
+            self.progress = progress
+            hooks.progress?(progress)
         }
 
         private func purged(_ cache: ImageCache) {
@@ -326,37 +387,6 @@ nonisolated extension ImageCache {
         return a == b
         #endif
     }
-
-    // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
-
-    /// What a SwiftUI view of a binder shows, as SwiftUI's `AsyncImagePhase` says it; `Picture` is
-    /// the platform image here, SwiftUI's `Image` in ``AsyncImagePhase``.
-    internal enum ViewPhase<Picture> {
-        case empty, success(Picture), failure(Error)
-
-        /// The phase of a binder in `state` whose target shows `image`: the failure (the view's binder
-        /// has no failure image), else the image shown (a reload keeps the last one while it loads, a
-        /// cancelled load the one it showed), else empty (no URL, loading, or let go on a memory warning).
-        internal init(_ state: Binder.State, showing image: Picture?) {
-            if case .failed(let error) = state { self = .failure(error); return }
-            self = image.map(ViewPhase.success) ?? .empty
-        }
-    }
-
-    /// The size in pixels to decode for a view of `points` on a screen of `scale`; nil (the whole
-    /// image, bounded as every decode is) for none.
-    internal static func pixelSize(points: CGSize?, scale: Double) -> CGSize? {
-        points.map { CGSize(width: $0.width * scale, height: $0.height * scale) }
-    }
-
-    /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
-    /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    internal static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
-        return source != .memory
-    }
-
 }
 
 #if canImport(UIKit) || canImport(AppKit)

@@ -1,7 +1,8 @@
 // SwiftUI views: `AsyncImage`, in the shape of SwiftUI's own (a phase, or content and placeholder
 // views; sizes in points), and `RemoteImage`, the first one (platform images, sizes in pixels). Both
-// show what a `Binder` shows; its rules and their decisions (`ViewPhase`, `pixelSize(points:scale:)`,
-// `animatesArrival`) live in Binder.swift, where the Linux tests reach them.
+// show what a `Binder` shows; its rules live in Binder.swift, and their decisions (`ViewPhase`,
+// `pixelSize(points:scale:)`, `animatesArrival`, progress, completion, disappearing) in ViewLoads.swift,
+// where the Linux tests reach them.
 
 import Foundation
 #if canImport(FoundationNetworking)
@@ -35,6 +36,26 @@ extension ImageCache {
         }
     }
 
+    /// What an ``AsyncImage`` made with `init(request:cache:transaction:state:)` passes to its content:
+    /// the phase, and beside it how far the download is. (The phase cannot carry it: a new case of
+    /// ``AsyncImagePhase`` would break every `switch` over it.) Grows in 1.x by new properties only.
+    public struct AsyncImageState: Sendable {
+        /// The phase, as the other initializers pass it.
+        public let phase: AsyncImagePhase
+        /// How far the download is, while the image comes from the network (nil otherwise: no
+        /// load, a look-up on disk, the image, a failure). Told at most once a whole percent when
+        /// the length is known (see ``DownloadProgress``).
+        public let progress: DownloadProgress?
+        /// Whether a load is under way (on disk or the network); the phase may still show the last
+        /// image meanwhile, as a reload or a new size does.
+        public let isLoading: Bool
+
+        /// The image, if there is one: `phase.image`.
+        public var image: SwiftUI.Image? { phase.image }
+        /// Why the load failed, if it did: `phase.error`.
+        public var error: Error? { phase.error }
+    }
+
     /// A SwiftUI view of the image at a URL, shaped as SwiftUI's `AsyncImage`: it passes each phase
     /// of the load to `content` (or the image to `content` and shows `placeholder` until then),
     /// through a ``Binder`` and so through the cache: an image in memory shows at once, an image
@@ -43,7 +64,8 @@ extension ImageCache {
     /// none, the whole image, bounded as every decode is. A change of URL, key or cache binds
     /// again; a change of size or scale (a rotation, a window moved to another display) keeps the
     /// image shown until the new one comes, and decodes again only when the one shown is too small,
-    /// twice as large or more, or of another scale; the load is cancelled when the view disappears. An animated GIF or APNG
+    /// twice as large or more, or of another scale; the load is cancelled when the view disappears
+    /// (or lowered and let go on: ``onDisappear(_:)``), and ``onCompletion(_:)`` hears how each ends. An animated GIF or APNG
     /// plays from the view's `onAppear` to its `onDisappear`: `content` gets each frame in turn, for
     /// its own delay, as many times as the file says, not in `transaction` (an `animation(_:value:)`
     /// of yours keyed on the image animates each change of frame). Main actor.
@@ -60,7 +82,8 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor public struct AsyncImage<Content: View>: View {
         private let load: Load?, size: CGSize?, cache: ImageCache, transaction: Transaction
-        private let content: (AsyncImagePhase) -> Content
+        private let content: (AsyncImageState) -> Content
+        private var hooks = Hooks()
         @Environment(\.displayScale) private var displayScale
 
         /// Shows the image at `url` (nil: `.empty`) in the phases `content` draws, cached under `key`
@@ -118,10 +141,52 @@ extension ImageCache {
             self.init(Load(request), request.size, cache, transaction, Self.either(content, placeholder))
         }
 
+        /// Shows what `request` describes, as `init(request:cache:transaction:content:)` does, passing
+        /// `state` the phase and, while the image downloads, its progress:
+        ///
+        /// ```swift
+        /// ImageCache.AsyncImage(request: ImageCache.Request(url: url)) { state in
+        ///     if let image = state.image {
+        ///         image.resizable().scaledToFill()
+        ///     } else {
+        ///         ProgressView(value: state.progress?.fraction ?? 0)
+        ///     }
+        /// }
+        /// ```
+        ///
+        /// A closure that reads only what the phase has too (`image`, `error`) is given the phase, by
+        /// `init(request:cache:transaction:content:)`, and asks for no progress.
+        @_disfavoredOverload
+        public init(request: ImageCache.Request, cache: ImageCache = .shared, transaction: Transaction = Transaction(),
+                    @ViewBuilder state content: @escaping (AsyncImageState) -> Content) {
+            (self.load, self.size, self.cache, self.transaction, self.content) =
+                (Load(request), request.size, cache, transaction, content)
+            hooks.progress = true
+        }
+
         private init(_ load: Load?, _ size: CGSize?, _ cache: ImageCache, _ transaction: Transaction,
                      _ content: @escaping (AsyncImagePhase) -> Content) {
             (self.load, self.size, self.cache) = (load, size, cache)
-            (self.transaction, self.content) = (transaction, content)
+            (self.transaction, self.content) = (transaction, { content($0.phase) })
+        }
+
+        /// Calls `completion` on the main actor each time a load of the view ends in an image or a
+        /// failure, with where the image came from (`Fetched.source`: memory when it was there at
+        /// once, as on each appearance of an image still in memory) or why it failed: to log, or to
+        /// retry (a new `id` for the view binds it again). Never for a load cancelled, by
+        /// disappearing or by a new URL. A view gives its image to `content` before this is called.
+        public func onCompletion(_ completion: @escaping @MainActor (Result<Fetched<Image>, Error>) -> Void) -> Self {
+            var copy = self
+            copy.hooks.completion = completion
+            return copy
+        }
+
+        /// What the view does to its load when it disappears: ``DisappearPolicy/cancel`` it (the
+        /// default), or let it go on behind the visible views' loads (``DisappearPolicy/lowerPriority``).
+        public func onDisappear(_ policy: DisappearPolicy) -> Self {
+            var copy = self
+            copy.hooks.disappear = policy
+            return copy
         }
 
         private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
@@ -138,12 +203,17 @@ extension ImageCache {
             let scale = Double(displayScale)
             let pixels = ImageCache.pixelSize(points: size, scale: scale)
             let binding = Bound<Content>(load: load, placeholder: nil, failureImage: nil, pixelSize: pixels,
-                                         cache: cache, transaction: transaction, scale: scale) { image, state, _ in
+                                         cache: cache, transaction: transaction, scale: scale,
+                                         hooks: hooks) { image, state, progress, _ in
+                let phase: AsyncImagePhase
                 switch ViewPhase(state, showing: image) {
-                case .empty: content(.empty)
-                case .success(let image): content(.success(ImageCache.swiftUIImage(image)))
-                case .failure(let error): content(.failure(error))
+                case .empty: phase = .empty
+                case .success(let image): phase = .success(ImageCache.swiftUIImage(image))
+                case .failure(let error): phase = .failure(error)
                 }
+                var loading = false
+                if case .loading = state { loading = true }
+                return content(AsyncImageState(phase: phase, progress: progress, isLoading: loading))
             }
             // A new binding is a new identity: its own target, bound when it appears; a new size or
             // scale is not (see `Bound`).
@@ -160,6 +230,7 @@ extension ImageCache {
     @MainActor public struct RemoteImage: View {
         private let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?,
                     size: CGSize?, cache: ImageCache, transition: Transition
+        private var hooks = Hooks()
         @Environment(\.displayScale) private var displayScale
 
         /// The arguments are those of
@@ -181,6 +252,20 @@ extension ImageCache {
             (self.placeholder, self.failureImage, self.cache, self.transition) = (placeholder, failureImage, cache, transition)
         }
 
+        /// Calls `completion` when a load of the view ends, as ``AsyncImage/onCompletion(_:)`` does.
+        public func onCompletion(_ completion: @escaping @MainActor (Result<Fetched<Image>, Error>) -> Void) -> Self {
+            var copy = self
+            copy.hooks.completion = completion
+            return copy
+        }
+
+        /// What the view does to its load when it disappears, as ``AsyncImage/onDisappear(_:)`` says.
+        public func onDisappear(_ policy: DisappearPolicy) -> Self {
+            var copy = self
+            copy.hooks.disappear = policy
+            return copy
+        }
+
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
@@ -189,7 +274,7 @@ extension ImageCache {
             let binding = Bound(load: load, placeholder: placeholder,
                                 failureImage: failureImage, pixelSize: pixels, cache: cache,
                                 transaction: Transaction(animation: animation),
-                                scale: Double(displayScale)) { image, _, identity in
+                                scale: Double(displayScale), hooks: hooks) { image, _, _, identity in
                 // A new identity per image (not per frame), so that a fade's transition takes the old
                 // one out and the new in.
                 ZStack {
@@ -213,10 +298,11 @@ extension ImageCache {
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
     @MainActor private struct Bound<Content: View>: View {
         let load: Load?, placeholder: Image?, failureImage: Image?, pixelSize: CGSize?, cache: ImageCache,
-            transaction: Transaction, scale: Double
-        /// Draws the image or frame shown (nil: none), in the binder's state; the third argument
-        /// identifies the image shown (the whole animation, not its frame).
-        let content: (Image?, Binder.State, ObjectIdentifier?) -> Content
+            transaction: Transaction, scale: Double, hooks: Hooks
+        /// Draws the image or frame shown (nil: none), in the binder's state, with the download's
+        /// progress (when `hooks` asks for it); the fourth argument identifies the image shown (the
+        /// whole animation, not its frame).
+        let content: (Image?, Binder.State, DownloadProgress?, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
 
         /// What the binding is made of, for the view's identity: not its size and scale.
@@ -232,9 +318,10 @@ extension ImageCache {
                 .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onAppear {
                     (target.isDisplayed, target.transaction) = (true, transaction)
+                    target.hear(hooks)
                     bind()
                 }
-                .onDisappear { target.isDisplayed = false; target.binder.cancel() }
+                .onDisappear { target.isDisplayed = false; target.binder.disappeared(hooks.disappear) }
         }
 
         private func bind() {
@@ -243,7 +330,7 @@ extension ImageCache {
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
         private func drawn() -> Content {
-            content(target.shown, target.state, target.image.map(ObjectIdentifier.init))
+            content(target.shown, target.state, target.progress, target.image.map(ObjectIdentifier.init))
         }
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame from
@@ -257,6 +344,7 @@ extension ImageCache {
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
+            @Published private(set) var progress: DownloadProgress?
             /// Between the view's `onAppear` and `onDisappear`: an animation steps only then.
             var isDisplayed = false {
                 didSet { restep() }
@@ -265,6 +353,18 @@ extension ImageCache {
             lazy var binder = Binder(self)
             private var animation: (frames: Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
+
+            /// Has the binder tell this target the progress, if `hooks` asks for it, and the view's
+            /// completion: both on the main queue, the binder's.
+            func hear(_ hooks: Hooks) {
+                let progress: ((DownloadProgress?) -> Void)? = { [weak self] progress in
+                    ImageCache.onTargetActor((self, progress)) { $0.0?.progress = $0.1 }
+                }
+                let completion = hooks.completion.map { completion in
+                    { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
+                }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+            }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
@@ -299,6 +399,14 @@ extension ImageCache {
             /// Seconds on a clock that only moves forward (the wall clock may be set back).
             private static var now: TimeInterval { ProcessInfo.processInfo.systemUptime }
         }
+    }
+
+    /// What a view's modifiers and initializer ask of its loads: the progress (the state
+    /// initializer's), a completion, what disappearing does.
+    private struct Hooks {
+        var progress = false
+        var completion: (@MainActor (Result<Fetched<Image>, Error>) -> Void)?
+        var disappear = DisappearPolicy.cancel
     }
 
     @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
