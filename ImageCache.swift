@@ -820,7 +820,9 @@ nonisolated extension ImageCache.Request {
         public static let notKeptInMemory = Options(rawValue: 1 << 3)
 
         /// The completion runs once the image's file is written (on the disk queue first), for an app
-        /// that hands the file to another process. A response marked `no-store` has none.
+        /// that hands the file to another process. If there is no file then (a response marked
+        /// `no-store`, a load of the same download that asked `notWrittenToDisk`, a failed write),
+        /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
         /// Why these options cannot go together, if they cannot.
@@ -2687,7 +2689,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.storedAt = storedAt
             original.isOriginal = true
-            original.options = options
+            original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
             return original
         }
 
@@ -2749,6 +2751,8 @@ nonisolated extension ImageCache {
             diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
             makeVariant(job)
+        case .processFromCache:
+            makeVariantFromCache(task)
         case .none:
             break
         }
@@ -2889,6 +2893,31 @@ nonisolated extension ImageCache {
             self.decodes.async { self.process(job, result.value) }
         }
         if !locked({ $0.attach(original, to: job) }) { original.cancel() }
+    }
+
+    /// Makes the variant `task` asks for from what the cache has (`onlyFromCache`): no job, since
+    /// a job shared with fetches that may use the network could not keep either promise; its
+    /// original is requested with the same options; kept in memory as a job's variant is.
+    fileprivate func makeVariantFromCache(_ task: FetchTask) {
+        let load = task.load
+        _ = request(load.original, queue: Self.variantQueue) { result in
+            let result = Unchecked(result)  // made for this request alone
+            self.decodes.async {
+                guard task.isWaiting else { return }
+                let original = try? result.value.get().payload.image
+                let made = Self.image(result.value).flatMap { fetched in
+                    Processor.run(load.processors, on: fetched.value).map { (fetched, $0) }
+                }
+                if case .success(let (fetched, image)) = made, !fetched.isStale,
+                   !load.options.contains(.notKeptInMemory) {
+                    let now = self.currentTime()
+                    self.locked { $0.keepVariant(Payload(image: image), under: load.key, from: original, now: now) }
+                }
+                self.deliver(task, made.map { fetched, image in
+                    Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
+                }, event: nil, handler: nil)
+            }
+        }
     }
 
     /// Where a job's original arrives, before its processors run on a decode worker. No app's
@@ -3064,7 +3093,9 @@ nonisolated extension ImageCache {
             }
             // A variant made by processors is made from its original, which is requested as any
             // other image is (`ImageCache.makeVariant`): one job per variant, which its fetches join.
-            if !key.processors.isEmpty { return .process(startJob(task, load)) }
+            // One that may not use the network makes its own, from what the cache has: a job it shared
+            // could not tell one kind of fetch from the other.
+            if !key.processors.isEmpty { return onlyFromCache ? .processFromCache : .process(startJob(task, load)) }
             // Never the network: the disk, read for this request alone (`ImageCache.readOnly`).
             if onlyFromCache { return .readFromDisk(maxBytes: settings.maxImageBytes) }
             // One download per image at a time: a request for another of its keys (a binder's size,
@@ -3125,16 +3156,26 @@ nonisolated extension ImageCache {
             job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
-                if case .loaded(let slot)? = entries[job.key.original], let image, memory[slot].image == image {
-                    let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-                    keepOnDisk(insert(job.key, payload, size: memory[slot].size, downloadedAt: dates.0,
-                                      receivedAt: dates.1), usedAt: now)
-                }
+                keepVariant(payload, under: job.key, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
             defer { job.waiters = [] }
             return job.waiters
+        }
+
+        /// Keeps a variant in memory under `key`, with its original's dates, if memory has the image
+        /// it was made from (`from`) under the original's key (not one a store or a later download
+        /// put there meanwhile) and nothing has taken `key` meanwhile.
+        mutating func keepVariant(_ payload: Payload, under key: Key, from image: Image?, now: TimeInterval) {
+            guard case .loaded(let slot)? = entries[key.original], let image, memory[slot].image == image else { return }
+            switch entries[key] {
+            case .loaded?, .loading?: return
+            case .failed?, nil: break
+            }
+            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
+            keepOnDisk(insert(key, payload, size: memory[slot].size, downloadedAt: dates.0, receivedAt: dates.1),
+                       usedAt: now)
         }
 
         /// Who waits for `download` now.
@@ -3205,12 +3246,13 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-            download.join(task.load.options)
             download.waiters.append(task)
             task.download = download
             counts.deduplicated &+= 1
-            // A variant's job holds no place in a lane: its original's download does.
+            // A variant's job holds no place in a lane, and writes nothing: its original's download does.
             let moved = download.key.processors.isEmpty ? download : download.original?.download
+            download.join(task.load.options)
+            if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
@@ -3408,6 +3450,7 @@ nonisolated extension ImageCache {
         case joined(started: [Download])
         case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
+        case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
         case process(Download)
         case none
     }
@@ -5615,7 +5658,7 @@ nonisolated extension ImageCache.Ledger {
         guard isFresh(downloadedAt: found.downloadedAt, receivedAt: found.receivedAt, now: now) else { return nil }
         // If its file is gone meanwhile, the next eviction, purge or persist writes it again.
         keepOnDisk(insert(key, found.payload, size: found.size, downloadedAt: found.downloadedAt,
-                          receivedAt: found.receivedAt), usedAt: now)
+                          receivedAt: found.receivedAt, diskless: found.diskless), usedAt: now)
         return (image, found.size)
     }
 
@@ -5739,8 +5782,10 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)
             // The disk queue runs its work in order: this runs after the write queued before it.
             diskQueue.async {
-                for task in waiting { self.deliver(task, result.value, event: now.isEmpty ? event : nil, handler: handler,
-                                                   afterWrite: true) }
+                for task in waiting {
+                    self.deliver(task, self.written(result.value, task), event: now.isEmpty ? event : nil,
+                                 handler: handler, afterWrite: true)
+                }
             }
             return
         }
@@ -5807,6 +5852,14 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// What a task that waits for its image's file gets, on the disk queue once the work queued
+    /// before is done: `result`, unless it is an image whose file is not there.
+    private func written(_ result: Result<Delivery, Error>, _ task: FetchTask) -> Result<Delivery, Error> {
+        guard case .success = result, !disk.holds(DiskStore.fileID(for: task.load.key.string)) else { return result }
+        return .failure(.network(.cannotWriteToFile, "the image has no file in the cache's folder (a response "
+                                 + "marked no-store, a load of it that asked notWrittenToDisk, or a failed write)"))
+    }
+
     /// `deliver` for one task (a memory hit, say): no array, no grouping to pay for.
     fileprivate func deliver(_ task: FetchTask, _ result: Result<Delivery, Error>,
                          event: Event?, handler: (@Sendable (Event) -> Void)?, afterWrite: Bool = false) {
@@ -5814,7 +5867,9 @@ nonisolated extension ImageCache {
         if let event, task.queue === Self.variantQueue { emit(event); return deliver(task, result, event: nil, handler: nil) }
         if task.waitsForDiskWrite, !afterWrite {
             let result = Unchecked(result)
-            return diskQueue.async { self.deliver(task, result.value, event: event, handler: handler, afterWrite: true) }
+            return diskQueue.async {
+                self.deliver(task, self.written(result.value, task), event: event, handler: handler, afterWrite: true)
+            }
         }
         let result = Unchecked(result)
         task.queue.async {
@@ -6510,6 +6565,14 @@ nonisolated extension ImageCache {
             guard let directory = openFolder(create: false) else { return nil }
             let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             return fd >= 0 ? fd : nil
+        }
+
+        /// Whether the folder holds a file under `id` (a regular one).
+        func holds(_ id: UInt64) -> Bool {
+            withFile(id) { fd in
+                var info = stat()
+                return Foundation.fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+            } ?? false
         }
 
         /// Deletes `file` if its name still holds it: a file another process has written since stays.
