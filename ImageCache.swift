@@ -6570,7 +6570,7 @@ nonisolated extension ImageCache {
         /// Whether the folder holds a file under `id` (a regular one).
         func holds(_ id: UInt64) -> Bool {
             withFile(id) { fd in
-                var info = stat()
+                var info = Foundation.stat()
                 return Foundation.fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
             } ?? false
         }
