@@ -862,14 +862,11 @@ nonisolated extension ImageCache.Load {
     /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
     /// fills its size.
     init(_ request: ImageCache.Request) {
-        if let urlRequest = request.urlRequest {
-            self.init(urlRequest, key: request.key, slow: request.slow)
-        } else {
-            self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
-        }
+        // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
+        self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
+                  lane: request.slow ? .slow : .fast, decoder: .image)
         options = request.options
         guard request.size != nil || !request.processors.isEmpty else { return }
-        key = request.cacheKey
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
     }
@@ -2693,7 +2690,7 @@ nonisolated extension ImageCache {
             return original
         }
 
-        private init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
+        init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
             (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
         }
 
@@ -4813,7 +4810,8 @@ nonisolated extension ImageCache {
         /// length in UTF-8 bytes and a colon, so that no two lists name the same variant. Empty for
         /// no processors.
         fileprivate static func variant(of processors: [Processor]) -> String {
-            processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
+            guard !processors.isEmpty else { return "" }
+            return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
         /// Runs `processors` on `image` in order: the variant, or the failure of the first that

@@ -170,14 +170,11 @@ nonisolated extension ImageCache.Load {
     /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
     /// fills its size.
     init(_ request: ImageCache.Request) {
-        if let urlRequest = request.urlRequest {
-            self.init(urlRequest, key: request.key, slow: request.slow)
-        } else {
-            self.init(request.url!, key: request.key, slow: request.slow)  // one of the two is set
-        }
+        // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
+        self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
+                  lane: request.slow ? .slow : .fast, decoder: .image)
         options = request.options
         guard request.size != nil || !request.processors.isEmpty else { return }
-        key = request.cacheKey
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
     }

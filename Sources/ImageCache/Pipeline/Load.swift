@@ -72,7 +72,7 @@ nonisolated extension ImageCache {
             return original
         }
 
-        private init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
+        init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
             (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
         }
 

@@ -73,7 +73,8 @@ nonisolated extension ImageCache {
         /// length in UTF-8 bytes and a colon, so that no two lists name the same variant. Empty for
         /// no processors.
         internal static func variant(of processors: [Processor]) -> String {
-            processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
+            guard !processors.isEmpty else { return "" }
+            return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
         /// Runs `processors` on `image` in order: the variant, or the failure of the first that
