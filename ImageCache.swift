@@ -269,7 +269,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 // MARK: - API/PublicAPI.swift
 
 // The public calls: fetch (callbacks, Result, async), prefetch, store, peek, remove, and the
-// disk's maintenance calls.
+// disk's maintenance calls. Each form that takes a URL or a `URLRequest` loads what a `Request` of
+// it with the defaults describes (`Load(url, key:slow:)` is `Load(Request(url:key:slow:))`, which
+// a test checks); they build the load directly, not the request first, which showed in the
+// memory hit's figure (see CHANGELOG).
 
 
 nonisolated extension ImageCache {
@@ -286,7 +289,7 @@ nonisolated extension ImageCache {
     ///   - callback: Gets `url` and the image, or nil; nil for no callback (the image is still cached).
     @discardableResult
     public func fetch(_ url: URL, key: String? = nil, callback: FetchCallback?) -> FetchTask {
-        fetch(Request(url: url, key: key), callback: callback)
+        fetch(Load(url, key: key), url, callback)
     }
 
     /// Fetches what `request` describes (see ``Request``): its image, or the variant its size and
@@ -303,7 +306,7 @@ nonisolated extension ImageCache {
     @discardableResult
     public func slowFetch(_ url: URL, key: String? = nil,
                           callback: FetchCallback? = nil) -> FetchTask {
-        fetch(Request(url: url, key: key, slow: true), callback: callback)
+        fetch(Load(url, key: key, slow: true), url, callback)
     }
 
     /// Fetches an image and says where it came from, or why it could not be had.
@@ -321,7 +324,7 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Request(url: url, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry, completion: completion)
+        fetch(Load(url, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
     /// Fetches what `request` describes (see ``Request``), and says where it came from, or why it
@@ -349,8 +352,7 @@ nonisolated extension ImageCache {
                       onProgress: ProgressCallback? = nil,
                       onRetry: RetryCallback? = nil,
                       completion: @escaping Completion<Image>) -> FetchTask {
-        fetch(Request(urlRequest: request, key: key, slow: slow), onProgress: onProgress, onRetry: onRetry,
-              completion: completion)
+        fetch(Load(request, key: key, slow: slow), onProgress, onRetry, completion)
     }
 
     /// Fetches any data, with the same tiers, lanes and single download per key as images: the
@@ -1758,8 +1760,11 @@ nonisolated extension ImageCache {
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
                 && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
-            case .loading where same: return lower(false)  // it appears again
-            case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
+            case .loading:
+                lower(false)  // it appears again, at its size or another
+                if !same { rebind(at: pixelSize, scale: scale) }
+                return
+            case .image: if !same { return rebind(at: pixelSize, scale: scale) }
             case .idle, .placeholder, .failed: break
             }
             bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)
@@ -2321,7 +2326,8 @@ extension ImageCache {
     }
 
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
-    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// it disappears (or lowers it and lets it go on: ``onDisappear(_:)``), and binds again when it
+    /// appears (a memory warning may have taken its image).
     /// The image carries the environment's `displayScale`: its `size` is in points; an animated one
     /// plays as in ``AsyncImage``. See also
     /// ``AsyncImage``, which takes any view as placeholder and a size in points.
@@ -2390,8 +2396,8 @@ extension ImageCache {
         private static let empty = Image()
     }
 
-    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
-    /// disappears; `content` draws what the target shows. The views give it a new identity when its
+    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled (or
+    /// lowered, as the view's policy says) when it disappears; `content` draws what the target shows. The views give it a new identity when its
     /// arguments change, so a binding never changes, but for its size and scale: a change of those
     /// binds the same target again (`Binder.bindView`), which keeps its image meanwhile.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
@@ -2414,16 +2420,16 @@ extension ImageCache {
                 // A new size or scale gives this empty background a new identity: it appears, and
                 // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
                 // needs iOS 17.)
-                .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
-                .onAppear {
-                    (target.isDisplayed, target.transaction) = (true, transaction)
-                    target.hear(hooks)
-                    bind()
-                }
+                // It appears with the view too: one handler, so that an appearance binds once, after
+                // the hooks are set (two handlers ran in either order: two completions, or a first
+                // load with no progress).
+                .background(Color.clear.onAppear(perform: appear).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onDisappear { target.isDisplayed = false; target.binder.disappeared(hooks.disappear) }
         }
 
-        private func bind() {
+        private func appear() {
+            (target.isDisplayed, target.transaction) = (true, transaction)
+            target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
         }
 
@@ -2989,9 +2995,11 @@ nonisolated extension ImageCache.Ledger {
         return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
     }
 
-    /// Whether `task` wants its download on the fast lane: a request for the screen, not lowered.
+    /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant
+    /// job's request for its original (its lane is its first fetch's; `lower` marks it lowered only
+    /// when none of the job's fetches wants it fast), not lowered.
     private static func wantsFast(_ task: FetchTask) -> Bool {
-        task.answer == .waiting && task.load.lane == .fast && !task.lowered
+        task.answer == .waiting && (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
     }
 }
 
@@ -3250,6 +3258,7 @@ nonisolated extension ImageCache {
             let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
             if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
+            if fast, moved !== download { download.original?.lowered = false }  // a job's fetch for the screen
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()

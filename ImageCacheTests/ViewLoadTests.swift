@@ -269,6 +269,56 @@ final class ViewLoadTests: BinderTestCase {
         XCTAssertEqual(order.value, ["/blocker.png", "/row-b.png", "/row-a.png", "/row-s.png"])
     }
 
+    func testAViewThatAppearsAgainAtAnotherSizeTakesItsLoadBackToTheFastLane() {
+        // Given A (bound at 100 x 100 pixels) lowered behind a prefetch S, as above
+        let (cache, order, gate) = oneSlotBehindABlocker()
+        let prefetched = expectation(description: "S")
+        cache.slowFetch(server.url("/row-s.png")) { _, _ in prefetched.fulfill() }
+        let a = makeTarget()
+        let loadA = ImageCache.Load(server.url("/row-a.png"), key: nil)
+        callbacks.sync { a.1.bindView(loadA, nil, nil, CGSize(width: 100, height: 100), cache, scale: nil) }
+        XCTAssertTrue(eventually { self.queued(cache, ["/row-s.png"]) && self.server.requestCount("/row-a.png") == 0 })
+        callbacks.sync { a.1.disappeared(.lowerPriority) }
+        XCTAssertTrue(callbacks.sync { a.1.isLowered })
+
+        // When its view appears again a little smaller (a size that decodes nothing anew)
+        callbacks.sync { a.1.bindView(loadA, nil, nil, CGSize(width: 90, height: 90), cache, scale: nil) }
+        let shownA = shown([a.0])
+        gate.open()
+        wait(for: [shownA, prefetched], timeout: 10)
+
+        // Then its load is raised all the same: before the slow lane's S
+        XCTAssertFalse(callbacks.sync { a.1.isLowered })
+        XCTAssertEqual(order.value, ["/blocker.png", "/row-a.png", "/row-s.png"])
+    }
+
+    func testAPlainViewLoweredLeavesTheDownloadFastForAVisibleVariantsViewThatJoinedAPrefetch() {
+        // Given the one slot held, a prefetch of A's variant (its original's download on the slow
+        // lane), a visible view of the same variant (which moves it to the fast lane), a plain view
+        // of A, and a prefetch S
+        let (cache, order, gate) = oneSlotBehindABlocker()
+        let same = ImageCache.Processor("same") { $0 }
+        let variant = ImageCache.Request(url: server.url("/row-a.png"), processors: [same])
+        cache.prefetch([variant])
+        let prefetched = expectation(description: "S")
+        cache.slowFetch(server.url("/row-s.png")) { _, _ in prefetched.fulfill() }
+        let v = makeTarget(), p = makeTarget()
+        callbacks.sync {
+            _ = v.1.bind(variant, cache: cache)
+            p.1.bindView(ImageCache.Load(server.url("/row-a.png"), key: nil), nil, nil, nil, cache, scale: nil)
+        }
+        XCTAssertTrue(eventually { self.queued(cache, ["/row-a.png", "/row-s.png"]) })
+
+        // When the plain view disappears with `.lowerPriority`
+        callbacks.sync { p.1.disappeared(.lowerPriority) }
+        let shownV = shown([v.0])
+        gate.open()
+        wait(for: [shownV, prefetched], timeout: 10)
+
+        // Then the download stayed on the fast lane for the visible variant: before S
+        XCTAssertEqual(order.value, ["/blocker.png", "/row-a.png", "/row-s.png"])
+    }
+
     func testALoweredVariantLowersItsOriginalsDownload() {
         // Given the one slot held, a view of A's variant (made by a processor) and one of B
         let (cache, order, gate) = oneSlotBehindABlocker()

@@ -267,6 +267,7 @@ nonisolated extension ImageCache {
             let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
             if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
+            if fast, moved !== download { download.original?.lowered = false }  // a job's fetch for the screen
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()

@@ -58,8 +58,10 @@ nonisolated extension ImageCache.Ledger {
         return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
     }
 
-    /// Whether `task` wants its download on the fast lane: a request for the screen, not lowered.
+    /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant
+    /// job's request for its original (its lane is its first fetch's; `lower` marks it lowered only
+    /// when none of the job's fetches wants it fast), not lowered.
     private static func wantsFast(_ task: FetchTask) -> Bool {
-        task.answer == .waiting && task.load.lane == .fast && !task.lowered
+        task.answer == .waiting && (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
     }
 }

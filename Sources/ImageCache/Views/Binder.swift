@@ -228,8 +228,11 @@ nonisolated extension ImageCache {
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
                 && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
-            case .loading where same: return lower(false)  // it appears again
-            case .loading, .image: if !same { return rebind(at: pixelSize, scale: scale) }
+            case .loading:
+                lower(false)  // it appears again, at its size or another
+                if !same { rebind(at: pixelSize, scale: scale) }
+                return
+            case .image: if !same { return rebind(at: pixelSize, scale: scale) }
             case .idle, .placeholder, .failed: break
             }
             bind(load, placeholder, failureImage, pixelSize, cache, .none, scale: scale)

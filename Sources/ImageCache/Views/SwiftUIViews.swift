@@ -222,7 +222,8 @@ extension ImageCache {
     }
 
     /// A SwiftUI view of the image at `url`, resizable, through a ``Binder``: it cancels its load when
-    /// it disappears, and binds again when it appears (a memory warning may have taken its image).
+    /// it disappears (or lowers it and lets it go on: ``onDisappear(_:)``), and binds again when it
+    /// appears (a memory warning may have taken its image).
     /// The image carries the environment's `displayScale`: its `size` is in points; an animated one
     /// plays as in ``AsyncImage``. See also
     /// ``AsyncImage``, which takes any view as placeholder and a size in points.
@@ -291,8 +292,8 @@ extension ImageCache {
         private static let empty = Image()
     }
 
-    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled when it
-    /// disappears; `content` draws what the target shows. The views give it a new identity when its
+    /// One binding of a SwiftUI view: its binder's target, bound when it appears and cancelled (or
+    /// lowered, as the view's policy says) when it disappears; `content` draws what the target shows. The views give it a new identity when its
     /// arguments change, so a binding never changes, but for its size and scale: a change of those
     /// binds the same target again (`Binder.bindView`), which keeps its image meanwhile.
     @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
@@ -315,16 +316,16 @@ extension ImageCache {
                 // A new size or scale gives this empty background a new identity: it appears, and
                 // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
                 // needs iOS 17.)
-                .background(Color.clear.onAppear(perform: bind).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
-                .onAppear {
-                    (target.isDisplayed, target.transaction) = (true, transaction)
-                    target.hear(hooks)
-                    bind()
-                }
+                // It appears with the view too: one handler, so that an appearance binds once, after
+                // the hooks are set (two handlers ran in either order: two completions, or a first
+                // load with no progress).
+                .background(Color.clear.onAppear(perform: appear).id([pixelSize.map { [$0.width, $0.height] }, scale] as [AnyHashable?]))
                 .onDisappear { target.isDisplayed = false; target.binder.disappeared(hooks.disappear) }
         }
 
-        private func bind() {
+        private func appear() {
+            (target.isDisplayed, target.transaction) = (true, transaction)
+            target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
         }
 
