@@ -1,6 +1,6 @@
 // The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
 // settings, the prefetches), and the steps that change more than one of them at once: routing a
-// request, joining and leaving a download, forgetting a key. What a look-up, an attempt or a store
+// request, joining and leaving a download, a variant's job, a view's lowered load, forgetting a key. What a look-up, an attempt or a store
 // comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
 // reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
 // never write its fields.
@@ -300,6 +300,45 @@ nonisolated extension ImageCache {
 
         /// The requests of `prefetch` for these keys still waiting.
         func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+
+        // MARK: Views' priorities
+
+        /// Marks `task`, still waiting, as lowered or not, and moves its download (for a variant, its
+        /// original's) to match: lowered, a download that has not started moves to the slow lane when
+        /// no waiter wants it fast (a transfer under way keeps its slot: its bytes are coming); raised,
+        /// a fast request's download on the slow lane moves back to the fast lane, as a fast request
+        /// that joins it moves it. Returns the downloads that may start now.
+        mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
+            guard task.answer == .waiting, task.lowered != lowered else { return [] }
+            task.lowered = lowered
+            guard var download = task.download, isCurrent(download) else { return [] }
+            // A variant's job holds no place in a lane: its request for the original stands for all
+            // its waiters, lowered when none of them wants it fast.
+            if !download.key.processors.isEmpty {
+                guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
+                original.lowered = !download.waiters.contains(where: Self.wantsFast)
+                download = moved
+            }
+            if lowered {
+                guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
+                let notStarted: (Download.Phase) -> Bool = { phase in
+                    switch phase {
+                    case .running, .decoding: return false
+                    default: return true
+                    }
+                }
+                return move(download, ifIn: notStarted, to: download.phase, lane: .slow) ?? []
+            }
+            guard download.lane == .slow, Self.wantsFast(task) else { return [] }
+            return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
+        }
+
+        /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant
+        /// job's request for its original (its lane is its first fetch's; `lower` marks it lowered only
+        /// when none of the job's fetches wants it fast), not lowered.
+        private static func wantsFast(_ task: FetchTask) -> Bool {
+            task.answer == .waiting && (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
+        }
 
         // MARK: Downloads
 

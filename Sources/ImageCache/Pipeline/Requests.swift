@@ -1,7 +1,8 @@
 // The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
 // memory, joined to a download under way, or looked up on disk as a new download (the look-up, on
-// the disk queue, ends it or queues it for the network); its cancellation, and the end of the
-// downloads that a cancellation or a removal stopped.
+// the disk queue, ends it or queues it for the network), or read from disk alone (`onlyFromCache`);
+// its cancellation or lowering (a view gone), and the end of the downloads that a cancellation or a
+// removal stopped.
 
 import Dispatch
 import Foundation
@@ -58,6 +59,12 @@ nonisolated extension ImageCache {
         let (cancelled, stopped) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
+    }
+
+    /// Lowers `task`'s want of its download (`lowered`), or raises it again; then starts what that
+    /// allows. See ``Ledger/lower(_:_:)``.
+    internal func lower(_ task: FetchTask, _ lowered: Bool) {
+        startNetwork(locked { $0.lower(task, lowered) })
     }
 
     /// Cancels the network tasks of stopped downloads, delivers `result` (a cancellation by
