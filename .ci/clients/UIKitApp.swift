@@ -177,3 +177,23 @@ func showBackdrop(_ url: URL, in imageView: UIImageView) {
         if case .success(let fetched) = result { imageView.image = fetched.value }
     }
 }
+
+// 1.0's forms with an implicit member still mean what they meant (a `URLRequest`), though
+// `ImageCache.Request` has an `init(url:)` too.
+@available(iOS 14.0, *)
+struct LegacyImplicitRequest: View {
+    let url: URL
+    var body: some View {
+        ImageCache.AsyncImage(request: .init(url: url)) { phase in
+            (phase.image ?? SwiftUI.Image(uiImage: UIImage())).resizable()
+        }
+    }
+}
+
+@MainActor
+func legacyImplicitFetch(_ url: URL, into imageView: UIImageView) {
+    ImageCache.shared.fetch(.init(url: url)) { result in
+        if case .success(let fetched) = result { imageView.image = fetched.value }
+    }
+    imageView.setImage(with: .init(url: url))
+}
