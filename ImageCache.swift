@@ -2764,8 +2764,9 @@ nonisolated extension ImageCache {
     }
 
     fileprivate func cancel(_ task: FetchTask) {
-        let (cancelled, stopped) = locked { $0.cancel(task) }
+        let (cancelled, stopped, started) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
+        startNetwork(started)
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
     }
 
@@ -3219,13 +3220,17 @@ nonisolated extension ImageCache {
 
         /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
         /// waits for it. Returns whether it was cancelled, and the download it stopped.
-        mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?) {
-            guard task.answer == .waiting else { return (false, nil) }
+        mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
+            guard task.answer == .waiting else { return (false, nil, []) }
             task.answer = .cancelled
             endPrefetch(task)
-            guard let download = task.download, isCurrent(download) else { return (true, nil) }
+            guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
             download.waiters.removeAll { $0 === task }
-            return (true, download.waiters.isEmpty && !download.load.isStore ? forget(download.key) : nil)
+            if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
+            // The request that kept it fast for views that lowered theirs has gone: it goes behind
+            // the visible ones too (and what that lets start, starts).
+            guard wantedFast(task), download.waiters.contains(where: \.lowered) else { return (true, nil, []) }
+            return (true, nil, slowDown(download))
         }
 
         /// Marks `task` as answered, if it still waits; returns whether it did, and the whole size
@@ -3263,18 +3268,27 @@ nonisolated extension ImageCache {
                 original.lowered = !download.waiters.contains(where: Self.wantsFast)
                 download = moved
             }
-            if lowered {
-                guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
-                let notStarted: (Download.Phase) -> Bool = { phase in
-                    switch phase {
-                    case .running, .decoding: return false
-                    default: return true
-                    }
-                }
-                return move(download, ifIn: notStarted, to: download.phase, lane: .slow) ?? []
-            }
+            if lowered { return slowDown(download) }
             guard download.lane == .slow, Self.wantsFast(task) else { return [] }
             return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
+        }
+
+        /// Moves `download`, if it is on the fast lane and has not started, to the slow lane when no
+        /// waiter wants it fast (a transfer under way keeps its slot: its bytes are coming).
+        private mutating func slowDown(_ download: Download) -> [Download] {
+            guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
+            let notStarted: (Download.Phase) -> Bool = { phase in
+                switch phase {
+                case .running, .decoding: return false
+                default: return true
+                }
+            }
+            return move(download, ifIn: notStarted, to: download.phase, lane: .slow) ?? []
+        }
+
+        /// Whether `task`, cancelled now, wanted its download fast before (see `wantsFast`).
+        private func wantedFast(_ task: FetchTask) -> Bool {
+            (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
         }
 
         /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant

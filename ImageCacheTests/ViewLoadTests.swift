@@ -319,6 +319,28 @@ final class ViewLoadTests: BinderTestCase {
         XCTAssertEqual(order.value, ["/blocker.png", "/row-a.png", "/row-s.png"])
     }
 
+    func testALoweredLoadWhoseDownloadAnotherRequestKeptFastGoesBehindWhenThatRequestIsCancelled() {
+        // Given the one slot held, a prefetch S, and one image wanted by a lowered view A and a
+        // fetch F (which keeps its download on the fast lane)
+        let (cache, order, gate) = oneSlotBehindABlocker()
+        let prefetched = expectation(description: "S")
+        cache.slowFetch(server.url("/row-s.png")) { _, _ in prefetched.fulfill() }
+        let a = makeTarget()
+        callbacks.sync { a.1.bindView(ImageCache.Load(server.url("/row-a.png"), key: nil), nil, nil, nil, cache, scale: nil) }
+        let fetch = cache.fetch(server.url("/row-a.png")) { _, _ in }
+        XCTAssertTrue(eventually { self.queued(cache, ["/row-s.png", "/row-a.png"]) })
+        callbacks.sync { a.1.disappeared(.lowerPriority) }
+
+        // When the fetch is cancelled
+        fetch.cancel()
+        let shownA = shown([a.0])
+        gate.open()
+        wait(for: [shownA, prefetched], timeout: 10)
+
+        // Then A's download went behind: to the slow lane, after S (queued there first)
+        XCTAssertEqual(order.value, ["/blocker.png", "/row-s.png", "/row-a.png"])
+    }
+
     func testALoweredVariantLowersItsOriginalsDownload() {
         // Given the one slot held, a view of A's variant (made by a processor) and one of B
         let (cache, order, gate) = oneSlotBehindABlocker()

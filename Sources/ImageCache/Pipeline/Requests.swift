@@ -56,8 +56,9 @@ nonisolated extension ImageCache {
     }
 
     internal func cancel(_ task: FetchTask) {
-        let (cancelled, stopped) = locked { $0.cancel(task) }
+        let (cancelled, stopped, started) = locked { $0.cancel(task) }
         if let stopped { finishStopped([stopped]) }
+        startNetwork(started)
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
     }
 
