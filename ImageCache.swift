@@ -2915,18 +2915,12 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let original = try? result.value.get().payload.image
-                let made = Self.image(result.value).flatMap { fetched in
-                    Processor.run(load.processors, on: fetched.value).map { (fetched, $0) }
-                }
-                if case .success(let (fetched, image)) = made, !fetched.isStale,
-                   !load.options.contains(.notKeptInMemory) {
+                let variant = Self.variant(of: result.value, by: load.processors)
+                if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
-                    self.locked { $0.keepVariant(Payload(image: image), under: load.key, from: original, now: now) }
+                    self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
                 }
-                self.deliver(task, made.map { fetched, image in
-                    Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
-                }, event: nil, handler: nil)
+                self.deliver(task, variant.made, event: nil, handler: nil)
             }
         }
     }
@@ -2940,20 +2934,28 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let original = try? result.get().payload.image  // as memory keeps it, to compare with
-        let made = Self.image(result).flatMap { fetched in
-            Processor.run(job.load.processors, on: fetched.value).map { (fetched, $0) }
-        }
+        let variant = Self.variant(of: result, by: job.load.processors)
         let now = currentTime()
-        let payload = made.map { Payload(image: $0.1) }
-        var ownFailure = false  // a processor's, not the original's
-        if case .success = result, case .failure = made { ownFailure = true }
-        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, counted: ownFailure, now: now) }) else {
-            return
+        guard let waiters = locked({
+            $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
+                        now: now)
+        }) else { return }
+        deliver(waiters, variant.made)
+    }
+
+    /// The variant `processors` make of the image an original's request got: its delivery (where
+    /// the original came from, and whether stale), the original's image as memory keeps it (to
+    /// compare with), and whether a processor failed (not the original).
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+        -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
+        let made = image(result).flatMap { fetched in
+            Processor.run(processors, on: fetched.value).map {
+                Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
+            }
         }
-        deliver(waiters, made.map { fetched, image in
-            Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
-        })
+        var processorFailed = false
+        if case .success = result, case .failure = made { processorFailed = true }
+        return (made, try? result.get().payload.image, processorFailed)
     }
 }
 
@@ -3027,7 +3029,9 @@ nonisolated extension ImageCache {
                 prefetches[key] = task
             }
             if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-            if let why = load.options.contradiction { return .answered(.failure(.invalidRequest(why)), bytes: 0) }
+            if !load.options.isEmpty, let why = load.options.contradiction {
+                return .answered(.failure(.invalidRequest(why)), bytes: 0)
+            }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
             switch entries[key] {
@@ -3115,7 +3119,7 @@ nonisolated extension ImageCache {
             job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
-                keepVariant(payload, under: job.key, from: image, now: now)
+                keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
@@ -3123,40 +3127,25 @@ nonisolated extension ImageCache {
             return job.waiters
         }
 
-        /// Keeps a variant in memory under `key`, with its original's dates, if memory has the image
-        /// it was made from (`from`) under the original's key (not one a store or a later download
-        /// put there meanwhile) and nothing has taken `key` meanwhile.
-        mutating func keepVariant(_ payload: Payload, under key: Key, from image: Image?, now: TimeInterval) {
-            guard case .loaded(let slot)? = entries[key.original], let image, memory[slot].image == image else { return }
-            switch entries[key] {
-            case .loaded?, .loading?: return
-            case .failed?, nil: break
-            }
-            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-            keepOnDisk(insert(key, payload, size: memory[slot].size, downloadedAt: dates.0, receivedAt: dates.1),
-                       usedAt: now)
-        }
-
         /// Who waits for `download` now.
         func waiters(of download: Download) -> [FetchTask] { download.waiters }
 
-        /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
-        /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-        /// arrival), it is still the image the decode was made from (`from`: not one a `store` or a
-        /// later download put there meanwhile), and nothing has taken `key` meanwhile (a store, a
-        /// download of its own).
-        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
-                                    now: TimeInterval) {
+        /// Keeps a variant of an image (its decode at another size, a processed image) in memory
+        /// under `key`, with the dates of the entry `entry` it was made from, if memory keeps that
+        /// (not one marked `no-store`, or stale on arrival), it is still the image the variant was
+        /// made from (`from`: not one a `store` or a later download put there meanwhile), and nothing
+        /// has taken `key` meanwhile (a store, a download of its own).
+        mutating func keepVariant(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
+                                  now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
             case .loaded?, .loading?: return
             case .failed?, nil: break
             }
             var kept = payload
-            kept.bytes = nil  // the download's entry has them
-            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-            keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
-                       usedAt: now)
+            kept.bytes = nil  // the entry it was made from has them
+            let (size, dates) = (memory[slot].size, (memory[slot].downloadedAt, memory[slot].receivedAt))
+            keepOnDisk(insert(key, kept, size: size, downloadedAt: dates.0, receivedAt: dates.1), usedAt: now)
             entries.noteVariant(key)
         }
 
@@ -5856,7 +5845,7 @@ nonisolated extension ImageCache {
                     return Processor.run(load.processors, on: made).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
-                    self.locked { $0.keepOwnDecode(payload, under: ownKey, beside: key, from: image.value, now: now) }
+                    self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
                 self.deliver(tasks, decoded, event: event, handler: handler)
@@ -6279,8 +6268,8 @@ nonisolated extension ImageCache {
 // MARK: - Disk/DiskStore.swift
 
 // The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
-// limits and sweeps, used on the disk queue only; the folder as files (names, a listing); and the
-// name of the cache's folder itself.
+// limits and sweeps, used on the disk queue only; and the folder as files (a listing that keeps
+// little of each). The names of files and of the folder are in Names.swift.
 
 
 nonisolated extension ImageCache {
@@ -6831,7 +6820,15 @@ nonisolated extension ImageCache.DiskStore {
               now.st_mode & S_IFMT == S_IFREG else { return }
         Foundation.unlinkat(directory, name, 0)
     }
+}
 
+// MARK: - Disk/Names.swift
+
+// Names: an image file's name from its key (a stable hash, never a path outside the folder), the
+// number a name stands for, a temporary file's name, and the cache's folder name.
+
+
+nonisolated extension ImageCache.DiskStore {
     /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
     /// platform, unlike `hashValue`, and never a path outside the folder.
     static func fileName(for url: String) -> String {
@@ -6868,6 +6865,7 @@ nonisolated extension ImageCache.DiskStore {
         return id
     }
 
+    /// Whether `name` is a temporary file's: a hidden name ending in ".tmp" (see `deleteIfStale`).
     static func isTemporaryName(_ name: String) -> Bool {
         name.hasPrefix(".") && name.hasSuffix(".tmp")
     }

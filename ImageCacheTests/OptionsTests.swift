@@ -189,5 +189,9 @@ final class OptionsTests: CacheTestCase {
         XCTAssertEqual(made.value.width, 1_234)
         XCTAssertEqual(made.source, .disk)
         XCTAssertEqual(server.requestCount("/variant-cached.png"), 1)
+        // Kept in memory as a variant, and forgotten with its key
+        XCTAssertEqual(cache.peek(request)?.width, 1_234)
+        cache.remove(url)
+        XCTAssertNil(cache.peek(request))
     }
 }

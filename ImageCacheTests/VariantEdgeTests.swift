@@ -144,7 +144,7 @@ final class VariantEdgeTests: CacheTestCase {
     // MARK: The disk keeps the original only
 
     /// Linux: a variant made for a fetch waiting when its key is stored (`deliver(entryOf:)` ->
-    /// `keepOwnDecode`) is kept in memory with size 0 (its payload has no bytes), and its slot's
+    /// `keepVariant`) is kept in memory with size 0 (its payload has no bytes), and its slot's
     /// disk item carries the image's bytes, the processed ones. `persistCacheToDisk` (and a purge,
     /// an eviction) sees a file of another size and writes the variant over the key's file: the
     /// next launch serves the processed image as the original.

@@ -1,6 +1,6 @@
 // The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
-// limits and sweeps, used on the disk queue only; the folder as files (names, a listing); and the
-// name of the cache's folder itself.
+// limits and sweeps, used on the disk queue only; and the folder as files (a listing that keeps
+// little of each). The names of files and of the folder are in Names.swift.
 
 import Dispatch
 import Foundation
@@ -573,61 +573,5 @@ nonisolated extension ImageCache.DiskStore {
         guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
               now.st_mode & S_IFMT == S_IFREG else { return }
         Foundation.unlinkat(directory, name, 0)
-    }
-
-    /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
-    /// platform, unlike `hashValue`, and never a path outside the folder.
-    static func fileName(for url: String) -> String {
-        name(fileID(for: url))
-    }
-
-    /// The hash that `fileName(for:)` writes in hexadecimal.
-    static func fileID(for url: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
-
-    /// An image file's name: `id` in 16 lowercase hexadecimal digits.
-    static func name(_ id: UInt64) -> String {
-        let hex = String(id, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
-
-    /// The number an image file's name (16 lowercase hexadecimal digits, then NUL) stands for.
-    static func imageID(_ name: UnsafeRawBufferPointer) -> UInt64? {
-        guard name.count > 16, name[16] == 0 else { return nil }
-        var id: UInt64 = 0
-        for byte in name.prefix(16) {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): id = id << 4 | UInt64(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): id = id << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
-            default: return nil
-            }
-        }
-        return id
-    }
-
-    static func isTemporaryName(_ name: String) -> Bool {
-        name.hasPrefix(".") && name.hasSuffix(".tmp")
-    }
-}
-
-nonisolated extension ImageCache {
-    /// A folder name that cannot leave the parent folder and that keeps distinct names apart: the
-    /// name itself if it is made of letters, digits, "-", "_" and "." only, is not "." or "..", fits
-    /// a file name (255 bytes) and does not end as a hashed name does ("-" and 16 lowercase hex
-    /// digits: it could be another name's); else its first 64 characters so made, "-", and its hash.
-    internal static func folderName(for name: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        let safe = String(name.map { allowed.contains($0) ? $0 : "_" })
-        let tail = name.utf8.suffix(17)
-        let hashed = tail.count == 17 && tail.first == UInt8(ascii: "-")
-            && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-        if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
-        return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
     }
 }

@@ -132,7 +132,7 @@ nonisolated extension ImageCache {
                     return Processor.run(load.processors, on: made).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
-                    self.locked { $0.keepOwnDecode(payload, under: ownKey, beside: key, from: image.value, now: now) }
+                    self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
                 self.deliver(tasks, decoded, event: event, handler: handler)

@@ -82,7 +82,9 @@ nonisolated extension ImageCache {
                 prefetches[key] = task
             }
             if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-            if let why = load.options.contradiction { return .answered(.failure(.invalidRequest(why)), bytes: 0) }
+            if !load.options.isEmpty, let why = load.options.contradiction {
+                return .answered(.failure(.invalidRequest(why)), bytes: 0)
+            }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
             switch entries[key] {
@@ -170,7 +172,7 @@ nonisolated extension ImageCache {
             job.original = nil  // it holds the job
             switch result {
             case .success(let payload):
-                keepVariant(payload, under: job.key, from: image, now: now)
+                keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
@@ -178,40 +180,25 @@ nonisolated extension ImageCache {
             return job.waiters
         }
 
-        /// Keeps a variant in memory under `key`, with its original's dates, if memory has the image
-        /// it was made from (`from`) under the original's key (not one a store or a later download
-        /// put there meanwhile) and nothing has taken `key` meanwhile.
-        mutating func keepVariant(_ payload: Payload, under key: Key, from image: Image?, now: TimeInterval) {
-            guard case .loaded(let slot)? = entries[key.original], let image, memory[slot].image == image else { return }
-            switch entries[key] {
-            case .loaded?, .loading?: return
-            case .failed?, nil: break
-            }
-            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-            keepOnDisk(insert(key, payload, size: memory[slot].size, downloadedAt: dates.0, receivedAt: dates.1),
-                       usedAt: now)
-        }
-
         /// Who waits for `download` now.
         func waiters(of download: Download) -> [FetchTask] { download.waiters }
 
-        /// Keeps a waiter's own decode of a download's bytes in memory under `key`, with the dates of
-        /// the download's entry `entry`, if memory keeps that (not one marked `no-store`, or stale on
-        /// arrival), it is still the image the decode was made from (`from`: not one a `store` or a
-        /// later download put there meanwhile), and nothing has taken `key` meanwhile (a store, a
-        /// download of its own).
-        mutating func keepOwnDecode(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
-                                    now: TimeInterval) {
+        /// Keeps a variant of an image (its decode at another size, a processed image) in memory
+        /// under `key`, with the dates of the entry `entry` it was made from, if memory keeps that
+        /// (not one marked `no-store`, or stale on arrival), it is still the image the variant was
+        /// made from (`from`: not one a `store` or a later download put there meanwhile), and nothing
+        /// has taken `key` meanwhile (a store, a download of its own).
+        mutating func keepVariant(_ payload: Payload, under key: Key, beside entry: Key, from image: Image?,
+                                  now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
             case .loaded?, .loading?: return
             case .failed?, nil: break
             }
             var kept = payload
-            kept.bytes = nil  // the download's entry has them
-            let dates = (memory[slot].downloadedAt, memory[slot].receivedAt)
-            keepOnDisk(insert(key, kept, size: payload.bytes?.count, downloadedAt: dates.0, receivedAt: dates.1),
-                       usedAt: now)
+            kept.bytes = nil  // the entry it was made from has them
+            let (size, dates) = (memory[slot].size, (memory[slot].downloadedAt, memory[slot].receivedAt))
+            keepOnDisk(insert(key, kept, size: size, downloadedAt: dates.0, receivedAt: dates.1), usedAt: now)
             entries.noteVariant(key)
         }
 

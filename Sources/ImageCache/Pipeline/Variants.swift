@@ -53,18 +53,12 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let original = try? result.value.get().payload.image
-                let made = Self.image(result.value).flatMap { fetched in
-                    Processor.run(load.processors, on: fetched.value).map { (fetched, $0) }
-                }
-                if case .success(let (fetched, image)) = made, !fetched.isStale,
-                   !load.options.contains(.notKeptInMemory) {
+                let variant = Self.variant(of: result.value, by: load.processors)
+                if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
-                    self.locked { $0.keepVariant(Payload(image: image), under: load.key, from: original, now: now) }
+                    self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
                 }
-                self.deliver(task, made.map { fetched, image in
-                    Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
-                }, event: nil, handler: nil)
+                self.deliver(task, variant.made, event: nil, handler: nil)
             }
         }
     }
@@ -78,19 +72,27 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let original = try? result.get().payload.image  // as memory keeps it, to compare with
-        let made = Self.image(result).flatMap { fetched in
-            Processor.run(job.load.processors, on: fetched.value).map { (fetched, $0) }
-        }
+        let variant = Self.variant(of: result, by: job.load.processors)
         let now = currentTime()
-        let payload = made.map { Payload(image: $0.1) }
-        var ownFailure = false  // a processor's, not the original's
-        if case .success = result, case .failure = made { ownFailure = true }
-        guard let waiters = locked({ $0.jobEnded(job, payload, from: original, counted: ownFailure, now: now) }) else {
-            return
+        guard let waiters = locked({
+            $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
+                        now: now)
+        }) else { return }
+        deliver(waiters, variant.made)
+    }
+
+    /// The variant `processors` make of the image an original's request got: its delivery (where
+    /// the original came from, and whether stale), the original's image as memory keeps it (to
+    /// compare with), and whether a processor failed (not the original).
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+        -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
+        let made = image(result).flatMap { fetched in
+            Processor.run(processors, on: fetched.value).map {
+                Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
+            }
         }
-        deliver(waiters, made.map { fetched, image in
-            Delivery(payload: Payload(image: image), source: fetched.source, isStale: fetched.isStale)
-        })
+        var processorFailed = false
+        if case .success = result, case .failure = made { processorFailed = true }
+        return (made, try? result.get().payload.image, processorFailed)
     }
 }
