@@ -171,6 +171,28 @@ final class DiskTierEdgeTests: CacheTestCase {
         XCTAssertEqual(try Data(contentsOf: fileURL(first, for: url)), newer, "the newer file was replaced by the older copy")
     }
 
+    func testAPersistOfManyImagesListsTheFolderAndStillLooksAtTheFilesThere() throws {
+        // Twenty images beside an empty folder: one listing instead of a look per image, which
+        // must still leave a newer file alone and write again an emptied one.
+        let clock = TestClock()
+        let urls = (0..<20).map { serve("/batch\($0).png", "photo.png") }
+        let first = makeCache("shared", clock: clock)
+        for url in urls { XCTAssertNotNil(fetchAndWait(first, url)) }
+        first.reduceDiskCache(maxImageCount: 0)
+        XCTAssertEqual(first.diskCount, 0)
+        clock.advance(10)
+        let second = makeCache("shared", clock: clock)  // same folder, later
+        let newer = fixture("photo.jpg")
+        try second.store(newer, for: urls[3].absoluteString)
+        second.drainDisk()
+        try Data().write(to: fileURL(first, for: urls[5]))  // a fresh date, the wrong size
+        first.persistCacheToDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(first, for: urls[3])), newer, "the newer file was replaced")
+        for url in urls where url != urls[3] {
+            XCTAssertEqual(try Data(contentsOf: fileURL(first, for: url)), fixture("photo.png"), url.path)
+        }
+    }
+
     func testAClockPastIntMaxSecondsStillWritesFiles() throws {
         // Where `Int` is 32 bits, `Int.max` seconds is in 2038; here it is 9.2e18 s. The file
         // system clamps such dates (ext4 stops in 2446), so the file may then be swept as expired

@@ -175,9 +175,15 @@ nonisolated extension ImageCache {
         /// Writes each image whose file is missing or older than it (or as old, of another size);
         /// marks the others as used. A newer file (another process's, say) is left as it is.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
+            // Many images beside a folder that is not much larger (a `persistCacheToDisk` after a
+            // purge, say): one listing of the names says which files to look at, instead of a `stat`
+            // per image that finds none. A file another process writes meanwhile may then be
+            // replaced by ours, as it may between any look and the rename.
+            let present = counted.flatMap { items.count >= 16 && $0.files <= 8 * items.count ? imageIDs() : nil }
             for item in items {
+                let id = item.id
                 // 2 s: some file systems keep whole seconds.
-                let file = file(item.id)
+                let file = present?.contains(id) == false ? nil : file(id)
                 if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
@@ -420,7 +426,7 @@ nonisolated extension ImageCache {
             let name = Self.name(item.id)
             // Hidden, unique across processes, and beside its final name.
             writes &+= 1
-            let temporary = ".\(name).\(writer).\(writes).tmp"
+            let temporary = Self.temporaryName(name, writer: writer, number: UInt64(writes))
             let fd = Foundation.openat(directory, temporary,
                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw POSIX.lastError() }
@@ -525,31 +531,48 @@ nonisolated extension ImageCache.DiskStore {
     /// `sweeping`, it deletes the stale temporary files it meets.
     func list(sweeping: Bool = false) -> [File] {
         _ = reopenIfReplaced()
-        guard let directory = openFolder(create: false) else { return [] }
+        var files: [File] = []
+        var temporary: [String] = []
+        let listed = forEachName { directory, name in
+            if let id = Self.imageID(name) {
+                let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                    files.append(file)
+                }
+            } else if sweeping, name[0] == UInt8(ascii: ".") {
+                let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                if Self.isTemporaryName(string) { temporary.append(string) }
+            }
+        }
+        if let directory = listed { for name in temporary { deleteIfStale(name, in: directory) } }
+        return files
+    }
+
+    /// The numbers of the names in the folder that are image files' names, without a `stat` of
+    /// any (one may be something else by that name); nil if the folder cannot be listed.
+    func imageIDs() -> Set<UInt64>? {
+        var ids = Set<UInt64>()
+        let listed = forEachName { _, name in
+            if let id = Self.imageID(name) { ids.insert(id) }
+        }
+        return listed == nil ? nil : ids
+    }
+
+    /// Calls `body` with the folder and each name in it (`d_name`, NUL-terminated), read with
+    /// `readdir`; returns the folder, nil if it cannot be listed.
+    private func forEachName(_ body: (Int32, UnsafeRawBufferPointer) -> Void) -> Int32? {
+        guard let directory = openFolder(create: false) else { return nil }
         // An open file of its own: `readdir` moves the offset, which `directory` must not share.
         let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
             if fd >= 0 { Foundation.close(fd) }
-            return []
+            return nil
         }
         defer { Foundation.closedir(stream) }
-        var files: [File] = []
-        var temporary: [String] = []
         while let entry = Foundation.readdir(stream) {
-            withUnsafeBytes(of: &entry.pointee.d_name) { name in
-                if let id = Self.imageID(name) {
-                    let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
-                    if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
-                        files.append(file)
-                    }
-                } else if sweeping, name[0] == UInt8(ascii: ".") {
-                    let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
-                    if Self.isTemporaryName(string) { temporary.append(string) }
-                }
-            }
+            withUnsafeBytes(of: &entry.pointee.d_name) { body(directory, $0) }
         }
-        for name in temporary { deleteIfStale(name, in: directory) }
-        return files
+        return directory
     }
 
     /// The regular file `id` in the folder, if there is one.

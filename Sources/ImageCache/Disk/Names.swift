@@ -37,8 +37,37 @@ nonisolated extension ImageCache.DiskStore {
 
     /// An image file's name: `id` in 16 lowercase hexadecimal digits.
     static func name(_ id: UInt64) -> String {
-        let hex = String(id, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        String(unsafeUninitializedCapacity: 16) { name in
+            for index in 0..<16 {
+                let digit = UInt8(truncatingIfNeeded: id >> (60 - 4 * index)) & 0xf
+                name[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+            }
+            return 16
+        }
+    }
+
+    /// A temporary file's name for the image file `name`: ".<name>.<writer>.<number>.tmp" (hidden,
+    /// beside its final name; see `deleteIfStale` for how the writer's pid is read back).
+    static func temporaryName(_ name: String, writer: Int32, number: UInt64) -> String {
+        // Written byte by byte: one allocation per name, where interpolation made several.
+        String(unsafeUninitializedCapacity: 60) { bytes in
+            var count = 0
+            func append(_ byte: UInt8) { bytes[count] = byte; count += 1 }
+            func append(decimal: UInt64) {
+                let start = count
+                var rest = decimal
+                repeat { append(UInt8(ascii: "0") + UInt8(rest % 10)); rest /= 10 } while rest > 0
+                bytes[start..<count].reverse()
+            }
+            append(UInt8(ascii: "."))
+            for byte in name.utf8.prefix(16) { append(byte) }
+            append(UInt8(ascii: "."))
+            append(decimal: UInt64(UInt32(bitPattern: writer)))
+            append(UInt8(ascii: "."))
+            append(decimal: number)
+            for byte in ".tmp".utf8 { append(byte) }
+            return count
+        }
     }
 
     /// The number an image file's name (16 lowercase hexadecimal digits, then NUL) stands for.

@@ -58,7 +58,7 @@ nonisolated extension ImageCache {
         static func open(in folder: URL, key: String) -> Spool? {
             guard case .success(let directory) = DiskStore.openPrivate(folder, create: true) else { return nil }
             let id = DiskStore.fileID(for: key)
-            let name = ".\(DiskStore.name(id)).\(Foundation.getpid()).\(UInt64.random(in: 0 ... .max)).tmp"
+            let name = DiskStore.temporaryName(DiskStore.name(id), writer: Foundation.getpid(), number: .random(in: 0 ... .max))
             // Read too: the whole body is mapped from it (`mapped()`).
             let fd = Foundation.openat(directory, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
