@@ -3892,7 +3892,7 @@ nonisolated extension ImageCache {
                         ledger.sent(download, task)
                         return task
                     }
-                    task?.resume()
+                    if let task { transport.resume(task) }
                 }
             }
             batch = freed
@@ -4173,6 +4173,16 @@ nonisolated extension ImageCache {
             headers.merge(configuration.httpAdditionalHeaders ?? [:]) { _, apps in apps }
             configuration.httpAdditionalHeaders = headers
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        }
+
+        /// Resumes `task` on the session's delegate queue, where its callbacks run: resumed from
+        /// another thread, the session's work on that thread and its callbacks here contend for its
+        /// locks (a thread woken more per image).
+        func resume(_ task: URLSessionDataTask) {
+            guard let queue = lock.withLock({ session?.delegateQueue }), OperationQueue.current !== queue else {
+                return task.resume()
+            }
+            queue.addOperation { task.resume() }
         }
 
         /// A task that sends `request` for `download`, to be resumed by the caller: under the

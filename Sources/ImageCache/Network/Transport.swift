@@ -129,6 +129,16 @@ nonisolated extension ImageCache {
             return URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         }
 
+        /// Resumes `task` on the session's delegate queue, where its callbacks run: resumed from
+        /// another thread, the session's work on that thread and its callbacks here contend for its
+        /// locks (a thread woken more per image).
+        func resume(_ task: URLSessionDataTask) {
+            guard let queue = lock.withLock({ session?.delegateQueue }), OperationQueue.current !== queue else {
+                return task.resume()
+            }
+            queue.addOperation { task.resume() }
+        }
+
         /// A task that sends `request` for `download`, to be resumed by the caller: under the
         /// cache's lock, so that a download stopped meanwhile cannot miss its task.
         func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,

@@ -45,7 +45,7 @@ nonisolated extension ImageCache {
                         ledger.sent(download, task)
                         return task
                     }
-                    task?.resume()
+                    if let task { transport.resume(task) }
                 }
             }
             batch = freed
