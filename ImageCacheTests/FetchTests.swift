@@ -27,6 +27,21 @@ final class FetchTests: CacheTestCase {
         XCTAssertFalse(cache.failedToFetch(url))
     }
 
+    /// One miss through both tiers to its callback and its file: the route `.ci/route` measures.
+    func testOneMissReachesItsCallbackAndItsFile() throws {
+        let cache = makeCache()
+        let url = serve("/miss.png")
+        let done = expectation(description: "callback")
+        cache.fetch(url) { _, image in
+            XCTAssertEqual(image?.data, self.fixture("photo.png"))
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        cache.drainDisk()
+        XCTAssertEqual(try Data(contentsOf: fileURL(cache, for: url)), fixture("photo.png"))
+        XCTAssertEqual(server.requestCount("/miss.png"), 1)
+    }
+
     func testCallbackQueueIsTheOneSetWhenFetchWasCalled() {
         let cache = makeCache()
         let url = serve("/q.png", delay: 0.2)
