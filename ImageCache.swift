@@ -6250,7 +6250,9 @@ nonisolated extension ImageCache {
     fileprivate func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now, let spool):
-            if disk.write(item, usedAt: now, spool: spool) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
+            if disk.write(item, usedAt: now, spool: spool) == .written {
+                locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)
@@ -6311,11 +6313,19 @@ nonisolated extension ImageCache {
         }
 
         /// What a write knows of the file it replaces, for the disk's figures: nothing (it looks
-        /// before it renames), or what its caller found in the same turn of the disk queue
-        /// (`keep`, which looks anyway), so that it does not look twice.
+        /// before it renames), what its caller found in the same turn of the disk queue (`keep`,
+        /// which looks anyway), so that it does not look twice; or that a listing found none, and
+        /// the write must not replace one that came since (see `POSIX.renameIfAbsent`).
         enum Replacing {
             case unknown
             case looked(File?)
+            case absent
+        }
+
+        /// What `write` did: wrote the file, failed (and reported it), or, `.absent`, found a file
+        /// there (or a file system that cannot tell), for the caller to look at.
+        enum Written {
+            case written, failed, found
         }
 
         /// A file as read: its bytes, and whether it has expired (then its validators and freshness
@@ -6334,6 +6344,7 @@ nonisolated extension ImageCache {
         weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
+        private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
         private var lastTouch: TimeInterval = 0
         // The writer's part of a temporary file's name: this process, and a number unique to this
         // instance's writes (a random start, then counted), with no system call per write. (A child
@@ -6435,14 +6446,17 @@ nonisolated extension ImageCache {
         /// marks the others as used. A newer file (another process's, say) is left as it is.
         func keep(_ items: [Item], usedAt now: TimeInterval) {
             // Many images beside a folder that is not much larger (a `persistCacheToDisk` after a
-            // purge, say): one listing of the names says which files to look at, instead of a `stat`
-            // per image that finds none. A file another process writes meanwhile may then be
-            // replaced by ours, as it may between any look and the rename.
-            let present = counted.flatMap { items.count >= 16 && $0.files <= 8 * items.count ? imageIDs() : nil }
+            // purge, say): one listing of the names instead of a `stat` per image that finds none.
+            // An image the listing did not find is renamed into place only if there is still no
+            // file (another process's may have come since, or this batch's own at another size).
+            let listed = renamesIfAbsent && items.count >= 16 && (counted?.files ?? .max) <= 8 * items.count
+            let present = listed ? imageIDs() : nil
             for item in items {
-                let id = item.id
+                if present?.contains(item.id) == false, write(item, usedAt: now, replacing: .absent) != .found {
+                    continue
+                }
                 // 2 s: some file systems keep whole seconds.
-                let file = present?.contains(id) == false ? nil : file(id)
+                let file = file(item.id)
                 if let file, file.downloadedAt > item.downloadedAt + 2
                     || (file.size == Int64(item.size) && file.downloadedAt + 2 >= item.downloadedAt) {
                     touch([file.id], at: now)
@@ -6452,29 +6466,34 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// Writes one image under a temporary name and renames it into place; true if it did. If the
+        /// Writes one image under a temporary name and renames it into place (see `Written`). If the
         /// images' bytes are then over `maxBytes`, deletes the least recently used down to 90% of it.
         /// A body streamed to disk (`spool`) is renamed into place instead, with the same dates and
         /// attributes; it cannot be written again if that fails.
         @discardableResult
-        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown, spool: Spool? = nil) -> Bool {
-            guard let data = item.data ?? (spool == nil ? nil : Data()) else { return false }
+        func write(_ item: Item, usedAt now: TimeInterval, replacing: Replacing = .unknown, spool: Spool? = nil) -> Written {
+            guard let data = item.data ?? (spool == nil ? nil : Data()) else { return .failed }
             var replaced: Int64?  // the size of the file the write replaced
+            var mode = replacing
             do {
                 do {
                     replaced = try spool.map { try adoptFile(item, $0, usedAt: now) }
                         ?? writeFile(item, data, usedAt: now, replacing: replacing)
                 } catch let error as POSIXError where error.code == .ENOENT && spool == nil {
                     // The folder was deleted (and every file with it), or our temporary file was
-                    // taken for a dead writer's: try once more, in the folder as it is now.
+                    // taken for a dead writer's: try once more, in the folder as it is now, where
+                    // what `keep` looked at is not there (a newer file may be).
                     _ = reopenIfReplaced()
-                    replaced = try writeFile(item, data, usedAt: now, replacing: .unknown)  // the folder as it is now
+                    if case .looked = mode { mode = renamesIfAbsent ? .absent : .unknown }
+                    replaced = try writeFile(item, data, usedAt: now, replacing: mode)
                 }
                 failing = false
+            } catch let error as POSIXError where error.code == .EEXIST || error.code == .EINVAL || error.code == .ENOSYS {
+                guard case .absent = mode else { return fail(item, error) }
+                if error.code != .EEXIST { renamesIfAbsent = false }  // this file system cannot
+                return .found
             } catch {
-                fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); "
-                     + "serving from memory and the network")
-                return false
+                return fail(item, error)
             }
             // Counted once: by the sweep, or here when a write comes first (the sweep waits 2 s), so
             // that only a write that passes the limit deletes anything.
@@ -6484,7 +6503,13 @@ nonisolated extension ImageCache {
                 count(files: replaced == nil ? 1 : 0, bytes: Int64(item.size) - (replaced ?? 0))
             }
             if let counted, counted.bytes > maxBytes { reduce(maxBytes: maxBytes - maxBytes / 10, now: now) }
-            return true
+            return .written
+        }
+
+        private func fail(_ item: Item, _ error: Swift.Error) -> Written {
+            fail("cannot write \(folderPath)/\(Self.name(item.id)): \(POSIX.describe(error)); "
+                 + "serving from memory and the network")
+            return .failed
         }
 
         /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
@@ -6698,13 +6723,18 @@ nonisolated extension ImageCache {
                 closed = true  // once, even if that fails: the descriptor is gone either way
                 // A network file system may report a full disk only here.
                 try POSIX.check(Foundation.close(fd))
-                let replaced: Int64?
                 switch replacing {
-                case .unknown: replaced = file(item.id)?.size
-                case .looked(let file): replaced = file?.size
+                case .unknown:
+                    let replaced = file(item.id)?.size
+                    try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
+                    return replaced
+                case .looked(let file):
+                    try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
+                    return file?.size
+                case .absent:
+                    try POSIX.check(POSIX.renameIfAbsent(directory, temporary, name))
+                    return nil
                 }
-                try POSIX.check(Foundation.renameat(directory, temporary, directory, name))
-                return replaced
             } catch {
                 if !closed { Foundation.close(fd) }
                 Foundation.unlinkat(directory, temporary, 0)
@@ -6807,6 +6837,7 @@ nonisolated extension ImageCache.DiskStore {
     /// The numbers of the names in the folder that are image files' names, without a `stat` of
     /// any (one may be something else by that name); nil if the folder cannot be listed.
     func imageIDs() -> Set<UInt64>? {
+        _ = reopenIfReplaced()
         var ids = Set<UInt64>()
         let listed = forEachName { _, name in
             if let id = Self.imageID(name) { ids.insert(id) }
@@ -6880,20 +6911,21 @@ nonisolated extension ImageCache.DiskStore {
 
     /// An image file's name: `id` in 16 lowercase hexadecimal digits.
     static func name(_ id: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { name in
+        // Written byte by byte into the stack: one allocation per name, where `String(_:radix:)`
+        // and padding made several.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { name in
             for index in 0..<16 {
                 let digit = UInt8(truncatingIfNeeded: id >> (60 - 4 * index)) & 0xf
                 name[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
             }
-            return 16
+            return String(decoding: name, as: UTF8.self)
         }
     }
 
     /// A temporary file's name for the image file `name`: ".<name>.<writer>.<number>.tmp" (hidden,
     /// beside its final name; see `deleteIfStale` for how the writer's pid is read back).
     static func temporaryName(_ name: String, writer: Int32, number: UInt64) -> String {
-        // Written byte by byte: one allocation per name, where interpolation made several.
-        String(unsafeUninitializedCapacity: 60) { bytes in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { bytes in
             var count = 0
             func append(_ byte: UInt8) { bytes[count] = byte; count += 1 }
             func append(decimal: UInt64) {
@@ -6905,11 +6937,12 @@ nonisolated extension ImageCache.DiskStore {
             append(UInt8(ascii: "."))
             for byte in name.utf8.prefix(16) { append(byte) }
             append(UInt8(ascii: "."))
-            append(decimal: UInt64(UInt32(bitPattern: writer)))
+            if writer < 0 { append(UInt8(ascii: "-")) }
+            append(decimal: UInt64(writer.magnitude))
             append(UInt8(ascii: "."))
             append(decimal: number)
             for byte in ".tmp".utf8 { append(byte) }
-            return count
+            return String(decoding: UnsafeMutableBufferPointer(rebasing: bytes[..<count]), as: UTF8.self)
         }
     }
 
@@ -7273,6 +7306,40 @@ nonisolated extension ImageCache {
             }
             return true
         }
+
+        /// Whether `renameIfAbsent` can work here: where the C library has `renameat2` (glibc since
+        /// 2.28); not on Apple platforms, whose disk tier looks before it renames.
+        static var renamesIfAbsent: Bool {
+            #if canImport(Darwin)
+            return false
+            #else
+            return renameat2 != nil
+            #endif
+        }
+
+        /// Renames `from` to `to`, both in the folder `directory`, only if nothing is at `to`, in one
+        /// step (`renameat2` with `RENAME_NOREPLACE`): 0, or -1 with `errno` set (`EEXIST`: something
+        /// is at `to`; `EINVAL`: the file system cannot; `ENOSYS`: the C library cannot).
+        static func renameIfAbsent(_ directory: Int32, _ from: String, _ to: String) -> Int32 {
+            #if canImport(Darwin)
+            Foundation.errno = ENOSYS
+            return -1
+            #else
+            guard let renameat2 else {
+                Foundation.errno = ENOSYS
+                return -1
+            }
+            return renameat2(directory, from, directory, to, 1)  // RENAME_NOREPLACE
+            #endif
+        }
+
+        #if !canImport(Darwin)
+        // Glibc's module leaves out `renameat2`: it is found at run time.
+        private static let renameat2 = Foundation.dlsym(nil, "renameat2").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>,
+                                                   UInt32) -> Int32).self)
+        }
+        #endif
     }
 }
 

@@ -4,8 +4,9 @@ import XCTest
 import LoopbackServer
 
 /// The disk tier's edges: a folder replaced behind an instance's back, a folder it must not trust,
-/// oversized or damaged files, the order of use across writes, and `persistCacheToDisk` racing a
-/// remove, another persist, or a newer file.
+/// oversized or damaged files, the order of use across writes, `persistCacheToDisk` racing a
+/// remove, another persist, or a newer file (also in a batch that listed the folder), and the
+/// files' names.
 final class DiskTierEdgeTests: CacheTestCase {
     /// A clock that parks the thread marked "gate" the first time that thread reads it after
     /// `arm()`: it holds `persistCacheToDisk` between its locked part and its disk work.
@@ -249,5 +250,128 @@ final class DiskTierEdgeTests: CacheTestCase {
         // from the file the removal deleted
         XCTAssertNotNil(try got.value?.get().value)
         XCTAssertEqual(server.requestCount("/removed.png"), 2)
+    }
+
+    func testNameIsSixteenLowercaseHexDigitsForEveryNumber() {
+        var ids: [UInt64] = [0, 1, 9, 10, 15, 16, 0xa, 0xf0, UInt64.max, UInt64.max - 1, 1 << 63, (1 << 63) - 1,
+                             0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 { ids.append(generator.next()) }
+        for shift in 0..<64 { ids.append(1 << UInt64(shift)) }
+        for id in ids {
+            XCTAssertEqual(ImageCache.DiskStore.name(id), String(format: "%016llx", id))
+            let name = ImageCache.DiskStore.name(id)
+            var bytes = Array(name.utf8) + [0]
+            let back = bytes.withUnsafeMutableBytes { ImageCache.DiskStore.imageID(UnsafeRawBufferPointer($0)) }
+            XCTAssertEqual(back, id)
+        }
+    }
+
+    func testTemporaryNameIsAsInterpolationMadeItAndItsPidReadsBack() {
+        let name = ImageCache.DiskStore.name(UInt64.max)
+        for writer: Int32 in [0, 1, 12_345, Int32.max, getpid()] {
+            for number: UInt64 in [0, 1, 9, 10, UInt64(UInt32.max), UInt64.max] {
+                let made = ImageCache.DiskStore.temporaryName(name, writer: writer, number: number)
+                XCTAssertEqual(made, ".\(name).\(writer).\(number).tmp")
+                XCTAssertTrue(ImageCache.DiskStore.isTemporaryName(made))
+                XCTAssertEqual(made.split(separator: ".").dropFirst().first.flatMap { Int32($0) }, writer)
+            }
+        }
+    }
+
+    /// The folder deleted and made again by another instance, which writes newer files there: a
+    /// batch that lists the folder must list the new one, and a write whose folder went away must
+    /// not replace a newer file in the new one.
+    func testAPersistAfterTheFolderWasMadeAgainLeavesItsNewerFilesAlone() throws {
+        let clock = TestClock()
+        let urls = (0..<20).map { serve("/remade\($0).png", "photo.png") }
+        let first = makeCache("shared", clock: clock)
+        for url in urls { XCTAssertNotNil(fetchAndWait(first, url)) }
+        first.persistCacheToDisk()  // `first` holds the folder open, and has counted its files
+        first.diskQueue.sync { first.disk.sweep?.cancel() }  // no sweep reopens the folder meanwhile
+        XCTAssertEqual(first.statistics().diskFiles, 20)
+        try FileManager.default.removeItem(at: first.folder)
+        clock.advance(10)
+        let second = makeCache("shared", clock: clock)  // same folder, made again, later
+        let newer = fixture("photo.jpg")
+        for url in urls { try second.store(newer, for: url.absoluteString) }
+        second.drainDisk()
+        first.persistCacheToDisk()
+        let replaced = urls.filter { (try? Data(contentsOf: fileURL(first, for: $0))) != newer }
+        // The files after the first: a listing of the deleted folder would find none of them.
+        XCTAssertEqual(replaced.dropFirst().map(\.path), [], "newer files replaced by older copies")
+        // The first: its write found the folder gone, and wrote again in the new one.
+        XCTAssertEqual(replaced.prefix(1).map(\.path), [], "the first newer file replaced by an older copy")
+    }
+
+    /// One image in memory whole and at a size: two items of one file in one batch, which a listing
+    /// finds missing for both: the file is written once and counted once.
+    func testAPersistOfImagesAtTwoSizesCountsEachFileOnce() {
+        let urls = (0..<16).map { serve("/sized\($0).png") }
+        let cache = makeCache()
+        for url in urls {
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            let done = expectation(description: "sized \(url)")
+            cache.fetch(ImageCache.Request(url: url, size: CGSize(width: 10, height: 10))) { _, image in
+                XCTAssertNotNil(image)
+                done.fulfill()
+            }
+            wait(for: [done], timeout: 10)
+        }
+        XCTAssertEqual(cache.memoryURLs.count, 32, "\(cache.memoryURLs)")
+        cache.reduceDiskCache(maxImageCount: 0)
+        XCTAssertEqual(cache.statistics().diskFiles, 0)
+        cache.persistCacheToDisk()
+        XCTAssertEqual(cache.diskCount, 16, "files in the folder")
+        let counted = cache.statistics()
+        XCTAssertEqual(counted.diskFiles, 16, "files counted")
+        XCTAssertEqual(counted.diskBytes, 16 * fixture("photo.png").count, "bytes counted")
+    }
+
+    /// The same double count against `diskMaxBytes`: a folder within its limit has images deleted.
+    func testAPersistOfImagesAtTwoSizesWithinTheDiskLimitDeletesNothing() {
+        let urls = (0..<16).map { serve("/limit\($0).png") }
+        let cache = makeCache()
+        for url in urls {
+            XCTAssertNotNil(fetchAndWait(cache, url))
+            let done = expectation(description: "sized \(url)")
+            cache.fetch(ImageCache.Request(url: url, size: CGSize(width: 10, height: 10))) { _, _ in done.fulfill() }
+            wait(for: [done], timeout: 10)
+        }
+        cache.reduceDiskCache(maxImageCount: 0)
+        cache.diskMaxBytes = 16 * fixture("photo.png").count + 100  // room for all sixteen
+        cache.persistCacheToDisk()
+        XCTAssertEqual(cache.diskCount, 16, "images deleted from a folder within its limit")
+    }
+
+    /// Another instance (or process) writes newer files while a batch it listed before goes on: none
+    /// of them is replaced. Made deterministic by holding the cache's lock, which the batch's first
+    /// write takes to tell its count (`DiskStore.count` -> `diskCounted`), after the listing.
+    func testAPersistLeavesAFileAnotherInstanceWroteDuringTheBatchAlone() throws {
+        let clock = TestClock()
+        let urls = (0..<20).map { serve("/during\($0).png", "photo.png") }
+        let first = makeCache("shared", clock: clock)
+        for url in urls { XCTAssertNotNil(fetchAndWait(first, url)) }
+        first.reduceDiskCache(maxImageCount: 0)  // counted: 0 files, so `keep` lists the folder
+        first.diskQueue.sync { first.disk.sweep?.cancel() }
+        clock.advance(10)
+        let second = makeCache("shared", clock: clock)  // same folder, later
+        let newer = fixture("photo.jpg")
+
+        let diskBlocked = DispatchSemaphore(value: 0)
+        first.diskQueue.async { diskBlocked.wait() }
+        let persisted = expectation(description: "persisted")
+        first.persistCacheToDisk { persisted.fulfill() }  // queued behind the block
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { first.locked { _ in holding.signal(); release.wait() } }
+        holding.wait()
+        diskBlocked.signal()  // `keep` lists the folder, writes urls[0], then waits for the lock
+        XCTAssertTrue(eventually { FileManager.default.fileExists(atPath: self.fileURL(first, for: urls[0]).path) })
+        for url in urls.dropFirst() { try second.store(newer, for: url.absoluteString) }
+        second.drainDisk()
+        release.signal()
+        wait(for: [persisted], timeout: 10)
+        let replaced = urls.dropFirst().filter { (try? Data(contentsOf: fileURL(first, for: $0))) != newer }
+        XCTAssertEqual(replaced.map(\.path), [], "newer files replaced by older copies")
     }
 }

@@ -42,7 +42,9 @@ nonisolated extension ImageCache {
     internal func run(_ work: DiskWork) {
         switch work {
         case .write(let item, let key, let now, let spool):
-            if disk.write(item, usedAt: now, spool: spool) { locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) } }
+            if disk.write(item, usedAt: now, spool: spool) == .written {
+                locked { $0.bytesAreOnDisk(key, downloadedAt: item.downloadedAt) }
+            }
             if !disk.storing.isEmpty { settle(item.id) }
         case .keep(let items, let now):
             disk.keep(items, usedAt: now)

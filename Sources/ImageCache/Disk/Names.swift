@@ -37,20 +37,21 @@ nonisolated extension ImageCache.DiskStore {
 
     /// An image file's name: `id` in 16 lowercase hexadecimal digits.
     static func name(_ id: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { name in
+        // Written byte by byte into the stack: one allocation per name, where `String(_:radix:)`
+        // and padding made several.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { name in
             for index in 0..<16 {
                 let digit = UInt8(truncatingIfNeeded: id >> (60 - 4 * index)) & 0xf
                 name[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
             }
-            return 16
+            return String(decoding: name, as: UTF8.self)
         }
     }
 
     /// A temporary file's name for the image file `name`: ".<name>.<writer>.<number>.tmp" (hidden,
     /// beside its final name; see `deleteIfStale` for how the writer's pid is read back).
     static func temporaryName(_ name: String, writer: Int32, number: UInt64) -> String {
-        // Written byte by byte: one allocation per name, where interpolation made several.
-        String(unsafeUninitializedCapacity: 60) { bytes in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { bytes in
             var count = 0
             func append(_ byte: UInt8) { bytes[count] = byte; count += 1 }
             func append(decimal: UInt64) {
@@ -62,11 +63,12 @@ nonisolated extension ImageCache.DiskStore {
             append(UInt8(ascii: "."))
             for byte in name.utf8.prefix(16) { append(byte) }
             append(UInt8(ascii: "."))
-            append(decimal: UInt64(UInt32(bitPattern: writer)))
+            if writer < 0 { append(UInt8(ascii: "-")) }
+            append(decimal: UInt64(writer.magnitude))
             append(UInt8(ascii: "."))
             append(decimal: number)
             for byte in ".tmp".utf8 { append(byte) }
-            return count
+            return String(decoding: UnsafeMutableBufferPointer(rebasing: bytes[..<count]), as: UTF8.self)
         }
     }
 

@@ -98,5 +98,39 @@ nonisolated extension ImageCache {
             }
             return true
         }
+
+        /// Whether `renameIfAbsent` can work here: where the C library has `renameat2` (glibc since
+        /// 2.28); not on Apple platforms, whose disk tier looks before it renames.
+        static var renamesIfAbsent: Bool {
+            #if canImport(Darwin)
+            return false
+            #else
+            return renameat2 != nil
+            #endif
+        }
+
+        /// Renames `from` to `to`, both in the folder `directory`, only if nothing is at `to`, in one
+        /// step (`renameat2` with `RENAME_NOREPLACE`): 0, or -1 with `errno` set (`EEXIST`: something
+        /// is at `to`; `EINVAL`: the file system cannot; `ENOSYS`: the C library cannot).
+        static func renameIfAbsent(_ directory: Int32, _ from: String, _ to: String) -> Int32 {
+            #if canImport(Darwin)
+            Foundation.errno = ENOSYS
+            return -1
+            #else
+            guard let renameat2 else {
+                Foundation.errno = ENOSYS
+                return -1
+            }
+            return renameat2(directory, from, directory, to, 1)  // RENAME_NOREPLACE
+            #endif
+        }
+
+        #if !canImport(Darwin)
+        // Glibc's module leaves out `renameat2`: it is found at run time.
+        private static let renameat2 = Foundation.dlsym(nil, "renameat2").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>,
+                                                   UInt32) -> Int32).self)
+        }
+        #endif
     }
 }
