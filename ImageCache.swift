@@ -6281,7 +6281,7 @@ nonisolated extension ImageCache {
 
 // The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
 // limits and sweeps, used on the disk queue only; and the folder as files (a listing that keeps
-// little of each). The names of files and of the folder are in Names.swift.
+// little of each). The folder's name, how it is opened, and the files' names are in Folder.swift.
 
 
 nonisolated extension ImageCache {
@@ -6667,37 +6667,6 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// Opens `folder` as ``openFolder(create:)`` does, for a caller off the disk queue (a body
-        /// streamed to disk, `Spool`): its own descriptor, or the problem to report (nil: none, the
-        /// folder is not there and `create` was false).
-        static func openPrivate(_ folder: URL, create: Bool) -> Result<Int32, Problem> {
-            let folderPath = folder.path
-            if create {
-                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
-                                                         withIntermediateDirectories: true)
-                Foundation.mkdir(folderPath, 0o700)
-            }
-            let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else {
-                return .failure(Problem(create ? "cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))" : nil))
-            }
-            var info = Foundation.stat()
-            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
-                Foundation.fstat(fd, &info)
-            }
-            guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
-                Foundation.close(fd)
-                return .failure(Problem("not using \(folderPath): it belongs to another user or others may write to it"))
-            }
-            return .success(fd)
-        }
-
-        /// Why the folder cannot be used, in words (nil: nothing worth reporting).
-        struct Problem: Swift.Error {
-            let message: String?
-            init(_ message: String?) { self.message = message }
-        }
-
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
         /// freshness headers, and renames it into place; returns the size of the file it replaced, if
         /// any. A failure deletes the temporary file.
@@ -6886,13 +6855,45 @@ nonisolated extension ImageCache.DiskStore {
     }
 }
 
-// MARK: - Disk/Names.swift
+// MARK: - Disk/Folder.swift
 
-// Names: an image file's name from its key (a stable hash, never a path outside the folder), the
-// number a name stands for, a temporary file's name, and the cache's folder name.
+// The cache's folder: how it is opened (its own, private, never through a link), its name, and the
+// names in it: an image file's from its key (a stable hash, never a path outside the folder), the
+// number a name stands for, a temporary file's name.
 
 
 nonisolated extension ImageCache.DiskStore {
+    /// Opens `folder` as ``openFolder(create:)`` does, for a caller off the disk queue (a body
+    /// streamed to disk, `Spool`): its own descriptor, or the problem to report (nil: none, the
+    /// folder is not there and `create` was false).
+    static func openPrivate(_ folder: URL, create: Bool) -> Result<Int32, Problem> {
+        let folderPath = folder.path
+        if create {
+            try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
+                                                     withIntermediateDirectories: true)
+            Foundation.mkdir(folderPath, 0o700)
+        }
+        let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            return .failure(Problem(create ? "cannot open \(folderPath): \(ImageCache.POSIX.describe(ImageCache.POSIX.lastError()))" : nil))
+        }
+        var info = Foundation.stat()
+        if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
+            Foundation.fstat(fd, &info)
+        }
+        guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
+            Foundation.close(fd)
+            return .failure(Problem("not using \(folderPath): it belongs to another user or others may write to it"))
+        }
+        return .success(fd)
+    }
+
+    /// Why the folder cannot be used, in words (nil: nothing worth reporting).
+    struct Problem: Swift.Error {
+        let message: String?
+        init(_ message: String?) { self.message = message }
+    }
+
     /// A file name from a stable 64-bit FNV-1a hash of the URL: the same on every launch and
     /// platform, unlike `hashValue`, and never a path outside the folder.
     static func fileName(for url: String) -> String {

@@ -1,6 +1,6 @@
 // The disk tier, `DiskStore`: one file per key in the cache's folder, its dates and attributes, its
 // limits and sweeps, used on the disk queue only; and the folder as files (a listing that keeps
-// little of each). The names of files and of the folder are in Names.swift.
+// little of each). The folder's name, how it is opened, and the files' names are in Folder.swift.
 
 import Dispatch
 import Foundation
@@ -407,37 +407,6 @@ nonisolated extension ImageCache {
                 if let message = problem.message { fail(message) }
                 return nil
             }
-        }
-
-        /// Opens `folder` as ``openFolder(create:)`` does, for a caller off the disk queue (a body
-        /// streamed to disk, `Spool`): its own descriptor, or the problem to report (nil: none, the
-        /// folder is not there and `create` was false).
-        static func openPrivate(_ folder: URL, create: Bool) -> Result<Int32, Problem> {
-            let folderPath = folder.path
-            if create {
-                try? FileManager.default.createDirectory(at: folder.deletingLastPathComponent(),
-                                                         withIntermediateDirectories: true)
-                Foundation.mkdir(folderPath, 0o700)
-            }
-            let fd = Foundation.open(folderPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else {
-                return .failure(Problem(create ? "cannot open \(folderPath): \(POSIX.describe(POSIX.lastError()))" : nil))
-            }
-            var info = Foundation.stat()
-            if Foundation.fstat(fd, &info) == 0, info.st_mode & 0o777 != 0o700, Foundation.fchmod(fd, 0o700) == 0 {
-                Foundation.fstat(fd, &info)
-            }
-            guard info.st_uid == Foundation.geteuid(), info.st_mode & 0o077 == 0 else {
-                Foundation.close(fd)
-                return .failure(Problem("not using \(folderPath): it belongs to another user or others may write to it"))
-            }
-            return .success(fd)
-        }
-
-        /// Why the folder cannot be used, in words (nil: nothing worth reporting).
-        struct Problem: Swift.Error {
-            let message: String?
-            init(_ message: String?) { self.message = message }
         }
 
         /// Writes `data` (the bytes of `item`) to a temporary file, with its dates, validators and
