@@ -9,8 +9,9 @@
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
 //   Memory/    the CLOCK list, its limits and the second chance.
-//   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), their
-//              attributes (`Validators`), and system calls by qualified names (`POSIX`).
+//   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
+//              and its names (Folder.swift), their attributes (`Validators`), a large body on its
+//              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
@@ -18,14 +19,15 @@
 // work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
 // A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
-// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Downloads)
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Requests)
 // reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
 // (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
 // the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
 // it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
 // (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
 // its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
-// (Delivery) run each waiter's callback on its queue.
+// (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints this route as
+// it runs, function by function.)
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
