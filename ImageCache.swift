@@ -37,6 +37,7 @@
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
