@@ -25,18 +25,24 @@
 // The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
 // walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
 //   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
-//              through them), the public calls, settings, errors, events and public types.
+//              through them), the public calls, settings, the plugins (`Plugins`), errors, events
+//              and public types.
 //   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
 //              the lock guards, and the steps over more than one part), the entry table and keys,
 //              downloads and their lanes, network attempts, what each step comes to
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
+//              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
+//              runs them for a download.
 //   Memory/    the CLOCK list, its limits and the second chance.
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
-//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
+//              an app plugs in), the platform's decoding, the formats' structural check, and pixels
+//              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
@@ -149,12 +155,11 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
+    fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     fileprivate let disk: DiskStore  // used only on `diskQueue`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
-    // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
-    @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
-    @exclusivity(unchecked) fileprivate var imageEncoder: (@Sendable (Image) -> Data?)?
+    /// What the app plugged in at `init` (see ``Plugins``): fixed for the cache's life.
+    fileprivate let plugins: Plugins
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -181,11 +186,24 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     response too large before reading it all: the given session's delegate is not called.
     ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
-    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+        self.init(uniqueName: uniqueName, directory: directory, session: session, plugins: Plugins())
+    }
+
+    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
+    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// ```
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
         self.uniqueName = uniqueName
+        self.plugins = plugins
         folder = (directory ?? Self.cachesFolder)
             .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
+        settings.decoders = plugins.decoders
+        settings.sources = plugins.sources + [DataURLSource()]
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
         // semaphore would never see its callbacks.
@@ -266,6 +284,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
+        var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
+        var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
     }
 }
 
@@ -1179,6 +1199,45 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/Plugins.swift
+
+// What an app plugs into a cache at `init`: its sources of bytes, its decoders, its encoder.
+
+
+nonisolated extension ImageCache {
+    /// What an app plugs into a cache when it makes one: where bytes come from besides HTTP(S)
+    /// (``ImageSource``), what decodes formats the platform does not (``ImageDecoder``), and what
+    /// encodes an image `store(_:for:)` must write without bytes of its own (``ImageEncoder``).
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Photos", plugins: .init(
+    ///     sources: [PhotoLibrarySource(), ImageCache.FileSource(folder: bundleImages)],
+    ///     decoders: [WebPDecoder()]))
+    /// ```
+    ///
+    /// Parts are fixed when the cache is made: a cache's plugins never change under a load. It grows
+    /// in 1.x by new properties with defaults only.
+    public struct Plugins: Sendable {
+        /// Sources asked in order, before HTTP(S), whether they load a request's URL (see
+        /// ``ImageSource/loads(_:)``). `data:` URLs load without one; `file:` URLs only through a
+        /// ``FileSource`` given here. Empty by default.
+        public var sources: [any ImageSource]
+        /// Decoders asked in order, before the platform's, whether they decode an image's bytes (see
+        /// ``ImageDecoder/decodes(_:mimeType:)``): for downloads, disk hits, large bodies and stored
+        /// data alike. Empty by default.
+        public var decoders: [any ImageDecoder]
+        /// What makes the bytes `store(_:for:)` writes for an image that has none in hand; nil (the
+        /// default) for the platform's own encoding (on Linux, the image's own bytes).
+        public var encoder: (any ImageEncoder)?
+
+        /// Plugins with the given parts; none by default.
+        public init(sources: [any ImageSource] = [], decoders: [any ImageDecoder] = [],
+                    encoder: (any ImageEncoder)? = nil) {
+            (self.sources, self.decoders, self.encoder) = (sources, decoders, encoder)
+        }
+    }
+}
+
 // MARK: - API/Errors.swift
 
 // `ImageCache.Error`: what went wrong, with its cause.
@@ -1187,7 +1246,9 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// Why an image could not be had.
     public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
-        /// The URL's scheme is not `http` or `https`.
+        /// No source loads the URL: it is not `http` or `https` with a host, nor `data:`, nor one a
+        /// plugged source (``ImageCache/ImageSource``, such as ``ImageCache/FileSource`` for
+        /// `file:` URLs) loads.
         case unsupportedURL(String)
         /// The request cannot be sent as an image load: it has no URL, a method other than `GET`,
         /// or a body, or ``ImageCache/requestModifier`` returned nil for it. Nothing was sent.
@@ -1238,7 +1299,7 @@ nonisolated extension ImageCache {
         /// What went wrong, in words, with the detail each case carries.
         public var description: String {
             switch self {
-            case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
+            case .unsupportedURL(let url): return "unsupported URL (only http, https, data and the plugged sources' URLs): \(url)"
             case .invalidRequest(let why): return "invalid request: \(why)"
             case .httpStatus(let code): return "HTTP status \(code)"
             case .network(let code, let text): return "network error \(code.rawValue): \(text)"
@@ -1609,7 +1670,6 @@ nonisolated extension ImageCache {
                               scale: Double)?
         private var task: FetchTask?
         fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
-        fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -1815,7 +1875,9 @@ nonisolated extension ImageCache {
 
         /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
         private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
-            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            guard generation == self.generation else {
+                return
+            }
             (task, isLowered) = (nil, false)
             tell(nil)
             switch result {
@@ -2788,6 +2850,7 @@ nonisolated extension ImageCache {
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
+            if let download = item.download, download.source != nil { sourceLoads.cancel(download) }
             item.original?.cancel()
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
@@ -2806,7 +2869,7 @@ nonisolated extension ImageCache {
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+        guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
@@ -3007,7 +3070,8 @@ nonisolated extension ImageCache {
         /// The bounds a decode for a request made now works within.
         var decodeLimits: DecodeLimits {
             DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
-                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes,
+                         decoders: settings.decoders)
         }
 
         /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
@@ -3045,7 +3109,8 @@ nonisolated extension ImageCache {
             case .loading?, .failed?, nil:
                 break
             }
-            if let error = Load.refusal(of: task.url) {
+            let source = settings.sources.first { $0.loads(task.url) }
+            if source == nil, let error = Load.refusal(of: task.url) {
                 if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
@@ -3068,13 +3133,14 @@ nonisolated extension ImageCache {
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
-            let download = Download(load, limits: decodeLimits)
+            let download = Download(load, limits: decodeLimits, source: source)
             download.waiters.append(task)
             task.download = download
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
-            return .lookUp(download, maxBytes: reload ? nil : settings.maxImageBytes)
+            // A source whose bytes never go to disk is not looked for there either.
+            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
@@ -3382,7 +3448,7 @@ nonisolated extension ImageCache {
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
                 defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
-                return Stopped(waiters: download.waiters, task: task, original: download.original)
+                return Stopped(waiters: download.waiters, task: task, original: download.original, download: download)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -3465,6 +3531,7 @@ nonisolated extension ImageCache {
         let waiters: [FetchTask]
         let task: URLSessionDataTask?
         var original: FetchTask? = nil
+        var download: Download? = nil  // the download it stopped, whose source's load is cancelled too
     }
 }
 
@@ -3685,6 +3752,8 @@ nonisolated extension ImageCache {
         }
 
         let limits: DecodeLimits  // the settings' when it was made
+        /// What loads its bytes instead of HTTP(S), if a plugged source (or `data:`) loads its URL.
+        let source: (any ImageSource)?
 
         var key: Key { load.key }
         /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
@@ -3692,12 +3761,13 @@ nonisolated extension ImageCache {
         var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
-        init(_ load: Load, limits: DecodeLimits) {
+        init(_ load: Load, limits: DecodeLimits, source: (any ImageSource)? = nil) {
             self.load = load
             lane = load.lane
             self.limits = limits
+            self.source = source
             ignoresCache = load.options.contains(.reloadIgnoringCachedData)
-            writesToDisk = !load.options.contains(.notWrittenToDisk)
+            writesToDisk = !load.options.contains(.notWrittenToDisk) && source?.writesToDisk != false
             keepsInMemory = !load.options.contains(.notKeptInMemory)
         }
 
@@ -3879,6 +3949,10 @@ nonisolated extension ImageCache {
             var freed: [Download] = []
             let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
             for (download, stale) in zip(batch, stale) {
+                if let source = download.source {
+                    startSource(download, source)
+                    continue
+                }
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal))
@@ -3968,7 +4042,7 @@ nonisolated extension ImageCache {
         case .success(let body):
             // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
             // hop to a worker, or a lock taken to free the slot first, would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
+            guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
             // The bytes are in: the download's slot goes to the next one while this one decodes.
             let started = locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
@@ -4007,7 +4081,7 @@ nonisolated extension ImageCache {
             }
             finish(result, body)
         }
-        guard !download.decoder.isCheap else { return decode() }
+        guard !download.decoder.isCheap(download.limits) else { return decode() }
         let started = locked { ledger in
             ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
         }
@@ -4630,6 +4704,265 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/SourceLoads.swift
+
+// The load of a download by a plugged source (`ImageSource`): run in a task of its own, cancelled
+// when the download stops, its bytes checked and decoded, then settled as a network attempt is.
+
+
+nonisolated extension ImageCache {
+    /// The loads that sources run, one task per download: it starts them and cancels them. Its
+    /// lock guards its table alone (never taken with the cache's held).
+    fileprivate final class SourceLoads: @unchecked Sendable {
+        private let lock = NSLock()
+        private var running: [ObjectIdentifier: Task<Void, Never>] = [:]  // guarded by `lock`
+
+        /// Runs `source` for `download`, then hands its bytes, or why there are none, to `ended`.
+        func start(_ download: Download, from source: any ImageSource,
+                   progress: @escaping @Sendable (Int, Int?) -> Void,
+                   ended: @escaping @Sendable (Result<Data, Error>) -> Void) {
+            let id = ObjectIdentifier(download)
+            let url = download.url
+            // Made and entered under the lock, so its own removal (also under it) comes after.
+            lock.withLock {
+                running[id] = Task.detached {
+                    let result: Result<Data, Error>
+                    do {
+                        result = .success(try await source.data(for: url, progress: progress))
+                    } catch {
+                        result = .failure(Self.describe(error, of: source))
+                    }
+                    let current = self.lock.withLock { self.running.removeValue(forKey: id) != nil }
+                    if current { ended(result) }  // else cancelled: the download's stop told its waiters
+                }
+            }
+        }
+
+        /// Cancels the load of `download`, if a source runs one.
+        func cancel(_ download: Download) {
+            lock.withLock { running.removeValue(forKey: ObjectIdentifier(download)) }?.cancel()
+        }
+
+        /// What a source's `error` says, as the cache's error (see ``ImageSource/data(for:progress:)``).
+        static func describe(_ error: Swift.Error, of source: any ImageSource) -> Error {
+            switch error {
+            case let error as Error: return error
+            case let error as URLError: return .network(error.code, "\(Swift.type(of: source)): \(error.localizedDescription)")
+            case is CancellationError: return .cancelled
+            default: return .network(.resourceUnavailable, "\(Swift.type(of: source)) failed: \(error)")
+            }
+        }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// Starts the load of a download whose URL a source loads (see ``ImageSource``): its bytes are
+    /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
+    /// then the attempt ends as a network attempt does (`networkFinished`).
+    fileprivate func startSource(_ download: Download, _ source: any ImageSource) {
+        let limit = locked { $0.settings.maxImageBytes }
+        sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
+            self?.progress(download, received: received, expected: expected)
+        }, ended: { [self] result in
+            let checked = result.flatMap { data -> Result<Data, Error> in
+                if data.isEmpty { return .failure(.emptyBody) }
+                return data.count > limit ? .failure(.tooLarge(limit: limit)) : .success(data)
+            }
+            let finish: @Sendable (Result<Payload, Error>, Data?) -> Void = { result, body in
+                let whole = body.map { ($0.count, Optional($0.count)) }
+                self.startNetwork(self.networkFinished(download, result, bytes: body, whole: whole))
+            }
+            switch checked {
+            case .failure(let error):
+                finish(.failure(error), nil)
+            case .success(let body) where download.decoder.isCheap(download.limits):
+                finish(download.decoder.decode(body, download.limits), body)
+            case .success(let body):
+                decodes.async {
+                    guard self.locked({ $0.isCurrent(download) }) else { return }
+                    finish(download.decoder.decode(body, download.limits), body)
+                }
+            }
+        })
+    }
+}
+
+// MARK: - Loading/ImageSource.swift
+
+// Where an image's bytes come from besides HTTP(S): the protocol an app's source implements.
+
+
+nonisolated extension ImageCache {
+    /// Where the bytes of some URLs come from, instead of HTTP(S): the photo library, an app's own
+    /// database, a test double, or the built-ins (``FileSource``, and `data:` URLs, which load
+    /// without one). Given in ``Plugins/sources``, sources are asked in order, before HTTP(S),
+    /// whether they load a request's URL; a load they take gets everything a download gets: one
+    /// load per key however many fetches wait, the lanes and their priorities, cancellation,
+    /// progress, the memory tier, processors and sizes, the views, and errors that say why.
+    ///
+    /// ```swift
+    /// struct LibrarySource: ImageCache.ImageSource {
+    ///     func loads(_ url: URL) -> Bool { url.scheme == "library" }
+    ///     func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+    ///         try await Library.shared.imageData(id: url.lastPathComponent)
+    ///     }
+    /// }
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// cache.fetch(URL(string: "library:///42")!) { url, image in ... }
+    /// ```
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageSource: Sendable {
+        /// Whether it loads `url`. Cheap: asked for each load that neither memory nor a download
+        /// under way answers.
+        func loads(_ url: URL) -> Bool
+        /// The bytes at `url`, or an error that says why not: an ``ImageCache/Error`` is passed on
+        /// as it is, a `URLError` as ``ImageCache/Error/network(_:_:)`` with its code, any other as
+        /// `.network(.resourceUnavailable, ...)` describing it (retried as ``ImageCache/retryPolicy``
+        /// says, as a transient network failure is). Runs in a task of its own, which is cancelled
+        /// when no fetch waits any more (check `Task.isCancelled` in a long load). `progress`
+        /// tells the fetches' `onProgress` how far it is: bytes received, and the whole length if
+        /// known. Bytes over ``ImageCache/maxImageBytes`` fail the load with
+        /// ``ImageCache/Error/tooLarge(limit:)``.
+        func data(for url: URL, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void)
+            async throws -> Data
+        /// Whether what it loads is written to the disk tier too, as a download is (and read from
+        /// there before it is asked again): true by default. A source whose bytes are already on
+        /// the device says false.
+        var writesToDisk: Bool { get }
+    }
+}
+
+nonisolated extension ImageCache.ImageSource {
+    /// True: what it loads is written to the disk tier, as a download is.
+    public var writesToDisk: Bool { true }
+}
+
+// MARK: - Loading/FileSource.swift
+
+// `file:` URLs in one folder an app names: opt-in, since a URL a server supplies must never read the
+// device's files.
+
+
+nonisolated extension ImageCache {
+    /// Loads `file:` URLs of files inside one folder: images in the app's bundle, or a folder of its
+    /// own. Opt-in: without it a `file:` URL fails with ``ImageCache/Error/unsupportedURL(_:)``, so
+    /// that a URL a server supplies never reads the device's files; with it, only files inside
+    /// `folder` load (`..` and symbolic links are resolved first), any other `file:` URL still fails
+    /// so.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Bundled",
+    ///                        plugins: .init(sources: [ImageCache.FileSource(folder: Bundle.main.resourceURL!)]))
+    /// ```
+    ///
+    /// A missing file fails with ``ImageCache/Error/network(_:_:)`` `.fileDoesNotExist`. The file is
+    /// read where the source runs (a task of its own, off the cache's disk queue, which stays free
+    /// for the cache's folder); it is not copied into the cache's folder unless `writesToDisk`.
+    public struct FileSource: ImageSource {
+        /// The folder whose files it loads, its path resolved.
+        public let folder: URL
+        /// Whether what it loads is also written to the cache's folder: false by default (the file
+        /// is on the device already).
+        public let writesToDisk: Bool
+        private let prefix: String
+
+        /// A source of the files inside `folder` (and its subfolders).
+        public init(folder: URL, writesToDisk: Bool = false) {
+            self.folder = folder.standardizedFileURL.resolvingSymlinksInPath()
+            self.writesToDisk = writesToDisk
+            prefix = self.folder.path.hasSuffix("/") ? self.folder.path : self.folder.path + "/"
+        }
+
+        /// Whether `url` is a `file:` URL of a file inside ``folder``.
+        public func loads(_ url: URL) -> Bool {
+            guard url.isFileURL else { return false }
+            return url.standardizedFileURL.resolvingSymlinksInPath().path.hasPrefix(prefix)
+        }
+
+        /// The file's bytes (mapped: pages are read as the decoder touches them).
+        public func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+            let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+            guard path.hasPrefix(prefix) else {
+                throw Error.unsupportedURL(url.absoluteString)  // moved out of the folder meanwhile
+            }
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+                progress(data.count, data.count)
+                return data
+            } catch {
+                let exists = FileManager.default.fileExists(atPath: path)
+                throw Error.network(exists ? .noPermissionsToReadFile : .fileDoesNotExist,
+                                    exists ? "cannot read \(path): \(error)" : "no file at \(path)")
+            }
+        }
+    }
+}
+
+// MARK: - Loading/DataURLSource.swift
+
+// `data:` URLs: the bytes are in the URL, decoded inline (base64 or percent-encoded).
+
+
+nonisolated extension ImageCache {
+    /// Loads `data:` URLs (RFC 2397): `data:[<media type>][;base64],<data>`, the data base64 or
+    /// percent-encoded. Always on: the bytes are the URL's own, so it reads nothing else. Not
+    /// written to the disk tier (the URL holds them).
+    fileprivate struct DataURLSource: ImageSource {
+        var writesToDisk: Bool { false }
+
+        func loads(_ url: URL) -> Bool { url.scheme?.lowercased() == "data" }
+
+        func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+            try Self.bytes(of: url.absoluteString)
+        }
+
+        /// The bytes of the `data:` URL `string`, or an `invalidRequest` that says what is wrong.
+        static func bytes(of string: String) throws -> Data {
+            let text = Substring(string)
+            guard text.prefix(5).lowercased() == "data:", let comma = text.firstIndex(of: ",") else {
+                throw Error.invalidRequest("a data: URL has no comma before its data")
+            }
+            let header = text[text.index(text.startIndex, offsetBy: 5)..<comma]
+            let base64 = header.split(separator: ";").last.map { $0.lowercased() == "base64" } ?? false
+            guard let decoded = Self.percentDecoded(text[text.index(after: comma)...].utf8) else {
+                throw Error.invalidRequest("a data: URL's data has a broken percent escape")
+            }
+            guard base64 else { return decoded }
+            let compact = decoded.filter { !(Character(UnicodeScalar($0)).isWhitespace) }
+            let padded = compact + Data(repeating: UInt8(ascii: "="), count: (4 - compact.count % 4) % 4)
+            guard let bytes = Data(base64Encoded: padded) else {
+                throw Error.invalidRequest("a data: URL's base64 data is not valid base64")
+            }
+            return bytes
+        }
+
+        /// `text` with each `%XX` escape replaced by its byte; nil for a broken escape.
+        private static func percentDecoded(_ text: Substring.UTF8View) -> Data? {
+            var bytes = Data()
+            bytes.reserveCapacity(text.count)
+            var iterator = text.makeIterator()
+            while let byte = iterator.next() {
+                guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            }
+            return bytes
+        }
+
+        private static func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+    }
+}
+
 // MARK: - Decoding/Decodes.swift
 
 // The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
@@ -4714,9 +5047,6 @@ nonisolated extension ImageCache {
         /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
         /// made: the longest side without a size to fill, and when an animation animates).
         let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
-        /// waits, standing in for ImageIO's).
-        var offThread = false
         /// The image's decode of bytes that are also a file (a body streamed to disk, mapped): on
         /// Apple platforms ImageIO reads the file itself. Nil for an app's decoder, which gets the
         /// bytes (mapped: their pages are read as it touches them).
@@ -4729,14 +5059,31 @@ nonisolated extension ImageCache {
         }
 
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
-        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
-        /// `decode:` run on a decode worker.
-        var isCheap: Bool {
+        /// images are not decoded (Linux: the structural check) and no decoder is plugged in
+        /// (`limits.decoders`). ImageIO's decode, a plugged decoder and an app's `decode:` run on a
+        /// decode worker.
+        func isCheap(_ limits: DecodeLimits) -> Bool {
             #if canImport(ImageIO)
             return false
             #else
-            return type == nil && !offThread
+            return type == nil && limits.decoders.isEmpty
             #endif
+        }
+
+        /// `data` decoded by a plugged decoder, for a view of `size` pixels at `scale`.
+        private static func decodePlugged(_ data: Data, by decoder: any ImageCache.ImageDecoder,
+                                   filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                                   scale: Double) -> Result<Image, Error> {
+            let context = ImageCache.DecodingContext(
+                pixelSize: size.map { CGSize(width: $0.width, height: $0.height) }, scale: scale,
+                maxPixelSize: limits.maxPixels)
+            do {
+                return .success(try decoder.decode(data, context: context))
+            } catch let error as ImageCache.Error {
+                return .failure(error)
+            } catch {
+                return .failure(.decodingFailed("\(Swift.type(of: decoder)): \(error)"))
+            }
         }
 
         static let image = Decoder.image(filling: nil)
@@ -4747,6 +5094,10 @@ nonisolated extension ImageCache {
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
+                    return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
+                        .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
+                }
                 return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
@@ -4763,6 +5114,78 @@ nonisolated extension ImageCache {
         }
 
         func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+}
+
+// MARK: - Decoding/ImageDecoder.swift
+
+// The decoder an app plugs in (`ImageDecoder`), what it is told (`DecodingContext`), and the
+// encoder (`ImageEncoder`) that makes the bytes `store` writes for an image without any.
+
+
+nonisolated extension ImageCache {
+    /// Decodes an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
+    /// XL, an app's own). Given in ``Plugins/decoders``, decoders are asked in order, before the
+    /// platform's, whether they decode an image's bytes; the first that says yes decodes it, on a
+    /// decode worker (never on the main thread or under the cache's lock): for a download, a disk
+    /// hit, a large body streamed to disk and `store(_:for:)`'s data alike. What it makes is cached
+    /// in memory as any image is; the disk keeps the original bytes.
+    ///
+    /// ```swift
+    /// struct PPMDecoder: ImageCache.ImageDecoder {
+    ///     func decodes(_ data: Data, mimeType: String?) -> Bool { data.starts(with: Array("P6".utf8)) }
+    ///     func decode(_ data: Data, context: ImageCache.DecodingContext) throws -> ImageCache.Image {
+    ///         // ... make the platform image (on Linux, `Image(rgba:width:height:)`)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageDecoder: Sendable {
+        /// Whether it decodes `data`, an image's bytes, whose server named it `mimeType` (nil when
+        /// not known: a disk hit, a stored image). Cheap: it reads the first bytes, as a
+        /// signature check does. Called for every image the cache decodes.
+        func decodes(_ data: Data, mimeType: String?) -> Bool
+        /// The image `data` holds, for a view of `context`'s size, or an error that says why not
+        /// (the load fails with ``ImageCache/Error/decodingFailed(_:)`` describing it; an
+        /// ``ImageCache/Error`` is passed on as it is).
+        func decode(_ data: Data, context: DecodingContext) throws -> Image
+    }
+
+    /// What a decoder is told of a decode.
+    public struct DecodingContext: Sendable {
+        /// The size in pixels the image is shown at (a view's or a `Request`'s `size`), to decode at
+        /// or above; nil to decode it whole, within ``maxPixelSize``.
+        public let pixelSize: CGSize?
+        /// The display scale the image is for (its `scale` on Apple platforms): 1, 2 or 3.
+        public let scale: Double
+        /// The longest side in pixels an image decoded whole may have (see
+        /// ``ImageCache/maxDecodedPixelSize``).
+        public let maxPixelSize: Int
+
+        /// A context (the cache makes them; tests of a decoder may too).
+        public init(pixelSize: CGSize? = nil, scale: Double = 1, maxPixelSize: Int = .max) {
+            (self.pixelSize, self.scale, self.maxPixelSize) = (pixelSize, scale, maxPixelSize)
+        }
+    }
+
+    /// Encodes an image that `store(_:for:)` was given without bytes the cache can write (see
+    /// ``Plugins/encoder``): called on a decode worker, or on the caller's thread when the image
+    /// is too large for memory (the caller then hears if it fits in neither tier).
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageEncoder: Sendable {
+        /// The bytes to write for `image`, nil if it cannot be encoded (the image stays in memory
+        /// alone, and a ``ImageCache/Event/diskProblem(_:)`` says so).
+        func encode(_ image: Image) -> Data?
+    }
+}
+
+nonisolated extension ImageCache.Decoder {
+    /// The first of `decoders` that decodes `data`, if any.
+    static func plugged(_ decoders: [any ImageCache.ImageDecoder], for data: Data,
+                        mimeType: String?) -> (any ImageCache.ImageDecoder)? {
+        decoders.first { $0.decodes(data, mimeType: mimeType) }
     }
 }
 
@@ -5863,7 +6286,7 @@ nonisolated extension ImageCache {
                 }
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
-            if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
+            if load.decoder.isCheap(limits) && load.processors.isEmpty { decode() } else { decodes.async(decode) }
         }
     }
 
@@ -5942,9 +6365,9 @@ nonisolated extension ImageCache {
     /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
     /// (Linux's structural check), else on a decode worker.
     fileprivate func store(_ data: Data, under key: Key) throws {
-        let decoder = storeDecoder
-        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let decoder = Decoder.image
         let limits = locked { $0.decodeLimits }
+        guard decoder.isCheap(limits) else { return try storeDecoding(data, under: key, decoder) }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -6004,8 +6427,7 @@ nonisolated extension ImageCache {
              Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
         }
         if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
+            guard let data = Self.encoded(image, by: plugins.encoder, maxPixels: maxPixels) else {
                 throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
             }
             return try store(Payload(bytes: data, image: image), under: key)
@@ -6025,6 +6447,13 @@ nonisolated extension ImageCache {
         finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)), entryOf: key)
     }
 
+    /// The bytes `store` writes for `image`: the plugged encoder's (see ``Plugins/encoder``), else
+    /// the platform's encoding (``encodedBytes(of:maxPixels:)``).
+    private static func encoded(_ image: Image, by encoder: (any ImageEncoder)?, maxPixels: Int) -> Data? {
+        guard let encoder else { return encodedBytes(of: image, maxPixels: maxPixels) }
+        return encoder.encode(image)
+    }
+
     /// Where the bytes `store` keeps for an image are.
     fileprivate struct StoredBytes {
         var data: Data?  // in hand
@@ -6038,7 +6467,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
         guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
@@ -6080,9 +6509,9 @@ nonisolated extension ImageCache {
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
         disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
+        let encoder = plugins.encoder
         Self.encodes.async {
-            let data = encode(job.image)
+            let data = Self.encoded(job.image, by: encoder, maxPixels: job.maxPixels)
             self.diskQueue.async { self.storedOnDisk(job, data) }
         }
     }
@@ -7409,6 +7838,8 @@ nonisolated extension ImageCache {
         var maxAnimatedFrames = 200
         /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
         var memoryMaxBytes = Int.max
+        /// The decoders the app plugged in (``ImageCache/Plugins/decoders``), asked before the platform's.
+        var decoders: [any ImageDecoder] = []
     }
 
     /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
@@ -8133,6 +8564,88 @@ nonisolated extension ImageCache {
                 return "text starting \"\(text)\""
             }
             return "unknown bytes " + prefix.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
+        }
+    }
+}
+
+// MARK: - Decoding/PNGWriter.swift
+
+// Pixels as PNG bytes, where no UI framework exists: how a plugged decoder (or a placeholder) on Linux
+// makes an `Image` of a format the cache already has.
+
+
+#if !canImport(UIKit) && !canImport(AppKit)
+nonisolated extension ImageCache.Image {
+    /// An image of `rgba` pixels, 4 bytes each (red, green, blue, alpha; rows top to bottom),
+    /// `width` x `height` of them, kept as PNG bytes (stored, not compressed): how a plugged
+    /// decoder (``ImageCache/ImageDecoder``) makes an image where no UI framework exists. Its
+    /// ``format`` is ``ImageCache/Format/png``. Nil when the sizes are not positive or the bytes
+    /// are not `width * height * 4`.
+    public init?(rgba: [UInt8], width: Int, height: Int) {
+        guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24,
+              width.multipliedReportingOverflow(by: height).partialValue <= Int.max / 4,
+              rgba.count == width * height * 4,
+              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba: rgba, width: width, height: height)) else {
+            return nil
+        }
+        self = image
+    }
+}
+#endif
+
+nonisolated extension ImageCache {
+    /// Writes RGBA pixels as a PNG: one IDAT of stored (uncompressed) deflate blocks.
+    fileprivate enum PNGWriter {
+        static func png(rgba: [UInt8], width: Int, height: Int) -> Data {
+            var raw = [UInt8]()
+            raw.reserveCapacity(height * (width * 4 + 1))
+            for row in 0..<height {
+                raw.append(0)  // filter: none
+                raw.append(contentsOf: rgba[(row * width * 4)..<((row + 1) * width * 4)])
+            }
+            var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            var header = [UInt8]()
+            header += be32(width) + be32(height) + [8, 6, 0, 0, 0]  // 8 bits, RGBA, no interlace
+            chunk("IHDR", header, into: &png)
+            chunk("IDAT", zlibStored(raw), into: &png)
+            chunk("IEND", [], into: &png)
+            return png
+        }
+
+        private static func be32(_ value: Int) -> [UInt8] {
+            [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        }
+
+        private static func chunk(_ type: String, _ body: [UInt8], into png: inout Data) {
+            let typed = Array(type.utf8) + body
+            png.append(contentsOf: be32(body.count) + typed + be32(Int(crc32(typed))))
+        }
+
+        /// `bytes` as a zlib stream of stored deflate blocks (at most 65,535 bytes each).
+        private static func zlibStored(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = [0x78, 0x01]
+            var start = 0
+            repeat {
+                let count = min(65_535, bytes.count - start)
+                let last: UInt8 = start + count == bytes.count ? 1 : 0
+                out += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8(~count >> 8 & 0xFF)]
+                out += bytes[start..<(start + count)]
+                start += count
+            } while start < bytes.count
+            var (a, b): (UInt32, UInt32) = (1, 0)
+            for byte in bytes {
+                a = (a + UInt32(byte)) % 65_521
+                b = (b + a) % 65_521
+            }
+            return out + be32(Int(b << 16 | a))
+        }
+
+        private static let crcTable: [UInt32] = (0..<256).map { n in
+            (0..<8).reduce(UInt32(n)) { c, _ in c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        }
+
+        private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+            ~bytes.reduce(~UInt32(0)) { crcTable[Int(($0 ^ UInt32($1)) & 0xFF)] ^ ($0 >> 8) }
         }
     }
 }

@@ -91,7 +91,8 @@ final class FailureTests: CacheTestCase {
 
     func testUnsupportedSchemeFailsAtOnceWithoutARequest() {
         let cache = makeCache()
-        for string in ["ftp://127.0.0.1/a.png", "file:///etc/passwd", "data:image/png;base64,AAAA"] {
+        // (`data:` URLs load since issue 48; `file:` only through a `FileSource`, which this cache has not.)
+        for string in ["ftp://127.0.0.1/a.png", "file:///etc/passwd", "library:///a.png"] {
             let url = URL(string: string)!
             XCTAssertNil(fetchAndWait(cache, url))
             XCTAssertEqual(cache.error(for: url), .unsupportedURL(string))

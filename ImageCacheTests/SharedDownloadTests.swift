@@ -48,7 +48,7 @@ final class SharedDownloadTests: CacheTestCase {
     func testASizesOwnDecodeFinishingAfterAStoreDoesNotBringBackTheImageItReplaced() throws {
         // Given a download of the whole image, joined by a request at a size whose own decode (on a
         // decode worker) is held once it has started
-        let cache = makeCache()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder()]))  // every decode off-thread
         let gate = Gate()
         serveBehind(gate, prefix: "/replaced")
         let url = server.url("/replaced.png")
@@ -60,7 +60,7 @@ final class SharedDownloadTests: CacheTestCase {
             decoding.fulfill()
             held.wait()
             return ImageCache.Decoder.image.decode(data, limits)
-        }, offThread: true)
+        })
         let sized = expectation(description: "the size")
         requestSized(cache, url, 100, decoder: holding) { _ in sized.fulfill() }
         gate.open()

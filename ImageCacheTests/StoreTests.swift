@@ -50,10 +50,11 @@ final class StoreTests: CacheTestCase {
 
     func testStoredBytesAreDecodedOffTheCallersThreadWhileFetchesOfTheKeyWaitForThem() throws {
         // Given a decoder that tells where it runs and waits for the test
-        let cache = makeCache()
+        let decodeHook = Hook<@Sendable () -> Void>()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder(hook: decodeHook)]))
         let (gate, started) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let decodedOn = Locked<String?>(nil)
-        cache.decodeStores {
+        decodeHook.set {
             decodedOn.value = currentQueueLabel()
             started.signal()
             gate.wait()
@@ -81,9 +82,10 @@ final class StoreTests: CacheTestCase {
 
     func testCallersOfADownloadUnderWayGetTheStoredBytesOnceDecoded() throws {
         // Given a fetch whose server never answers
-        let cache = makeCache()
+        let decodeHook = Hook<@Sendable () -> Void>()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder(hook: decodeHook)]))
         let gate = DispatchSemaphore(value: 0)
-        cache.decodeStores { gate.wait() }
+        decodeHook.set { gate.wait() }
         var slow = LoopbackServer.Response.ok(fixture("photo.jpg"))
         slow.behavior = .neverAnswer
         server.set("/slow.png", slow)
@@ -102,9 +104,10 @@ final class StoreTests: CacheTestCase {
     }
 
     func testARemovalWhileStoredBytesAreDecodedWins() throws {
-        let cache = makeCache()
+        let decodeHook = Hook<@Sendable () -> Void>()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder(hook: decodeHook)]))
         let gate = DispatchSemaphore(value: 0)
-        cache.decodeStores { gate.wait() }
+        decodeHook.set { gate.wait() }
         server.set("/gone.png", .status(404))
         let url = server.url("/gone.png")
         XCTAssertTrue(returns { try cache.store(self.fixture("photo.png"), for: url.absoluteString) })
@@ -121,9 +124,10 @@ final class StoreTests: CacheTestCase {
     }
 
     func testStoredBytesThatAreNotAnImageAreKeptAsBytes() throws {
-        let cache = makeCache()
+        let decodeHook = Hook<@Sendable () -> Void>()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder(hook: decodeHook)]))
         let gate = DispatchSemaphore(value: 0)
-        cache.decodeStores { gate.wait() }
+        decodeHook.set { gate.wait() }
         let url = server.url("/never-served")
         XCTAssertTrue(returns { try cache.store(Data("{}".utf8), for: "draft") })
         // When an image fetch and a fetch of the bytes wait for the decode
@@ -141,9 +145,10 @@ final class StoreTests: CacheTestCase {
     }
 
     func testBytesOverTheLimitAreRefusedAtOnceAndNeverDecoded() throws {
-        let cache = makeCache()
+        let decodeHook = Hook<@Sendable () -> Void>()
+        let cache = makeCache(plugins: ImageCache.Plugins(decoders: [HookedDecoder(hook: decodeHook)]))
         let decodes = Locked(0)
-        cache.decodeStores { decodes.mutate { $0 += 1 } }
+        decodeHook.set { decodes.mutate { $0 += 1 } }
         cache.maxImageBytes = 1_000
         XCTAssertThrowsError(try cache.store(Data(repeating: 1, count: 2_000), for: "doc")) { error in
             XCTAssertEqual(error as? ImageCache.Error, .tooLarge(limit: 1_000))
@@ -158,9 +163,10 @@ final class StoreTests: CacheTestCase {
 
     func testStoringAnImageTheCacheDeliveredWritesItsOriginalBytes() throws {
         // Given an image fetched, whose bytes are on disk (memory then lets them go)
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         let encodes = Locked(0)
-        cache.encodeStoredImages { _ in
+        encodeHook.set { _ in
             encodes.mutate { $0 += 1 }
             return Data("encoded".utf8)
         }
@@ -179,8 +185,9 @@ final class StoreTests: CacheTestCase {
     func testStoringAnImageWhoseBytesMemoryStillHoldsWritesThem() throws {
         // Given an image downloaded while the disk queue is held (after its look-up there): memory
         // still has its bytes, not yet written
-        let cache = makeCache()
-        cache.encodeStoredImages { _ in Data("encoded".utf8) }
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
+        encodeHook.set { _ in Data("encoded".utf8) }
         let gate = Gate()
         defer { gate.open() }
         serveBehind(gate, prefix: "/held/")
@@ -203,8 +210,9 @@ final class StoreTests: CacheTestCase {
     func testAnImageWhoseEntryFileChangedSinceIsEncoded() throws {
         // Given an image fetched, whose file another instance then replaced with other bytes
         let clock = TestClock()
-        let cache = makeCache(clock: clock)
-        cache.encodeStoredImages { _ in Data("encoded".utf8) }
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(clock: clock, plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
+        encodeHook.set { _ in Data("encoded".utf8) }
         let url = serve("/photo.jpg", "photo.jpg")
         let image = try XCTUnwrap(fetchAndWait(cache, url))
         cache.drainDisk()
@@ -222,13 +230,14 @@ final class StoreTests: CacheTestCase {
 
     func testAnImageWithNoBytesIsInMemoryAtOnceAndEncodedOffTheCallersThread() throws {
         // Given an older file under the key, and an encoder that tells where it runs and waits
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         let url = server.url("/never-served")
         try cache.store(fixture("photo.jpg"), for: url.absoluteString)
         cache.drainDisk()
         let (gate, started) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let encodedOn = Locked<String?>(nil)
-        cache.encodeStoredImages { image in
+        encodeHook.set { image in
             encodedOn.value = currentQueueLabel()
             started.signal()
             gate.wait()
@@ -259,9 +268,10 @@ final class StoreTests: CacheTestCase {
     /// An image that memory does not keep (over a quarter of its budget: a 48 MP photo) and that has
     /// no bytes is encoded before `store` returns: `store` throws when it can be kept nowhere.
     func testAnImageTooLargeForMemoryThatCannotBeEncodedThrows() throws {
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         cache.imageMemoryMaxBytes = 400  // a quarter: 100 bytes, less than the image's 1,086
-        cache.encodeStoredImages { _ in nil }
+        encodeHook.set { _ in nil }
         let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
 
         XCTAssertThrowsError(try cache.store(image, for: "huge")) { error in  // before the fix: no error
@@ -274,10 +284,11 @@ final class StoreTests: CacheTestCase {
     }
 
     func testAnImageTooLargeForMemoryWhoseEncodingIsTooLargeForTheDiskThrows() throws {
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         cache.imageMemoryMaxBytes = 400
         cache.maxImageBytes = 100
-        cache.encodeStoredImages { _ in Data(repeating: 1, count: 101) }
+        encodeHook.set { _ in Data(repeating: 1, count: 101) }
         let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
 
         XCTAssertThrowsError(try cache.store(image, for: "huge")) { error in
@@ -289,9 +300,10 @@ final class StoreTests: CacheTestCase {
 
     func testAnImageTooLargeForMemoryIsKeptOnDiskAsItsEncoding() throws {
         // Given an image memory does not keep, and an encoder
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         cache.imageMemoryMaxBytes = 400
-        cache.encodeStoredImages { _ in Data("encoded".utf8) }
+        encodeHook.set { _ in Data("encoded".utf8) }
         let image = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
         // When it is stored
         try cache.store(image, for: "huge")
@@ -318,9 +330,10 @@ final class StoreTests: CacheTestCase {
     }
 
     func testARemovalWhileAnImageIsEncodedLeavesNoFile() throws {
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         let gate = DispatchSemaphore(value: 0)
-        cache.encodeStoredImages { _ in
+        encodeHook.set { _ in
             gate.wait()
             return Data("encoded".utf8)
         }
@@ -337,11 +350,12 @@ final class StoreTests: CacheTestCase {
 
     func testTheLaterOfTwoStoresWhileEncodingIsKept() throws {
         // Given a first image whose encoding waits, and a second one encoded at once
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         let gate = DispatchSemaphore(value: 0)
         let first = try XCTUnwrap(ImageCache.Image(data: fixture("photo.png")))
         let second = try XCTUnwrap(ImageCache.Image(data: fixture("tiny.png")))
-        cache.encodeStoredImages { image in
+        encodeHook.set { image in
             if image == first { gate.wait() }
             return Data((image == first ? "first" : "second").utf8)
         }
@@ -359,7 +373,8 @@ final class StoreTests: CacheTestCase {
 
     func testAnEncodingThatFailsOrIsTooLargeLeavesNoFileAndSaysWhy() throws {
         // Given older files under two keys
-        let cache = makeCache()
+        let encodeHook = Hook<@Sendable (ImageCache.Image) -> Data?>()
+        let cache = makeCache(plugins: ImageCache.Plugins(encoder: HookedEncoder(hook: encodeHook)))
         cache.maxImageBytes = 100
         try cache.store(Data("old".utf8), for: "big")
         try cache.store(Data("old".utf8), for: "broken")
@@ -374,7 +389,7 @@ final class StoreTests: CacheTestCase {
             }
         }
         let big = try XCTUnwrap(ImageCache.Image(data: fixture("tiny.png")))
-        cache.encodeStoredImages { image in image == big ? Data(repeating: 0, count: 101) : nil }
+        encodeHook.set { image in image == big ? Data(repeating: 0, count: 101) : nil }
         // When an image whose encoding is too large, and one that cannot be encoded, are stored
         try cache.store(big, for: "big")
         try cache.store(try XCTUnwrap(ImageCache.Image(data: fixture("photo.png"))), for: "broken")

@@ -101,22 +101,6 @@ extension ImageCache {
         return problems
     }
 
-    /// Makes `store(_ data:for:)` decode on a decode worker, as it does where ImageIO decodes, and
-    /// runs `before` there first, before each decode (a test holds the decode with it).
-    func decodeStores(after before: @escaping @Sendable () -> Void) {
-        storeDecoder = Decoder(type: nil, decode: { data, limits in
-            before()
-            return Decoder.image.decode(data, limits)
-        }, offThread: true)
-    }
-
-    /// Makes `store(_ image:for:)` treat images as Apple platforms do, where an image has no bytes of
-    /// its own: it keeps those of the entry memory holds it in, else has `encode` make some, on a
-    /// decode worker.
-    func encodeStoredImages(with encode: @escaping @Sendable (Image) -> Data?) {
-        imageEncoder = encode
-    }
-
     /// True when no decode (or encode) runs or waits for a worker.
     var decodesIdle: Bool { decodes.isIdle }
 

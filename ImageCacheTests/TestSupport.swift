@@ -32,8 +32,9 @@ class CacheTestCase: XCTestCase {
     }
 
     /// A cache in this test's folder whose callbacks run on `callbacks`.
-    func makeCache(_ name: String = "cache", clock: TestClock? = nil) -> ImageCache {
-        let cache = ImageCache(uniqueName: name, directory: directory)
+    func makeCache(_ name: String = "cache", clock: TestClock? = nil,
+                   plugins: ImageCache.Plugins = ImageCache.Plugins()) -> ImageCache {
+        let cache = ImageCache(uniqueName: name, directory: directory, plugins: plugins)
         cache.callbackQueue = callbacks
         // Retries as by default, but with short waits so that the tests stay quick.
         cache.retryPolicy = ImageCache.RetryPolicy(maxRetries: 2, baseDelay: 0.01)
@@ -244,4 +245,30 @@ extension CacheTestCase {
         }
         return done
     }
+}
+
+/// A function a test sets after it made the cache it plugged it into.
+final class Hook<Function>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var function: Function?
+    func set(_ function: Function) { lock.withLock { self.function = function } }
+    var value: Function? { lock.withLock { function } }
+}
+
+/// A decoder plugged in for every image (so that every decode runs on a decode worker, as where
+/// ImageIO decodes), which runs its hook first and then checks the image as the cache does.
+struct HookedDecoder: ImageCache.ImageDecoder {
+    var hook = Hook<@Sendable () -> Void>()
+    func decodes(_ data: Data, mimeType: String?) -> Bool { true }
+    func decode(_ data: Data, context: ImageCache.DecodingContext) throws -> ImageCache.Image {
+        hook.value?()
+        return try ImageCache.decode(data).get().image
+    }
+}
+
+/// An encoder whose hook makes the bytes: `store(_ image:for:)` then treats images as Apple
+/// platforms do, where an image has no bytes of its own.
+struct HookedEncoder: ImageCache.ImageEncoder {
+    let hook: Hook<@Sendable (ImageCache.Image) -> Data?>
+    func encode(_ image: ImageCache.Image) -> Data? { hook.value?(image) ?? nil }
 }

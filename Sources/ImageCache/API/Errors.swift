@@ -20,7 +20,9 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// Why an image could not be had.
     public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
-        /// The URL's scheme is not `http` or `https`.
+        /// No source loads the URL: it is not `http` or `https` with a host, nor `data:`, nor one a
+        /// plugged source (``ImageCache/ImageSource``, such as ``ImageCache/FileSource`` for
+        /// `file:` URLs) loads.
         case unsupportedURL(String)
         /// The request cannot be sent as an image load: it has no URL, a method other than `GET`,
         /// or a body, or ``ImageCache/requestModifier`` returned nil for it. Nothing was sent.
@@ -71,7 +73,7 @@ nonisolated extension ImageCache {
         /// What went wrong, in words, with the detail each case carries.
         public var description: String {
             switch self {
-            case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
+            case .unsupportedURL(let url): return "unsupported URL (only http, https, data and the plugged sources' URLs): \(url)"
             case .invalidRequest(let why): return "invalid request: \(why)"
             case .httpStatus(let code): return "HTTP status \(code)"
             case .network(let code, let text): return "network error \(code.rawValue): \(text)"

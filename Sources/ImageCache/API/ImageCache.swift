@@ -1,18 +1,24 @@
 // The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
 // walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
 //   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
-//              through them), the public calls, settings, errors, events and public types.
+//              through them), the public calls, settings, the plugins (`Plugins`), errors, events
+//              and public types.
 //   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
 //              the lock guards, and the steps over more than one part), the entry table and keys,
 //              downloads and their lanes, network attempts, what each step comes to
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
+//              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
+//              runs them for a download.
 //   Memory/    the CLOCK list, its limits and the second chance.
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
-//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
+//              an app plugs in), the platform's decoding, the formats' structural check, and pixels
+//              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
@@ -125,6 +131,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: Decodes
+    internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     internal let disk: DiskStore  // used only on `diskQueue`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
@@ -132,10 +139,8 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // wall clock. Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
     #endif
-    // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
-    // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
-    @exclusivity(unchecked) internal var storeDecoder = Decoder.image
-    @exclusivity(unchecked) internal var imageEncoder: (@Sendable (Image) -> Data?)?
+    /// What the app plugged in at `init` (see ``Plugins``): fixed for the cache's life.
+    internal let plugins: Plugins
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -165,11 +170,24 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     response too large before reading it all: the given session's delegate is not called.
     ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
-    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
+        self.init(uniqueName: uniqueName, directory: directory, session: session, plugins: Plugins())
+    }
+
+    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
+    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// ```
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
         self.uniqueName = uniqueName
+        self.plugins = plugins
         folder = (directory ?? Self.cachesFolder)
             .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
+        settings.decoders = plugins.decoders
+        settings.sources = plugins.sources + [DataURLSource()]
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
         // semaphore would never see its callbacks.
@@ -250,5 +268,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
+        var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
+        var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
     }
 }

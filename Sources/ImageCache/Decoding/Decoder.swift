@@ -45,9 +45,6 @@ nonisolated extension ImageCache {
         /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
         /// made: the longest side without a size to fill, and when an animation animates).
         let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
-        /// waits, standing in for ImageIO's).
-        var offThread = false
         /// The image's decode of bytes that are also a file (a body streamed to disk, mapped): on
         /// Apple platforms ImageIO reads the file itself. Nil for an app's decoder, which gets the
         /// bytes (mapped: their pages are read as it touches them).
@@ -60,14 +57,31 @@ nonisolated extension ImageCache {
         }
 
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
-        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
-        /// `decode:` run on a decode worker.
-        var isCheap: Bool {
+        /// images are not decoded (Linux: the structural check) and no decoder is plugged in
+        /// (`limits.decoders`). ImageIO's decode, a plugged decoder and an app's `decode:` run on a
+        /// decode worker.
+        func isCheap(_ limits: DecodeLimits) -> Bool {
             #if canImport(ImageIO)
             return false
             #else
-            return type == nil && !offThread
+            return type == nil && limits.decoders.isEmpty
             #endif
+        }
+
+        /// `data` decoded by a plugged decoder, for a view of `size` pixels at `scale`.
+        private static func decodePlugged(_ data: Data, by decoder: any ImageCache.ImageDecoder,
+                                   filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                                   scale: Double) -> Result<Image, Error> {
+            let context = ImageCache.DecodingContext(
+                pixelSize: size.map { CGSize(width: $0.width, height: $0.height) }, scale: scale,
+                maxPixelSize: limits.maxPixels)
+            do {
+                return .success(try decoder.decode(data, context: context))
+            } catch let error as ImageCache.Error {
+                return .failure(error)
+            } catch {
+                return .failure(.decodingFailed("\(Swift.type(of: decoder)): \(error)"))
+            }
         }
 
         static let image = Decoder.image(filling: nil)
@@ -78,6 +92,10 @@ nonisolated extension ImageCache {
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
+                    return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
+                        .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
+                }
                 return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }

@@ -74,6 +74,8 @@ nonisolated extension ImageCache {
         var maxAnimatedFrames = 200
         /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
         var memoryMaxBytes = Int.max
+        /// The decoders the app plugged in (``ImageCache/Plugins/decoders``), asked before the platform's.
+        var decoders: [any ImageDecoder] = []
     }
 
     /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:

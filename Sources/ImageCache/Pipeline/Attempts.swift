@@ -29,6 +29,10 @@ nonisolated extension ImageCache {
             var freed: [Download] = []
             let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
             for (download, stale) in zip(batch, stale) {
+                if let source = download.source {
+                    startSource(download, source)
+                    continue
+                }
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal))
@@ -118,7 +122,7 @@ nonisolated extension ImageCache {
         case .success(let body):
             // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
             // hop to a worker, or a lock taken to free the slot first, would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
+            guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
             // The bytes are in: the download's slot goes to the next one while this one decodes.
             let started = locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
@@ -157,7 +161,7 @@ nonisolated extension ImageCache {
             }
             finish(result, body)
         }
-        guard !download.decoder.isCheap else { return decode() }
+        guard !download.decoder.isCheap(download.limits) else { return decode() }
         let started = locked { ledger in
             ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
         }

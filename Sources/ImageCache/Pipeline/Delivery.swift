@@ -137,7 +137,7 @@ nonisolated extension ImageCache {
                 }
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
-            if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
+            if load.decoder.isCheap(limits) && load.processors.isEmpty { decode() } else { decodes.async(decode) }
         }
     }
 

@@ -77,6 +77,8 @@ nonisolated extension ImageCache {
         }
 
         let limits: DecodeLimits  // the settings' when it was made
+        /// What loads its bytes instead of HTTP(S), if a plugged source (or `data:`) loads its URL.
+        let source: (any ImageSource)?
 
         var key: Key { load.key }
         /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
@@ -84,12 +86,13 @@ nonisolated extension ImageCache {
         var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
-        init(_ load: Load, limits: DecodeLimits) {
+        init(_ load: Load, limits: DecodeLimits, source: (any ImageSource)? = nil) {
             self.load = load
             lane = load.lane
             self.limits = limits
+            self.source = source
             ignoresCache = load.options.contains(.reloadIgnoringCachedData)
-            writesToDisk = !load.options.contains(.notWrittenToDisk)
+            writesToDisk = !load.options.contains(.notWrittenToDisk) && source?.writesToDisk != false
             keepsInMemory = !load.options.contains(.notKeptInMemory)
         }
 

@@ -57,7 +57,8 @@ nonisolated extension ImageCache {
         /// The bounds a decode for a request made now works within.
         var decodeLimits: DecodeLimits {
             DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
-                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes,
+                         decoders: settings.decoders)
         }
 
         /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
@@ -95,7 +96,8 @@ nonisolated extension ImageCache {
             case .loading?, .failed?, nil:
                 break
             }
-            if let error = Load.refusal(of: task.url) {
+            let source = settings.sources.first { $0.loads(task.url) }
+            if source == nil, let error = Load.refusal(of: task.url) {
                 if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
@@ -118,13 +120,14 @@ nonisolated extension ImageCache {
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
-            let download = Download(load, limits: decodeLimits)
+            let download = Download(load, limits: decodeLimits, source: source)
             download.waiters.append(task)
             task.download = download
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
-            return .lookUp(download, maxBytes: reload ? nil : settings.maxImageBytes)
+            // A source whose bytes never go to disk is not looked for there either.
+            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
@@ -432,7 +435,7 @@ nonisolated extension ImageCache {
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
                 defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
-                return Stopped(waiters: download.waiters, task: task, original: download.original)
+                return Stopped(waiters: download.waiters, task: task, original: download.original, download: download)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -515,5 +518,6 @@ nonisolated extension ImageCache {
         let waiters: [FetchTask]
         let task: URLSessionDataTask?
         var original: FetchTask? = nil
+        var download: Download? = nil  // the download it stopped, whose source's load is cancelled too
     }
 }

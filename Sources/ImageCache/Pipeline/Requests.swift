@@ -77,6 +77,7 @@ nonisolated extension ImageCache {
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
+            if let download = item.download, download.source != nil { sourceLoads.cancel(download) }
             item.original?.cancel()
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
@@ -95,7 +96,7 @@ nonisolated extension ImageCache {
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+        guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {

@@ -25,9 +25,9 @@ nonisolated extension ImageCache {
     /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
     /// (Linux's structural check), else on a decode worker.
     internal func store(_ data: Data, under key: Key) throws {
-        let decoder = storeDecoder
-        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let decoder = Decoder.image
         let limits = locked { $0.decodeLimits }
+        guard decoder.isCheap(limits) else { return try storeDecoding(data, under: key, decoder) }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -87,8 +87,7 @@ nonisolated extension ImageCache {
              Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
         }
         if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
+            guard let data = Self.encoded(image, by: plugins.encoder, maxPixels: maxPixels) else {
                 throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
             }
             return try store(Payload(bytes: data, image: image), under: key)
@@ -108,6 +107,13 @@ nonisolated extension ImageCache {
         finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)), entryOf: key)
     }
 
+    /// The bytes `store` writes for `image`: the plugged encoder's (see ``Plugins/encoder``), else
+    /// the platform's encoding (``encodedBytes(of:maxPixels:)``).
+    private static func encoded(_ image: Image, by encoder: (any ImageEncoder)?, maxPixels: Int) -> Data? {
+        guard let encoder else { return encodedBytes(of: image, maxPixels: maxPixels) }
+        return encoder.encode(image)
+    }
+
     /// Where the bytes `store` keeps for an image are.
     internal struct StoredBytes {
         var data: Data?  // in hand
@@ -121,7 +127,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
         guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
@@ -163,9 +169,9 @@ nonisolated extension ImageCache {
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
         disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
+        let encoder = plugins.encoder
         Self.encodes.async {
-            let data = encode(job.image)
+            let data = Self.encoded(job.image, by: encoder, maxPixels: job.maxPixels)
             self.diskQueue.async { self.storedOnDisk(job, data) }
         }
     }

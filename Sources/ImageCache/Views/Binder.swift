@@ -74,7 +74,9 @@ nonisolated extension ImageCache {
                               scale: Double)?
         private var task: FetchTask?
         internal private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
-        internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        #if IMAGECACHE_TESTING
+        internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it (not shipped)
+        #endif
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -280,7 +282,12 @@ nonisolated extension ImageCache {
 
         /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
         private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
-            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            guard generation == self.generation else {
+                #if IMAGECACHE_TESTING
+                ignoredCallbacks += 1
+                #endif
+                return
+            }
             (task, isLowered) = (nil, false)
             tell(nil)
             switch result {
