@@ -158,8 +158,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     fileprivate let disk: DiskStore  // used only on `diskQueue`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
-    /// What the app plugged in at `init` (see ``Plugins``): fixed for the cache's life.
-    fileprivate let plugins: Plugins
+    /// What the app plugged in at `init` (see ``Plugins``): set by the `init` that takes them, before
+    /// the cache is returned, and fixed from then on (so unchecked, like `_state`).
+    @exclusivity(unchecked) fileprivate private(set) var plugins = Plugins()
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -186,24 +187,12 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     response too large before reading it all: the given session's delegate is not called.
     ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
-    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
-        self.init(uniqueName: uniqueName, directory: directory, session: session, plugins: Plugins())
-    }
-
-    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
-    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
-    ///
-    /// ```swift
-    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
-    /// ```
-    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
-        self.plugins = plugins
         folder = (directory ?? Self.cachesFolder)
             .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
-        settings.decoders = plugins.decoders
-        settings.sources = plugins.sources + [DataURLSource()]
+        settings.sources = [DataURLSource()]
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
         // semaphore would never see its callbacks.
@@ -225,7 +214,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
-        disk.owner = self
+        disk.attach(to: self)
         transport.cache = self
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
@@ -235,6 +224,22 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         }
         observeMemoryWarnings()
         Self.readScreen()
+    }
+
+    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
+    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// ```
+    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
+        self.init(uniqueName: uniqueName, directory: directory, session: session)
+        // Set before the cache is returned, so before any other thread can see it: fixed from then on.
+        self.plugins = plugins
+        locked { ledger in
+            ledger.change(\.decoders, to: plugins.decoders)
+            ledger.change(\.sources, to: plugins.sources + [DataURLSource()])
+        }
     }
 
     deinit {
@@ -912,7 +917,7 @@ nonisolated extension ImageCache {
         get { setting(\.timeToLive) }
         set {
             change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
-                disk.timeToLive = timeToLive
+                disk.set(timeToLive: timeToLive)
             }
         }
     }
@@ -1002,7 +1007,7 @@ nonisolated extension ImageCache {
     public var servesStaleWhenOffline: Bool {
         get { setting(\.servesStaleWhenOffline) }
         set {
-            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
+            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.set(keepsExpired: keepsExpired) }
         }
     }
 
@@ -1120,7 +1125,7 @@ nonisolated extension ImageCache {
     /// to files read from disk after that.
     public var maxDiskImageBytes: Int {
         get { setting(\.maxDiskImageBytes) }
-        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.maxStreamedBytes = limit } }
+        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.set(maxStreamedBytes: limit) } }
     }
 
     fileprivate static let defaultMaxDiskImageBytes = 128 * 1024 * 1024
@@ -1560,13 +1565,24 @@ nonisolated extension ImageCache {
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
-        fileprivate var answer = Answer.waiting  // guarded by `cache.lock`
-        fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
-        fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
-        fileprivate var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
+        fileprivate private(set) var answer = Answer.waiting  // guarded by `cache.lock`
+        fileprivate private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        fileprivate private(set) var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        fileprivate private(set) var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
-        fileprivate var finalProgress: (received: Int, expected: Int?)?
+        fileprivate private(set) var finalProgress: (received: Int, expected: Int?)?
         fileprivate enum Answer { case waiting, delivered, cancelled }
+
+        /// Waits for `download` now (see ``Download/add(_:)``).
+        fileprivate func waits(for download: Download) { self.download = download }
+        /// Is answered (delivered, or cancelled): no hook runs after.
+        fileprivate func answered(_ answer: Answer) { self.answer = answer }
+        /// Was told of `received` bytes.
+        fileprivate func reported(_ received: Int) { progress = received }
+        /// Its view disappeared and let it go on behind others (`lowered`), or appeared again.
+        fileprivate func lower(_ lowered: Bool) { self.lowered = lowered }
+        /// Keeps the whole size for its `onProgress` just before the completion.
+        fileprivate func keepFinalProgress(_ whole: (received: Int, expected: Int?)) { finalProgress = whole }
 
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
@@ -1592,7 +1608,7 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.lock.withLock { answer == .cancelled }
+            cache.locked { _ in answer == .cancelled }
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
@@ -1600,7 +1616,7 @@ nonisolated extension ImageCache {
         fileprivate var waitsForDiskWrite: Bool { load.options.contains(.waitsForDiskWrite) }
 
         fileprivate var isWaiting: Bool {
-            cache.lock.withLock { answer == .waiting }
+            cache.locked { _ in answer == .waiting }
         }
     }
 }
@@ -2867,7 +2883,7 @@ nonisolated extension ImageCache {
         let now = currentTime()
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(download, maxBytes: maxBytes) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
@@ -3090,7 +3106,7 @@ nonisolated extension ImageCache {
             let key = load.key
             if load.isPrefetch {
                 guard prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answer = .delivered
+                    task.answered(.delivered)
                     return .none
                 }
                 prefetches[key] = task
@@ -3134,8 +3150,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits, source: source)
-            download.waiters.append(task)
-            task.download = download
+            download.add(task)
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
@@ -3160,8 +3175,7 @@ nonisolated extension ImageCache {
         /// holds no slot: its original's download does) until it is done or forgotten.
         private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
             let job = Download(load, limits: decodeLimits)
-            job.waiters.append(task)
-            task.download = job
+            job.add(task)
             entries[load.key] = .loading(job)
             entries.noteVariant(load.key)
             return job
@@ -3171,7 +3185,7 @@ nonisolated extension ImageCache {
         /// meanwhile (the caller cancels the request).
         mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
             guard isCurrent(job) else { return false }
-            job.original = original
+            job.attach(original)
             return true
         }
 
@@ -3185,15 +3199,14 @@ nonisolated extension ImageCache {
             guard isCurrent(job) else { return nil }
             lanes.move(job, to: .done)
             entries[job.key] = nil
-            job.original = nil  // it holds the job
+            job.attach(nil)  // it holds the job
             switch result {
             case .success(let payload):
                 keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
-            defer { job.waiters = [] }
-            return job.waiters
+            return job.takeWaiters()
         }
 
         /// Who waits for `download` now.
@@ -3263,14 +3276,13 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-            download.waiters.append(task)
-            task.download = download
+            download.add(task)
             counts.deduplicated &+= 1
             // A variant's job holds no place in a lane, and writes nothing: its original's download does.
             let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
             if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
-            if fast, moved !== download { download.original?.lowered = false }  // a job's fetch for the screen
+            if fast, moved !== download { download.original?.lower(false) }  // a job's fetch for the screen
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
@@ -3280,10 +3292,10 @@ nonisolated extension ImageCache {
         /// waits for it. Returns whether it was cancelled, and the download it stopped.
         mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
             guard task.answer == .waiting else { return (false, nil, []) }
-            task.answer = .cancelled
+            task.answered(.cancelled)
             endPrefetch(task)
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
-            download.waiters.removeAll { $0 === task }
+            download.remove(task)
             if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
             // The request that kept it fast for views that lowered theirs has gone: it goes behind
             // the visible ones too (and what that lets start, starts).
@@ -3295,7 +3307,7 @@ nonisolated extension ImageCache {
         /// for its `onProgress` if the download left it one.
         mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
             guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
+            task.answered(.delivered)
             endPrefetch(task)
             return (true, task.finalProgress)
         }
@@ -3317,13 +3329,13 @@ nonisolated extension ImageCache {
         /// that joins it moves it. Returns the downloads that may start now.
         mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
             guard task.answer == .waiting, task.lowered != lowered else { return [] }
-            task.lowered = lowered
+            task.lower(lowered)
             guard var download = task.download, isCurrent(download) else { return [] }
             // A variant's job holds no place in a lane: its request for the original stands for all
             // its waiters, lowered when none of them wants it fast.
             if !download.key.processors.isEmpty {
                 guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
-                original.lowered = !download.waiters.contains(where: Self.wantsFast)
+                original.lower(!download.waiters.contains(where: Self.wantsFast))
                 download = moved
             }
             if lowered { return slowDown(download) }
@@ -3429,7 +3441,7 @@ nonisolated extension ImageCache {
         func progressed(_ download: Download, received: Int) -> [FetchTask] {
             download.waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
-                task.progress = received
+                task.reported(received)
                 return true
             }
         }
@@ -3447,8 +3459,9 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
-                return Stopped(waiters: download.waiters, task: task, original: download.original, download: download)
+                let original = download.original
+                download.attach(nil)  // the original holds the job
+                return Stopped(waiters: download.takeWaiters(), task: task, original: original, download: download)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -3724,16 +3737,16 @@ nonisolated extension ImageCache {
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.new
-        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
-        var attempts = 0
-        var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        var original: FetchTask?  // a variant's job's request for the image it is made from
+        private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
+        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        fileprivate(set) var attempts = 0
+        private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
-        var ignoresCache = false
-        var writesToDisk = true
-        var keepsInMemory = true
+        private(set) var ignoresCache = false
+        private(set) var writesToDisk = true
+        private(set) var keepsInMemory = true
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -3769,6 +3782,44 @@ nonisolated extension ImageCache {
             ignoresCache = load.options.contains(.reloadIgnoringCachedData)
             writesToDisk = !load.options.contains(.notWrittenToDisk) && source?.writesToDisk != false
             keepsInMemory = !load.options.contains(.notKeptInMemory)
+        }
+
+        /// Adds `task` to those waiting for it: the task waits for it now.
+        func add(_ task: FetchTask) {
+            waiters.append(task)
+            task.waits(for: self)
+        }
+
+        /// Adds the waiters of a download `store` replaced: they wait for this one now.
+        func adopt(_ tasks: [FetchTask]) {
+            for task in tasks { add(task) }
+        }
+
+        /// Takes `task` out of those waiting for it (a cancellation).
+        func remove(_ task: FetchTask) {
+            waiters.removeAll { $0 === task }
+        }
+
+        /// Its waiters, who all leave it: it was delivered, or stopped.
+        func takeWaiters() -> [FetchTask] {
+            defer { waiters = [] }
+            return waiters
+        }
+
+        /// Its variant's job's request for the image it is made from (see `original`); nil lets it go
+        /// (the original holds the job).
+        func attach(_ original: FetchTask?) {
+            self.original = original
+        }
+
+        /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
+        func revalidate(_ payload: Payload, _ found: DiskStore.Found) {
+            if !ignoresCache { stale = (payload, found) }
+        }
+
+        /// Notes that a store's bytes are on disk.
+        func noteWritten() {
+            written = true
         }
 
         /// Takes the choices of a load that joins it (see `ignoresCache`).
@@ -5559,7 +5610,7 @@ nonisolated extension ImageCache.Ledger {
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
-            if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
+            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -5574,8 +5625,7 @@ nonisolated extension ImageCache.Ledger {
         } else {
             entries[download.key] = nil
         }
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 
     /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
@@ -5617,7 +5667,7 @@ nonisolated extension ImageCache.Ledger {
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download, received: whole.0) { task.finalProgress = whole }
+            for task in progressed(download, received: whole.0) { task.keepFinalProgress(whole) }
         }
         let outcome = outcome(of: download, result, response: answer.response)
         var delivery: Result<Delivery, Error>?
@@ -5631,8 +5681,8 @@ nonisolated extension ImageCache.Ledger {
         case .failed(let error):
             delivery = fail(download, error, bytes: bytes)
         }
-        defer { if delivery != nil { download.waiters = [] } }
-        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: download.waiters)
+        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
     }
 
     /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
@@ -5771,8 +5821,7 @@ nonisolated extension ImageCache.Ledger {
     mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
                                write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
         let stopped = stopped.map { stopped in
-            for task in stopped.waiters { task.download = download }
-            download.waiters += stopped.waiters
+            download.adopt(stopped.waiters)
             return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
         }
         lanes.move(download, to: .decoding)
@@ -5790,8 +5839,7 @@ nonisolated extension ImageCache.Ledger {
         var kept = payload
         if download.written { kept.bytes = nil }  // on disk already
         keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 }
 
@@ -6107,7 +6155,7 @@ nonisolated extension ImageCache.Ledger {
         case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
             memory[slot].data = nil
         case .loading(let download)? where download.load.storedAt == downloadedAt:
-            download.written = true
+            download.noteWritten()
         default:
             break
         }
@@ -6484,7 +6532,10 @@ nonisolated extension ImageCache {
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
         let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+        private(set) var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        /// Keeps a look-up of its key on disk waiting until its file is settled (see `settle`).
+        func park(_ download: Download, maxBytes: Int) { parked.append((download, maxBytes)) }
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
              limit: Int, maxPixels: Int) {
@@ -6508,7 +6559,7 @@ nonisolated extension ImageCache {
             return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
-        disk.storing[job.item.id] = job
+        disk.beginStoring(job)
         let encoder = plugins.encoder
         Self.encodes.async {
             let data = Self.encoded(job.image, by: encoder, maxPixels: job.maxPixels)
@@ -6534,7 +6585,7 @@ nonisolated extension ImageCache {
     /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
     /// a removal) decides the file now, and the look-ups that waited for it go on.
     fileprivate func settle(_ id: UInt64) {
-        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        guard let job = disk.endStoring(id) else { return }
         for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
     }
 
@@ -6773,7 +6824,7 @@ nonisolated extension ImageCache {
 
         let folder: URL
         private let folderPath: String
-        weak var owner: ImageCache?
+        private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
@@ -6790,11 +6841,11 @@ nonisolated extension ImageCache {
         private var counted: (files: Int, bytes: Int)?
         // The stored images being encoded, by file: written when their bytes come unless a write
         // or a removal of the file comes first (see `ImageStore`).
-        var storing: [UInt64: ImageStore] = [:]
-        var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
-        var maxBytes: Int
-        var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
-        var keepsExpired = false
+        private(set) var storing: [UInt64: ImageStore] = [:]
+        private(set) var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
+        private(set) var maxBytes: Int
+        private(set) var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
+        private(set) var keepsExpired = false
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
         init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
@@ -6943,6 +6994,23 @@ nonisolated extension ImageCache {
                  + "serving from memory and the network")
             return .failed
         }
+
+        /// The cache it works for (held weakly: the cache holds it), set once the cache is made.
+        func attach(to owner: ImageCache) { self.owner = owner }
+
+        /// The cache's settings, set here in order with the disk work.
+        func set(timeToLive: TimeInterval) { self.timeToLive = timeToLive }
+        func set(maxStreamedBytes: Int) { self.maxStreamedBytes = maxStreamedBytes }
+        func set(keepsExpired: Bool) { self.keepsExpired = keepsExpired }
+
+        /// Notes a stored image being encoded for its file `job.item.id` (see `ImageStore`).
+        func beginStoring(_ job: ImageStore) { storing[job.item.id] = job }
+
+        /// Ends the store of file `id` under way, if any, and returns it.
+        func endStoring(_ id: UInt64) -> ImageStore? {
+            storing.isEmpty ? nil : storing.removeValue(forKey: id)
+        }
+
 
         /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
         /// ahead of a launch's lookups), else by the sweep or the next write.
@@ -7168,7 +7236,7 @@ nonisolated extension ImageCache {
             try spool.close { try describe($0, as: item, usedAt: now) }
             let replaced = file(item.id)?.size
             try POSIX.check(Foundation.renameat(spool.directory, spool.name, directory, Self.name(item.id)))
-            spool.adopted = true
+            spool.noteAdopted()
             return replaced
         }
 
@@ -7448,7 +7516,10 @@ nonisolated extension ImageCache {
         let directory: Int32  // the folder the spool was opened in, its own descriptor
         private(set) var fd: Int32
         private(set) var count = 0  // bytes written
-        var adopted = false  // renamed into place as the entry's file: not deleted
+        private(set) var adopted = false  // renamed into place as the entry's file: not deleted
+
+        /// Notes that it was renamed into place as the entry's file: its file is not deleted.
+        func noteAdopted() { adopted = true }
 
         private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
             (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)

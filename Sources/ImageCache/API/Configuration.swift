@@ -27,7 +27,7 @@ nonisolated extension ImageCache {
         get { setting(\.timeToLive) }
         set {
             change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
-                disk.timeToLive = timeToLive
+                disk.set(timeToLive: timeToLive)
             }
         }
     }
@@ -117,7 +117,7 @@ nonisolated extension ImageCache {
     public var servesStaleWhenOffline: Bool {
         get { setting(\.servesStaleWhenOffline) }
         set {
-            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
+            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.set(keepsExpired: keepsExpired) }
         }
     }
 
@@ -235,7 +235,7 @@ nonisolated extension ImageCache {
     /// to files read from disk after that.
     public var maxDiskImageBytes: Int {
         get { setting(\.maxDiskImageBytes) }
-        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.maxStreamedBytes = limit } }
+        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.set(maxStreamedBytes: limit) } }
     }
 
     internal static let defaultMaxDiskImageBytes = 128 * 1024 * 1024

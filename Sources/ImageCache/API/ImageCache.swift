@@ -139,8 +139,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // wall clock. Set only before the instance is used, so unchecked like `_state`.
     @exclusivity(unchecked) internal var testClock: (@Sendable () -> TimeInterval)?
     #endif
-    /// What the app plugged in at `init` (see ``Plugins``): fixed for the cache's life.
-    internal let plugins: Plugins
+    /// What the app plugged in at `init` (see ``Plugins``): set by the `init` that takes them, before
+    /// the cache is returned, and fixed from then on (so unchecked, like `_state`).
+    @exclusivity(unchecked) internal private(set) var plugins = Plugins()
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -170,24 +171,12 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     ///     response too large before reading it all: the given session's delegate is not called.
     ///     Its request and resource timeouts become ``requestTimeout`` and ``downloadTimeLimit``.
     ///     By default: no `URLCache` (the cache is the cache) and 16 connections per host.
-    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
-        self.init(uniqueName: uniqueName, directory: directory, session: session, plugins: Plugins())
-    }
-
-    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
-    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
-    ///
-    /// ```swift
-    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
-    /// ```
-    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
+    public init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil) {
         self.uniqueName = uniqueName
-        self.plugins = plugins
         folder = (directory ?? Self.cachesFolder)
             .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
-        settings.decoders = plugins.decoders
-        settings.sources = plugins.sources + [DataURLSource()]
+        settings.sources = [DataURLSource()]
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
         // semaphore would never see its callbacks.
@@ -209,7 +198,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
-        disk.owner = self
+        disk.attach(to: self)
         transport.cache = self
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
@@ -219,6 +208,22 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         }
         observeMemoryWarnings()
         Self.readScreen()
+    }
+
+    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
+    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// ```
+    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
+        self.init(uniqueName: uniqueName, directory: directory, session: session)
+        // Set before the cache is returned, so before any other thread can see it: fixed from then on.
+        self.plugins = plugins
+        locked { ledger in
+            ledger.change(\.decoders, to: plugins.decoders)
+            ledger.change(\.sources, to: plugins.sources + [DataURLSource()])
+        }
     }
 
     deinit {

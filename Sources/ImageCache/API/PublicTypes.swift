@@ -158,13 +158,24 @@ nonisolated extension ImageCache {
         internal let queue: DispatchQueue
         internal let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         internal let onCancel: (@Sendable () -> Void)?
-        internal var answer = Answer.waiting  // guarded by `cache.lock`
-        internal weak var download: Download?  // the download it waits for; guarded by `cache.lock`
-        internal var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
-        internal var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
+        internal private(set) var answer = Answer.waiting  // guarded by `cache.lock`
+        internal private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        internal private(set) var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        internal private(set) var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
-        internal var finalProgress: (received: Int, expected: Int?)?
+        internal private(set) var finalProgress: (received: Int, expected: Int?)?
         internal enum Answer { case waiting, delivered, cancelled }
+
+        /// Waits for `download` now (see ``Download/add(_:)``).
+        internal func waits(for download: Download) { self.download = download }
+        /// Is answered (delivered, or cancelled): no hook runs after.
+        internal func answered(_ answer: Answer) { self.answer = answer }
+        /// Was told of `received` bytes.
+        internal func reported(_ received: Int) { progress = received }
+        /// Its view disappeared and let it go on behind others (`lowered`), or appeared again.
+        internal func lower(_ lowered: Bool) { self.lowered = lowered }
+        /// Keeps the whole size for its `onProgress` just before the completion.
+        internal func keepFinalProgress(_ whole: (received: Int, expected: Int?)) { finalProgress = whole }
 
         internal init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
@@ -190,7 +201,7 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.lock.withLock { answer == .cancelled }
+            cache.locked { _ in answer == .cancelled }
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
@@ -198,7 +209,7 @@ nonisolated extension ImageCache {
         internal var waitsForDiskWrite: Bool { load.options.contains(.waitsForDiskWrite) }
 
         internal var isWaiting: Bool {
-            cache.lock.withLock { answer == .waiting }
+            cache.locked { _ in answer == .waiting }
         }
     }
 }

@@ -76,7 +76,7 @@ nonisolated extension ImageCache {
 
         let folder: URL
         private let folderPath: String
-        weak var owner: ImageCache?
+        private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
@@ -93,14 +93,14 @@ nonisolated extension ImageCache {
         private var counted: (files: Int, bytes: Int)?
         // The stored images being encoded, by file: written when their bytes come unless a write
         // or a removal of the file comes first (see `ImageStore`).
-        var storing: [UInt64: ImageStore] = [:]
-        var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
-        var maxBytes: Int
-        var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
-        var keepsExpired = false
+        private(set) var storing: [UInt64: ImageStore] = [:]
+        private(set) var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
+        private(set) var maxBytes: Int
+        private(set) var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
+        private(set) var keepsExpired = false
         #if IMAGECACHE_TESTING
         var injectedWriteError: POSIXErrorCode?  // see ImageCacheTests/TestHooks.swift
-        var encodesEnded = 0  // stored images whose encoding came back, written or not (ImageCacheTests/TestHooks.swift)
+        private(set) var encodesEnded = 0  // stored images whose encoding came back, written or not (ImageCacheTests/TestHooks.swift)
         #endif
         internal static let staleTemporaryAge: TimeInterval = 3_600
 
@@ -253,6 +253,26 @@ nonisolated extension ImageCache {
                  + "serving from memory and the network")
             return .failed
         }
+
+        /// The cache it works for (held weakly: the cache holds it), set once the cache is made.
+        func attach(to owner: ImageCache) { self.owner = owner }
+
+        /// The cache's settings, set here in order with the disk work.
+        func set(timeToLive: TimeInterval) { self.timeToLive = timeToLive }
+        func set(maxStreamedBytes: Int) { self.maxStreamedBytes = maxStreamedBytes }
+        func set(keepsExpired: Bool) { self.keepsExpired = keepsExpired }
+
+        /// Notes a stored image being encoded for its file `job.item.id` (see `ImageStore`).
+        func beginStoring(_ job: ImageStore) { storing[job.item.id] = job }
+
+        /// Ends the store of file `id` under way, if any, and returns it.
+        func endStoring(_ id: UInt64) -> ImageStore? {
+            storing.isEmpty ? nil : storing.removeValue(forKey: id)
+        }
+
+        #if IMAGECACHE_TESTING
+        func noteEncodeEnded() { encodesEnded += 1 }
+        #endif
 
         /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
         /// ahead of a launch's lookups), else by the sweep or the next write.
@@ -478,7 +498,7 @@ nonisolated extension ImageCache {
             try spool.close { try describe($0, as: item, usedAt: now) }
             let replaced = file(item.id)?.size
             try POSIX.check(Foundation.renameat(spool.directory, spool.name, directory, Self.name(item.id)))
-            spool.adopted = true
+            spool.noteAdopted()
             return replaced
         }
 

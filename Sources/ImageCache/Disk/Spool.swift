@@ -45,7 +45,10 @@ nonisolated extension ImageCache {
         let directory: Int32  // the folder the spool was opened in, its own descriptor
         private(set) var fd: Int32
         private(set) var count = 0  // bytes written
-        var adopted = false  // renamed into place as the entry's file: not deleted
+        private(set) var adopted = false  // renamed into place as the entry's file: not deleted
+
+        /// Notes that it was renamed into place as the entry's file: its file is not deleted.
+        func noteAdopted() { adopted = true }
 
         private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
             (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)

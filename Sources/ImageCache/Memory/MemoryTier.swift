@@ -324,7 +324,7 @@ nonisolated extension ImageCache.Ledger {
         case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
             memory[slot].data = nil
         case .loading(let download)? where download.load.storedAt == downloadedAt:
-            download.written = true
+            download.noteWritten()
         default:
             break
         }

@@ -31,16 +31,16 @@ nonisolated extension ImageCache {
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.new
-        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
-        var attempts = 0
-        var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        var original: FetchTask?  // a variant's job's request for the image it is made from
+        private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
+        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        fileprivate(set) var attempts = 0
+        private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
-        var ignoresCache = false
-        var writesToDisk = true
-        var keepsInMemory = true
+        private(set) var ignoresCache = false
+        private(set) var writesToDisk = true
+        private(set) var keepsInMemory = true
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -94,6 +94,44 @@ nonisolated extension ImageCache {
             ignoresCache = load.options.contains(.reloadIgnoringCachedData)
             writesToDisk = !load.options.contains(.notWrittenToDisk) && source?.writesToDisk != false
             keepsInMemory = !load.options.contains(.notKeptInMemory)
+        }
+
+        /// Adds `task` to those waiting for it: the task waits for it now.
+        func add(_ task: FetchTask) {
+            waiters.append(task)
+            task.waits(for: self)
+        }
+
+        /// Adds the waiters of a download `store` replaced: they wait for this one now.
+        func adopt(_ tasks: [FetchTask]) {
+            for task in tasks { add(task) }
+        }
+
+        /// Takes `task` out of those waiting for it (a cancellation).
+        func remove(_ task: FetchTask) {
+            waiters.removeAll { $0 === task }
+        }
+
+        /// Its waiters, who all leave it: it was delivered, or stopped.
+        func takeWaiters() -> [FetchTask] {
+            defer { waiters = [] }
+            return waiters
+        }
+
+        /// Its variant's job's request for the image it is made from (see `original`); nil lets it go
+        /// (the original holds the job).
+        func attach(_ original: FetchTask?) {
+            self.original = original
+        }
+
+        /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
+        func revalidate(_ payload: Payload, _ found: DiskStore.Found) {
+            if !ignoresCache { stale = (payload, found) }
+        }
+
+        /// Notes that a store's bytes are on disk.
+        func noteWritten() {
+            written = true
         }
 
         /// Takes the choices of a load that joins it (see `ignoresCache`).

@@ -77,7 +77,7 @@ nonisolated extension ImageCache {
             let key = load.key
             if load.isPrefetch {
                 guard prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answer = .delivered
+                    task.answered(.delivered)
                     return .none
                 }
                 prefetches[key] = task
@@ -121,8 +121,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits, source: source)
-            download.waiters.append(task)
-            task.download = download
+            download.add(task)
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
@@ -147,8 +146,7 @@ nonisolated extension ImageCache {
         /// holds no slot: its original's download does) until it is done or forgotten.
         private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
             let job = Download(load, limits: decodeLimits)
-            job.waiters.append(task)
-            task.download = job
+            job.add(task)
             entries[load.key] = .loading(job)
             entries.noteVariant(load.key)
             return job
@@ -158,7 +156,7 @@ nonisolated extension ImageCache {
         /// meanwhile (the caller cancels the request).
         mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
             guard isCurrent(job) else { return false }
-            job.original = original
+            job.attach(original)
             return true
         }
 
@@ -172,15 +170,14 @@ nonisolated extension ImageCache {
             guard isCurrent(job) else { return nil }
             lanes.move(job, to: .done)
             entries[job.key] = nil
-            job.original = nil  // it holds the job
+            job.attach(nil)  // it holds the job
             switch result {
             case .success(let payload):
                 keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
-            defer { job.waiters = [] }
-            return job.waiters
+            return job.takeWaiters()
         }
 
         /// Who waits for `download` now.
@@ -250,14 +247,13 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-            download.waiters.append(task)
-            task.download = download
+            download.add(task)
             counts.deduplicated &+= 1
             // A variant's job holds no place in a lane, and writes nothing: its original's download does.
             let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
             if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
-            if fast, moved !== download { download.original?.lowered = false }  // a job's fetch for the screen
+            if fast, moved !== download { download.original?.lower(false) }  // a job's fetch for the screen
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
@@ -267,10 +263,10 @@ nonisolated extension ImageCache {
         /// waits for it. Returns whether it was cancelled, and the download it stopped.
         mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
             guard task.answer == .waiting else { return (false, nil, []) }
-            task.answer = .cancelled
+            task.answered(.cancelled)
             endPrefetch(task)
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
-            download.waiters.removeAll { $0 === task }
+            download.remove(task)
             if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
             // The request that kept it fast for views that lowered theirs has gone: it goes behind
             // the visible ones too (and what that lets start, starts).
@@ -282,7 +278,7 @@ nonisolated extension ImageCache {
         /// for its `onProgress` if the download left it one.
         mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
             guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
+            task.answered(.delivered)
             endPrefetch(task)
             return (true, task.finalProgress)
         }
@@ -304,13 +300,13 @@ nonisolated extension ImageCache {
         /// that joins it moves it. Returns the downloads that may start now.
         mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
             guard task.answer == .waiting, task.lowered != lowered else { return [] }
-            task.lowered = lowered
+            task.lower(lowered)
             guard var download = task.download, isCurrent(download) else { return [] }
             // A variant's job holds no place in a lane: its request for the original stands for all
             // its waiters, lowered when none of them wants it fast.
             if !download.key.processors.isEmpty {
                 guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
-                original.lowered = !download.waiters.contains(where: Self.wantsFast)
+                original.lower(!download.waiters.contains(where: Self.wantsFast))
                 download = moved
             }
             if lowered { return slowDown(download) }
@@ -416,7 +412,7 @@ nonisolated extension ImageCache {
         func progressed(_ download: Download, received: Int) -> [FetchTask] {
             download.waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
-                task.progress = received
+                task.reported(received)
                 return true
             }
         }
@@ -434,8 +430,9 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
-                return Stopped(waiters: download.waiters, task: task, original: download.original, download: download)
+                let original = download.original
+                download.attach(nil)  // the original holds the job
+                return Stopped(waiters: download.takeWaiters(), task: task, original: original, download: download)
             case .failed?:
                 entries[key] = nil
             case nil:

@@ -94,7 +94,7 @@ nonisolated extension ImageCache {
         let now = currentTime()
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(download, maxBytes: maxBytes) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
         guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)

@@ -57,7 +57,7 @@ nonisolated extension ImageCache.Ledger {
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
-            if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
+            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
@@ -72,8 +72,7 @@ nonisolated extension ImageCache.Ledger {
         } else {
             entries[download.key] = nil
         }
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 
     /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
@@ -115,7 +114,7 @@ nonisolated extension ImageCache.Ledger {
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download, received: whole.0) { task.finalProgress = whole }
+            for task in progressed(download, received: whole.0) { task.keepFinalProgress(whole) }
         }
         let outcome = outcome(of: download, result, response: answer.response)
         var delivery: Result<Delivery, Error>?
@@ -129,8 +128,8 @@ nonisolated extension ImageCache.Ledger {
         case .failed(let error):
             delivery = fail(download, error, bytes: bytes)
         }
-        defer { if delivery != nil { download.waiters = [] } }
-        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: download.waiters)
+        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
     }
 
     /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
@@ -269,8 +268,7 @@ nonisolated extension ImageCache.Ledger {
     mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
                                write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
         let stopped = stopped.map { stopped in
-            for task in stopped.waiters { task.download = download }
-            download.waiters += stopped.waiters
+            download.adopt(stopped.waiters)
             return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
         }
         lanes.move(download, to: .decoding)
@@ -288,7 +286,6 @@ nonisolated extension ImageCache.Ledger {
         var kept = payload
         if download.written { kept.bytes = nil }  // on disk already
         keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 }

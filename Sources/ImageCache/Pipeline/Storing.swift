@@ -144,7 +144,10 @@ nonisolated extension ImageCache {
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
         let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+        private(set) var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        /// Keeps a look-up of its key on disk waiting until its file is settled (see `settle`).
+        func park(_ download: Download, maxBytes: Int) { parked.append((download, maxBytes)) }
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
              limit: Int, maxPixels: Int) {
@@ -168,7 +171,7 @@ nonisolated extension ImageCache {
             return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
-        disk.storing[job.item.id] = job
+        disk.beginStoring(job)
         let encoder = plugins.encoder
         Self.encodes.async {
             let data = Self.encoded(job.image, by: encoder, maxPixels: job.maxPixels)
@@ -182,7 +185,7 @@ nonisolated extension ImageCache {
     /// event says why.
     private func storedOnDisk(_ job: ImageStore, _ data: Data?) {
         #if IMAGECACHE_TESTING
-        disk.encodesEnded += 1
+        disk.noteEncodeEnded()
         #endif
         guard disk.storing[job.item.id] === job else { return }
         if let data, data.count <= job.limit {
@@ -197,7 +200,7 @@ nonisolated extension ImageCache {
     /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
     /// a removal) decides the file now, and the look-ups that waited for it go on.
     internal func settle(_ id: UInt64) {
-        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        guard let job = disk.endStoring(id) else { return }
         for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
     }
 
