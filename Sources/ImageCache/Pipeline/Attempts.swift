@@ -86,9 +86,12 @@ nonisolated extension ImageCache {
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
+    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
+    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
+    /// request's own answer, which would drop it, and the fetches would hear nothing.
     internal func progress(_ download: Download, received: Int, expected: Int?) {
         for task in locked({ $0.progressed(download, received: received) }) {
+            if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
@@ -194,12 +197,14 @@ nonisolated extension ImageCache {
         return started
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+    /// once, as `progress` does) and puts the download
     /// back on its lane after `delay`.
     private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
                                error: Error) {
         emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
         for task in waiters where task.load.onRetry != nil {
+            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
