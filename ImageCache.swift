@@ -533,7 +533,7 @@ nonisolated extension ImageCache {
     /// them.
     ///
     /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
-    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
+    /// ``maxImageBytes`` (the most of a body held in memory); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the decode and the file's write are not the caller's.
@@ -1076,22 +1076,23 @@ nonisolated extension ImageCache {
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
-    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
-    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
-    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
-    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
-    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
-    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
-    /// the rest.
+    /// The most bytes of a body held in memory. 20 MiB by default; values below 1 are clamped to 1.
+    /// It bounds memory, not what may be cached (that is ``maxDiskImageBytes``): a response body
+    /// that announces more, or grows past it (or past 4 MiB, whichever is less), is streamed on to
+    /// a file in the cache's folder as it arrives, and delivered and cached from there (see "Large
+    /// images" in the Memory and disk article). A body fails as ``Error/tooLarge(limit:)`` at this
+    /// limit only where it cannot be streamed (the folder cannot be used), as soon as its announced
+    /// length or its received bytes (inflated, if compressed) pass it, without reading the rest.
+    /// It also bounds the bytes given to `store`, which are held in memory.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
-    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
-    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
-    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// The largest response body that may be cached at all, in bytes: a body past
+    /// ``maxImageBytes`` or 4 MiB is written to a temporary file in the cache's folder as it
+    /// arrives, never held in memory whole, and becomes its entry's file once it is whole and
+    /// valid. 128 MiB by default; values below 0 are
     /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
     /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
     /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,
@@ -1204,7 +1205,10 @@ nonisolated extension ImageCache {
         case notAnImage(String)
         /// The body starts as an image of `format` but is broken; says where.
         case corruptImage(Format, String)
-        /// The response is larger than ``ImageCache/maxImageBytes``; it was not read to the end.
+        /// The response is larger than may be cached (``ImageCache/maxDiskImageBytes``, or
+        /// ``ImageCache/maxImageBytes`` where it cannot be streamed to disk), or bytes given to
+        /// `store` are larger than ``ImageCache/maxImageBytes``: `limit` says which applied. A
+        /// response is not read to the end.
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
@@ -1285,10 +1289,16 @@ nonisolated extension ImageCache {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
         /// Requests answered from memory (second chance included), and lookups answered from disk.
-        /// Each request counts once: in `memoryHits`, `diskHits`, `misses` or `deduplicated` (or,
-        /// for an unsupported URL, in `failures` alone).
+        ///
+        /// A request counts at most once in `memoryHits + diskHits + misses + deduplicated`: in
+        /// `memoryHits` or `diskHits` when a tier answers it, in `deduplicated` when it joins a
+        /// download under way, in `misses` when its own download is sent. A request for an
+        /// unsupported URL, and an `onlyFromCache` one that the cache could not answer, count in
+        /// `failures` instead. A request cancelled before its download was sent counts in
+        /// `requests` alone, as does one refused before anything was looked up (an invalid request).
         public var memoryHits = 0, diskHits = 0
-        /// Downloads that went to the network: neither memory nor disk had the entry.
+        /// Downloads that went to the network: neither memory nor disk had a fresh entry, and the
+        /// first request was sent (a revalidation included; its retries are not counted again).
         public var misses = 0
         /// Requests that joined a download already under way instead of making their own.
         public var deduplicated = 0
@@ -3340,7 +3350,9 @@ nonisolated extension ImageCache {
 
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        /// Its first is a miss: the one place `misses` counts.
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))
         }
 
@@ -3936,9 +3948,12 @@ nonisolated extension ImageCache {
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
+    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
+    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
+    /// request's own answer, which would drop it, and the fetches would hear nothing.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
         for task in locked({ $0.progressed(download, received: received) }) {
+            if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
@@ -4044,12 +4059,14 @@ nonisolated extension ImageCache {
         return started
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+    /// once, as `progress` does) and puts the download
     /// back on its lane after `delay`.
     private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
                                error: Error) {
         emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
         for task in waiters where task.load.onRetry != nil {
+            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
@@ -5137,8 +5154,7 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
-            lanes.move(download, to: .queued)
-            counts.misses &+= 1
+            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
@@ -5155,12 +5171,12 @@ nonisolated extension ImageCache.Ledger {
         return (download.waiters, startReady())
     }
 
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
-    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
+    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.misses &+= 1 }
+        guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
         case .loaded?, .loading?: return

@@ -276,7 +276,7 @@ nonisolated extension ImageCache {
     /// them.
     ///
     /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
-    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
+    /// ``maxImageBytes`` (the most of a body held in memory); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the decode and the file's write are not the caller's.
