@@ -545,8 +545,8 @@ nonisolated extension ImageCache {
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
-    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
-    /// encoding, made off the caller's thread on a queue of its own (not the decode workers that
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
+    /// processors made, whose entry's file is its original's), else an encoding, made off the caller's thread on a queue of its own (not the decode workers that
     /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows
@@ -2881,7 +2881,8 @@ nonisolated extension ImageCache {
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
                     .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
+                    downloaded: true)
         }
         startNetwork(settled.started)
     }
@@ -4052,7 +4053,7 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
@@ -5660,6 +5661,14 @@ nonisolated extension ImageCache.Ledger {
         return gone
     }
 
+    /// Takes `key`'s entry out of memory (not to the second chance) if it still holds `image`: a
+    /// download's own decode that no request still wants (see `deliver(entryOf:)`). Its file is
+    /// written if it is missing, as an eviction's would be.
+    mutating func release(_ key: Key, holding image: Image?, now: TimeInterval) {
+        guard case .loaded(let slot)? = entries[key], let image, memory[slot].image == image else { return }
+        keepOnDisk([evict(slot)], usedAt: now)
+    }
+
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
@@ -5839,9 +5848,10 @@ nonisolated extension ImageCache {
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
     /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
     /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
-    /// processors run on it.
+    /// processors run on it. A `downloaded` entry that no waiter asked for itself (a binding before
+    /// layout rebound at its size, say) leaves memory once theirs are kept: its requests have gone.
     fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil, downloaded: Bool = false) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
@@ -5858,13 +5868,21 @@ nonisolated extension ImageCache {
         }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        let unwanted = downloaded && shared.isEmpty ? Countdown(order.count) : nil
         for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
+            // Once the last own decode is kept (or not made), the entry no one asked for goes.
+            let release: @Sendable () -> Void = {
+                guard unwanted?.done() == true else { return }
+                let now = self.currentTime()
+                self.locked { $0.release(key, holding: image.value, now: now) }
+            }
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    release()
                     if let event { self.emit(event) }
                     return
                 }
@@ -5877,6 +5895,7 @@ nonisolated extension ImageCache {
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
+                release()
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
             if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
@@ -6050,12 +6069,13 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``). A variant processors made has
+    /// no bytes of its own: the file under its key string is its original's, not it.
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }
@@ -8318,6 +8338,21 @@ nonisolated extension ImageCache {
     fileprivate struct Unchecked<Value>: @unchecked Sendable {
         let value: Value
         init(_ value: Value) { self.value = value }
+    }
+
+    /// Counts down work that ends on several threads: `done()` is true for the last of it.
+    fileprivate final class Countdown: @unchecked Sendable {
+        private let lock = NSLock()
+        private var left: Int
+
+        init(_ count: Int) { left = count }
+
+        func done() -> Bool {
+            lock.withLock {
+                left -= 1
+                return left == 0
+            }
+        }
     }
 
     /// The request of an `image(for:)` call, for a cancellation that may come before it is made.

@@ -288,8 +288,8 @@ nonisolated extension ImageCache {
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
-    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
-    /// encoding, made off the caller's thread on a queue of its own (not the decode workers that
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
+    /// processors made, whose entry's file is its original's), else an encoding, made off the caller's thread on a queue of its own (not the decode workers that
     /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows

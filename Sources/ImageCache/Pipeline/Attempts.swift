@@ -190,7 +190,7 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }

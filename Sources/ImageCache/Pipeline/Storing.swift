@@ -117,12 +117,13 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``). A variant processors made has
+    /// no bytes of its own: the file under its key string is its original's, not it.
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }
