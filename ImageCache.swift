@@ -559,7 +559,7 @@ nonisolated extension ImageCache {
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
     /// its entry's, or the encoding of an image memory does not keep) and are larger than
     /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded. The outcome of an encoding made after this returns comes later: one that fails,
+    /// be encoded, or the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of an encoding made after this returns comes later: one that fails,
     /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
     /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///
@@ -870,7 +870,7 @@ nonisolated extension ImageCache.Load {
         // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
-        options = request.options
+        (options, scale) = (request.options, request.scale)
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
@@ -1733,7 +1733,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load.onProgress = { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -2668,6 +2668,7 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
         var options: Request.Options = []
+        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -2929,7 +2930,7 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let variant = Self.variant(of: result.value, by: load.processors)
+                let variant = Self.variant(of: result.value, by: load.processors, scale: load.scale)
                 if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
@@ -2948,7 +2949,7 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let variant = Self.variant(of: result, by: job.load.processors)
+        let variant = Self.variant(of: result, by: job.load.processors, scale: job.load.scale)
         let now = currentTime()
         guard let waiters = locked({
             $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
@@ -2960,10 +2961,10 @@ nonisolated extension ImageCache {
     /// The variant `processors` make of the image an original's request got: its delivery (where
     /// the original came from, and whether stale), the original's image as memory keeps it (to
     /// compare with), and whether a processor failed (not the original).
-    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor], scale: Double?)
         -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
         let made = image(result).flatMap { fetched in
-            Processor.run(processors, on: fetched.value).map {
+            Processor.run(processors, on: fetched.value, scale: scale).map {
                 Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
             }
         }
@@ -4808,8 +4809,16 @@ nonisolated extension ImageCache {
     /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
     /// original stays cached and other variants are not affected.
     ///
+    /// The first processor gets the image upright and at the display scale of the view or screen
+    /// it is for: an image the cache did not decode (a camera's photo put in with `store`, 1x and
+    /// rotated) is redrawn upright, or given that scale, first. An image with no bitmap (a
+    /// `UIImage` made from a `CIImage`) fails the variant with ``Error/decodingFailed(_:)``
+    /// saying so: render it into a `CGImage` first.
+    ///
     /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
-    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics, into a new
+    /// bitmap in the image's own RGB colour space (else sRGB), with an alpha channel only where the
+    /// result needs one (an opaque photo stays opaque); they are Apple-only. On every
     /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
     /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
     ///
@@ -4849,10 +4858,15 @@ nonisolated extension ImageCache {
             return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
-        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
-        /// threw or made nothing, named.
-        fileprivate static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
-            var image = image
+        /// Runs `processors` on `image` in order, prepared first for the display scale `scale` (a
+        /// view's; nil: the main screen's) as ``ImageCache/prepared(_:displayScale:)`` says: the
+        /// variant, or the failure of the first that threw or made nothing, named.
+        fileprivate static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
+            var image: Image
+            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            case .success(let prepared): image = prepared
+            case .failure(let error): return .failure(error)
+            }
             for processor in processors {
                 do {
                     guard let made = try processor.process(image) else {
@@ -5013,16 +5027,11 @@ nonisolated extension ImageCache.Processor {
         }
     }
 
-    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left);
-    /// fails the variant if `rect` covers none of it.
+    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left),
+    /// copied into a bitmap of its own; fails the variant if `rect` covers none of it.
     public static func crop(to rect: CGRect) -> ImageCache.Processor {
-        let id = "crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)"
-        return ImageCache.Processor(id) { image in
-            guard let cgImage = ImageCache.cgImage(of: image),
-                  let covered = crop((cgImage.width, cgImage.height), to: rect, scale: ImageCache.scale(of: image)) else {
-                return nil
-            }
-            return cgImage.cropping(to: covered).map { ImageCache.image($0, scale: ImageCache.scale(of: image)) }
+        drawing("crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)", required: true) { pixels, scale in
+            ImageCache.Processor.crop(pixels, to: rect, scale: scale).map { cropping(pixels, to: $0) }
         }
     }
 
@@ -5042,25 +5051,35 @@ nonisolated extension ImageCache.Processor {
     }
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
-    /// as it is). An animation's first frame stands for it.
-    private static func drawing(_ id: String, _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
+    /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
+    private static func drawing(_ id: String, required: Bool = false,
+                                _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
         ImageCache.Processor(id) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
-            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return image }
+            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
             return ImageCache.draw(cgImage, drawing).map { ImageCache.image($0, scale: scale) }
         }
     }
 }
 
 nonisolated extension ImageCache {
-    /// Draws `cgImage` as `drawing` says into a new bitmap (8 bits a channel, RGBA premultiplied).
-    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing) -> CGImage? {
+    /// Draws `cgImage` as `drawing` says (under `transform`, if given) into a new bitmap of 8 bits a
+    /// channel, in the format ``Processor/canvas(alphaInfo:model:for:)`` chooses.
+    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing,
+                              transform: Processor.Transform? = nil) -> CGImage? {
         let (width, height) = drawing.canvas
-        guard let context = CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0,
-                                      space: CGColorSpaceCreateDeviceRGB(),
-                                      bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue) else { return nil }
+        let format = Processor.canvas(alphaInfo: cgImage.alphaInfo.rawValue, model: cgImage.colorSpace?.model.rawValue,
+                                      for: drawing, transform: transform)
+        let info = (format.alpha ? CGImageAlphaInfo.premultipliedLast : .noneSkipLast).rawValue
+        let sRGB = CGColorSpace(name: CGColorSpace.sRGB) ?? CGColorSpaceCreateDeviceRGB()
+        let spaces = [format.sourceSpace ? cgImage.colorSpace : nil, sRGB].compactMap { $0 }
+        // A source space a bitmap context does not take falls back to sRGB.
+        guard let context = spaces.lazy.compactMap({
+            CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0, space: $0,
+                      bitmapInfo: info)
+        }).first else { return nil }
         context.interpolationQuality = .high
         let canvas = CGRect(x: 0, y: 0, width: width, height: height)
         switch drawing.clip {
@@ -5072,6 +5091,7 @@ nonisolated extension ImageCache {
             context.addPath(CGPath(ellipseIn: canvas, transform: nil))
             context.clip()
         }
+        if let t = transform { context.concatenate(CGAffineTransform(a: t.a, b: t.b, c: t.c, d: t.d, tx: t.tx, ty: t.ty)) }
         context.draw(cgImage, in: drawing.image)
         if drawing.blur > 0, let data = context.data {
             Processor.boxBlur(data, width: width, height: height, bytesPerRow: context.bytesPerRow, radius: drawing.blur)
@@ -5106,6 +5126,137 @@ nonisolated extension ImageCache {
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
+}
+#endif
+
+// MARK: - Processing/ProcessorInput.swift
+
+// What a processor's input needs before it runs, and the bitmap a built-in draws into (issue 49):
+// an image the cache did not decode (a camera's photo put in with `store`) may be stored rotated
+// (its orientation), carry a scale other than the screen's, have no bitmap at all (a CIImage's), or
+// hold colours wider than sRGB. Each decision is made here for every platform, where the Linux tests
+// reach it; Apple platforms redraw with CoreGraphics (BuiltIns.swift).
+
+
+nonisolated extension ImageCache.Processor {
+    /// An affine transform as CoreGraphics writes one (a point (x, y) goes to
+    /// (a x + c y + tx, b x + d y + ty)), here where Linux has no `CGAffineTransform`.
+    fileprivate struct Transform: Equatable {
+        var a, b, c, d, tx, ty: Double
+
+        func apply(_ x: Double, _ y: Double) -> (x: Double, y: Double) {
+            (a * x + c * y + tx, b * x + d * y + ty)
+        }
+    }
+
+    /// How to draw a bitmap of `pixels` (as stored) upright, for an image whose orientation is
+    /// `orientation` (`UIImage.Orientation`'s raw value: up 0, down 1, left 2, right 3, then the
+    /// four mirrored, 4 to 7): the canvas (its sides swapped for a quarter turn) and the transform
+    /// under which the bitmap, drawn in (0, 0, width, height), lands upright on it (CoreGraphics'
+    /// coordinates, origin at the bottom left). Nil for up, or an unknown value: drawn as it is.
+    fileprivate static func upright(_ pixels: (width: Int, height: Int), orientation: Int)
+        -> (canvas: (width: Int, height: Int), transform: Transform)? {
+        let (w, h) = (Double(pixels.width), Double(pixels.height))
+        let turned = (pixels.height, pixels.width)
+        switch orientation {
+        case 1: return (pixels, Transform(a: -1, b: 0, c: 0, d: -1, tx: w, ty: h))  // down
+        case 2: return (turned, Transform(a: 0, b: 1, c: -1, d: 0, tx: h, ty: 0))  // left
+        case 3: return (turned, Transform(a: 0, b: -1, c: 1, d: 0, tx: 0, ty: w))  // right
+        case 4: return (pixels, Transform(a: -1, b: 0, c: 0, d: 1, tx: w, ty: 0))  // up, mirrored
+        case 5: return (pixels, Transform(a: 1, b: 0, c: 0, d: -1, tx: 0, ty: h))  // down, mirrored
+        case 6: return (turned, Transform(a: 0, b: -1, c: -1, d: 0, tx: h, ty: w))  // left, mirrored
+        case 7: return (turned, Transform(a: 0, b: 1, c: 1, d: 0, tx: 0, ty: 0))  // right, mirrored
+        default: return nil
+        }
+    }
+
+    /// What a processor's input needs before the processors run: drawn upright first (`redraw`),
+    /// and given `scale` (the display scale of the view or screen it is for) where its own is
+    /// another, so that sizes in points mean the screen's points. A `store`d camera photo is 1x
+    /// and rotated; an image the cache decoded is upright at that scale already (nil: nothing to
+    /// do). An image with no bitmap (a `UIImage` made from a `CIImage`) is refused: nothing can be
+    /// drawn from it without rendering it, which the app does knowing its `CIContext`.
+    fileprivate static func preparation(orientation: Int, scale: Double, displayScale: Double, hasBitmap: Bool)
+        -> Result<(redraw: Bool, scale: Double)?, ImageCache.Error> {
+        guard hasBitmap else { return .failure(noBitmap) }
+        let redraw = upright((1, 1), orientation: orientation) != nil
+        let target = (1...16).contains(displayScale) && abs(scale - displayScale) > 0.001 ? displayScale : scale
+        return redraw || target != scale ? .success((redraw, target)) : .success(nil)
+    }
+
+    /// Why an image with no bitmap cannot be processed or stored.
+    fileprivate static let noBitmap = ImageCache.Error.decodingFailed(
+        "the image has no bitmap (a UIImage made from a CIImage): render it into a CGImage first")
+
+    /// The bitmap a built-in draws into: with an alpha channel only where the result needs one
+    /// (the source has one, a clip leaves corners clear, or the image does not cover the canvas),
+    /// so that an opaque photo stays opaque (no blending on screen; `store` keeps it as a JPEG);
+    /// and in the source's own colour space when it is an RGB one (Display P3 keeps its colours),
+    /// else sRGB (grey, indexed, CMYK sources). `alphaInfo` is `CGImageAlphaInfo`'s raw value,
+    /// `model` `CGColorSpaceModel`'s (nil: no colour space); the image is drawn under `transform`.
+    fileprivate static func canvas(alphaInfo: UInt32, model: Int32?, for drawing: Drawing, transform: Transform? = nil)
+        -> (alpha: Bool, sourceSpace: Bool) {
+        let opaqueSource = [0, 5, 6].contains(alphaInfo)  // none, noneSkipLast, noneSkipFirst
+        let canvas = CGRect(x: 0, y: 0, width: drawing.canvas.width, height: drawing.canvas.height)
+        var image = drawing.image
+        if let transform {  // a quarter turn or a mirror: the corners' bounds are the drawn rectangle
+            let corners = [(image.minX, image.minY), (image.maxX, image.maxY)].map { transform.apply($0.0, $0.1) }
+            image = CGRect(x: min(corners[0].x, corners[1].x), y: min(corners[0].y, corners[1].y),
+                           width: abs(corners[0].x - corners[1].x), height: abs(corners[0].y - corners[1].y))
+        }
+        let covers = image.insetBy(dx: -0.001, dy: -0.001).contains(canvas)
+        return (!opaqueSource || drawing.clip != .none || !covers, model == 1)  // 1: RGB
+    }
+
+    /// `crop(to:)`'s drawing: the part `covered` (pixels from the top left) of an image of `pixels`,
+    /// copied onto a canvas its size, so that the variant holds no reference to its parent's
+    /// bitmap (`CGImage.cropping` keeps the whole parent alive).
+    fileprivate static func cropping(_ pixels: (width: Int, height: Int), to covered: CGRect) -> Drawing {
+        let canvas = (max(1, Int(covered.width)), max(1, Int(covered.height)))
+        return Drawing(canvas: canvas, image: CGRect(x: -covered.minX, y: -(Double(pixels.height) - covered.maxY),
+                                                     width: Double(pixels.width), height: Double(pixels.height)))
+    }
+}
+
+#if canImport(UIKit) || canImport(AppKit)
+nonisolated extension ImageCache {
+    /// `image` as the processors get it (see ``Processor/preparation(orientation:scale:displayScale:hasBitmap:)``):
+    /// as it is, given `displayScale`, or redrawn upright at it; an animation as it is (the
+    /// built-ins draw its first frame).
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> {
+        let bitmap = cgImage(of: image)
+        #if canImport(UIKit)
+        if image.images != nil { return .success(image) }
+        let orientation = image.imageOrientation.rawValue
+        #else
+        let orientation = 0  // an NSImage draws upright
+        #endif
+        let plan = Processor.preparation(orientation: orientation, scale: scale(of: image), displayScale: displayScale,
+                                         hasBitmap: bitmap != nil)
+        guard case .success(let steps?) = plan, let bitmap else { return plan.map { _ in image } }
+        guard steps.redraw, let turn = Processor.upright((bitmap.width, bitmap.height), orientation: orientation) else {
+            return .success(self.image(bitmap, scale: steps.scale))
+        }
+        var drawing = Processor.Drawing(whole: (bitmap.width, bitmap.height))
+        drawing.canvas = turn.canvas
+        guard let upright = draw(bitmap, drawing, transform: turn.transform) else {
+            return .failure(.decodingFailed("the image could not be drawn upright"))
+        }
+        return .success(self.image(upright, scale: steps.scale))
+    }
+
+    /// Why `image` cannot be stored or processed, if it cannot: it has no bitmap.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? {
+        cgImage(of: image) == nil ? Processor.noBitmap : nil
+    }
+}
+#else
+nonisolated extension ImageCache {
+    /// Linux: an image is its bytes, upright at 1x: the processors get it as it is.
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> { .success(image) }
+
+    /// Linux: an image always has its bytes.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? { nil }
 }
 #endif
 
@@ -5889,7 +6040,7 @@ nonisolated extension ImageCache {
                 let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
                 let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
-                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                    return Processor.run(load.processors, on: made, scale: load.scale).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
@@ -6034,6 +6185,7 @@ nonisolated extension ImageCache {
     /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
     /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
     fileprivate func store(_ image: Image, under key: Key) throws {
+        if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
         let (known, memoryKeeps, maxPixels) = locked { ledger in
             (storedBytes(of: image, in: ledger).size != nil,
              Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)

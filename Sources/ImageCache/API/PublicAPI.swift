@@ -302,7 +302,7 @@ nonisolated extension ImageCache {
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
     /// its entry's, or the encoding of an image memory does not keep) and are larger than
     /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded. The outcome of an encoding made after this returns comes later: one that fails,
+    /// be encoded, or the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of an encoding made after this returns comes later: one that fails,
     /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
     /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///

@@ -138,7 +138,7 @@ nonisolated extension ImageCache {
                 let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
                 let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
-                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                    return Processor.run(load.processors, on: made, scale: load.scale).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }

@@ -82,6 +82,7 @@ nonisolated extension ImageCache {
     /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
     /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
     internal func store(_ image: Image, under key: Key) throws {
+        if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
         let (known, memoryKeeps, maxPixels) = locked { ledger in
             (storedBytes(of: image, in: ledger).size != nil,
              Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)

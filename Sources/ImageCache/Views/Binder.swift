@@ -188,7 +188,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load.onProgress = { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
