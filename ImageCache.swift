@@ -546,22 +546,23 @@ nonisolated extension ImageCache {
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
     /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
-    /// processors made, whose entry's file is its original's), else an encoding, made off the caller's thread on a queue of its own (not the decode workers that
-    /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
+    /// processors made, whose entry's file is its original's), else an encoding, made off the
+    /// caller's thread on a queue of its own (not the decode workers that downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows
     /// (``maxDecodedPixelSize`` on its longest side), under AppKit of the image as drawn. Until the
     /// file is written, look-ups of `key` on disk wait for it rather than read the key's older file.
     /// An image that memory does not keep (it would cost more than a quarter of
-    /// ``imageMemoryMaxBytes``: a 48 MP photo) and that has no such bytes is encoded before this
-    /// returns, so that it is kept on disk or this throws.
+    /// ``imageMemoryMaxBytes``: a 48 MP photo, most photos in an app extension) is encoded off the
+    /// caller's thread too: ``peek(_:)-(URL)`` finds nothing meanwhile, and fetches of `key` wait
+    /// for its file.
     ///
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
-    /// its entry's, or the encoding of an image memory does not keep) and are larger than
-    /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded, or the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of an encoding made after this returns comes later: one that fails,
-    /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
-    /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
+    /// or its entry's) and are larger than ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when
+    /// the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of
+    /// an encoding made after this returns comes later: one that fails, or is larger than the
+    /// limit, leaves no file under `key` (an older one is deleted; memory keeps the image if it
+    /// can), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///
     /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
     ///   Apple platforms O(n) in memory's entries, to find the one holding it.
@@ -1620,6 +1621,9 @@ nonisolated extension ImageCache {
         private var task: FetchTask?
         fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
         fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        /// The load under way replaces the image the target shows with the same one (a new size, a
+        /// reload): it comes with no transition (see ``ImageCache/animatesArrival(_:replaces:)``).
+        fileprivate private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -1701,7 +1705,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            task = nil
+            (task, replaces) = (nil, false)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -1725,10 +1729,10 @@ nonisolated extension ImageCache {
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
-            if keepsShowing {
+            replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
+            if replaces {
                 state = .loading
-            } else if case .image = state, sameKey || meanwhile {
-                state = .loading
+                hooks.loading?()
             } else {
                 show(placeholder, .loading)
             }
@@ -1831,8 +1835,11 @@ nonisolated extension ImageCache {
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
-                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                let transition: Transition = fetched.source == .memory || replaces ? .none : binding?.transition ?? .none
                 show(fetched.value, .image(fetched.source), transition: transition, key: binding?.memoryKey)
+                // A binding to the target's bounds looks at them again: laid out since, they may want
+                // another size (a cell prefetched before layout).
+                if let sizeNow = hooks.sizeNow, let now = sizeNow() { resized(to: now.pixels, scale: now.scale, binding: generation) }
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -1995,7 +2002,7 @@ extension ImageCache {
         func show(_ image: Image?, transition: Transition) {
             guard let view else { return }
             #if canImport(UIKit)
-            view.layer.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer.removeAnimation(forKey: key) }
             view.stopAnimating()
             view.animationImages = nil
             playing = nil
@@ -2009,24 +2016,22 @@ extension ImageCache {
                 return fade(to: frames.last, transition)
             }
             #else
-            view.layer?.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer?.removeAnimation(forKey: key) }
             #endif
             fade(to: image, transition)
         }
 
         private func fade(to image: Image?, _ transition: Transition) {
             guard let view else { return }
-            if case .fade(let seconds) = transition, seconds > 0 {
-                #if canImport(UIKit)
-                return UIView.transition(with: view, duration: seconds,
-                                         options: [.transitionCrossDissolve, .allowUserInteraction],
-                                         animations: { view.image = image })
-                #else
-                // NSImageView does not animate `image`: a fade of its layer's contents does.
+            if let seconds = ImageCache.fadeSeconds(transition) {
+                // A fade of the layer's contents, under a key of its own (the one `show` removes).
                 let fade = CATransition()
                 (fade.type, fade.duration) = (.fade, seconds)
-                view.wantsLayer = true
-                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #if canImport(UIKit)
+                view.layer.add(fade, forKey: ImageCache.fadeAnimationKey)
+                #else
+                view.wantsLayer = true  // NSImageView does not animate `image`
+                view.layer?.add(fade, forKey: ImageCache.fadeAnimationKey)
                 #endif
             }
             view.image = image
@@ -2075,6 +2080,10 @@ extension ImageCache.ImageView {
     /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
+        // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
+        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+            ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
+        }
         if !sized {
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
@@ -2481,12 +2490,16 @@ extension ImageCache {
                 let completion = hooks.completion.map { completion in
                     { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
                 }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+                // A re-decode keeps the image shown: the view says it loads meanwhile.
+                let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
             }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                    return (self.image, self.state) = (image, state)
+                }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
 
@@ -2616,6 +2629,14 @@ nonisolated extension ImageCache {
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
         var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        /// When the binder starts a load while its target keeps what it shows (a new size of the
+        /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
+        /// view says with `isLoading`.
+        var loading: (() -> Void)?
+        /// The target's size in pixels and its display scale now, for a binding made to its bounds
+        /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
+        /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
+        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -2642,10 +2663,34 @@ nonisolated extension ImageCache {
 
     /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
     /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
+    /// placeholder, a failure, and an image that `replaces` the same one shown (a decode at a new
+    /// size, a reload: not an arrival, and not to be animated by the app's transaction).
+    fileprivate static func animatesArrival(_ state: Binder.State, replaces: Bool = false) -> Bool {
+        guard case .image(let source) = state, !replaces else { return false }
         return source != .memory
+    }
+}
+
+nonisolated extension ImageCache.Binder.State {
+    /// Whether it shows an image.
+    fileprivate var isImage: Bool {
+        if case .image = self { return true }
+        return false
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The key of the one animation a view's binder adds to its layer: the fade between two images.
+    fileprivate static let fadeAnimationKey = "ImageCache.fade"
+
+    /// The animations a view's binder removes from its layer before it shows an image: its own fade
+    /// only, so that the app's animations of the view go on.
+    fileprivate static let animationsRemovedByBinder = [fadeAnimationKey]
+
+    /// How long a view's fade to a new image lasts, in seconds; nil for none.
+    fileprivate static func fadeSeconds(_ transition: Transition) -> Double? {
+        guard case .fade(let seconds) = transition, seconds > 0, seconds.isFinite else { return nil }
+        return seconds
     }
 }
 
@@ -6180,23 +6225,13 @@ nonisolated extension ImageCache {
         startNetwork(settled.started)
     }
 
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
+    /// bytes on disk after. Throws when their size is known now and too large. An image with no
+    /// bytes in hand is encoded on the store's queue, never the caller's thread, whether memory
+    /// keeps it or not (in an app extension memory keeps few photos): fetches of `key` wait for
+    /// its file meanwhile.
     fileprivate func store(_ image: Image, under key: Key) throws {
         if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
-        let (known, memoryKeeps, maxPixels) = locked { ledger in
-            (storedBytes(of: image, in: ledger).size != nil,
-             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
         let now = currentTime()
         let stopped = try locked { ledger in
             let bytes = storedBytes(of: image, in: ledger)

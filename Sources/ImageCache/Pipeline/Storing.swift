@@ -77,23 +77,13 @@ nonisolated extension ImageCache {
         startNetwork(settled.started)
     }
 
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
+    /// bytes on disk after. Throws when their size is known now and too large. An image with no
+    /// bytes in hand is encoded on the store's queue, never the caller's thread, whether memory
+    /// keeps it or not (in an app extension memory keeps few photos): fetches of `key` wait for
+    /// its file meanwhile.
     internal func store(_ image: Image, under key: Key) throws {
         if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
-        let (known, memoryKeeps, maxPixels) = locked { ledger in
-            (storedBytes(of: image, in: ledger).size != nil,
-             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
         let now = currentTime()
         let stopped = try locked { ledger in
             let bytes = storedBytes(of: image, in: ledger)
