@@ -558,7 +558,7 @@ nonisolated extension ImageCache {
     /// them.
     ///
     /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
-    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
+    /// ``maxImageBytes`` (the most of a body held in memory); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the decode and the file's write are not the caller's.
@@ -570,23 +570,24 @@ nonisolated extension ImageCache {
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
-    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
-    /// encoding, made off the caller's thread on a queue of its own (not the decode workers that
-    /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
+    /// processors made, whose entry's file is its original's), else an encoding, made off the
+    /// caller's thread on a queue of its own (not the decode workers that downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows
     /// (``maxDecodedPixelSize`` on its longest side), under AppKit of the image as drawn. Until the
     /// file is written, look-ups of `key` on disk wait for it rather than read the key's older file.
     /// An image that memory does not keep (it would cost more than a quarter of
-    /// ``imageMemoryMaxBytes``: a 48 MP photo) and that has no such bytes is encoded before this
-    /// returns, so that it is kept on disk or this throws.
+    /// ``imageMemoryMaxBytes``: a 48 MP photo, most photos in an app extension) is encoded off the
+    /// caller's thread too: ``peek(_:)-(URL)`` finds nothing meanwhile, and fetches of `key` wait
+    /// for its file.
     ///
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
-    /// its entry's, or the encoding of an image memory does not keep) and are larger than
-    /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded. The outcome of an encoding made after this returns comes later: one that fails,
-    /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
-    /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
+    /// or its entry's) and are larger than ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when
+    /// the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of
+    /// an encoding made after this returns comes later: one that fails, or is larger than the
+    /// limit, leaves no file under `key` (an older one is deleted; memory keeps the image if it
+    /// can), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///
     /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
     ///   Apple platforms O(n) in memory's entries, to find the one holding it.
@@ -895,7 +896,7 @@ nonisolated extension ImageCache.Load {
         // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
-        options = request.options
+        (options, scale) = (request.options, request.scale)
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
@@ -1101,22 +1102,23 @@ nonisolated extension ImageCache {
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
-    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
-    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
-    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
-    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
-    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
-    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
-    /// the rest.
+    /// The most bytes of a body held in memory. 20 MiB by default; values below 1 are clamped to 1.
+    /// It bounds memory, not what may be cached (that is ``maxDiskImageBytes``): a response body
+    /// that announces more, or grows past it (or past 4 MiB, whichever is less), is streamed on to
+    /// a file in the cache's folder as it arrives, and delivered and cached from there (see "Large
+    /// images" in the Memory and disk article). A body fails as ``Error/tooLarge(limit:)`` at this
+    /// limit only where it cannot be streamed (the folder cannot be used), as soon as its announced
+    /// length or its received bytes (inflated, if compressed) pass it, without reading the rest.
+    /// It also bounds the bytes given to `store`, which are held in memory.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
-    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
-    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
-    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// The largest response body that may be cached at all, in bytes: a body past
+    /// ``maxImageBytes`` or 4 MiB is written to a temporary file in the cache's folder as it
+    /// arrives, never held in memory whole, and becomes its entry's file once it is whole and
+    /// valid. 128 MiB by default; values below 0 are
     /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
     /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
     /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,
@@ -1270,7 +1272,10 @@ nonisolated extension ImageCache {
         case notAnImage(String)
         /// The body starts as an image of `format` but is broken; says where.
         case corruptImage(Format, String)
-        /// The response is larger than ``ImageCache/maxImageBytes``; it was not read to the end.
+        /// The response is larger than may be cached (``ImageCache/maxDiskImageBytes``, or
+        /// ``ImageCache/maxImageBytes`` where it cannot be streamed to disk), or bytes given to
+        /// `store` are larger than ``ImageCache/maxImageBytes``: `limit` says which applied. A
+        /// response is not read to the end.
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
@@ -1351,10 +1356,16 @@ nonisolated extension ImageCache {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
         /// Requests answered from memory (second chance included), and lookups answered from disk.
-        /// Each request counts once: in `memoryHits`, `diskHits`, `misses` or `deduplicated` (or,
-        /// for an unsupported URL, in `failures` alone).
+        ///
+        /// A request counts at most once in `memoryHits + diskHits + misses + deduplicated`: in
+        /// `memoryHits` or `diskHits` when a tier answers it, in `deduplicated` when it joins a
+        /// download under way, in `misses` when its own download is sent. A request for an
+        /// unsupported URL, and an `onlyFromCache` one that the cache could not answer, count in
+        /// `failures` instead. A request cancelled before its download was sent counts in
+        /// `requests` alone, as does one refused before anything was looked up (an invalid request).
         public var memoryHits = 0, diskHits = 0
-        /// Downloads that went to the network: neither memory nor disk had the entry.
+        /// Downloads that went to the network: neither memory nor disk had a fresh entry, and the
+        /// first request was sent (a revalidation included; its retries are not counted again).
         public var misses = 0
         /// Requests that joined a download already under way instead of making their own.
         public var deduplicated = 0
@@ -1686,6 +1697,9 @@ nonisolated extension ImageCache {
                               scale: Double)?
         private var task: FetchTask?
         fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
+        /// The load under way replaces the image the target shows with the same one (a new size, a
+        /// reload): it comes with no transition (see ``ImageCache/animatesArrival(_:replaces:)``).
+        fileprivate private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -1767,7 +1781,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            task = nil
+            (task, replaces) = (nil, false)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -1791,15 +1805,15 @@ nonisolated extension ImageCache {
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
-            if keepsShowing {
+            replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
+            if replaces {
                 state = .loading
-            } else if case .image = state, sameKey || meanwhile {
-                state = .loading
+                hooks.loading?()
             } else {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load.onProgress = { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -1899,8 +1913,11 @@ nonisolated extension ImageCache {
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
-                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                let transition: Transition = fetched.source == .memory || replaces ? .none : binding?.transition ?? .none
                 show(fetched.value, .image(fetched.source), transition: transition, key: binding?.memoryKey)
+                // A binding to the target's bounds looks at them again: laid out since, they may want
+                // another size (a cell prefetched before layout).
+                if let sizeNow = hooks.sizeNow, let now = sizeNow() { resized(to: now.pixels, scale: now.scale, binding: generation) }
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -2063,7 +2080,7 @@ extension ImageCache {
         func show(_ image: Image?, transition: Transition) {
             guard let view else { return }
             #if canImport(UIKit)
-            view.layer.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer.removeAnimation(forKey: key) }
             view.stopAnimating()
             view.animationImages = nil
             playing = nil
@@ -2077,24 +2094,22 @@ extension ImageCache {
                 return fade(to: frames.last, transition)
             }
             #else
-            view.layer?.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer?.removeAnimation(forKey: key) }
             #endif
             fade(to: image, transition)
         }
 
         private func fade(to image: Image?, _ transition: Transition) {
             guard let view else { return }
-            if case .fade(let seconds) = transition, seconds > 0 {
-                #if canImport(UIKit)
-                return UIView.transition(with: view, duration: seconds,
-                                         options: [.transitionCrossDissolve, .allowUserInteraction],
-                                         animations: { view.image = image })
-                #else
-                // NSImageView does not animate `image`: a fade of its layer's contents does.
+            if let seconds = ImageCache.fadeSeconds(transition) {
+                // A fade of the layer's contents, under a key of its own (the one `show` removes).
                 let fade = CATransition()
                 (fade.type, fade.duration) = (.fade, seconds)
-                view.wantsLayer = true
-                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #if canImport(UIKit)
+                view.layer.add(fade, forKey: ImageCache.fadeAnimationKey)
+                #else
+                view.wantsLayer = true  // NSImageView does not animate `image`
+                view.layer?.add(fade, forKey: ImageCache.fadeAnimationKey)
                 #endif
             }
             view.image = image
@@ -2143,6 +2158,10 @@ extension ImageCache.ImageView {
     /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
+        // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
+        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+            ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
+        }
         if !sized {
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
@@ -2549,12 +2568,16 @@ extension ImageCache {
                 let completion = hooks.completion.map { completion in
                     { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
                 }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+                // A re-decode keeps the image shown: the view says it loads meanwhile.
+                let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
             }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                    return (self.image, self.state) = (image, state)
+                }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
 
@@ -2684,6 +2707,14 @@ nonisolated extension ImageCache {
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
         var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        /// When the binder starts a load while its target keeps what it shows (a new size of the
+        /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
+        /// view says with `isLoading`.
+        var loading: (() -> Void)?
+        /// The target's size in pixels and its display scale now, for a binding made to its bounds
+        /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
+        /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
+        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -2710,10 +2741,34 @@ nonisolated extension ImageCache {
 
     /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
     /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
+    /// placeholder, a failure, and an image that `replaces` the same one shown (a decode at a new
+    /// size, a reload: not an arrival, and not to be animated by the app's transaction).
+    fileprivate static func animatesArrival(_ state: Binder.State, replaces: Bool = false) -> Bool {
+        guard case .image(let source) = state, !replaces else { return false }
         return source != .memory
+    }
+}
+
+nonisolated extension ImageCache.Binder.State {
+    /// Whether it shows an image.
+    fileprivate var isImage: Bool {
+        if case .image = self { return true }
+        return false
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The key of the one animation a view's binder adds to its layer: the fade between two images.
+    fileprivate static let fadeAnimationKey = "ImageCache.fade"
+
+    /// The animations a view's binder removes from its layer before it shows an image: its own fade
+    /// only, so that the app's animations of the view go on.
+    fileprivate static let animationsRemovedByBinder = [fadeAnimationKey]
+
+    /// How long a view's fade to a new image lasts, in seconds; nil for none.
+    fileprivate static func fadeSeconds(_ transition: Transition) -> Double? {
+        guard case .fade(let seconds) = transition, seconds > 0, seconds.isFinite else { return nil }
+        return seconds
     }
 }
 
@@ -2736,6 +2791,7 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
         var options: Request.Options = []
+        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -2950,7 +3006,8 @@ nonisolated extension ImageCache {
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
                     .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
+                    downloaded: true)
         }
         startNetwork(settled.started)
     }
@@ -2997,7 +3054,7 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let variant = Self.variant(of: result.value, by: load.processors)
+                let variant = Self.variant(of: result.value, by: load.processors, scale: load.scale)
                 if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
@@ -3016,7 +3073,7 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let variant = Self.variant(of: result, by: job.load.processors)
+        let variant = Self.variant(of: result, by: job.load.processors, scale: job.load.scale)
         let now = currentTime()
         guard let waiters = locked({
             $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
@@ -3028,10 +3085,10 @@ nonisolated extension ImageCache {
     /// The variant `processors` make of the image an original's request got: its delivery (where
     /// the original came from, and whether stale), the original's image as memory keeps it (to
     /// compare with), and whether a processor failed (not the original).
-    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor], scale: Double?)
         -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
         let made = image(result).flatMap { fetched in
-            Processor.run(processors, on: fetched.value).map {
+            Processor.run(processors, on: fetched.value, scale: scale).map {
                 Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
             }
         }
@@ -3418,7 +3475,9 @@ nonisolated extension ImageCache {
 
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        /// Its first is a miss: the one place `misses` counts.
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))
         }
 
@@ -4061,9 +4120,12 @@ nonisolated extension ImageCache {
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
+    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
+    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
+    /// request's own answer, which would drop it, and the fetches would hear nothing.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
         for task in locked({ $0.progressed(download, received: received) }) {
+            if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
@@ -4162,19 +4224,21 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
         return started
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+    /// once, as `progress` does) and puts the download
     /// back on its lane after `delay`.
     private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
                                error: Error) {
         emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
         for task in waiters where task.load.onRetry != nil {
+            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
@@ -5264,8 +5328,16 @@ nonisolated extension ImageCache {
     /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
     /// original stays cached and other variants are not affected.
     ///
+    /// The first processor gets the image upright and at the display scale of the view or screen
+    /// it is for: an image the cache did not decode (a camera's photo put in with `store`, 1x and
+    /// rotated) is redrawn upright, or given that scale, first. An image with no bitmap (a
+    /// `UIImage` made from a `CIImage`) fails the variant with ``Error/decodingFailed(_:)``
+    /// saying so: render it into a `CGImage` first.
+    ///
     /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
-    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics, into a new
+    /// bitmap in the image's own RGB colour space (else sRGB), with an alpha channel only where the
+    /// result needs one (an opaque photo stays opaque); they are Apple-only. On every
     /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
     /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
     ///
@@ -5305,10 +5377,15 @@ nonisolated extension ImageCache {
             return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
-        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
-        /// threw or made nothing, named.
-        fileprivate static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
-            var image = image
+        /// Runs `processors` on `image` in order, prepared first for the display scale `scale` (a
+        /// view's; nil: the main screen's) as ``ImageCache/prepared(_:displayScale:)`` says: the
+        /// variant, or the failure of the first that threw or made nothing, named.
+        fileprivate static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
+            var image: Image
+            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            case .success(let prepared): image = prepared
+            case .failure(let error): return .failure(error)
+            }
             for processor in processors {
                 do {
                     guard let made = try processor.process(image) else {
@@ -5469,16 +5546,11 @@ nonisolated extension ImageCache.Processor {
         }
     }
 
-    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left);
-    /// fails the variant if `rect` covers none of it.
+    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left),
+    /// copied into a bitmap of its own; fails the variant if `rect` covers none of it.
     public static func crop(to rect: CGRect) -> ImageCache.Processor {
-        let id = "crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)"
-        return ImageCache.Processor(id) { image in
-            guard let cgImage = ImageCache.cgImage(of: image),
-                  let covered = crop((cgImage.width, cgImage.height), to: rect, scale: ImageCache.scale(of: image)) else {
-                return nil
-            }
-            return cgImage.cropping(to: covered).map { ImageCache.image($0, scale: ImageCache.scale(of: image)) }
+        drawing("crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)", required: true) { pixels, scale in
+            ImageCache.Processor.crop(pixels, to: rect, scale: scale).map { cropping(pixels, to: $0) }
         }
     }
 
@@ -5498,25 +5570,35 @@ nonisolated extension ImageCache.Processor {
     }
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
-    /// as it is). An animation's first frame stands for it.
-    private static func drawing(_ id: String, _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
+    /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
+    private static func drawing(_ id: String, required: Bool = false,
+                                _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
         ImageCache.Processor(id) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
-            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return image }
+            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
             return ImageCache.draw(cgImage, drawing).map { ImageCache.image($0, scale: scale) }
         }
     }
 }
 
 nonisolated extension ImageCache {
-    /// Draws `cgImage` as `drawing` says into a new bitmap (8 bits a channel, RGBA premultiplied).
-    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing) -> CGImage? {
+    /// Draws `cgImage` as `drawing` says (under `transform`, if given) into a new bitmap of 8 bits a
+    /// channel, in the format ``Processor/canvas(alphaInfo:model:for:)`` chooses.
+    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing,
+                              transform: Processor.Transform? = nil) -> CGImage? {
         let (width, height) = drawing.canvas
-        guard let context = CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0,
-                                      space: CGColorSpaceCreateDeviceRGB(),
-                                      bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue) else { return nil }
+        let format = Processor.canvas(alphaInfo: cgImage.alphaInfo.rawValue, model: cgImage.colorSpace?.model.rawValue,
+                                      for: drawing, transform: transform)
+        let info = (format.alpha ? CGImageAlphaInfo.premultipliedLast : .noneSkipLast).rawValue
+        let sRGB = CGColorSpace(name: CGColorSpace.sRGB) ?? CGColorSpaceCreateDeviceRGB()
+        let spaces = [format.sourceSpace ? cgImage.colorSpace : nil, sRGB].compactMap { $0 }
+        // A source space a bitmap context does not take falls back to sRGB.
+        guard let context = spaces.lazy.compactMap({
+            CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0, space: $0,
+                      bitmapInfo: info)
+        }).first else { return nil }
         context.interpolationQuality = .high
         let canvas = CGRect(x: 0, y: 0, width: width, height: height)
         switch drawing.clip {
@@ -5528,6 +5610,7 @@ nonisolated extension ImageCache {
             context.addPath(CGPath(ellipseIn: canvas, transform: nil))
             context.clip()
         }
+        if let t = transform { context.concatenate(CGAffineTransform(a: t.a, b: t.b, c: t.c, d: t.d, tx: t.tx, ty: t.ty)) }
         context.draw(cgImage, in: drawing.image)
         if drawing.blur > 0, let data = context.data {
             Processor.boxBlur(data, width: width, height: height, bytesPerRow: context.bytesPerRow, radius: drawing.blur)
@@ -5562,6 +5645,137 @@ nonisolated extension ImageCache {
         return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
+}
+#endif
+
+// MARK: - Processing/ProcessorInput.swift
+
+// What a processor's input needs before it runs, and the bitmap a built-in draws into (issue 49):
+// an image the cache did not decode (a camera's photo put in with `store`) may be stored rotated
+// (its orientation), carry a scale other than the screen's, have no bitmap at all (a CIImage's), or
+// hold colours wider than sRGB. Each decision is made here for every platform, where the Linux tests
+// reach it; Apple platforms redraw with CoreGraphics (BuiltIns.swift).
+
+
+nonisolated extension ImageCache.Processor {
+    /// An affine transform as CoreGraphics writes one (a point (x, y) goes to
+    /// (a x + c y + tx, b x + d y + ty)), here where Linux has no `CGAffineTransform`.
+    fileprivate struct Transform: Equatable {
+        var a, b, c, d, tx, ty: Double
+
+        func apply(_ x: Double, _ y: Double) -> (x: Double, y: Double) {
+            (a * x + c * y + tx, b * x + d * y + ty)
+        }
+    }
+
+    /// How to draw a bitmap of `pixels` (as stored) upright, for an image whose orientation is
+    /// `orientation` (`UIImage.Orientation`'s raw value: up 0, down 1, left 2, right 3, then the
+    /// four mirrored, 4 to 7): the canvas (its sides swapped for a quarter turn) and the transform
+    /// under which the bitmap, drawn in (0, 0, width, height), lands upright on it (CoreGraphics'
+    /// coordinates, origin at the bottom left). Nil for up, or an unknown value: drawn as it is.
+    fileprivate static func upright(_ pixels: (width: Int, height: Int), orientation: Int)
+        -> (canvas: (width: Int, height: Int), transform: Transform)? {
+        let (w, h) = (Double(pixels.width), Double(pixels.height))
+        let turned = (pixels.height, pixels.width)
+        switch orientation {
+        case 1: return (pixels, Transform(a: -1, b: 0, c: 0, d: -1, tx: w, ty: h))  // down
+        case 2: return (turned, Transform(a: 0, b: 1, c: -1, d: 0, tx: h, ty: 0))  // left
+        case 3: return (turned, Transform(a: 0, b: -1, c: 1, d: 0, tx: 0, ty: w))  // right
+        case 4: return (pixels, Transform(a: -1, b: 0, c: 0, d: 1, tx: w, ty: 0))  // up, mirrored
+        case 5: return (pixels, Transform(a: 1, b: 0, c: 0, d: -1, tx: 0, ty: h))  // down, mirrored
+        case 6: return (turned, Transform(a: 0, b: -1, c: -1, d: 0, tx: h, ty: w))  // left, mirrored
+        case 7: return (turned, Transform(a: 0, b: 1, c: 1, d: 0, tx: 0, ty: 0))  // right, mirrored
+        default: return nil
+        }
+    }
+
+    /// What a processor's input needs before the processors run: drawn upright first (`redraw`),
+    /// and given `scale` (the display scale of the view or screen it is for) where its own is
+    /// another, so that sizes in points mean the screen's points. A `store`d camera photo is 1x
+    /// and rotated; an image the cache decoded is upright at that scale already (nil: nothing to
+    /// do). An image with no bitmap (a `UIImage` made from a `CIImage`) is refused: nothing can be
+    /// drawn from it without rendering it, which the app does knowing its `CIContext`.
+    fileprivate static func preparation(orientation: Int, scale: Double, displayScale: Double, hasBitmap: Bool)
+        -> Result<(redraw: Bool, scale: Double)?, ImageCache.Error> {
+        guard hasBitmap else { return .failure(noBitmap) }
+        let redraw = upright((1, 1), orientation: orientation) != nil
+        let target = (1...16).contains(displayScale) && abs(scale - displayScale) > 0.001 ? displayScale : scale
+        return redraw || target != scale ? .success((redraw, target)) : .success(nil)
+    }
+
+    /// Why an image with no bitmap cannot be processed or stored.
+    fileprivate static let noBitmap = ImageCache.Error.decodingFailed(
+        "the image has no bitmap (a UIImage made from a CIImage): render it into a CGImage first")
+
+    /// The bitmap a built-in draws into: with an alpha channel only where the result needs one
+    /// (the source has one, a clip leaves corners clear, or the image does not cover the canvas),
+    /// so that an opaque photo stays opaque (no blending on screen; `store` keeps it as a JPEG);
+    /// and in the source's own colour space when it is an RGB one (Display P3 keeps its colours),
+    /// else sRGB (grey, indexed, CMYK sources). `alphaInfo` is `CGImageAlphaInfo`'s raw value,
+    /// `model` `CGColorSpaceModel`'s (nil: no colour space); the image is drawn under `transform`.
+    fileprivate static func canvas(alphaInfo: UInt32, model: Int32?, for drawing: Drawing, transform: Transform? = nil)
+        -> (alpha: Bool, sourceSpace: Bool) {
+        let opaqueSource = [0, 5, 6].contains(alphaInfo)  // none, noneSkipLast, noneSkipFirst
+        let canvas = CGRect(x: 0, y: 0, width: drawing.canvas.width, height: drawing.canvas.height)
+        var image = drawing.image
+        if let transform {  // a quarter turn or a mirror: the corners' bounds are the drawn rectangle
+            let corners = [(image.minX, image.minY), (image.maxX, image.maxY)].map { transform.apply($0.0, $0.1) }
+            image = CGRect(x: min(corners[0].x, corners[1].x), y: min(corners[0].y, corners[1].y),
+                           width: abs(corners[0].x - corners[1].x), height: abs(corners[0].y - corners[1].y))
+        }
+        let covers = image.insetBy(dx: -0.001, dy: -0.001).contains(canvas)
+        return (!opaqueSource || drawing.clip != .none || !covers, model == 1)  // 1: RGB
+    }
+
+    /// `crop(to:)`'s drawing: the part `covered` (pixels from the top left) of an image of `pixels`,
+    /// copied onto a canvas its size, so that the variant holds no reference to its parent's
+    /// bitmap (`CGImage.cropping` keeps the whole parent alive).
+    fileprivate static func cropping(_ pixels: (width: Int, height: Int), to covered: CGRect) -> Drawing {
+        let canvas = (max(1, Int(covered.width)), max(1, Int(covered.height)))
+        return Drawing(canvas: canvas, image: CGRect(x: -covered.minX, y: -(Double(pixels.height) - covered.maxY),
+                                                     width: Double(pixels.width), height: Double(pixels.height)))
+    }
+}
+
+#if canImport(UIKit) || canImport(AppKit)
+nonisolated extension ImageCache {
+    /// `image` as the processors get it (see ``Processor/preparation(orientation:scale:displayScale:hasBitmap:)``):
+    /// as it is, given `displayScale`, or redrawn upright at it; an animation as it is (the
+    /// built-ins draw its first frame).
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> {
+        let bitmap = cgImage(of: image)
+        #if canImport(UIKit)
+        if image.images != nil { return .success(image) }
+        let orientation = image.imageOrientation.rawValue
+        #else
+        let orientation = 0  // an NSImage draws upright
+        #endif
+        let plan = Processor.preparation(orientation: orientation, scale: scale(of: image), displayScale: displayScale,
+                                         hasBitmap: bitmap != nil)
+        guard case .success(let steps?) = plan, let bitmap else { return plan.map { _ in image } }
+        guard steps.redraw, let turn = Processor.upright((bitmap.width, bitmap.height), orientation: orientation) else {
+            return .success(self.image(bitmap, scale: steps.scale))
+        }
+        var drawing = Processor.Drawing(whole: (bitmap.width, bitmap.height))
+        drawing.canvas = turn.canvas
+        guard let upright = draw(bitmap, drawing, transform: turn.transform) else {
+            return .failure(.decodingFailed("the image could not be drawn upright"))
+        }
+        return .success(self.image(upright, scale: steps.scale))
+    }
+
+    /// Why `image` cannot be stored or processed, if it cannot: it has no bitmap.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? {
+        cgImage(of: image) == nil ? Processor.noBitmap : nil
+    }
+}
+#else
+nonisolated extension ImageCache {
+    /// Linux: an image is its bytes, upright at 1x: the processors get it as it is.
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> { .success(image) }
+
+    /// Linux: an image always has its bytes.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? { nil }
 }
 #endif
 
@@ -5611,8 +5825,7 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
-            lanes.move(download, to: .queued)
-            counts.misses &+= 1
+            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
@@ -5628,12 +5841,12 @@ nonisolated extension ImageCache.Ledger {
         return (download.takeWaiters(), startReady())
     }
 
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
-    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
+    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.misses &+= 1 }
+        guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
         case .loaded?, .loading?: return
@@ -6115,6 +6328,14 @@ nonisolated extension ImageCache.Ledger {
         return gone
     }
 
+    /// Takes `key`'s entry out of memory (not to the second chance) if it still holds `image`: a
+    /// download's own decode that no request still wants (see `deliver(entryOf:)`). Its file is
+    /// written if it is missing, as an eviction's would be.
+    mutating func release(_ key: Key, holding image: Image?, now: TimeInterval) {
+        guard case .loaded(let slot)? = entries[key], let image, memory[slot].image == image else { return }
+        keepOnDisk([evict(slot)], usedAt: now)
+    }
+
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {
@@ -6294,9 +6515,10 @@ nonisolated extension ImageCache {
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
     /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
     /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
-    /// processors run on it.
+    /// processors run on it. A `downloaded` entry that no waiter asked for itself (a binding before
+    /// layout rebound at its size, say) leaves memory once theirs are kept: its requests have gone.
     fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil, downloaded: Bool = false) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
@@ -6313,25 +6535,34 @@ nonisolated extension ImageCache {
         }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        let unwanted = downloaded && shared.isEmpty ? Countdown(order.count) : nil
         for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
+            // Once the last own decode is kept (or not made), the entry no one asked for goes.
+            let release: @Sendable () -> Void = {
+                guard unwanted?.done() == true else { return }
+                let now = self.currentTime()
+                self.locked { $0.release(key, holding: image.value, now: now) }
+            }
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    release()
                     if let event { self.emit(event) }
                     return
                 }
                 let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
                 let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
-                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                    return Processor.run(load.processors, on: made, scale: load.scale).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
+                release()
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
             if load.decoder.isCheap(limits) && load.processors.isEmpty { decode() } else { decodes.async(decode) }
@@ -6465,21 +6696,13 @@ nonisolated extension ImageCache {
         startNetwork(settled.started)
     }
 
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
+    /// bytes on disk after. Throws when their size is known now and too large. An image with no
+    /// bytes in hand is encoded on the store's queue, never the caller's thread, whether memory
+    /// keeps it or not (in an app extension memory keeps few photos): fetches of `key` wait for
+    /// its file meanwhile.
     fileprivate func store(_ image: Image, under key: Key) throws {
-        let (known, memoryKeeps, maxPixels) = locked { ledger in
-            (storedBytes(of: image, in: ledger).size != nil,
-             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            guard let data = Self.encoded(image, by: plugins.encoder, maxPixels: maxPixels) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
+        if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
         let now = currentTime()
         let stopped = try locked { ledger in
             let bytes = storedBytes(of: image, in: ledger)
@@ -6511,12 +6734,13 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``). A variant processors made has
+    /// no bytes of its own: the file under its key string is its original's, not it.
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }
@@ -8886,6 +9110,21 @@ nonisolated extension ImageCache {
     fileprivate struct Unchecked<Value>: @unchecked Sendable {
         let value: Value
         init(_ value: Value) { self.value = value }
+    }
+
+    /// Counts down work that ends on several threads: `done()` is true for the last of it.
+    fileprivate final class Countdown: @unchecked Sendable {
+        private let lock = NSLock()
+        private var left: Int
+
+        init(_ count: Int) { left = count }
+
+        func done() -> Bool {
+            lock.withLock {
+                left -= 1
+                return left == 0
+            }
+        }
     }
 
     /// The request of an `image(for:)` call, for a cancellation that may come before it is made.

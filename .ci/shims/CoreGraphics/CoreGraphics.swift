@@ -29,6 +29,9 @@ public final class CGImage {
     public var bytesPerRow: Int { fatalError("CoreGraphics shim") }
     /// `var alphaInfo: CGImageAlphaInfo { get }` (developer.apple.com/documentation/coregraphics/cgimage/alphainfo).
     public var alphaInfo: CGImageAlphaInfo { fatalError("CoreGraphics shim") }
+    /// `var colorSpace: CGColorSpace? { get }`: nil for an image mask
+    /// (developer.apple.com/documentation/coregraphics/cgimage/colorspace).
+    public var colorSpace: CGColorSpace? { fatalError("CoreGraphics shim") }
 }
 
 /// `enum CGImageAlphaInfo : UInt32, @unchecked Sendable` in the SDK
@@ -48,14 +51,33 @@ public extension CGImage {
 /// `class CGColorSpace` in the SDK: a CoreFoundation type, imported as a class.
 public final class CGColorSpace {
     private init() { fatalError("CoreGraphics shim") }
+    /// `init?(name: CFString)` (CGColorSpaceCreateWithName), iOS 2, macOS 10.2
+    /// (developer.apple.com/documentation/coregraphics/cgcolorspace/init(name:)).
+    public init?(name: CFString) { fatalError("CoreGraphics shim") }
+    /// `class let sRGB: CFString` (kCGColorSpaceSRGB), iOS 9, macOS 10.5
+    /// (developer.apple.com/documentation/coregraphics/cgcolorspace/srgb).
+    public class var sRGB: CFString { fatalError("CoreGraphics shim") }
+    /// `var model: CGColorSpaceModel { get }` (CGColorSpaceGetModel), iOS 2, macOS 10.5
+    /// (developer.apple.com/documentation/coregraphics/cgcolorspace/model).
+    public var model: CGColorSpaceModel { fatalError("CoreGraphics shim") }
+}
+
+/// `enum CGColorSpaceModel : Int32, @unchecked Sendable` in the SDK
+/// (developer.apple.com/documentation/coregraphics/cgcolorspacemodel).
+public enum CGColorSpaceModel: Int32, @unchecked Sendable {
+    case unknown = -1, monochrome = 0, rgb = 1, cmyk = 2, lab = 3, deviceN = 4, indexed = 5, pattern = 6, XYZ = 7
 }
 
 /// `func CGColorSpaceCreateDeviceRGB() -> CGColorSpace`
 /// (developer.apple.com/documentation/coregraphics/cgcolorspacecreatedevicergb()).
 public func CGColorSpaceCreateDeviceRGB() -> CGColorSpace { fatalError("CoreGraphics shim") }
 
-/// `struct CGAffineTransform` in the SDK (fields left out: only its pointer type is used here).
-public struct CGAffineTransform {}
+/// `struct CGAffineTransform` in the SDK (its fields left out: only made and passed here).
+public struct CGAffineTransform {
+    /// `init(a: CGFloat, b: CGFloat, c: CGFloat, d: CGFloat, tx: CGFloat, ty: CGFloat)`
+    /// (developer.apple.com/documentation/corefoundation/cgaffinetransform/init(a:b:c:d:tx:ty:)).
+    public init(a: CGFloat, b: CGFloat, c: CGFloat, d: CGFloat, tx: CGFloat, ty: CGFloat) { fatalError("CoreGraphics shim") }
+}
 
 /// `class CGPath` in the SDK: a CoreFoundation type, imported as a class.
 public class CGPath {
@@ -93,6 +115,9 @@ public final class CGContext {
         get { fatalError("CoreGraphics shim") }
         set { fatalError("CoreGraphics shim") }
     }
+    /// `func concatenate(_ transform: CGAffineTransform)` (CGContextConcatCTM)
+    /// (developer.apple.com/documentation/coregraphics/cgcontext/concatenate(_:)).
+    public func concatenate(_ transform: CGAffineTransform) { fatalError("CoreGraphics shim") }
     /// `func addPath(_ path: CGPath)`
     public func addPath(_ path: CGPath) { fatalError("CoreGraphics shim") }
     /// `func clip(using rule: CGPathFillRule = .winding)`

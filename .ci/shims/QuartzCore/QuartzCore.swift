@@ -19,6 +19,9 @@ open class CALayer: NSObject {
     /// `func removeAllAnimations()`
     /// (developer.apple.com/documentation/quartzcore/calayer/removeallanimations()).
     open func removeAllAnimations() { fatalError("QuartzCore shim") }
+    /// `func removeAnimation(forKey key: String)`
+    /// (developer.apple.com/documentation/quartzcore/calayer/removeanimation(forkey:)).
+    open func removeAnimation(forKey key: String) { fatalError("QuartzCore shim") }
 }
 
 /// `open class CAAnimation : NSObject, NSSecureCoding, NSCopying, CAMediaTiming, CAAction` in the

@@ -211,22 +211,23 @@ nonisolated extension ImageCache {
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
-    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
-    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
-    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
-    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
-    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
-    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
-    /// the rest.
+    /// The most bytes of a body held in memory. 20 MiB by default; values below 1 are clamped to 1.
+    /// It bounds memory, not what may be cached (that is ``maxDiskImageBytes``): a response body
+    /// that announces more, or grows past it (or past 4 MiB, whichever is less), is streamed on to
+    /// a file in the cache's folder as it arrives, and delivered and cached from there (see "Large
+    /// images" in the Memory and disk article). A body fails as ``Error/tooLarge(limit:)`` at this
+    /// limit only where it cannot be streamed (the folder cannot be used), as soon as its announced
+    /// length or its received bytes (inflated, if compressed) pass it, without reading the rest.
+    /// It also bounds the bytes given to `store`, which are held in memory.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
-    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
-    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
-    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// The largest response body that may be cached at all, in bytes: a body past
+    /// ``maxImageBytes`` or 4 MiB is written to a temporary file in the cache's folder as it
+    /// arrives, never held in memory whole, and becomes its entry's file once it is whole and
+    /// valid. 128 MiB by default; values below 0 are
     /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
     /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
     /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,

@@ -39,7 +39,10 @@ nonisolated extension ImageCache {
         case notAnImage(String)
         /// The body starts as an image of `format` but is broken; says where.
         case corruptImage(Format, String)
-        /// The response is larger than ``ImageCache/maxImageBytes``; it was not read to the end.
+        /// The response is larger than may be cached (``ImageCache/maxDiskImageBytes``, or
+        /// ``ImageCache/maxImageBytes`` where it cannot be streamed to disk), or bytes given to
+        /// `store` are larger than ``ImageCache/maxImageBytes``: `limit` says which applied. A
+        /// response is not read to the end.
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled

@@ -43,10 +43,16 @@ nonisolated extension ImageCache {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
         /// Requests answered from memory (second chance included), and lookups answered from disk.
-        /// Each request counts once: in `memoryHits`, `diskHits`, `misses` or `deduplicated` (or,
-        /// for an unsupported URL, in `failures` alone).
+        ///
+        /// A request counts at most once in `memoryHits + diskHits + misses + deduplicated`: in
+        /// `memoryHits` or `diskHits` when a tier answers it, in `deduplicated` when it joins a
+        /// download under way, in `misses` when its own download is sent. A request for an
+        /// unsupported URL, and an `onlyFromCache` one that the cache could not answer, count in
+        /// `failures` instead. A request cancelled before its download was sent counts in
+        /// `requests` alone, as does one refused before anything was looked up (an invalid request).
         public var memoryHits = 0, diskHits = 0
-        /// Downloads that went to the network: neither memory nor disk had the entry.
+        /// Downloads that went to the network: neither memory nor disk had a fresh entry, and the
+        /// first request was sent (a revalidation included; its retries are not counted again).
         public var misses = 0
         /// Requests that joined a download already under way instead of making their own.
         public var deduplicated = 0

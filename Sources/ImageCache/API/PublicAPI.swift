@@ -276,7 +276,7 @@ nonisolated extension ImageCache {
     /// them.
     ///
     /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
-    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
+    /// ``maxImageBytes`` (the most of a body held in memory); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the decode and the file's write are not the caller's.
@@ -288,23 +288,24 @@ nonisolated extension ImageCache {
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
-    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
-    /// encoding, made off the caller's thread on a queue of its own (not the decode workers that
-    /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
+    /// processors made, whose entry's file is its original's), else an encoding, made off the
+    /// caller's thread on a queue of its own (not the decode workers that downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows
     /// (``maxDecodedPixelSize`` on its longest side), under AppKit of the image as drawn. Until the
     /// file is written, look-ups of `key` on disk wait for it rather than read the key's older file.
     /// An image that memory does not keep (it would cost more than a quarter of
-    /// ``imageMemoryMaxBytes``: a 48 MP photo) and that has no such bytes is encoded before this
-    /// returns, so that it is kept on disk or this throws.
+    /// ``imageMemoryMaxBytes``: a 48 MP photo, most photos in an app extension) is encoded off the
+    /// caller's thread too: ``peek(_:)-(URL)`` finds nothing meanwhile, and fetches of `key` wait
+    /// for its file.
     ///
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
-    /// its entry's, or the encoding of an image memory does not keep) and are larger than
-    /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded. The outcome of an encoding made after this returns comes later: one that fails,
-    /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
-    /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
+    /// or its entry's) and are larger than ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when
+    /// the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of
+    /// an encoding made after this returns comes later: one that fails, or is larger than the
+    /// limit, leaves no file under `key` (an older one is deleted; memory keeps the image if it
+    /// can), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///
     /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
     ///   Apple platforms O(n) in memory's entries, to find the one holding it.

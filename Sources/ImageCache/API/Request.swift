@@ -173,7 +173,7 @@ nonisolated extension ImageCache.Load {
         // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
-        options = request.options
+        (options, scale) = (request.options, request.scale)
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors

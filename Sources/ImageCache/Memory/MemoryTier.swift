@@ -284,6 +284,14 @@ nonisolated extension ImageCache.Ledger {
         return gone
     }
 
+    /// Takes `key`'s entry out of memory (not to the second chance) if it still holds `image`: a
+    /// download's own decode that no request still wants (see `deliver(entryOf:)`). Its file is
+    /// written if it is missing, as an eviction's would be.
+    mutating func release(_ key: Key, holding image: Image?, now: TimeInterval) {
+        guard case .loaded(let slot)? = entries[key], let image, memory[slot].image == image else { return }
+        keepOnDisk([evict(slot)], usedAt: now)
+    }
+
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
     /// which case it is marked as used (least recent first, so that the order of use is kept).
     mutating func keepOnDisk(_ slots: [MemoryList.Slot], usedAt now: TimeInterval) {

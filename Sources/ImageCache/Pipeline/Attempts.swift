@@ -90,9 +90,12 @@ nonisolated extension ImageCache {
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
+    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
+    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
+    /// request's own answer, which would drop it, and the fetches would hear nothing.
     internal func progress(_ download: Download, received: Int, expected: Int?) {
         for task in locked({ $0.progressed(download, received: received) }) {
+            if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
@@ -191,19 +194,21 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
         return started
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+    /// once, as `progress` does) and puts the download
     /// back on its lane after `delay`.
     private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
                                error: Error) {
         emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
         for task in waiters where task.load.onRetry != nil {
+            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }

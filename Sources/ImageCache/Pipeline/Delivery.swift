@@ -97,9 +97,10 @@ nonisolated extension ImageCache {
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
     /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
     /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
-    /// processors run on it.
+    /// processors run on it. A `downloaded` entry that no waiter asked for itself (a binding before
+    /// layout rebound at its size, say) leaves memory once theirs are kept: its requests have gone.
     internal func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil, downloaded: Bool = false) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
@@ -116,25 +117,34 @@ nonisolated extension ImageCache {
         }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        let unwanted = downloaded && shared.isEmpty ? Countdown(order.count) : nil
         for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
+            // Once the last own decode is kept (or not made), the entry no one asked for goes.
+            let release: @Sendable () -> Void = {
+                guard unwanted?.done() == true else { return }
+                let now = self.currentTime()
+                self.locked { $0.release(key, holding: image.value, now: now) }
+            }
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    release()
                     if let event { self.emit(event) }
                     return
                 }
                 let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
                 let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
-                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                    return Processor.run(load.processors, on: made, scale: load.scale).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
+                release()
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
             if load.decoder.isCheap(limits) && load.processors.isEmpty { decode() } else { decodes.async(decode) }

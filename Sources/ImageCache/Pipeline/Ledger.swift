@@ -389,7 +389,9 @@ nonisolated extension ImageCache {
 
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        /// Its first is a miss: the one place `misses` counts.
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))
         }
 

@@ -31,6 +31,7 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
         var options: Request.Options = []
+        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false

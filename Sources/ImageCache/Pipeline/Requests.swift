@@ -161,7 +161,8 @@ nonisolated extension ImageCache {
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
                     .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
+                    downloaded: true)
         }
         startNetwork(settled.started)
     }

@@ -58,8 +58,7 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
-            lanes.move(download, to: .queued)
-            counts.misses &+= 1
+            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
@@ -75,12 +74,12 @@ nonisolated extension ImageCache.Ledger {
         return (download.takeWaiters(), startReady())
     }
 
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
-    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
+    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.misses &+= 1 }
+        guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
         case .loaded?, .loading?: return

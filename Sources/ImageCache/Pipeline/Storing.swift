@@ -77,21 +77,13 @@ nonisolated extension ImageCache {
         startNetwork(settled.started)
     }
 
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
+    /// bytes on disk after. Throws when their size is known now and too large. An image with no
+    /// bytes in hand is encoded on the store's queue, never the caller's thread, whether memory
+    /// keeps it or not (in an app extension memory keeps few photos): fetches of `key` wait for
+    /// its file meanwhile.
     internal func store(_ image: Image, under key: Key) throws {
-        let (known, memoryKeeps, maxPixels) = locked { ledger in
-            (storedBytes(of: image, in: ledger).size != nil,
-             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            guard let data = Self.encoded(image, by: plugins.encoder, maxPixels: maxPixels) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
+        if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
         let now = currentTime()
         let stopped = try locked { ledger in
             let bytes = storedBytes(of: image, in: ledger)
@@ -123,12 +115,13 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``). A variant processors made has
+    /// no bytes of its own: the file under its key string is its original's, not it.
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
         if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }

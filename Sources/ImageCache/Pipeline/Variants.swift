@@ -53,7 +53,7 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let variant = Self.variant(of: result.value, by: load.processors)
+                let variant = Self.variant(of: result.value, by: load.processors, scale: load.scale)
                 if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
@@ -72,7 +72,7 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let variant = Self.variant(of: result, by: job.load.processors)
+        let variant = Self.variant(of: result, by: job.load.processors, scale: job.load.scale)
         let now = currentTime()
         guard let waiters = locked({
             $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
@@ -84,10 +84,10 @@ nonisolated extension ImageCache {
     /// The variant `processors` make of the image an original's request got: its delivery (where
     /// the original came from, and whether stale), the original's image as memory keeps it (to
     /// compare with), and whether a processor failed (not the original).
-    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor], scale: Double?)
         -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
         let made = image(result).flatMap { fetched in
-            Processor.run(processors, on: fetched.value).map {
+            Processor.run(processors, on: fetched.value, scale: scale).map {
                 Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
             }
         }

@@ -157,16 +157,11 @@ nonisolated extension ImageCache.Processor {
         }
     }
 
-    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left);
-    /// fails the variant if `rect` covers none of it.
+    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left),
+    /// copied into a bitmap of its own; fails the variant if `rect` covers none of it.
     public static func crop(to rect: CGRect) -> ImageCache.Processor {
-        let id = "crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)"
-        return ImageCache.Processor(id) { image in
-            guard let cgImage = ImageCache.cgImage(of: image),
-                  let covered = crop((cgImage.width, cgImage.height), to: rect, scale: ImageCache.scale(of: image)) else {
-                return nil
-            }
-            return cgImage.cropping(to: covered).map { ImageCache.image($0, scale: ImageCache.scale(of: image)) }
+        drawing("crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)", required: true) { pixels, scale in
+            ImageCache.Processor.crop(pixels, to: rect, scale: scale).map { cropping(pixels, to: $0) }
         }
     }
 
@@ -186,25 +181,35 @@ nonisolated extension ImageCache.Processor {
     }
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
-    /// as it is). An animation's first frame stands for it.
-    private static func drawing(_ id: String, _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
+    /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
+    private static func drawing(_ id: String, required: Bool = false,
+                                _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
         ImageCache.Processor(id) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
-            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return image }
+            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
             return ImageCache.draw(cgImage, drawing).map { ImageCache.image($0, scale: scale) }
         }
     }
 }
 
 nonisolated extension ImageCache {
-    /// Draws `cgImage` as `drawing` says into a new bitmap (8 bits a channel, RGBA premultiplied).
-    internal static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing) -> CGImage? {
+    /// Draws `cgImage` as `drawing` says (under `transform`, if given) into a new bitmap of 8 bits a
+    /// channel, in the format ``Processor/canvas(alphaInfo:model:for:)`` chooses.
+    internal static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing,
+                              transform: Processor.Transform? = nil) -> CGImage? {
         let (width, height) = drawing.canvas
-        guard let context = CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0,
-                                      space: CGColorSpaceCreateDeviceRGB(),
-                                      bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue) else { return nil }
+        let format = Processor.canvas(alphaInfo: cgImage.alphaInfo.rawValue, model: cgImage.colorSpace?.model.rawValue,
+                                      for: drawing, transform: transform)
+        let info = (format.alpha ? CGImageAlphaInfo.premultipliedLast : .noneSkipLast).rawValue
+        let sRGB = CGColorSpace(name: CGColorSpace.sRGB) ?? CGColorSpaceCreateDeviceRGB()
+        let spaces = [format.sourceSpace ? cgImage.colorSpace : nil, sRGB].compactMap { $0 }
+        // A source space a bitmap context does not take falls back to sRGB.
+        guard let context = spaces.lazy.compactMap({
+            CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0, space: $0,
+                      bitmapInfo: info)
+        }).first else { return nil }
         context.interpolationQuality = .high
         let canvas = CGRect(x: 0, y: 0, width: width, height: height)
         switch drawing.clip {
@@ -216,6 +221,7 @@ nonisolated extension ImageCache {
             context.addPath(CGPath(ellipseIn: canvas, transform: nil))
             context.clip()
         }
+        if let t = transform { context.concatenate(CGAffineTransform(a: t.a, b: t.b, c: t.c, d: t.d, tx: t.tx, ty: t.ty)) }
         context.draw(cgImage, in: drawing.image)
         if drawing.blur > 0, let data = context.data {
             Processor.boxBlur(data, width: width, height: height, bytesPerRow: context.bytesPerRow, radius: drawing.blur)

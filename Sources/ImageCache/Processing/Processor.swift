@@ -36,8 +36,16 @@ nonisolated extension ImageCache {
     /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
     /// original stays cached and other variants are not affected.
     ///
+    /// The first processor gets the image upright and at the display scale of the view or screen
+    /// it is for: an image the cache did not decode (a camera's photo put in with `store`, 1x and
+    /// rotated) is redrawn upright, or given that scale, first. An image with no bitmap (a
+    /// `UIImage` made from a `CIImage`) fails the variant with ``Error/decodingFailed(_:)``
+    /// saying so: render it into a `CGImage` first.
+    ///
     /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
-    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics, into a new
+    /// bitmap in the image's own RGB colour space (else sRGB), with an alpha channel only where the
+    /// result needs one (an opaque photo stays opaque); they are Apple-only. On every
     /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
     /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
     ///
@@ -77,10 +85,15 @@ nonisolated extension ImageCache {
             return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
-        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
-        /// threw or made nothing, named.
-        internal static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
-            var image = image
+        /// Runs `processors` on `image` in order, prepared first for the display scale `scale` (a
+        /// view's; nil: the main screen's) as ``ImageCache/prepared(_:displayScale:)`` says: the
+        /// variant, or the failure of the first that threw or made nothing, named.
+        internal static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
+            var image: Image
+            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            case .success(let prepared): image = prepared
+            case .failure(let error): return .failure(error)
+            }
             for processor in processors {
                 do {
                     guard let made = try processor.process(image) else {

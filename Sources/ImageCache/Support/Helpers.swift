@@ -49,6 +49,21 @@ nonisolated extension ImageCache {
         init(_ value: Value) { self.value = value }
     }
 
+    /// Counts down work that ends on several threads: `done()` is true for the last of it.
+    internal final class Countdown: @unchecked Sendable {
+        private let lock = NSLock()
+        private var left: Int
+
+        init(_ count: Int) { left = count }
+
+        func done() -> Bool {
+            lock.withLock {
+                left -= 1
+                return left == 0
+            }
+        }
+    }
+
     /// The request of an `image(for:)` call, for a cancellation that may come before it is made.
     internal final class TaskBox: @unchecked Sendable {
         private let lock = NSLock()

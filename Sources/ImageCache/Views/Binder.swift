@@ -77,6 +77,9 @@ nonisolated extension ImageCache {
         #if IMAGECACHE_TESTING
         internal private(set) var ignoredCallbacks = 0  // so ignored; the tests report it (not shipped)
         #endif
+        /// The load under way replaces the image the target shows with the same one (a new size, a
+        /// reload): it comes with no transition (see ``ImageCache/animatesArrival(_:replaces:)``).
+        internal private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -158,7 +161,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            task = nil
+            (task, replaces) = (nil, false)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -182,15 +185,15 @@ nonisolated extension ImageCache {
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
-            if keepsShowing {
+            replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
+            if replaces {
                 state = .loading
-            } else if case .image = state, sameKey || meanwhile {
-                state = .loading
+                hooks.loading?()
             } else {
                 show(placeholder, .loading)
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load.onProgress = { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -293,8 +296,11 @@ nonisolated extension ImageCache {
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
-                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                let transition: Transition = fetched.source == .memory || replaces ? .none : binding?.transition ?? .none
                 show(fetched.value, .image(fetched.source), transition: transition, key: binding?.memoryKey)
+                // A binding to the target's bounds looks at them again: laid out since, they may want
+                // another size (a cell prefetched before layout).
+                if let sizeNow = hooks.sizeNow, let now = sizeNow() { resized(to: now.pixels, scale: now.scale, binding: generation) }
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -457,7 +463,7 @@ extension ImageCache {
         func show(_ image: Image?, transition: Transition) {
             guard let view else { return }
             #if canImport(UIKit)
-            view.layer.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer.removeAnimation(forKey: key) }
             view.stopAnimating()
             view.animationImages = nil
             playing = nil
@@ -471,24 +477,22 @@ extension ImageCache {
                 return fade(to: frames.last, transition)
             }
             #else
-            view.layer?.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer?.removeAnimation(forKey: key) }
             #endif
             fade(to: image, transition)
         }
 
         private func fade(to image: Image?, _ transition: Transition) {
             guard let view else { return }
-            if case .fade(let seconds) = transition, seconds > 0 {
-                #if canImport(UIKit)
-                return UIView.transition(with: view, duration: seconds,
-                                         options: [.transitionCrossDissolve, .allowUserInteraction],
-                                         animations: { view.image = image })
-                #else
-                // NSImageView does not animate `image`: a fade of its layer's contents does.
+            if let seconds = ImageCache.fadeSeconds(transition) {
+                // A fade of the layer's contents, under a key of its own (the one `show` removes).
                 let fade = CATransition()
                 (fade.type, fade.duration) = (.fade, seconds)
-                view.wantsLayer = true
-                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #if canImport(UIKit)
+                view.layer.add(fade, forKey: ImageCache.fadeAnimationKey)
+                #else
+                view.wantsLayer = true  // NSImageView does not animate `image`
+                view.layer?.add(fade, forKey: ImageCache.fadeAnimationKey)
                 #endif
             }
             view.image = image
@@ -537,6 +541,10 @@ extension ImageCache.ImageView {
     /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
+        // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
+        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+            ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
+        }
         if !sized {
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in

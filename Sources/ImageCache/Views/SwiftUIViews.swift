@@ -364,12 +364,16 @@ extension ImageCache {
                 let completion = hooks.completion.map { completion in
                     { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
                 }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+                // A re-decode keeps the image shown: the view says it loads meanwhile.
+                let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
             }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                    return (self.image, self.state) = (image, state)
+                }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
 

@@ -91,6 +91,14 @@ nonisolated extension ImageCache {
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
         var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        /// When the binder starts a load while its target keeps what it shows (a new size of the
+        /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
+        /// view says with `isLoading`.
+        var loading: (() -> Void)?
+        /// The target's size in pixels and its display scale now, for a binding made to its bounds
+        /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
+        /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
+        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -117,9 +125,33 @@ nonisolated extension ImageCache {
 
     /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
     /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    internal static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
+    /// placeholder, a failure, and an image that `replaces` the same one shown (a decode at a new
+    /// size, a reload: not an arrival, and not to be animated by the app's transaction).
+    internal static func animatesArrival(_ state: Binder.State, replaces: Bool = false) -> Bool {
+        guard case .image(let source) = state, !replaces else { return false }
         return source != .memory
+    }
+}
+
+nonisolated extension ImageCache.Binder.State {
+    /// Whether it shows an image.
+    internal var isImage: Bool {
+        if case .image = self { return true }
+        return false
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The key of the one animation a view's binder adds to its layer: the fade between two images.
+    internal static let fadeAnimationKey = "ImageCache.fade"
+
+    /// The animations a view's binder removes from its layer before it shows an image: its own fade
+    /// only, so that the app's animations of the view go on.
+    internal static let animationsRemovedByBinder = [fadeAnimationKey]
+
+    /// How long a view's fade to a new image lasts, in seconds; nil for none.
+    internal static func fadeSeconds(_ transition: Transition) -> Double? {
+        guard case .fade(let seconds) = transition, seconds > 0, seconds.isFinite else { return nil }
+        return seconds
     }
 }
