@@ -1008,6 +1008,23 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// How many slow-lane downloads (prefetches, `slowFetch`, views that lowered their priority)
+    /// may start in any second; nil (the default) for no limit. Values are clamped to 1...10,000. It
+    /// applies after deduplication and the lanes, to the slow lane only: a load for the screen never
+    /// waits on it. A start counts from when its request is sent until one second after its
+    /// transfer ends, so a server sees no more than this many of the slow lane's requests in any
+    /// second, whatever the network's delays: a burst of thousands of prefetches opens at most this
+    /// many requests a second, and each is delivered in its turn.
+    ///
+    /// ```swift
+    /// cache.maxSlowStartsPerSecond = 50
+    /// cache.prefetch(twoThousandURLs)  // at most 50 requests in any second
+    /// ```
+    public var maxSlowStartsPerSecond: Int? {
+        get { locked { $0.lanes.startLimit?.perSecond } }
+        set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
+    }
+
     /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
     /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
     /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines
@@ -3682,6 +3699,10 @@ nonisolated extension ImageCache {
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
+            var isRunning: Bool {
+                if case .running = self { return true } else { return false }
+            }
+
         }
 
         let limits: DecodeLimits  // the settings' when it was made
@@ -3738,8 +3759,10 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -3768,7 +3791,8 @@ nonisolated extension ImageCache {
                 started.append(download)
             }
             while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = slowQueue.pop(underWay) {
+                  slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
+                startLimit?.started(download)
                 start(download)
                 started.append(download)
             }
@@ -4627,6 +4651,99 @@ nonisolated extension ImageCache {
             }
             return date(value).map { max(0, $0 - Date().timeIntervalSince1970) }
         }
+    }
+}
+
+// MARK: - Network/RateLimiter.swift
+
+// The rate limit on starts: how many slow-lane downloads may start in any second
+// (``ImageCache/maxSlowStartsPerSecond``), and the timer that starts the next when it allows.
+
+
+nonisolated extension ImageCache {
+    /// The bound on the slow lane's starts: of any `perSecond + 1` consecutive starts, the last
+    /// comes at least one second after the first one's transfer ended (or was stopped). A start
+    /// counts from when it is sent until one second after its transfer ends, not after it is
+    /// sent: a request reaches the server after it is sent and before its transfer ends, so the
+    /// server too sees no more than `perSecond` requests in any second, whatever the network's
+    /// delays. `Lanes` asks it before each slow-lane start and tells it of each end; the fast lane
+    /// never asks it. Guarded by the cache's lock, like the lanes that hold it.
+    fileprivate final class StartLimit: @unchecked Sendable {
+        let perSecond: Int
+        private var slots: [Slot]  // the last `perSecond` starts, in a ring
+        private var next = 0  // the slot the next start takes: the oldest of the ring
+        private var holders: [ObjectIdentifier: Int] = [:]  // the running starts' slots, by download
+        private var wakeAt: UInt64?  // when the timer is set for, in uptime nanoseconds
+        private let wake: @Sendable () -> Void  // takes the cache's lock and starts what is ready
+
+        private enum Slot { case free, running, ended(at: UInt64) }
+
+        init(perSecond: Int, wake: @escaping @Sendable () -> Void) {
+            self.perSecond = perSecond
+            slots = Array(repeating: .free, count: perSecond)
+            self.wake = wake
+        }
+
+        /// Whether a slow-lane download may start now. When not, the timer is set for when the
+        /// oldest start's second has passed (or that start's end sets it, if it is still running).
+        func admits() -> Bool {
+            switch slots[next] {
+            case .free:
+                return true
+            case .running:
+                return false
+            case .ended(let at):
+                let due = at + 1_000_000_000
+                if DispatchTime.now().uptimeNanoseconds >= due { return true }
+                schedule(due)
+                return false
+            }
+        }
+
+        /// Takes the oldest slot for `download`, which `admits` allowed and which starts now.
+        func started(_ download: Download) {
+            slots[next] = .running
+            holders[ObjectIdentifier(download)] = next
+            next = (next + 1) % perSecond
+        }
+
+        /// The transfer of `download` ended (or its download left the running phase): its second
+        /// starts now. Nothing for a download it did not start.
+        func ended(_ download: Download) {
+            guard !holders.isEmpty, let slot = holders.removeValue(forKey: ObjectIdentifier(download)) else { return }
+            let now = DispatchTime.now().uptimeNanoseconds
+            slots[slot] = .ended(at: now)
+            if slot == next { schedule(now + 1_000_000_000) }  // the start it held back
+        }
+
+        /// The timer fired: another may be set.
+        func woke() {
+            if let wakeAt, DispatchTime.now().uptimeNanoseconds >= wakeAt { self.wakeAt = nil }
+        }
+
+        private func schedule(_ due: UInt64) {
+            if let wakeAt, wakeAt <= due { return }
+            wakeAt = due
+            DispatchQueue.global().asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due), execute: wake)
+        }
+    }
+
+    /// Sets or removes the start limit of the slow lane (see ``maxSlowStartsPerSecond``), and starts
+    /// what it lets start now.
+    fileprivate func setStartLimit(_ perSecond: Int?) {
+        let limit = perSecond.map { perSecond in
+            StartLimit(perSecond: perSecond) { [weak self] in
+                guard let self else { return }
+                self.startNetwork(self.locked { ledger in
+                    ledger.lanes.startLimit?.woke()
+                    return ledger.startReady()
+                })
+            }
+        }
+        startNetwork(locked { ledger in
+            ledger.lanes.startLimit = limit
+            return ledger.startReady()
+        })
     }
 }
 

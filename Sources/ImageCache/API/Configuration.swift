@@ -143,6 +143,23 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// How many slow-lane downloads (prefetches, `slowFetch`, views that lowered their priority)
+    /// may start in any second; nil (the default) for no limit. Values are clamped to 1...10,000. It
+    /// applies after deduplication and the lanes, to the slow lane only: a load for the screen never
+    /// waits on it. A start counts from when its request is sent until one second after its
+    /// transfer ends, so a server sees no more than this many of the slow lane's requests in any
+    /// second, whatever the network's delays: a burst of thousands of prefetches opens at most this
+    /// many requests a second, and each is delivered in its turn.
+    ///
+    /// ```swift
+    /// cache.maxSlowStartsPerSecond = 50
+    /// cache.prefetch(twoThousandURLs)  // at most 50 requests in any second
+    /// ```
+    public var maxSlowStartsPerSecond: Int? {
+        get { locked { $0.lanes.startLimit?.perSecond } }
+        set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
+    }
+
     /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
     /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
     /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines

@@ -56,6 +56,10 @@ nonisolated extension ImageCache {
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
+            var isRunning: Bool {
+                if case .running = self { return true } else { return false }
+            }
+
             #if IMAGECACHE_TESTING
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
@@ -130,6 +134,7 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
         #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
         #endif
@@ -140,6 +145,7 @@ nonisolated extension ImageCache {
                 wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
             }
             #endif
+            if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -168,7 +174,8 @@ nonisolated extension ImageCache {
                 started.append(download)
             }
             while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = slowQueue.pop(underWay) {
+                  slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
+                startLimit?.started(download)
                 start(download)
                 started.append(download)
             }
