@@ -150,6 +150,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let authorizer = Authorizer()  // guarded by `lock`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
@@ -266,6 +267,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
+        var authorization: Authorization?
     }
 }
 
@@ -1085,6 +1087,20 @@ nonisolated extension ImageCache {
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
         get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
+    }
+
+    /// What the cache does when a server refuses the credentials a request carried (401, or the
+    /// statuses the app names): nil by default (the load fails with ``Error/httpStatus(_:)``). Set,
+    /// the refused request waits, holding no lane slot, while the app's ``Authorization/refresh``
+    /// runs, once for every request refused meanwhile (a request sent before a refresh ended and
+    /// refused after it is sent again without another); then each is sent again, its credentials
+    /// put in by ``requestModifier``, or, if the refresh threw, fails with
+    /// ``Error/network(_:_:)`` `.userAuthenticationRequired` and the refresh's error in its text. A
+    /// request refused again after a refresh fails with its status. Credentials follow a redirect
+    /// to the same origin only, as every header the app sets does.
+    public var authorization: Authorization? {
+        get { setting(\.authorization) }
+        set { change(\.authorization, to: newValue) }
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.
@@ -3677,6 +3693,8 @@ nonisolated extension ImageCache {
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
+        var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
+        var reauthorized = false  // it waited for a refresh once: refused again, it fails
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
@@ -3901,7 +3919,9 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
+            let (settings, stale, credentials) = locked { ledger in
+                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+            }
             for (download, stale) in zip(batch, stale) {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
@@ -3917,6 +3937,7 @@ nonisolated extension ImageCache {
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         ledger.sent(download, task)
+                        download.credentials = credentials
                         return task
                     }
                     if let task { transport.resume(task) }
@@ -3979,6 +4000,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
@@ -4747,6 +4769,142 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Network/Authorization.swift
+
+// The authorization hook: a request refused with 401 (or another status the app names) waits while
+// the app refreshes its credentials, once for all the requests refused meanwhile, and is then sent
+// again (``ImageCache/requestModifier`` puts the new credentials in); a refresh that throws fails
+// them all. What it keeps between refusals is the `Authorizer`.
+
+
+nonisolated extension ImageCache {
+    /// How the cache gets new credentials when a server refuses the ones it sent; see
+    /// ``ImageCache/authorization``.
+    ///
+    /// The credentials themselves go into each request where they always do, in
+    /// ``ImageCache/requestModifier``, which runs again for the request sent after a refresh:
+    ///
+    /// ```swift
+    /// cache.requestModifier = { request in
+    ///     var request = request
+    ///     request.setValue("Bearer \(tokens.current)", forHTTPHeaderField: "Authorization")
+    ///     return request
+    /// }
+    /// cache.authorization = ImageCache.Authorization { url, status in
+    ///     try await tokens.refresh()  // once, however many requests were refused meanwhile
+    /// }
+    /// ```
+    public struct Authorization: Sendable {
+        /// The statuses that mean the credentials sent are no longer good: `[401]` by default; add
+        /// 403 for a server that answers so.
+        public var statuses: Set<Int>
+        /// Refreshes the app's credentials, given the URL and status of the first request refused
+        /// since the last refresh. Runs in a task of its own, outside the cache's lock. Returning
+        /// sends every request that waited for it again; throwing fails them all.
+        public var refresh: @Sendable (_ url: URL, _ status: Int) async throws -> Void
+
+        /// An authorization hook that calls `refresh` when a response has one of `statuses`.
+        ///
+        /// - Parameters:
+        ///   - statuses: The statuses that mean the credentials are stale; `[401]` by default.
+        ///   - refresh: Refreshes the credentials; see ``refresh``.
+        public init(statuses: Set<Int> = [401],
+                    refresh: @escaping @Sendable (_ url: URL, _ status: Int) async throws -> Void) {
+            (self.statuses, self.refresh) = (statuses, refresh)
+        }
+    }
+
+    /// What the authorization hook keeps between refusals: how many refreshes have ended (each
+    /// request is sent with the number it was made after, in `Download.credentials`), whether one
+    /// is under way, the downloads waiting for it, and how the last one ended. Guarded by the
+    /// cache's lock.
+    fileprivate final class Authorizer: @unchecked Sendable {
+        private(set) var refreshes: UInt64 = 0  // refreshes ended, succeeded or not
+        private(set) var refreshing = false
+        private var waiting: [Download] = []
+        private var lastFailure: Error?  // how the last refresh failed; nil if it succeeded
+
+        /// What to do with `download`, refused with its credentials of refresh number `credentials`.
+        enum Step { case retry, fail(Error), wait, refresh }
+
+        func refused(_ download: Download, credentials: UInt64) -> Step {
+            // A refresh ended after it was sent: its newest outcome answers.
+            if credentials < refreshes { return lastFailure.map { .fail($0) } ?? .retry }
+            waiting.append(download)
+            if refreshing { return .wait }
+            refreshing = true
+            return .refresh
+        }
+
+        /// The refresh under way ended (`failure`: how it failed); returns the downloads that waited.
+        func refreshed(_ failure: Error?) -> [Download] {
+            refreshing = false
+            refreshes += 1
+            lastFailure = failure
+            defer { waiting = [] }
+            return waiting
+        }
+    }
+
+    /// `result` of an attempt of `download`, or nil when the authorization hook takes the attempt
+    /// over (a status of ``Authorization/statuses``, the download not refused since a refresh
+    /// already): it then waits, holding no lane slot, and is sent again or fails when the refresh
+    /// ends. Other results pass at the cost of one comparison.
+    @inline(__always)
+    fileprivate func authorizing(_ download: Download, _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        guard case .failure(.httpStatus(let status)) = result, status >= 400 else { return result }
+        return reauthorize(download, status: status, result)
+    }
+
+    private func reauthorize(_ download: Download, status: Int,
+                             _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        enum Decision { case pass, fail(Error), step(Authorizer.Step, Authorization, started: [Download]) }
+        let decision: Decision = locked { ledger in
+            guard let authorization = ledger.settings.authorization, authorization.statuses.contains(status),
+                  !download.reauthorized else { return .pass }
+            let step = authorizer.refused(download, credentials: download.credentials)
+            if case .fail(let error) = step { return .fail(error) }
+            guard let started = ledger.move(download, ifIn: \.isRunning, to: .waitingToRetry) else { return .pass }
+            download.reauthorized = true  // refused again after a refresh, it fails
+            download.attempts -= 1  // the attempt after the refresh is not a retry
+            return .step(step, authorization, started: started)
+        }
+        switch decision {
+        case .pass:
+            return result
+        case .fail(let error):
+            return .failure(error)
+        case .step(let step, let authorization, let started):
+            startNetwork(started)
+            switch step {
+            case .retry: requeue(download)
+            case .refresh: Task { await self.refresh(authorization, url: download.url, status: status) }
+            case .wait, .fail: break
+            }
+            return nil
+        }
+    }
+
+    /// Runs the app's refresh, then sends again every download that waited for it, or fails them
+    /// all with its error (``Error/network(_:_:)`` `.userAuthenticationRequired`, which says it).
+    private func refresh(_ authorization: Authorization, url: URL, status: Int) async {
+        var failure: Error?
+        do {
+            try await authorization.refresh(url, status)
+        } catch {
+            failure = .network(.userAuthenticationRequired, "the authorization's refresh failed: \(error)")
+        }
+        let waiting = locked { _ in authorizer.refreshed(failure) }
+        for download in waiting {
+            if let failure {
+                startNetwork(networkFinished(download, .failure(failure)))
+            } else {
+                requeue(download)
+            }
+        }
+    }
+}
+
 // MARK: - Decoding/Decodes.swift
 
 // The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
@@ -5307,7 +5465,7 @@ nonisolated extension ImageCache.Ledger {
                                now: TimeInterval) -> ImageCache.Settled? {
         guard isCurrent(download) else { return nil }
         switch download.phase {
-        case .running, .decoding: break
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it

@@ -222,6 +222,20 @@ nonisolated extension ImageCache {
         set { change(\.requestModifier, to: newValue) }
     }
 
+    /// What the cache does when a server refuses the credentials a request carried (401, or the
+    /// statuses the app names): nil by default (the load fails with ``Error/httpStatus(_:)``). Set,
+    /// the refused request waits, holding no lane slot, while the app's ``Authorization/refresh``
+    /// runs, once for every request refused meanwhile (a request sent before a refresh ended and
+    /// refused after it is sent again without another); then each is sent again, its credentials
+    /// put in by ``requestModifier``, or, if the refresh threw, fails with
+    /// ``Error/network(_:_:)`` `.userAuthenticationRequired` and the refresh's error in its text. A
+    /// request refused again after a refresh fails with its status. Credentials follow a redirect
+    /// to the same origin only, as every header the app sets does.
+    public var authorization: Authorization? {
+        get { setting(\.authorization) }
+        set { change(\.authorization, to: newValue) }
+    }
+
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { setting(\.retryPolicy) }

@@ -27,7 +27,9 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
+            let (settings, stale, credentials) = locked { ledger in
+                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+            }
             for (download, stale) in zip(batch, stale) {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
@@ -43,6 +45,7 @@ nonisolated extension ImageCache {
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         ledger.sent(download, task)
+                        download.credentials = credentials
                         return task
                     }
                     if let task { transport.resume(task) }
@@ -105,6 +108,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))

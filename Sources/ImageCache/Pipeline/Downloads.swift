@@ -34,6 +34,8 @@ nonisolated extension ImageCache {
         var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         var attempts = 0
+        var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
+        var reauthorized = false  // it waited for a refresh once: refused again, it fails
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to

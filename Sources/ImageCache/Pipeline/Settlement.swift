@@ -111,7 +111,7 @@ nonisolated extension ImageCache.Ledger {
                                now: TimeInterval) -> ImageCache.Settled? {
         guard isCurrent(download) else { return nil }
         switch download.phase {
-        case .running, .decoding: break
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
