@@ -79,6 +79,9 @@ import SwiftUI
 #if os(watchOS)
 import WatchKit
 #endif
+#if canImport(os)
+import os
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).
@@ -1344,6 +1347,9 @@ nonisolated extension ImageCache {
         public var memoryCount = 0, memoryBytes = 0
         /// What the folder holds: entry files and their bytes, as ``ImageCache/statistics()`` says.
         public var diskFiles = 0, diskBytes = 0
+        /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
+        /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
+        public var missReasons: [MissReason: Int] = [:]
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and
@@ -1386,6 +1392,188 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/MissReason.swift
+
+// Misses that explain themselves: why a tier did not answer a load (`MissReason`), what each tier
+// said of one load (`Misses`, in `Fetched.misses`), where the text goes (`MissLog`), and the
+// ledger's record of them (evictions by limit, the counts `statistics()` sums up).
+
+
+nonisolated extension ImageCache {
+    /// Why a tier did not answer a load, or how the network answered a revalidation. A value that
+    /// grows in 1.x: new reasons are new static members (compare with `==`, or read its
+    /// `description`; a `switch` over it needs a `default`).
+    public struct MissReason: Sendable, Hashable, CustomStringConvertible {
+        fileprivate let code: UInt8
+
+        /// The tier had no entry for the key.
+        public static let absent = MissReason(code: 0)
+        /// The tier's entry had expired (``ImageCache/imageTimeToLive`` or the server's freshness).
+        public static let expired = MissReason(code: 1)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxCount``.
+        public static let evictedByCountLimit = MissReason(code: 2)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxBytes``.
+        public static let evictedByByteLimit = MissReason(code: 3)
+        /// Memory has the image at another size or as another variant (other processors), not this one.
+        public static let otherVariantOnly = MissReason(code: 4)
+        /// The tier was not read: the load asked not to (``Request/Options/reloadIgnoringCachedData``).
+        public static let refusedByOption = MissReason(code: 5)
+        /// Memory remembered that an earlier load of the key failed; this one tried again.
+        public static let failedEarlier = MissReason(code: 6)
+        /// The file on disk could not be read or decoded.
+        public static let unreadable = MissReason(code: 7)
+        /// The network, asked to revalidate an expired entry, said it had not changed (`304`).
+        public static let notModified = MissReason(code: 8)
+        /// The network, asked to revalidate an expired entry, sent a new body (`200`).
+        public static let modified = MissReason(code: 9)
+
+        private static let texts = [
+            "not there", "expired", "evicted earlier by the count limit", "evicted earlier by the byte limit",
+            "present at another size or variant only", "not read: the load asked to reload",
+            "an earlier load failed", "unreadable", "revalidated: 304 Not Modified", "revalidated: 200, changed",
+        ]
+
+        /// The reason in words, as ``MissLog`` writes it.
+        public var description: String { Self.texts[Int(code)] }
+    }
+
+    /// What each tier said of one load that memory did not answer at once; see ``Fetched/misses``.
+    /// Nil for a tier not asked, or one that answered (``Fetched/source`` says which). Grows in 1.x
+    /// by new properties.
+    public struct Misses: Sendable, Equatable, CustomStringConvertible {
+        /// Why memory did not answer; nil if it did.
+        public fileprivate(set) var memory: MissReason?
+        /// Why the disk did not answer; nil if it did, or was not asked.
+        public fileprivate(set) var disk: MissReason?
+        /// How the network answered a revalidation of the disk's expired entry: ``MissReason/notModified``
+        /// or ``MissReason/modified``; nil for a plain download, or when it was not asked.
+        public fileprivate(set) var network: MissReason?
+
+        /// No tier missed.
+        public init() {}
+
+        /// The tiers and what they said, as ``MissLog`` writes it: "memory: not there; disk: expired;
+        /// network: revalidated: 304 Not Modified".
+        public var description: String {
+            [("memory", memory), ("disk", disk), ("network", network)]
+                .compactMap { tier, said in said.map { "\(tier): \($0)" } }.joined(separator: "; ")
+        }
+    }
+
+    /// Where the cache writes a line for each load that memory did not answer: its URL, where it
+    /// came from, and ``Misses``; see ``ImageCache/missLog``.
+    public struct MissLog: Sendable {
+        fileprivate let write: @Sendable (String) -> Void
+
+        /// Writes each line with `write`, on ``ImageCache/callbackQueue``.
+        public init(_ write: @escaping @Sendable (String) -> Void) { self.write = write }
+
+        #if canImport(os)
+        /// The unified log, subsystem "ImageCache", category "misses", at the debug level: Console
+        /// shows it once debug messages are included; nothing is written while it is not.
+        @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+        public static var unifiedLog: MissLog {
+            MissLog { line in Logger(subsystem: "ImageCache", category: "misses").debug("\(line, privacy: .public)") }
+        }
+        #endif
+    }
+
+    /// Where a line is written for each load that memory did not answer, telling what each tier
+    /// said (see ``Misses``): nil (nothing written) by default. On Linux give it a closure
+    /// (`MissLog { print($0) }`); on Apple platforms `.unifiedLog` from iOS 14 and macOS 11. Runs on
+    /// ``callbackQueue``. The same reasons come with each load (``Fetched/misses``) and as counts in
+    /// ``statistics()`` (``Statistics/missReasons``) whether it is set or not.
+    public var missLog: MissLog? {
+        get { locked { $0.missBook.log } }
+        set { locked { $0.missBook.log = newValue } }
+    }
+
+    /// The ledger's record of misses: which keys memory evicted lately and by which limit (the
+    /// last 1,024 at most), and the log. Guarded by the cache's lock, as the ledger is.
+    fileprivate struct MissBook {
+        private var evicted: [Key: MissReason] = [:]
+        var log: MissLog?
+
+        /// `keys` left memory by a limit: by the count limit if `byCount`, else by the byte limit.
+        mutating func evicted(_ slots: [MemoryList.Slot], byCount: Bool) {
+            if evicted.count + slots.count > 1_024 { evicted = [:] }
+            for slot in slots { evicted[slot.key] = byCount ? .evictedByCountLimit : .evictedByByteLimit }
+        }
+
+        /// The limit that evicted `key` lately, if one did; forgotten once told.
+        mutating func eviction(of key: Key) -> MissReason? {
+            evicted.isEmpty ? nil : evicted.removeValue(forKey: key)
+        }
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    typealias MissReason = ImageCache.MissReason
+
+    /// Notes what memory said of `download`'s first load, `said` as `route` saw it: a key it did
+    /// not have is refined here (evicted by a limit, or there at another size or variant).
+    mutating func missedInMemory(_ download: Download, _ said: MissReason) {
+        var said = said
+        if said == .absent {
+            if let limit = missBook.eviction(of: download.key) {
+                said = limit
+            } else if otherVariantInMemory(download.key) {
+                said = .otherVariantOnly
+            }
+        }
+        download.misses.memory = said
+        count(said)
+    }
+
+    /// Whether memory has the image `key` names under another of its keys (size, processors).
+    private func otherVariantInMemory(_ key: Key) -> Bool {
+        let variants = entries.variants(of: key.string)
+        guard !key.isWhole || !variants.isEmpty else { return false }
+        for other in [Key(string: key.string)] + variants where other != key {
+            if case .loaded? = entries[other] { return true }
+        }
+        return false
+    }
+
+    /// Notes what the disk said of `download`, whose look-up found `found` (nil: nothing, or not
+    /// read).
+    mutating func missedOnDisk(_ download: Download, _ found: ImageCache.FoundOnDisk?) {
+        let said: MissReason
+        switch found {
+        case _ where download.ignoresCache: said = .refusedByOption
+        case .stale?: said = .expired
+        case .unusable?: said = .unreadable
+        case .fresh?, nil: said = .absent
+        }
+        download.misses.disk = said
+        count(said)
+    }
+
+    /// What the tiers said of `download`, now answered by the network (`notModified`: with a `304`
+    /// for its expired entry), logged if the log is on.
+    mutating func explained(_ download: Download, notModified: Bool) -> ImageCache.Misses {
+        if notModified {
+            download.misses.network = .notModified
+        } else if download.stale != nil {
+            download.misses.network = .modified
+        }
+        if let said = download.misses.network { count(said) }
+        log(download, from: .network)
+        return download.misses
+    }
+
+    /// Writes `download`'s line, answered by `source`, to the log if it is on.
+    mutating func log(_ download: Download, from source: ImageCache.Source) {
+        guard let log = missBook.log, download.misses.memory != nil else { return }  // not a store's
+        let line = "\(download.key.string) from \(source.rawValue): \(download.misses)"
+        settings.callbackQueue.async { log.write(line) }
+    }
+
+    private mutating func count(_ reason: MissReason) {
+        counts.missReasons[reason, default: 0] &+= 1
+    }
+}
+
 // MARK: - API/PublicTypes.swift
 
 // The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
@@ -1419,6 +1607,9 @@ nonisolated extension ImageCache {
         /// Whether it is an expired entry, delivered because the network failed
         /// (``ImageCache/servesStaleWhenOffline``).
         public let isStale: Bool
+        /// What each tier said before the one that answered (see ``Misses``): empty for a memory
+        /// hit. A load that joined a download under way gets that download's.
+        public fileprivate(set) var misses = Misses()
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -2903,7 +3094,7 @@ nonisolated extension ImageCache {
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
-                    .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    .success(Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
         }
         startNetwork(settled.started)
@@ -3018,6 +3209,7 @@ nonisolated extension ImageCache {
         var settings: Settings
         var lanes = Lanes()
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
@@ -3070,12 +3262,16 @@ nonisolated extension ImageCache {
             }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
+            var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
             switch entries[key] {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .loading?, .failed?, nil:
+            case .failed?:
+                memorySaid = .failedEarlier
+            case .loading?, nil:
                 break
             }
             if let error = Load.refusal(of: task.url) {
@@ -3102,6 +3298,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits)
+            missedInMemory(download, memorySaid)
             download.waiters.append(task)
             task.download = download
             lanes.move(download, to: .checkingDisk)
@@ -3695,6 +3892,7 @@ nonisolated extension ImageCache {
         var attempts = 0
         var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         var reauthorized = false  // it waited for a refresh once: refused again, it fails
+        var misses = Misses()  // what each tier said of it (MissReason.swift)
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
@@ -5412,11 +5610,13 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
+            missedOnDisk(download, found)
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
         }
         counts.diskHits &+= 1
+        log(download, from: .disk)
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
@@ -5518,7 +5718,8 @@ nonisolated extension ImageCache.Ledger {
     /// get.
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified))
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
@@ -5891,6 +6092,7 @@ nonisolated extension ImageCache.Ledger {
                 evicted.append(evict(victim))
             }
             counts.evictions &+= evicted.count
+            missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
@@ -6026,6 +6228,7 @@ nonisolated extension ImageCache {
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+        var misses = Misses()  // what the tiers said of the download (MissReason.swift)
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -6039,7 +6242,8 @@ nonisolated extension ImageCache {
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses))
         }
     }
 
@@ -6050,7 +6254,8 @@ nonisolated extension ImageCache {
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses))
         }
     }
 

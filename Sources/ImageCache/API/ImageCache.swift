@@ -55,6 +55,9 @@ import SwiftUI
 #if os(watchOS)
 import WatchKit
 #endif
+#if canImport(os)
+import os
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).

@@ -36,6 +36,7 @@ nonisolated extension ImageCache {
         var attempts = 0
         var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         var reauthorized = false  // it waited for a refresh once: refused again, it fails
+        var misses = Misses()  // what each tier said of it (MissReason.swift)
         var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to

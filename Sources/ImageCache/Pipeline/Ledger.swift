@@ -35,6 +35,7 @@ nonisolated extension ImageCache {
         var settings: Settings
         var lanes = Lanes()
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
@@ -87,12 +88,16 @@ nonisolated extension ImageCache {
             }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
+            var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
             switch entries[key] {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .loading?, .failed?, nil:
+            case .failed?:
+                memorySaid = .failedEarlier
+            case .loading?, nil:
                 break
             }
             if let error = Load.refusal(of: task.url) {
@@ -119,6 +124,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits)
+            missedInMemory(download, memorySaid)
             download.waiters.append(task)
             task.download = download
             lanes.move(download, to: .checkingDisk)

@@ -58,11 +58,13 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
+            missedOnDisk(download, found)
             lanes.move(download, to: .queued)
             counts.misses &+= 1
             return ([], startReady())
         }
         counts.diskHits &+= 1
+        log(download, from: .disk)
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
@@ -164,7 +166,8 @@ nonisolated extension ImageCache.Ledger {
     /// get.
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified))
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
