@@ -1610,6 +1610,9 @@ nonisolated extension ImageCache {
         /// What each tier said before the one that answered (see ``Misses``): empty for a memory
         /// hit. A load that joined a download under way gets that download's.
         public fileprivate(set) var misses = Misses()
+        /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
+        /// came from the network. A load that joined a download under way gets that download's.
+        public fileprivate(set) var metrics: TransferMetrics?
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -4192,6 +4195,7 @@ nonisolated extension ImageCache {
     /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
+        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
@@ -4200,7 +4204,8 @@ nonisolated extension ImageCache {
             if case .failure = result { transfer.spool?.discard() }
             guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: metrics)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
@@ -4342,6 +4347,9 @@ nonisolated extension ImageCache {
         var heardAt: UInt64
         var stalled = false
         var quiet: UInt64 = 0
+        let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
+        var redirects = 0  // followed so far
+        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -4350,6 +4358,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now()
             deadline = now + seconds
             heardAt = now.uptimeNanoseconds
+            startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
 
@@ -4568,7 +4577,14 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+            let next = HTTP.redirect(response, request, from: task.originalRequest)
+            if next != nil { lock.withLock { transfers[ObjectIdentifier(task)] }?.redirects += 1 }
+            completionHandler(next)
+        }
+
+        /// URLSession's metrics of a task, before it completes (Apple platforms; not corelibs today).
+        func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+            lock.withLock { transfers[ObjectIdentifier(task)] }?.taskMetrics = metrics
         }
 
         /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
@@ -5103,6 +5119,46 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Network/TransferMetrics.swift
+
+// What a load's transfer measured (`TransferMetrics`, in `Fetched.metrics`): when it was sent, how
+// long it took, its bytes and redirects, by the cache's own clocks, and URLSession's metrics where
+// the platform delivers them.
+
+
+nonisolated extension ImageCache {
+    /// What the transfer that answered a load measured; see ``Fetched/metrics``. Grows in 1.x by
+    /// new properties.
+    public struct TransferMetrics: Sendable {
+        /// When its request was sent, by the wall clock.
+        public let sentAt: Date
+        /// Seconds from sending the request to the end of its response, by a monotonic clock.
+        public let duration: TimeInterval
+        /// Bytes of the body received (inflated, if the server compressed it); 0 for a `304`.
+        public let bytesReceived: Int
+        /// Redirects followed on the way.
+        public let redirects: Int
+        /// The status of the response that ended it.
+        public let statusCode: Int
+        private let collected: Unchecked<URLSessionTaskMetrics>?
+
+        /// URLSession's own metrics of the task, where the platform delivers them (Apple
+        /// platforms; swift-corelibs-foundation does not call `didFinishCollecting` today, so nil
+        /// on Linux).
+        public var taskMetrics: URLSessionTaskMetrics? { collected?.value }
+
+        /// The metrics of `transfer`, which has just ended.
+        fileprivate init(_ transfer: Transfer) {
+            sentAt = Date(timeIntervalSince1970: transfer.sentAt)
+            duration = TimeInterval(DispatchTime.now().uptimeNanoseconds - transfer.startedAt) / 1_000_000_000
+            bytesReceived = transfer.received
+            redirects = transfer.redirects
+            statusCode = (transfer.response as? HTTPURLResponse)?.statusCode ?? 0
+            collected = transfer.taskMetrics.map(Unchecked.init)
+        }
+    }
+}
+
 // MARK: - Decoding/Decodes.swift
 
 // The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
@@ -5596,6 +5652,7 @@ nonisolated extension ImageCache {
         var response: URLResponse?
         var sentAt: TimeInterval?
         var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -5719,7 +5776,7 @@ nonisolated extension ImageCache.Ledger {
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
-                                misses: explained(download, notModified: answer.notModified))
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
@@ -6229,6 +6286,7 @@ nonisolated extension ImageCache {
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
         var misses = Misses()  // what the tiers said of the download (MissReason.swift)
+        var metrics: TransferMetrics?  // what its transfer measured, from the network
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -6243,7 +6301,7 @@ nonisolated extension ImageCache {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses))
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -6255,7 +6313,7 @@ nonisolated extension ImageCache {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses))
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 

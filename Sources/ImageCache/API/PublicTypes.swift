@@ -48,6 +48,9 @@ nonisolated extension ImageCache {
         /// What each tier said before the one that answered (see ``Misses``): empty for a memory
         /// hit. A load that joined a download under way gets that download's.
         public internal(set) var misses = Misses()
+        /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
+        /// came from the network. A load that joined a download under way gets that download's.
+        public internal(set) var metrics: TransferMetrics?
     }
 
     #if canImport(UIKit) || canImport(AppKit)

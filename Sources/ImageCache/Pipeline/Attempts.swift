@@ -102,6 +102,7 @@ nonisolated extension ImageCache {
     /// when the decoder is cheap.
     internal func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
+        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
@@ -110,7 +111,8 @@ nonisolated extension ImageCache {
             if case .failure = result { transfer.spool?.discard() }
             guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: metrics)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }

@@ -26,6 +26,7 @@ nonisolated extension ImageCache {
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
         var misses = Misses()  // what the tiers said of the download (MissReason.swift)
+        var metrics: TransferMetrics?  // what its transfer measured, from the network
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -40,7 +41,7 @@ nonisolated extension ImageCache {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses))
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -52,7 +53,7 @@ nonisolated extension ImageCache {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses))
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 

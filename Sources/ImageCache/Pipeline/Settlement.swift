@@ -44,6 +44,7 @@ nonisolated extension ImageCache {
         var response: URLResponse?
         var sentAt: TimeInterval?
         var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -167,7 +168,7 @@ nonisolated extension ImageCache.Ledger {
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
         let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
-                                misses: explained(download, notModified: answer.notModified))
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
