@@ -147,4 +147,42 @@ final class AuthorizationTests: CacheTestCase {
         guard case .failure(.httpStatus(401))? = outcome else { return XCTFail("\(String(describing: outcome))") }
         XCTAssertEqual(server.requestCount("/auth/plain.png"), 1)
     }
+
+    func testA401WithABasicChallengeFailsWithItsStatusAndNeverHangs() {
+        // Given a server that asks for Basic credentials (corelibs' URLSession treats this
+        // challenge itself; a task left waiting on it would hang)
+        let cache = makeCache()
+        server.set("/basic.png", LoopbackServer.Response(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"images\""],
+                                                        body: Data("who?".utf8)))
+        // When it is fetched, with no authorization hook
+        let outcome = result(cache, server.url("/basic.png"))
+        // Then the load ends (the wait has an outcome), failing with the 401, sent once
+        guard case .failure(.httpStatus(401))? = outcome else { return XCTFail("\(String(describing: outcome))") }
+        XCTAssertEqual(server.requestCount("/basic.png"), 1)
+    }
+
+    func testA401WithABasicChallengeReachesTheHookAndTheRequestIsSentAgain() {
+        // Given a server that asks for Basic credentials until it gets them, and a hook that finds them
+        let photo = fixture("photo.png")
+        server.headersHandler = { path, headers in
+            guard path == "/auth/basic.png" else { return nil }
+            guard headers["authorization"] == "Basic dXNlcjpwYXNz" else {
+                return LoopbackServer.Response(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"images\""])
+            }
+            return .ok(photo)
+        }
+        let credentials = Locked<String?>(nil)
+        let cache = makeCache()
+        cache.requestModifier = { request in
+            var request = request
+            if let credentials = credentials.value { request.setValue(credentials, forHTTPHeaderField: "Authorization") }
+            return request
+        }
+        cache.authorization = ImageCache.Authorization { _, _ in credentials.value = "Basic dXNlcjpwYXNz" }
+        // When it is fetched
+        let image = fetchAndWait(cache, server.url("/auth/basic.png"))
+        // Then it arrives, on the second request
+        XCTAssertNotNil(image)
+        XCTAssertEqual(server.requestCount("/auth/basic.png"), 2)
+    }
 }
