@@ -85,6 +85,9 @@ import SwiftUI
 #if os(watchOS)
 import WatchKit
 #endif
+#if canImport(os)
+import os
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).
@@ -157,6 +160,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let decodes: Decodes
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let authorizer = Authorizer()  // guarded by `lock`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     /// What the app plugged in at `init` (see ``Plugins``): set by the `init` that takes them, before
     /// the cache is returned, and fixed from then on (so unchecked, like `_state`).
@@ -291,6 +295,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
         var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
+        var authorization: Authorization?
     }
 }
 
@@ -1034,6 +1039,23 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// How many slow-lane downloads (prefetches, `slowFetch`, views that lowered their priority)
+    /// may start in any second; nil (the default) for no limit. Values are clamped to 1...10,000. It
+    /// applies after deduplication and the lanes, to the slow lane only: a load for the screen never
+    /// waits on it. A start counts from when its request is sent until one second after its
+    /// transfer ends, so a server sees no more than this many of the slow lane's requests in any
+    /// second, whatever the network's delays: a burst of thousands of prefetches opens at most this
+    /// many requests a second, and each is delivered in its turn.
+    ///
+    /// ```swift
+    /// cache.maxSlowStartsPerSecond = 50
+    /// cache.prefetch(twoThousandURLs)  // at most 50 requests in any second
+    /// ```
+    public var maxSlowStartsPerSecond: Int? {
+        get { locked { $0.lanes.startLimit?.perSecond } }
+        set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
+    }
+
     /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
     /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
     /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines
@@ -1094,6 +1116,20 @@ nonisolated extension ImageCache {
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
         get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
+    }
+
+    /// What the cache does when a server refuses the credentials a request carried (401, or the
+    /// statuses the app names): nil by default (the load fails with ``Error/httpStatus(_:)``). Set,
+    /// the refused request waits, holding no lane slot, while the app's ``Authorization/refresh``
+    /// runs, once for every request refused meanwhile (a request sent before a refresh ended and
+    /// refused after it is sent again without another); then each is sent again, its credentials
+    /// put in by ``requestModifier``, or, if the refresh threw, fails with
+    /// ``Error/network(_:_:)`` `.userAuthenticationRequired` and the refresh's error in its text. A
+    /// request refused again after a refresh fails with its status. Credentials follow a redirect
+    /// to the same origin only, as every header the app sets does.
+    public var authorization: Authorization? {
+        get { setting(\.authorization) }
+        set { change(\.authorization, to: newValue) }
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.
@@ -1388,6 +1424,9 @@ nonisolated extension ImageCache {
         public var memoryCount = 0, memoryBytes = 0
         /// What the folder holds: entry files and their bytes, as ``ImageCache/statistics()`` says.
         public var diskFiles = 0, diskBytes = 0
+        /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
+        /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
+        public var missReasons: [MissReason: Int] = [:]
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and
@@ -1430,6 +1469,188 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/MissReason.swift
+
+// Misses that explain themselves: why a tier did not answer a load (`MissReason`), what each tier
+// said of one load (`Misses`, in `Fetched.misses`), where the text goes (`MissLog`), and the
+// ledger's record of them (evictions by limit, the counts `statistics()` sums up).
+
+
+nonisolated extension ImageCache {
+    /// Why a tier did not answer a load, or how the network answered a revalidation. A value that
+    /// grows in 1.x: new reasons are new static members (compare with `==`, or read its
+    /// `description`; a `switch` over it needs a `default`).
+    public struct MissReason: Sendable, Hashable, CustomStringConvertible {
+        fileprivate let code: UInt8
+
+        /// The tier had no entry for the key.
+        public static let absent = MissReason(code: 0)
+        /// The tier's entry had expired (``ImageCache/imageTimeToLive`` or the server's freshness).
+        public static let expired = MissReason(code: 1)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxCount``.
+        public static let evictedByCountLimit = MissReason(code: 2)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxBytes``.
+        public static let evictedByByteLimit = MissReason(code: 3)
+        /// Memory has the image at another size or as another variant (other processors), not this one.
+        public static let otherVariantOnly = MissReason(code: 4)
+        /// The tier was not read: the load asked not to (``Request/Options/reloadIgnoringCachedData``).
+        public static let refusedByOption = MissReason(code: 5)
+        /// Memory remembered that an earlier load of the key failed; this one tried again.
+        public static let failedEarlier = MissReason(code: 6)
+        /// The file on disk could not be read or decoded.
+        public static let unreadable = MissReason(code: 7)
+        /// The network, asked to revalidate an expired entry, said it had not changed (`304`).
+        public static let notModified = MissReason(code: 8)
+        /// The network, asked to revalidate an expired entry, sent a new body (`200`).
+        public static let modified = MissReason(code: 9)
+
+        private static let texts = [
+            "not there", "expired", "evicted earlier by the count limit", "evicted earlier by the byte limit",
+            "present at another size or variant only", "not read: the load asked to reload",
+            "an earlier load failed", "unreadable", "revalidated: 304 Not Modified", "revalidated: 200, changed",
+        ]
+
+        /// The reason in words, as ``MissLog`` writes it.
+        public var description: String { Self.texts[Int(code)] }
+    }
+
+    /// What each tier said of one load that memory did not answer at once; see ``Fetched/misses``.
+    /// Nil for a tier not asked, or one that answered (``Fetched/source`` says which). Grows in 1.x
+    /// by new properties.
+    public struct Misses: Sendable, Equatable, CustomStringConvertible {
+        /// Why memory did not answer; nil if it did.
+        public fileprivate(set) var memory: MissReason?
+        /// Why the disk did not answer; nil if it did, or was not asked.
+        public fileprivate(set) var disk: MissReason?
+        /// How the network answered a revalidation of the disk's expired entry: ``MissReason/notModified``
+        /// or ``MissReason/modified``; nil for a plain download, or when it was not asked.
+        public fileprivate(set) var network: MissReason?
+
+        /// No tier missed.
+        public init() {}
+
+        /// The tiers and what they said, as ``MissLog`` writes it: "memory: not there; disk: expired;
+        /// network: revalidated: 304 Not Modified".
+        public var description: String {
+            [("memory", memory), ("disk", disk), ("network", network)]
+                .compactMap { tier, said in said.map { "\(tier): \($0)" } }.joined(separator: "; ")
+        }
+    }
+
+    /// Where the cache writes a line for each load that memory did not answer: its URL, where it
+    /// came from, and ``Misses``; see ``ImageCache/missLog``.
+    public struct MissLog: Sendable {
+        fileprivate let write: @Sendable (String) -> Void
+
+        /// Writes each line with `write`, on ``ImageCache/callbackQueue``.
+        public init(_ write: @escaping @Sendable (String) -> Void) { self.write = write }
+
+        #if canImport(os)
+        /// The unified log, subsystem "ImageCache", category "misses", at the debug level: Console
+        /// shows it once debug messages are included; nothing is written while it is not.
+        @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+        public static var unifiedLog: MissLog {
+            MissLog { line in Logger(subsystem: "ImageCache", category: "misses").debug("\(line, privacy: .public)") }
+        }
+        #endif
+    }
+
+    /// Where a line is written for each load that memory did not answer, telling what each tier
+    /// said (see ``Misses``): nil (nothing written) by default. On Linux give it a closure
+    /// (`MissLog { print($0) }`); on Apple platforms `.unifiedLog` from iOS 14 and macOS 11. Runs on
+    /// ``callbackQueue``. The same reasons come with each load (``Fetched/misses``) and as counts in
+    /// ``statistics()`` (``Statistics/missReasons``) whether it is set or not.
+    public var missLog: MissLog? {
+        get { locked { $0.missBook.log } }
+        set { locked { $0.missBook.log = newValue } }
+    }
+
+    /// The ledger's record of misses: which keys memory evicted lately and by which limit (the
+    /// last 1,024 at most), and the log. Guarded by the cache's lock, as the ledger is.
+    fileprivate struct MissBook {
+        private var evicted: [Key: MissReason] = [:]
+        var log: MissLog?
+
+        /// `keys` left memory by a limit: by the count limit if `byCount`, else by the byte limit.
+        mutating func evicted(_ slots: [MemoryList.Slot], byCount: Bool) {
+            if evicted.count + slots.count > 1_024 { evicted = [:] }
+            for slot in slots { evicted[slot.key] = byCount ? .evictedByCountLimit : .evictedByByteLimit }
+        }
+
+        /// The limit that evicted `key` lately, if one did; forgotten once told.
+        mutating func eviction(of key: Key) -> MissReason? {
+            evicted.isEmpty ? nil : evicted.removeValue(forKey: key)
+        }
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    typealias MissReason = ImageCache.MissReason
+
+    /// Notes what memory said of `download`'s first load, `said` as `route` saw it: a key it did
+    /// not have is refined here (evicted by a limit, or there at another size or variant).
+    mutating func missedInMemory(_ download: Download, _ said: MissReason) {
+        var said = said
+        if said == .absent {
+            if let limit = missBook.eviction(of: download.key) {
+                said = limit
+            } else if otherVariantInMemory(download.key) {
+                said = .otherVariantOnly
+            }
+        }
+        download.noteMiss(\.memory, said)
+        count(said)
+    }
+
+    /// Whether memory has the image `key` names under another of its keys (size, processors).
+    private func otherVariantInMemory(_ key: Key) -> Bool {
+        let variants = entries.variants(of: key.string)
+        guard !key.isWhole || !variants.isEmpty else { return false }
+        for other in [Key(string: key.string)] + variants where other != key {
+            if case .loaded? = entries[other] { return true }
+        }
+        return false
+    }
+
+    /// Notes what the disk said of `download`, whose look-up found `found` (nil: nothing, or not
+    /// read).
+    mutating func missedOnDisk(_ download: Download, _ found: ImageCache.FoundOnDisk?) {
+        let said: MissReason
+        switch found {
+        case _ where download.ignoresCache: said = .refusedByOption
+        case .stale?: said = .expired
+        case .unusable?: said = .unreadable
+        case .fresh?, nil: said = .absent
+        }
+        download.noteMiss(\.disk, said)
+        count(said)
+    }
+
+    /// What the tiers said of `download`, now answered by the network (`notModified`: with a `304`
+    /// for its expired entry), logged if the log is on.
+    mutating func explained(_ download: Download, notModified: Bool) -> ImageCache.Misses {
+        if notModified {
+            download.noteMiss(\.network, .notModified)
+        } else if download.stale != nil {
+            download.noteMiss(\.network, .modified)
+        }
+        if let said = download.misses.network { count(said) }
+        log(download, from: .network)
+        return download.misses
+    }
+
+    /// Writes `download`'s line, answered by `source`, to the log if it is on.
+    mutating func log(_ download: Download, from source: ImageCache.Source) {
+        guard let log = missBook.log, download.misses.memory != nil else { return }  // not a store's
+        let line = "\(download.key.string) from \(source.rawValue): \(download.misses)"
+        settings.callbackQueue.async { log.write(line) }
+    }
+
+    private mutating func count(_ reason: MissReason) {
+        counts.missReasons[reason, default: 0] &+= 1
+    }
+}
+
 // MARK: - API/PublicTypes.swift
 
 // The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
@@ -1463,6 +1684,12 @@ nonisolated extension ImageCache {
         /// Whether it is an expired entry, delivered because the network failed
         /// (``ImageCache/servesStaleWhenOffline``).
         public let isStale: Bool
+        /// What each tier said before the one that answered (see ``Misses``): empty for a memory
+        /// hit. A load that joined a download under way gets that download's.
+        public fileprivate(set) var misses = Misses()
+        /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
+        /// came from the network. A load that joined a download under way gets that download's.
+        public fileprivate(set) var metrics: TransferMetrics?
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -3005,7 +3232,7 @@ nonisolated extension ImageCache {
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
-                    .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    .success(Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
                     downloaded: true)
         }
@@ -3121,6 +3348,7 @@ nonisolated extension ImageCache {
         var settings: Settings
         var lanes = Lanes()
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
@@ -3174,12 +3402,16 @@ nonisolated extension ImageCache {
             }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
+            var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
             switch entries[key] {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .loading?, .failed?, nil:
+            case .failed?:
+                memorySaid = .failedEarlier
+            case .loading?, nil:
                 break
             }
             let source = settings.sources.first { $0.loads(task.url) }
@@ -3207,6 +3439,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits, source: source)
+            missedInMemory(download, memorySaid)
             download.add(task)
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
@@ -3476,6 +3709,14 @@ nonisolated extension ImageCache {
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
         /// Its first is a miss: the one place `misses` counts.
+        /// Marks a download as handed to its source (see ``ImageSource``): a miss, as a download sent
+        /// is. False if it was forgotten meanwhile (its source is not asked).
+        mutating func handedToSource(_ download: Download) -> Bool {
+            guard isCurrent(download), case .running(nil) = download.phase else { return false }
+            if download.attempts == 1 { counts.misses &+= 1 }
+            return true
+        }
+
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
             if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))
@@ -3799,6 +4040,9 @@ nonisolated extension ImageCache {
         private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         fileprivate(set) var attempts = 0
+        private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
+        private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
+        private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
         private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
@@ -3820,6 +4064,10 @@ nonisolated extension ImageCache {
         /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
+
+            var isRunning: Bool {
+                if case .running = self { return true } else { return false }
+            }
 
         }
 
@@ -3876,6 +4124,21 @@ nonisolated extension ImageCache {
             if !ignoresCache { stale = (payload, found) }
         }
 
+        /// Notes what a tier said of it (see `Misses`).
+        func noteMiss(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
+            misses[keyPath: tier] = said
+        }
+
+        /// Notes the credentials its request was sent with (see `Authorizer`).
+        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+
+        /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
+        /// attempt after the refresh is not a retry.
+        func waitForReauthorization() {
+            reauthorized = true
+            attempts -= 1
+        }
+
         /// Notes that a store's bytes are on disk.
         func noteWritten() {
             written = true
@@ -3918,8 +4181,10 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -3948,7 +4213,8 @@ nonisolated extension ImageCache {
                 started.append(download)
             }
             while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = slowQueue.pop(underWay) {
+                  slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
+                startLimit?.started(download)
                 start(download)
                 started.append(download)
             }
@@ -4057,7 +4323,9 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
+            let (settings, stale, credentials) = locked { ledger in
+                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+            }
             for (download, stale) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
@@ -4077,6 +4345,7 @@ nonisolated extension ImageCache {
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         ledger.sent(download, task)
+                        download.sent(withCredentials: credentials)
                         return task
                     }
                     if let task { transport.resume(task) }
@@ -4136,14 +4405,17 @@ nonisolated extension ImageCache {
     /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
+        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: metrics)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
@@ -4287,6 +4559,9 @@ nonisolated extension ImageCache {
         var heardAt: UInt64
         var stalled = false
         var quiet: UInt64 = 0
+        let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
+        var redirects = 0  // followed so far
+        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -4295,6 +4570,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now()
             deadline = now + seconds
             heardAt = now.uptimeNanoseconds
+            startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
 
@@ -4513,7 +4789,14 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+            let next = HTTP.redirect(response, request, from: task.originalRequest)
+            if next != nil { lock.withLock { transfers[ObjectIdentifier(task)] }?.redirects += 1 }
+            completionHandler(next)
+        }
+
+        /// URLSession's metrics of a task, before it completes (Apple platforms; not corelibs today).
+        func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+            lock.withLock { transfers[ObjectIdentifier(task)] }?.taskMetrics = metrics
         }
 
         /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
@@ -4875,7 +5158,8 @@ nonisolated extension ImageCache {
     /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
     /// then the attempt ends as a network attempt does (`networkFinished`).
     fileprivate func startSource(_ download: Download, _ source: any ImageSource) {
-        let limit = locked { $0.settings.maxImageBytes }
+        let limit: Int? = locked { ledger in ledger.handedToSource(download) ? ledger.settings.maxImageBytes : nil }
+        guard let limit else { return }  // cancelled meanwhile
         sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
             self?.progress(download, received: received, expected: expected)
         }, ended: { [self] result in
@@ -5074,6 +5358,274 @@ nonisolated extension ImageCache {
             case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
             default: return nil
             }
+        }
+    }
+}
+
+// MARK: - Network/RateLimiter.swift
+
+// The rate limit on starts: how many slow-lane downloads may start in any second
+// (``ImageCache/maxSlowStartsPerSecond``), and the timer that starts the next when it allows.
+
+
+nonisolated extension ImageCache {
+    /// The bound on the slow lane's starts: of any `perSecond + 1` consecutive starts, the last
+    /// comes at least one second after the first one's transfer ended (or was stopped). A start
+    /// counts from when it is sent until one second after its transfer ends, not after it is
+    /// sent: a request reaches the server after it is sent and before its transfer ends, so the
+    /// server too sees no more than `perSecond` requests in any second, whatever the network's
+    /// delays. `Lanes` asks it before each slow-lane start and tells it of each end; the fast lane
+    /// never asks it. Guarded by the cache's lock, like the lanes that hold it.
+    fileprivate final class StartLimit: @unchecked Sendable {
+        let perSecond: Int
+        private var slots: [Slot]  // the last `perSecond` starts, in a ring
+        private var next = 0  // the slot the next start takes: the oldest of the ring
+        private var holders: [ObjectIdentifier: Int] = [:]  // the running starts' slots, by download
+        private var wakeAt: UInt64?  // when the timer is set for, in uptime nanoseconds
+        private let wake: @Sendable () -> Void  // takes the cache's lock and starts what is ready
+
+        private enum Slot { case free, running, ended(at: UInt64) }
+
+        init(perSecond: Int, wake: @escaping @Sendable () -> Void) {
+            self.perSecond = perSecond
+            slots = Array(repeating: .free, count: perSecond)
+            self.wake = wake
+        }
+
+        /// Whether a slow-lane download may start now. When not, the timer is set for when the
+        /// oldest start's second has passed (or that start's end sets it, if it is still running).
+        func admits() -> Bool {
+            switch slots[next] {
+            case .free:
+                return true
+            case .running:
+                return false
+            case .ended(let at):
+                let due = at + 1_000_000_000
+                if DispatchTime.now().uptimeNanoseconds >= due { return true }
+                schedule(due)
+                return false
+            }
+        }
+
+        /// Takes the oldest slot for `download`, which `admits` allowed and which starts now.
+        func started(_ download: Download) {
+            slots[next] = .running
+            holders[ObjectIdentifier(download)] = next
+            next = (next + 1) % perSecond
+        }
+
+        /// The transfer of `download` ended (or its download left the running phase): its second
+        /// starts now. Nothing for a download it did not start.
+        func ended(_ download: Download) {
+            guard !holders.isEmpty, let slot = holders.removeValue(forKey: ObjectIdentifier(download)) else { return }
+            let now = DispatchTime.now().uptimeNanoseconds
+            slots[slot] = .ended(at: now)
+            if slot == next { schedule(now + 1_000_000_000) }  // the start it held back
+        }
+
+        /// The timer fired: another may be set.
+        func woke() {
+            if let wakeAt, DispatchTime.now().uptimeNanoseconds >= wakeAt { self.wakeAt = nil }
+        }
+
+        private func schedule(_ due: UInt64) {
+            if let wakeAt, wakeAt <= due { return }
+            wakeAt = due
+            DispatchQueue.global().asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due), execute: wake)
+        }
+    }
+
+    /// Sets or removes the start limit of the slow lane (see ``maxSlowStartsPerSecond``), and starts
+    /// what it lets start now.
+    fileprivate func setStartLimit(_ perSecond: Int?) {
+        let limit = perSecond.map { perSecond in
+            StartLimit(perSecond: perSecond) { [weak self] in
+                guard let self else { return }
+                self.startNetwork(self.locked { ledger in
+                    ledger.lanes.startLimit?.woke()
+                    return ledger.startReady()
+                })
+            }
+        }
+        startNetwork(locked { ledger in
+            ledger.lanes.startLimit = limit
+            return ledger.startReady()
+        })
+    }
+}
+
+// MARK: - Network/Authorization.swift
+
+// The authorization hook: a request refused with 401 (or another status the app names) waits while
+// the app refreshes its credentials, once for all the requests refused meanwhile, and is then sent
+// again (``ImageCache/requestModifier`` puts the new credentials in); a refresh that throws fails
+// them all. What it keeps between refusals is the `Authorizer`.
+
+
+nonisolated extension ImageCache {
+    /// How the cache gets new credentials when a server refuses the ones it sent; see
+    /// ``ImageCache/authorization``.
+    ///
+    /// The credentials themselves go into each request where they always do, in
+    /// ``ImageCache/requestModifier``, which runs again for the request sent after a refresh:
+    ///
+    /// ```swift
+    /// cache.requestModifier = { request in
+    ///     var request = request
+    ///     request.setValue("Bearer \(tokens.current)", forHTTPHeaderField: "Authorization")
+    ///     return request
+    /// }
+    /// cache.authorization = ImageCache.Authorization { url, status in
+    ///     try await tokens.refresh()  // once, however many requests were refused meanwhile
+    /// }
+    /// ```
+    public struct Authorization: Sendable {
+        /// The statuses that mean the credentials sent are no longer good: `[401]` by default; add
+        /// 403 for a server that answers so.
+        public var statuses: Set<Int>
+        /// Refreshes the app's credentials, given the URL and status of the first request refused
+        /// since the last refresh. Runs in a task of its own, outside the cache's lock. Returning
+        /// sends every request that waited for it again; throwing fails them all.
+        public var refresh: @Sendable (_ url: URL, _ status: Int) async throws -> Void
+
+        /// An authorization hook that calls `refresh` when a response has one of `statuses`.
+        ///
+        /// - Parameters:
+        ///   - statuses: The statuses that mean the credentials are stale; `[401]` by default.
+        ///   - refresh: Refreshes the credentials; see ``refresh``.
+        public init(statuses: Set<Int> = [401],
+                    refresh: @escaping @Sendable (_ url: URL, _ status: Int) async throws -> Void) {
+            (self.statuses, self.refresh) = (statuses, refresh)
+        }
+    }
+
+    /// What the authorization hook keeps between refusals: how many refreshes have ended (each
+    /// request is sent with the number it was made after, in `Download.credentials`), whether one
+    /// is under way, the downloads waiting for it, and how the last one ended. Guarded by the
+    /// cache's lock.
+    fileprivate final class Authorizer: @unchecked Sendable {
+        private(set) var refreshes: UInt64 = 0  // refreshes ended, succeeded or not
+        private(set) var refreshing = false
+        private var waiting: [Download] = []
+        private var lastFailure: Error?  // how the last refresh failed; nil if it succeeded
+
+        /// What to do with `download`, refused with its credentials of refresh number `credentials`.
+        enum Step { case retry, fail(Error), wait, refresh }
+
+        func refused(_ download: Download, credentials: UInt64) -> Step {
+            // A refresh ended after it was sent: its newest outcome answers.
+            if credentials < refreshes { return lastFailure.map { .fail($0) } ?? .retry }
+            waiting.append(download)
+            if refreshing { return .wait }
+            refreshing = true
+            return .refresh
+        }
+
+        /// The refresh under way ended (`failure`: how it failed); returns the downloads that waited.
+        func refreshed(_ failure: Error?) -> [Download] {
+            refreshing = false
+            refreshes += 1
+            lastFailure = failure
+            defer { waiting = [] }
+            return waiting
+        }
+    }
+
+    /// `result` of an attempt of `download`, or nil when the authorization hook takes the attempt
+    /// over (a status of ``Authorization/statuses``, the download not refused since a refresh
+    /// already): it then waits, holding no lane slot, and is sent again or fails when the refresh
+    /// ends. Other results pass at the cost of one comparison.
+    @inline(__always)
+    fileprivate func authorizing(_ download: Download, _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        guard case .failure(.httpStatus(let status)) = result, status >= 400 else { return result }
+        return reauthorize(download, status: status, result)
+    }
+
+    private func reauthorize(_ download: Download, status: Int,
+                             _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        enum Decision { case pass, fail(Error), step(Authorizer.Step, Authorization, started: [Download]) }
+        let decision: Decision = locked { ledger in
+            guard let authorization = ledger.settings.authorization, authorization.statuses.contains(status),
+                  !download.reauthorized else { return .pass }
+            let step = authorizer.refused(download, credentials: download.credentials)
+            if case .fail(let error) = step { return .fail(error) }
+            guard let started = ledger.move(download, ifIn: \.isRunning, to: .waitingToRetry) else { return .pass }
+            download.waitForReauthorization()
+            return .step(step, authorization, started: started)
+        }
+        switch decision {
+        case .pass:
+            return result
+        case .fail(let error):
+            return .failure(error)
+        case .step(let step, let authorization, let started):
+            startNetwork(started)
+            switch step {
+            case .retry: requeue(download)
+            case .refresh: Task { await self.refresh(authorization, url: download.url, status: status) }
+            case .wait, .fail: break
+            }
+            return nil
+        }
+    }
+
+    /// Runs the app's refresh, then sends again every download that waited for it, or fails them
+    /// all with its error (``Error/network(_:_:)`` `.userAuthenticationRequired`, which says it).
+    private func refresh(_ authorization: Authorization, url: URL, status: Int) async {
+        var failure: Error?
+        do {
+            try await authorization.refresh(url, status)
+        } catch {
+            failure = .network(.userAuthenticationRequired, "the authorization's refresh failed: \(error)")
+        }
+        let waiting = locked { _ in authorizer.refreshed(failure) }
+        for download in waiting {
+            if let failure {
+                startNetwork(networkFinished(download, .failure(failure)))
+            } else {
+                requeue(download)
+            }
+        }
+    }
+}
+
+// MARK: - Network/TransferMetrics.swift
+
+// What a load's transfer measured (`TransferMetrics`, in `Fetched.metrics`): when it was sent, how
+// long it took, its bytes and redirects, by the cache's own clocks, and URLSession's metrics where
+// the platform delivers them.
+
+
+nonisolated extension ImageCache {
+    /// What the transfer that answered a load measured; see ``Fetched/metrics``. Grows in 1.x by
+    /// new properties.
+    public struct TransferMetrics: Sendable {
+        /// When its request was sent, by the wall clock.
+        public let sentAt: Date
+        /// Seconds from sending the request to the end of its response, by a monotonic clock.
+        public let duration: TimeInterval
+        /// Bytes of the body received (inflated, if the server compressed it); 0 for a `304`.
+        public let bytesReceived: Int
+        /// Redirects followed on the way.
+        public let redirects: Int
+        /// The status of the response that ended it.
+        public let statusCode: Int
+        private let collected: Unchecked<URLSessionTaskMetrics>?
+
+        /// URLSession's own metrics of the task, where the platform delivers them (Apple
+        /// platforms; swift-corelibs-foundation does not call `didFinishCollecting` today, so nil
+        /// on Linux).
+        public var taskMetrics: URLSessionTaskMetrics? { collected?.value }
+
+        /// The metrics of `transfer`, which has just ended.
+        fileprivate init(_ transfer: Transfer) {
+            sentAt = Date(timeIntervalSince1970: transfer.sentAt)
+            duration = TimeInterval(DispatchTime.now().uptimeNanoseconds - transfer.startedAt) / 1_000_000_000
+            bytesReceived = transfer.received
+            redirects = transfer.redirects
+            statusCode = (transfer.response as? HTTPURLResponse)?.statusCode ?? 0
+            collected = transfer.taskMetrics.map(Unchecked.init)
         }
     }
 }
@@ -5811,6 +6363,7 @@ nonisolated extension ImageCache {
         var response: URLResponse?
         var sentAt: TimeInterval?
         var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -5825,10 +6378,12 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
+            missedOnDisk(download, found)
             lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
+        log(download, from: .disk)
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
@@ -5876,7 +6431,7 @@ nonisolated extension ImageCache.Ledger {
                                now: TimeInterval) -> ImageCache.Settled? {
         guard isCurrent(download) else { return nil }
         switch download.phase {
-        case .running, .decoding: break
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
@@ -5929,7 +6484,8 @@ nonisolated extension ImageCache.Ledger {
     /// get.
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
@@ -6300,6 +6856,7 @@ nonisolated extension ImageCache.Ledger {
                 evicted.append(evict(victim))
             }
             counts.evictions &+= evicted.count
+            missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
@@ -6443,6 +7000,8 @@ nonisolated extension ImageCache {
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+        var misses = Misses()  // what the tiers said of the download (MissReason.swift)
+        var metrics: TransferMetrics?  // what its transfer measured, from the network
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -6456,7 +7015,8 @@ nonisolated extension ImageCache {
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -6467,7 +7027,8 @@ nonisolated extension ImageCache {
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 

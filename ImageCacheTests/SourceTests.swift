@@ -266,4 +266,20 @@ final class SourceTests: CacheTestCase {
         XCTAssertEqual(fetched.source, .disk)
         XCTAssertEqual(loads.value, 1)
     }
+
+    func testASourcesLoadsCountAsMissesAndTheStatisticsAddUp() throws {
+        // Given a data: URL and a library image
+        let library = LibrarySource(["a": fixture("photo.png")])
+        let cache = makeCache(plugins: ImageCache.Plugins(sources: [library]))
+        let data = try XCTUnwrap(URL(string: "data:image/png;base64," + fixture("photo.png").base64EncodedString()))
+        let url = try XCTUnwrap(URL(string: "library:///a"))
+        // When each is fetched twice
+        for each in [data, url, data, url] { XCTAssertNotNil(fetchAndWait(cache, each)) }
+        // Then each first fetch is a miss, each second a memory hit, and every request counts once
+        let counts = cache.statistics()
+        XCTAssertEqual(counts.misses, 2)
+        XCTAssertEqual(counts.memoryHits, 2)
+        XCTAssertEqual(counts.requests, counts.memoryHits + counts.diskHits + counts.misses + counts.deduplicated
+                       + counts.failures)
+    }
 }

@@ -161,6 +161,20 @@ public final class LoopbackServer: @unchecked Sendable {
         set { state.lock.withLock { state.handler = newValue } }
     }
 
+    /// Answers any request by its path and headers (names lowercased) before the routes and
+    /// `handler` do (a route's sequence moves on all the same): nil passes it on to them. Called on the connection's thread, outside the
+    /// server's lock. Nil by default.
+    public var headersHandler: (@Sendable (_ path: String, _ headers: [String: String]) -> Response?)? {
+        get { state.lock.withLock { state.headersHandler } }
+        set { state.lock.withLock { state.headersHandler = newValue } }
+    }
+
+    /// When each request arrived (its head read), in seconds of the monotonic clock, in order;
+    /// `resetCounters` clears them.
+    public var arrivals: [TimeInterval] {
+        state.lock.withLock { state.arrivals }
+    }
+
     /// Used for unknown paths; default `.status(404)`.
     public var fallback: Response {
         get { state.lock.withLock { state.fallback } }
@@ -236,6 +250,7 @@ public final class LoopbackServer: @unchecked Sendable {
             state.conditionalCounts.removeAll()
             state.notModifiedCounts.removeAll()
             state.totalRequests = 0
+            state.arrivals.removeAll()
             state.maxActive = state.active
             state.maxOpen = state.clientFDs.filter { !state.clientHasGone($0) }.count
         }
@@ -290,6 +305,8 @@ public final class LoopbackServer: @unchecked Sendable {
         var sequencePositions: [String: Int] = [:]
         var fallback: Response = .status(404)
         var handler: (@Sendable (String) -> Response?)?
+        var headersHandler: (@Sendable (String, [String: String]) -> Response?)?
+        var arrivals: [TimeInterval] = []
         var requestCounts: [String: Int] = [:]
         var lastHeaders: [String: [String: String]] = [:]
         var recordsHeaders = true
@@ -396,7 +413,11 @@ public final class LoopbackServer: @unchecked Sendable {
         }
 
         private func beginRequest(path: String, headers: [String: String]) -> Response {
+            let arrived = Self.now()
+            var byHeaders: (@Sendable (String, [String: String]) -> Response?)?
             let (routed, handler, fallback) = lock.withLock { () -> (Response?, (@Sendable (String) -> Response?)?, Response) in
+                arrivals.append(arrived)
+                byHeaders = headersHandler
                 requestCounts[path, default: 0] += 1
                 if recordsHeaders { lastHeaders[path] = headers }
                 totalRequests += 1
@@ -407,7 +428,7 @@ public final class LoopbackServer: @unchecked Sendable {
                 sequencePositions[path] = position + 1
                 return (sequence[min(position, sequence.count - 1)], nil, self.fallback)
             }
-            let response = routed ?? handler?(path) ?? fallback
+            let response = byHeaders?(path, headers) ?? routed ?? handler?(path) ?? fallback
             // A conditional request whose validator matches the response's gets 304 and no body.
             let etag = response.headers.first { $0.key.lowercased() == "etag" }?.value
             let modified = response.headers.first { $0.key.lowercased() == "last-modified" }?.value

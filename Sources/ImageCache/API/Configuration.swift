@@ -143,6 +143,23 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// How many slow-lane downloads (prefetches, `slowFetch`, views that lowered their priority)
+    /// may start in any second; nil (the default) for no limit. Values are clamped to 1...10,000. It
+    /// applies after deduplication and the lanes, to the slow lane only: a load for the screen never
+    /// waits on it. A start counts from when its request is sent until one second after its
+    /// transfer ends, so a server sees no more than this many of the slow lane's requests in any
+    /// second, whatever the network's delays: a burst of thousands of prefetches opens at most this
+    /// many requests a second, and each is delivered in its turn.
+    ///
+    /// ```swift
+    /// cache.maxSlowStartsPerSecond = 50
+    /// cache.prefetch(twoThousandURLs)  // at most 50 requests in any second
+    /// ```
+    public var maxSlowStartsPerSecond: Int? {
+        get { locked { $0.lanes.startLimit?.perSecond } }
+        set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
+    }
+
     /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
     /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
     /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines
@@ -203,6 +220,20 @@ nonisolated extension ImageCache {
     public var requestModifier: (@Sendable (URLRequest) -> URLRequest?)? {
         get { setting(\.requestModifier) }
         set { change(\.requestModifier, to: newValue) }
+    }
+
+    /// What the cache does when a server refuses the credentials a request carried (401, or the
+    /// statuses the app names): nil by default (the load fails with ``Error/httpStatus(_:)``). Set,
+    /// the refused request waits, holding no lane slot, while the app's ``Authorization/refresh``
+    /// runs, once for every request refused meanwhile (a request sent before a refresh ended and
+    /// refused after it is sent again without another); then each is sent again, its credentials
+    /// put in by ``requestModifier``, or, if the refresh threw, fails with
+    /// ``Error/network(_:_:)`` `.userAuthenticationRequired` and the refresh's error in its text. A
+    /// request refused again after a refresh fails with its status. Credentials follow a redirect
+    /// to the same origin only, as every header the app sets does.
+    public var authorization: Authorization? {
+        get { setting(\.authorization) }
+        set { change(\.authorization, to: newValue) }
     }
 
     /// How transient failures are retried; see ``RetryPolicy``.

@@ -75,6 +75,9 @@ nonisolated extension ImageCache {
         public var memoryCount = 0, memoryBytes = 0
         /// What the folder holds: entry files and their bytes, as ``ImageCache/statistics()`` says.
         public var diskFiles = 0, diskBytes = 0
+        /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
+        /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
+        public var missReasons: [MissReason: Int] = [:]
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and

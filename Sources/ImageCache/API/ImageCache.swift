@@ -61,6 +61,9 @@ import SwiftUI
 #if os(watchOS)
 import WatchKit
 #endif
+#if canImport(os)
+import os
+#endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
 /// key (the URL by default).
@@ -133,6 +136,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let decodes: Decodes
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     internal let disk: DiskStore  // used only on `diskQueue`
+    internal let authorizer = Authorizer()  // guarded by `lock`
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
     // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
@@ -275,5 +279,6 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
         var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
+        var authorization: Authorization?
     }
 }

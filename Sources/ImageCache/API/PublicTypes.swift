@@ -45,6 +45,12 @@ nonisolated extension ImageCache {
         /// Whether it is an expired entry, delivered because the network failed
         /// (``ImageCache/servesStaleWhenOffline``).
         public let isStale: Bool
+        /// What each tier said before the one that answered (see ``Misses``): empty for a memory
+        /// hit. A load that joined a download under way gets that download's.
+        public internal(set) var misses = Misses()
+        /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
+        /// came from the network. A load that joined a download under way gets that download's.
+        public internal(set) var metrics: TransferMetrics?
     }
 
     #if canImport(UIKit) || canImport(AppKit)

@@ -256,6 +256,7 @@ nonisolated extension ImageCache.Ledger {
                 evicted.append(evict(victim))
             }
             counts.evictions &+= evicted.count
+            missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }

@@ -45,6 +45,9 @@ nonisolated extension ImageCache {
         var heardAt: UInt64
         var stalled = false
         var quiet: UInt64 = 0
+        let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
+        var redirects = 0  // followed so far
+        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -53,6 +56,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now()
             deadline = now + seconds
             heardAt = now.uptimeNanoseconds
+            startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
 
@@ -278,7 +282,14 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+            let next = HTTP.redirect(response, request, from: task.originalRequest)
+            if next != nil { lock.withLock { transfers[ObjectIdentifier(task)] }?.redirects += 1 }
+            completionHandler(next)
+        }
+
+        /// URLSession's metrics of a task, before it completes (Apple platforms; not corelibs today).
+        func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+            lock.withLock { transfers[ObjectIdentifier(task)] }?.taskMetrics = metrics
         }
 
         /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the

@@ -27,7 +27,9 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
+            let (settings, stale, credentials) = locked { ledger in
+                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+            }
             for (download, stale) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
@@ -47,6 +49,7 @@ nonisolated extension ImageCache {
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         ledger.sent(download, task)
+                        download.sent(withCredentials: credentials)
                         return task
                     }
                     if let task { transport.resume(task) }
@@ -106,14 +109,17 @@ nonisolated extension ImageCache {
     /// when the decoder is cheap.
     internal func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
+        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: metrics)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }

@@ -25,6 +25,8 @@ nonisolated extension ImageCache {
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+        var misses = Misses()  // what the tiers said of the download (MissReason.swift)
+        var metrics: TransferMetrics?  // what its transfer measured, from the network
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -38,7 +40,8 @@ nonisolated extension ImageCache {
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -49,7 +52,8 @@ nonisolated extension ImageCache {
     internal static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 

@@ -34,6 +34,9 @@ nonisolated extension ImageCache {
         private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
         private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
         fileprivate(set) var attempts = 0
+        private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
+        private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
+        private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
         private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
@@ -55,6 +58,10 @@ nonisolated extension ImageCache {
         /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
+
+            var isRunning: Bool {
+                if case .running = self { return true } else { return false }
+            }
 
             #if IMAGECACHE_TESTING
             func mayBecome(_ next: Phase) -> Bool {
@@ -129,6 +136,21 @@ nonisolated extension ImageCache {
             if !ignoresCache { stale = (payload, found) }
         }
 
+        /// Notes what a tier said of it (see `Misses`).
+        func noteMiss(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
+            misses[keyPath: tier] = said
+        }
+
+        /// Notes the credentials its request was sent with (see `Authorizer`).
+        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+
+        /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
+        /// attempt after the refresh is not a retry.
+        func waitForReauthorization() {
+            reauthorized = true
+            attempts -= 1
+        }
+
         /// Notes that a store's bytes are on disk.
         func noteWritten() {
             written = true
@@ -171,6 +193,7 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
         #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
         #endif
@@ -181,6 +204,7 @@ nonisolated extension ImageCache {
                 wrongMoves.append("\(download.key.string): \(download.phase) -> \(phase)")
             }
             #endif
+            if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -209,7 +233,8 @@ nonisolated extension ImageCache {
                 started.append(download)
             }
             while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = slowQueue.pop(underWay) {
+                  slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
+                startLimit?.started(download)
                 start(download)
                 started.append(download)
             }

@@ -35,6 +35,7 @@ nonisolated extension ImageCache {
         var settings: Settings
         var lanes = Lanes()
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
@@ -88,12 +89,16 @@ nonisolated extension ImageCache {
             }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
+            var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
             switch entries[key] {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .loading?, .failed?, nil:
+            case .failed?:
+                memorySaid = .failedEarlier
+            case .loading?, nil:
                 break
             }
             let source = settings.sources.first { $0.loads(task.url) }
@@ -121,6 +126,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
             let download = Download(load, limits: decodeLimits, source: source)
+            missedInMemory(download, memorySaid)
             download.add(task)
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
@@ -390,6 +396,14 @@ nonisolated extension ImageCache {
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
         /// Its first is a miss: the one place `misses` counts.
+        /// Marks a download as handed to its source (see ``ImageSource``): a miss, as a download sent
+        /// is. False if it was forgotten meanwhile (its source is not asked).
+        mutating func handedToSource(_ download: Download) -> Bool {
+            guard isCurrent(download), case .running(nil) = download.phase else { return false }
+            if download.attempts == 1 { counts.misses &+= 1 }
+            return true
+        }
+
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
             if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))

@@ -160,7 +160,7 @@ nonisolated extension ImageCache {
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
-                    .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
+                    .success(Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)),
                     event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
                     downloaded: true)
         }

@@ -44,6 +44,7 @@ nonisolated extension ImageCache {
         var response: URLResponse?
         var sentAt: TimeInterval?
         var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -58,10 +59,12 @@ nonisolated extension ImageCache.Ledger {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
             if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
+            missedOnDisk(download, found)
             lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
+        log(download, from: .disk)
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
@@ -109,7 +112,7 @@ nonisolated extension ImageCache.Ledger {
                                now: TimeInterval) -> ImageCache.Settled? {
         guard isCurrent(download) else { return nil }
         switch download.phase {
-        case .running, .decoding: break
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
@@ -162,7 +165,8 @@ nonisolated extension ImageCache.Ledger {
     /// get.
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)

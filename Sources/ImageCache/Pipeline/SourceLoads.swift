@@ -69,7 +69,8 @@ nonisolated extension ImageCache {
     /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
     /// then the attempt ends as a network attempt does (`networkFinished`).
     internal func startSource(_ download: Download, _ source: any ImageSource) {
-        let limit = locked { $0.settings.maxImageBytes }
+        let limit: Int? = locked { ledger in ledger.handedToSource(download) ? ledger.settings.maxImageBytes : nil }
+        guard let limit else { return }  // cancelled meanwhile
         sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
             self?.progress(download, received: received, expected: expected)
         }, ended: { [self] result in
