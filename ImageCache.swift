@@ -1438,19 +1438,19 @@ nonisolated extension ImageCache {
         /// Width and height in pixels, from the header.
         public let width: Int, height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
-        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
-        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; an animated WebP's `ANMF`
+        /// chunks; 1 for a still PNG, GIF or WebP and a JPEG. Where the platform decodes, the
         /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
-        /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
+        /// APNG's `fcTL`, a WebP's `ANMF`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
         ///
         /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
         ///   memory hits copy, carries nothing more.
         public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
-        /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
+        /// An APNG's `num_plays`; an animated WebP's `ANIM` loop count; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
         ///
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.
@@ -7831,7 +7831,8 @@ nonisolated extension ImageCache {
 // MARK: - Decoding/Formats.swift
 
 // Formats: the structural check of PNG, JPEG, GIF and WebP bytes (where an image ends, its size, its
-// frames and their timing), which runs on every platform before any decoder.
+// frames and their timing; an animated WebP's by WebPAnimation), which runs on every platform before
+// any decoder.
 
 
 nonisolated extension ImageCache {
@@ -8117,12 +8118,17 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, riffEnd, 1, Timing()))
+            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
+            // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
+            switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
+            case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))
+            case .failure(let refusal): return corrupt(.webp, refusal.reason)
+            }
         }
 
         /// A short description of bytes that are not an image, for error messages.
         func describe() -> String {
+            if let heif = HEIFBrands(bytes) { return heif.description }  // Format cannot grow in 1.x
             let prefix = Array(bytes.prefix(16))
             let text = String(decoding: prefix, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let lower = text.lowercased()
@@ -8134,6 +8140,155 @@ nonisolated extension ImageCache {
             }
             return "unknown bytes " + prefix.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
         }
+    }
+}
+
+// MARK: - Decoding/WebPAnimation.swift
+
+// WebPAnimation: the structural parse of an extended WebP's animation (its ANIM and ANMF chunks),
+// which the format check (Formats.swift) runs on every platform: frames, durations, loop count.
+
+
+nonisolated extension ImageCache {
+    /// The frames of an extended WebP (RIFF `VP8X`, `ANIM`, `ANMF`), as the WebP container
+    /// specification lays them out, read from chunks whose headers the format check already found
+    /// inside the RIFF.
+    ///
+    /// Refused, with the reason: an `ANMF` chunk before any `ANIM` chunk, or in a file whose `VP8X`
+    /// header does not set the animation flag; an animation flag with no `ANMF` chunk; an `ANIM`
+    /// chunk shorter than its 6 bytes or an `ANMF` shorter than its 16-byte header; a frame that
+    /// does not lie inside the canvas; a frame's chunk (`ALPH`, `VP8 `, `VP8L`, ...) that runs past
+    /// its `ANMF` chunk; a frame without `VP8 ` or `VP8L` data whose header is whole.
+    ///
+    /// Durations follow ``ImageCache/frameDuration(delay:)`` (a delay under 20 ms shows for 100 ms);
+    /// the loop count is the number of plays, 0 for forever (as libwebp and browsers read it).
+    fileprivate struct WebPAnimation {
+        /// Why the chunks are not an animation a decoder would accept.
+        fileprivate struct Refusal: Swift.Error {
+            let reason: String
+        }
+
+        private let bytes: UnsafeBufferPointer<UInt8>
+
+        /// Reads `bytes`, the whole file.
+        fileprivate init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+        }
+
+        /// The frames and timing of the extended WebP whose chunks run from byte 12 (its `VP8X`
+        /// chunk) to `end`, with a canvas of `canvas` pixels. A file whose `VP8X` header says it is
+        /// not animated, and has no `ANMF` chunk, is one frame.
+        fileprivate func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: Timing), Refusal> {
+            let animated = byte(20) & 0x02 != 0  // the VP8X flags' animation bit
+            var (offset, plays, durations): (Int, Int?, [Double]) = (12, nil, [])
+            while end - offset >= 8 {
+                let start = offset + 8, length = min(Int(le32(offset + 4)), end - start)
+                if matches("ANIM", at: offset) {
+                    guard length >= 6 else { return refuse("the ANIM chunk has \(length) bytes, not 6") }
+                    plays = plays ?? le16(start + 4)
+                } else if matches("ANMF", at: offset) {
+                    guard animated else { return refuse("an ANMF frame in a WebP whose VP8X header is not animated") }
+                    guard plays != nil else { return refuse("the ANMF frame at byte \(offset) comes before any ANIM chunk") }
+                    if let reason = frameProblem(start, length, durations.count + 1, canvas) { return refuse(reason) }
+                    durations.append(frameDuration(delay: Double(le24(start + 12)) / 1_000))
+                }
+                offset = start + length + (length & 1)
+            }
+            if animated && durations.isEmpty { return refuse("the VP8X header says animated, but no ANMF frame follows") }
+            guard durations.count > 1 else { return .success((1, Timing())) }
+            return .success((durations.count, Timing(durations: durations, plays: plays ?? 0)))
+        }
+
+        /// What is wrong with the frame (number `number`, from 1) whose `ANMF` payload is the
+        /// `length` bytes at `start`; nil if nothing is.
+        private func frameProblem(_ start: Int, _ length: Int, _ number: Int, _ canvas: (width: Int, height: Int)) -> String? {
+            guard length >= 16 else { return "frame \(number)'s ANMF chunk has \(length) bytes, under its 16-byte header" }
+            let (x, y) = (le24(start) * 2, le24(start + 3) * 2)
+            let (width, height) = (le24(start + 6) + 1, le24(start + 9) + 1)
+            guard x + width <= canvas.width, y + height <= canvas.height else {
+                return "frame \(number) (\(width)x\(height) at \(x),\(y)) lies outside the \(canvas.width)x\(canvas.height) canvas"
+            }
+            var (offset, image) = (start + 16, false)
+            let end = start + length
+            while offset < end {
+                guard end - offset >= 8, le32(offset + 4) <= end - offset - 8 else {
+                    return "frame \(number)'s chunk at byte \(offset) runs past its ANMF chunk"
+                }
+                let (data, size) = (offset + 8, Int(le32(offset + 4)))
+                if matches("VP8 ", at: offset) || matches("VP8L", at: offset) {
+                    let lossless = matches("VP8L", at: offset)
+                    guard lossless ? size >= 5 && byte(data) == 0x2F
+                                   : size >= 10 && byte(data + 3) == 0x9D && byte(data + 4) == 0x01 && byte(data + 5) == 0x2A else {
+                        return "frame \(number)'s \(lossless ? "VP8L" : "VP8") header at byte \(offset) is not whole"
+                    }
+                    image = true
+                }
+                offset = data + size + (size & 1)
+            }
+            return image ? nil : "frame \(number) has no VP8 or VP8L data"
+        }
+
+        private func refuse(_ reason: String) -> Result<(frames: Int, timing: Timing), Refusal> {
+            .failure(Refusal(reason: reason))
+        }
+
+        private func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        private func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
+        private func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
+        // Unsigned, compared with what is left, never added to an offset unchecked (as Formats.swift does).
+        private func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
+        private func matches(_ tag: String, at offset: Int) -> Bool {
+            tag.utf8.enumerated().allSatisfy { byte(offset + $0.offset) == Int($0.element) }
+        }
+    }
+}
+
+// MARK: - Decoding/HEIFBrands.swift
+
+// HEIFBrands: what an ISO base media file's `ftyp` box says it is (a HEIF or AVIF still, or an image
+// sequence: HEICS, AVIS), for the format check's description of bytes that are not one of its formats.
+
+
+nonisolated extension ImageCache {
+    /// The brands of a HEIF file's leading `ftyp` box (ISO/IEC 23008-12): the major brand and the
+    /// compatible ones, and whether they name an image sequence (`msf1`, `hevc`, `hevx`, `avis`: an
+    /// animation, HEICS or AVIS) rather than stills (`mif1`, `heic`, `heix`, `avif`, ...).
+    ///
+    /// ``Format`` cannot grow in 1.x, so on Linux such a file is not an ``Image``: it fails with
+    /// ``Error/notAnImage(_:)``, whose text (``description``) names it, say "a HEIF image sequence
+    /// (HEICS; brands msf1, hevc)". Where ImageIO decodes, it decodes such a file itself.
+    fileprivate struct HEIFBrands: Sendable, Equatable {
+        /// The major brand, then the compatible brands, as four-character strings.
+        private(set) var brands: [String]
+
+        /// The brands of `bytes`' first box, if it is an `ftyp` box that lies inside `bytes`, has a
+        /// major brand, and names at least one HEIF brand; else nil.
+        fileprivate init?(_ bytes: some Collection<UInt8>) {
+            let head = Array(bytes.prefix(4_096))  // an ftyp box is tens of bytes
+            guard head.count >= 16, Array(head[4..<8]) == Array("ftyp".utf8) else { return nil }
+            let size = head[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard size >= 16, size <= head.count else { return nil }
+            // The major brand, then the minor version (4 bytes, skipped), then compatible brands.
+            let offsets = [8] + Array(stride(from: 16, to: size - 3, by: 4))
+            brands = offsets.map { String(decoding: head[$0..<($0 + 4)], as: UTF8.self) }
+            guard brands.contains(where: { Self.stills.contains($0) || Self.sequences.contains($0) }) else { return nil }
+        }
+
+        /// Whether the file is an image sequence (an animation), not stills.
+        fileprivate var isSequence: Bool { brands.contains { Self.sequences.contains($0) } }
+
+        /// The file in words, for ``Error/notAnImage(_:)``.
+        fileprivate var description: String {
+            let avif = brands.contains { $0.hasPrefix("av") }
+            let kind = isSequence ? (avif ? "an AVIF image sequence (AVIS" : "a HEIF image sequence (HEICS")
+                : (avif ? "an AVIF image (AVIF" : "a HEIF image (HEIC")
+            var seen = Set<String>()
+            let named = brands.filter { seen.insert($0).inserted && !$0.contains("\0") }
+            return kind + "; brands " + named.joined(separator: ", ") + ")"
+        }
+
+        private static let stills: Set<String> = ["mif1", "mif2", "heic", "heix", "heim", "heis", "avif", "miaf"]
+        private static let sequences: Set<String> = ["msf1", "hevc", "hevx", "hevm", "hevs", "avis"]
     }
 }
 
