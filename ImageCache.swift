@@ -38,6 +38,8 @@
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
+//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
+//              the budget all players share, where frames come from (`FrameSource`).
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -150,6 +152,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
@@ -1129,6 +1132,17 @@ nonisolated extension ImageCache {
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
+    }
+
+    /// The bound, in bytes, on the decoded frames of every animation that plays in a view bound
+    /// through this cache, together. Each playing animation keeps the frame it shows and a few
+    /// decoded ahead at its view's pixel size (4 bytes a pixel): an even share of this bound,
+    /// between 1 and 8 frames ahead, so that when more play each buffers fewer, and an animation
+    /// off screen holds nothing (<doc:Animation>). 48 MiB by default; values below 0 are clamped to
+    /// 0 (each animation then buffers one frame ahead). Takes effect on the players' next frame.
+    public var animationMemoryMaxBytes: Int {
+        get { animationBudget.maxBytes }
+        set { animationBudget.maxBytes = newValue }
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -8289,6 +8303,444 @@ nonisolated extension ImageCache {
 
         private static let stills: Set<String> = ["mif1", "mif2", "heic", "heix", "heim", "heis", "avif", "miaf"]
         private static let sequences: Set<String> = ["msf1", "hevc", "hevx", "hevm", "hevs", "avis"]
+    }
+}
+
+// MARK: - Animation/AnimationPlayer.swift
+
+// AnimationPlayer: one view's animation, its frames decoded as they are shown: which frame shows at
+// which time, which frame to decode next into its small ring, what it gives back when it stops.
+
+
+nonisolated extension ImageCache {
+    /// Plays one animation for one view: on each ``tick()`` (a display link's, a timer's) it shows
+    /// the frame the clock says (``FrameTimeline``), if it is decoded, and has its ``FrameSource``
+    /// decode the next one, one at a time, at the view's pixel size, into a small ring: the frame
+    /// shown and at most ``framesAhead`` after it (``AnimationBudget``), so that what it holds is
+    /// bounded by the ring and the view's pixels, never by the animation's frame count.
+    ///
+    /// A frame not decoded by its time is not waited for: the clock goes on, the view keeps the
+    /// frame it shows, and the next decode skips the frames that would be past by the time it is
+    /// done (judged by how long the last decodes took). A player that stops (``isVisible`` false:
+    /// its view is off screen or gone; ``isAnimating`` false; its last play ended) gives its frames
+    /// back, decodes nothing, and, when it plays again, resumes from the time it stopped at.
+    ///
+    /// Thread safety: none of its own. Every method and the `display` callback run on one queue,
+    /// the one the view lives on (the main queue), as the source's completions do.
+    fileprivate final class AnimationPlayer {
+        /// What a player has shown, for the tests and the benchmark: of the frames that fell due,
+        /// how many were shown the first tick they were due, and how many were shown at all.
+        fileprivate struct Statistics: Equatable {
+            var due = 0, onTime = 0, shown = 0
+        }
+
+        private enum Clock { case running(origin: Double), stopped(elapsed: Double) }
+
+        private let source: FrameSource
+        private let timeline: FrameTimeline
+        private let pixels: (width: Int, height: Int)
+        private let budget: AnimationBudget
+        private let now: () -> Double
+        private let display: (DecodedFrame) -> Void
+        private var ring: [Int: DecodedFrame] = [:]  // by frame index: the shown one and those ahead
+        private var clock = Clock.stopped(elapsed: 0)
+        private var pending: (index: Int, requested: Double, generation: Int)?  // the decode under way
+        private var generation = 0  // moves on when the ring is dropped: a decode asked before is not kept
+        private var decodeTime: Double?  // how long decodes take, smoothed
+        private var lastDue = -1  // the ordinal of the last frame counted as due
+        /// The frame shown, and which showing it is (``FrameTimeline/Slot/ordinal``); nil before the first.
+        private(set) var shown: (ordinal: Int, index: Int)?
+        /// Whether the view is on screen: a player whose view is not plays nothing.
+        private(set) var isVisible = false
+        /// Whether the animation is asked to play (the view's `isAnimating`, reduce motion, a load's
+        /// "first frame only" say no).
+        private(set) var isAnimating = true
+        /// What it has shown (see ``Statistics``).
+        private(set) var statistics = Statistics()
+
+        /// A player of `source`'s frames decoded at `pixels`, within `budget`, reading the time in
+        /// seconds from `now` (a monotonic clock), showing each frame with `display`. It shows and
+        /// decodes nothing until it is visible.
+        init(source: FrameSource, pixels: (width: Int, height: Int), budget: AnimationBudget,
+             now: @escaping () -> Double, display: @escaping (DecodedFrame) -> Void) {
+            self.source = source
+            self.timeline = FrameTimeline(durations: source.timing.durations, plays: source.timing.plays)
+            self.pixels = (max(1, pixels.width), max(1, pixels.height))
+            self.budget = budget
+            self.now = now
+            self.display = display
+        }
+
+        deinit {
+            budget.stopped(self)
+        }
+
+        /// What one frame costs at the view's pixels: 4 bytes a pixel.
+        var frameBytes: Int { Int(min(Double(Int.max / 2), bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
+
+        /// How many frames it may hold after the one shown, by its share of the budget.
+        var framesAhead: Int { budget.framesAhead(frameBytes: frameBytes, frameCount: timeline.frameCount) }
+
+        /// The most bytes its ring holds: the frame shown and ``framesAhead`` after it.
+        var ringBytes: Int { (1 + framesAhead) * frameBytes }
+
+        /// The bytes its decoded frames hold now.
+        var heldBytes: Int { ring.values.reduce(0) { $0 + $1.bytes } }
+
+        /// The frames held after the shown one, in the order they will show.
+        var framesHeldAhead: Int { ring.keys.filter { $0 != shown?.index }.count }
+
+        /// Whether it plays now: visible, animating, with more than one frame, and its last play not over.
+        var isPlaying: Bool {
+            if case .running = clock { return true }
+            return false
+        }
+
+        /// The view came on screen or went off it (or away). Off screen, it stops at the time it
+        /// shows and gives its frames back; on screen again, it goes on from there.
+        func setVisible(_ visible: Bool) {
+            isVisible = visible
+            update()
+        }
+
+        /// Plays or pauses (the view's `isAnimating`); paused, it gives its frames back but the
+        /// one shown (which the view still shows) and goes on from there when it plays again.
+        func setAnimating(_ animating: Bool) {
+            isAnimating = animating
+            update()
+        }
+
+        /// Shows the frame the clock says, if it is decoded, drops those it will not show, and has
+        /// the next one decoded. Returns whether it still plays (a display link may stop when not).
+        @discardableResult
+        func tick() -> Bool {
+            guard case .running(let origin) = clock else { return false }
+            let time = now()
+            let slot = timeline.slot(at: time - origin)
+            if slot.ordinal > lastDue {
+                statistics.due += slot.ordinal - max(lastDue, -1)
+                lastDue = slot.ordinal
+                if ring[slot.index] != nil { statistics.onTime += 1 }
+            }
+            if slot.ordinal != shown?.ordinal, let frame = ring[slot.index] {
+                shown = (slot.ordinal, slot.index)
+                statistics.shown += 1
+                display(frame)
+            }
+            trim()
+            decodeNext(at: time - origin)
+            if slot.end == .infinity, shown?.ordinal == slot.ordinal {
+                stop()  // the last play is over, its last frame shown: nothing more to do
+                ring = ring.filter { $0.key == slot.index }
+                return false
+            }
+            return true
+        }
+
+        /// Drops the frames beyond its share of the budget and those it will not show.
+        func trim() {
+            let kept = Set(keep())
+            ring = ring.filter { kept.contains($0.key) }
+        }
+
+        /// Drops every frame (a memory warning), and forgets the decode under way; it decodes
+        /// again on its next tick.
+        func purge() {
+            ring = [:]
+            pending = nil
+            generation += 1
+        }
+
+        /// Starts or stops the clock as visibility and `isAnimating` say.
+        private func update() {
+            let plays = isVisible && isAnimating && timeline.frameCount > 1 && !ended
+            switch (clock, plays) {
+            case (.stopped(let elapsed), true):
+                clock = .running(origin: now() - elapsed)
+                budget.started(self)
+                tick()
+            case (.running, false):
+                stop()
+                if !isVisible { purge() } else { ring = ring.filter { $0.key == shown?.index } }
+            default:
+                break
+            }
+        }
+
+        private var ended: Bool {
+            guard case .stopped(let elapsed) = clock else { return false }
+            let slot = timeline.slot(at: elapsed)
+            return slot.end == .infinity && shown?.ordinal == slot.ordinal
+        }
+
+        private func stop() {
+            guard case .running(let origin) = clock else { return }
+            clock = .stopped(elapsed: now() - origin)
+            budget.stopped(self)
+        }
+
+        /// The frame indices it keeps, in the order they matter: the one shown, then those that
+        /// show from `elapsed` on; as many as its ring holds.
+        private func keep(at elapsed: Double? = nil) -> [Int] {
+            let capacity = 1 + framesAhead
+            let elapsed = elapsed ?? currentElapsed
+            var indices = shown.map { [$0.index] } ?? []
+            for slot in timeline.slots(from: elapsed, count: capacity + 1) where !indices.contains(slot.index) {
+                indices.append(slot.index)
+            }
+            return Array(indices.prefix(capacity))
+        }
+
+        private var currentElapsed: Double {
+            switch clock {
+            case .running(let origin): return now() - origin
+            case .stopped(let elapsed): return elapsed
+            }
+        }
+
+        /// Asks for the next frame it keeps and has not, unless a decode is under way: the first
+        /// that will still show when a decode as long as the last ones is done; past the ring's
+        /// frames, if every one of them would be over by then (a decode slower than the frames).
+        private func decodeNext(at elapsed: Double) {
+            guard pending == nil, case .running = clock else { return }
+            let ready = elapsed + (decodeTime ?? 0)
+            let kept = keep(at: elapsed)
+            let upcoming = timeline.slots(from: elapsed, count: kept.count + 1)
+            let missing = { (slot: FrameTimeline.Slot) in slot.ordinal != self.shown?.ordinal && self.ring[slot.index] == nil }
+            let wanted = upcoming.first { kept.contains($0.index) && missing($0) && $0.end > ready }
+                ?? timeline.slot(at: ready)
+            guard missing(wanted) else { return }
+            let asked = (index: wanted.index, requested: now(), generation: generation)
+            pending = asked
+            source.decodeFrame(wanted.index, pixels: pixels) { [weak self] frame in
+                self?.decoded(frame, asked)
+            }
+        }
+
+        /// A decode is done: the frame goes into the ring if the ring still keeps it (not dropped
+        /// since, not past), then the clock is looked at again at once.
+        private func decoded(_ frame: DecodedFrame?, _ asked: (index: Int, requested: Double, generation: Int)) {
+            guard asked.generation == generation, pending?.index == asked.index else { return }
+            pending = nil
+            let took = max(0, now() - asked.requested)
+            decodeTime = decodeTime.map { ($0 + took) / 2 } ?? took
+            guard case .running = clock else { return }
+            if let frame, keep().contains(asked.index) { ring[asked.index] = frame }
+            tick()
+        }
+    }
+}
+
+// MARK: - Animation/FrameTimeline.swift
+
+// FrameTimeline: which frame of an animation shows at which time, over its plays: each frame for its
+// own duration, the whole played as many times as its file says, the last frame staying after.
+
+
+nonisolated extension ImageCache {
+    /// Which frame an animation shows at a time since it started, and the frames after it: frame
+    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/frameDuration(delay:)``, the
+    /// browsers' rule for delays under 20 ms), and the whole plays `plays` times (0: forever), its
+    /// last frame staying once it has played. A frame shown is a ``Slot``: the frame's index in the
+    /// file, and its ordinal, the how-manieth frame shown since the start, counted across plays.
+    ///
+    /// The times are the clock's, never stretched: where a frame shows depends only on the time, not
+    /// on which frames were shown before it (a frame decoded too late is skipped, not shown late).
+    fileprivate struct FrameTimeline: Sendable {
+        /// A frame on the timeline: which of the file's frames, which showing of all (from 0), and
+        /// when it starts and ends, in seconds from the start (`end` infinite for a last frame that stays).
+        fileprivate struct Slot: Equatable, Sendable {
+            let ordinal: Int, index: Int, start: Double, end: Double
+        }
+
+        private let starts: [Double]  // frame i starts `starts[i]` into a play; one more: the play's length
+        private let plays: Int
+
+        /// The timeline of frames of `durations` seconds (an empty or one-frame list, or one whose
+        /// total is not positive and finite: a still, frame 0 forever), played `plays` times (0: forever).
+        fileprivate init(durations: [Double], plays: Int) {
+            let usable = durations.count > 1 && durations.allSatisfy { $0 > 0 && $0.isFinite }
+                && durations.reduce(0, +).isFinite
+            starts = usable ? durations.reduce(into: [0]) { $0.append($0[$0.count - 1] + $1) } : [0]
+            self.plays = max(0, plays)
+        }
+
+        /// How many frames a play has.
+        fileprivate var frameCount: Int { max(1, starts.count - 1) }
+
+        /// The frame shown `elapsed` seconds after the start (before it: the first).
+        fileprivate func slot(at elapsed: Double) -> Slot {
+            guard starts.count > 2, let total = starts.last else { return Slot(ordinal: 0, index: 0, start: 0, end: .infinity) }
+            let elapsed = elapsed.isFinite ? max(0, elapsed) : 0
+            // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, so that a
+            // step taken at the end a slot gave always lands in the next slot, however sums round.
+            var play = (elapsed / total).rounded(.down)
+            if elapsed < play * total { play -= 1 }
+            if elapsed >= (play + 1) * total { play += 1 }
+            if plays > 0, play >= Double(plays) { return lastSlot() }
+            // The last frame that starts by `elapsed` (a binary search: a GIF may have 65,535 frames).
+            var (low, high) = (0, frameCount - 1)
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if play * total + starts[middle] <= elapsed { low = middle } else { high = middle - 1 }
+            }
+            return slot(play: play, index: low)
+        }
+
+        /// The `count` frames from the one shown at `elapsed` on, in the order they show (fewer
+        /// once the last play ends: its last frame stays).
+        fileprivate func slots(from elapsed: Double, count: Int) -> [Slot] {
+            var result = [slot(at: elapsed)]
+            while result.count < count, let last = result.last, last.end.isFinite {
+                result.append(slot(at: last.end))
+            }
+            return result
+        }
+
+        private func slot(play: Double, index: Int) -> Slot {
+            let total = starts[starts.count - 1]
+            let last = index == frameCount - 1
+            let end = last ? (play + 1) * total : play * total + starts[index + 1]
+            let stays = last && plays > 0 && play + 1 >= Double(plays)
+            return Slot(ordinal: ordinal(play, index), index: index, start: play * total + starts[index],
+                        end: stays ? .infinity : end)
+        }
+
+        /// The ordinal of frame `index` in play `play`, held below `Int.max` / 2 (an `Int` is 32
+        /// bits on watchOS: 65,535 plays of 65,535 frames do not fit), where it stops growing.
+        private func ordinal(_ play: Double, _ index: Int) -> Int {
+            let ordinal = play * Double(frameCount) + Double(index)
+            return ordinal < Double(Int.max / 2) ? Int(ordinal) : Int.max / 2
+        }
+
+        private func lastSlot() -> Slot {
+            let total = starts[starts.count - 1]
+            let play = Double(plays - 1)
+            return Slot(ordinal: ordinal(play, frameCount - 1), index: frameCount - 1,
+                        start: play * total + starts[frameCount - 1], end: .infinity)
+        }
+    }
+}
+
+// MARK: - Animation/AnimationBudget.swift
+
+// AnimationBudget: the one bound in bytes shared by the frame rings of every animation a cache plays,
+// and how many frames each may decode ahead within it.
+
+
+nonisolated extension ImageCache {
+    /// The bound, in bytes, on the decoded frames of every animation playing through one cache
+    /// (``ImageCache/animationMemoryMaxBytes``), split evenly among those that play: a player may
+    /// hold its shown frame and ``framesAhead(frameBytes:frameCount:)`` frames after it. When more
+    /// play, each buffers fewer ahead, never fewer than one, rather than the total growing; a player
+    /// that stops (hidden, paused, ended) leaves the count and holds nothing.
+    /// ``purge()`` (a memory warning) drops every buffer; the players decode again on their next tick.
+    ///
+    /// Thread safety: the limit (``maxBytes``) may be read and set from any thread (a lock guards
+    /// it); the rest is called on the queue the players run on (the main queue, where views play),
+    /// as the players' own methods are.
+    fileprivate final class AnimationBudget: @unchecked Sendable {
+        /// The bound by default: 48 MiB, 34 frames of a 200-point square view at 3x (1.44 MB each).
+        static let defaultMaxBytes = 48 << 20
+
+        /// The most frames a player decodes ahead, whatever its share: more smooths nothing more.
+        static let mostAhead = 8
+
+        private let lock = NSLock()
+        private var limit: Int  // guarded by `lock`
+        // The players that play now, weakly: a player that goes away leaves by itself.
+        private var playing: [ObjectIdentifier: WeakPlayer] = [:]
+
+        private struct WeakPlayer { weak var player: AnimationPlayer? }
+
+        /// A budget of `maxBytes` bytes.
+        init(maxBytes: Int) {
+            limit = max(0, maxBytes)
+        }
+
+        /// The bound in bytes on every playing animation's frames together.
+        var maxBytes: Int {
+            get { lock.withLock { limit } }
+            set { lock.withLock { limit = max(0, newValue) } }
+        }
+
+        /// How many players play now.
+        var playingCount: Int { players.count }
+
+        /// The bytes the playing players' frames hold now.
+        var heldBytes: Int { players.reduce(0) { $0 + $1.heldBytes } }
+
+        /// How many frames a player whose frames cost `frameBytes` each, in an animation of
+        /// `frameCount` frames, may decode ahead of the one it shows: its even share of
+        /// ``maxBytes`` in frames, less the one shown, between 1 and ``mostAhead`` (and fewer than
+        /// the animation has frames).
+        func framesAhead(frameBytes: Int, frameCount: Int) -> Int {
+            let share = Double(maxBytes) / Double(max(1, playing.count))
+            let frames = (share / Double(max(1, frameBytes))).rounded(.down) - 1
+            return max(1, min(Int(min(frames, Double(Self.mostAhead))), Self.mostAhead, frameCount - 1))
+        }
+
+        /// `player` plays from now on: every other player gets a smaller share, and drops the
+        /// frames beyond it at once, so that the total stays within the bound.
+        func started(_ player: AnimationPlayer) {
+            playing[ObjectIdentifier(player)] = WeakPlayer(player: player)
+            for other in players where other !== player { other.trim() }
+        }
+
+        /// `player` stopped playing (its frames already given back).
+        func stopped(_ player: AnimationPlayer) {
+            playing[ObjectIdentifier(player)] = nil
+        }
+
+        /// Drops every player's frames (a memory warning); each decodes again on its next tick.
+        func purge() {
+            for player in players { player.purge() }
+        }
+
+        private var players: [AnimationPlayer] {
+            playing = playing.filter { $0.value.player != nil }
+            return playing.values.compactMap(\.player)
+        }
+    }
+}
+
+// MARK: - Animation/FrameSource.swift
+
+// FrameSource: where a player gets its frames decoded (ImageIO from the bytes or the file kept in the
+// cache's folder on Apple platforms; a fake whose decodes the tests finish).
+
+
+nonisolated extension ImageCache {
+    /// Decodes an animation's frames one at a time, at the pixel size its view asks for, for an
+    /// ``AnimationPlayer``. The source keeps what it decodes from (the bytes, or the file in the
+    /// cache's folder), never the frames: those are the player's, within the shared budget.
+    fileprivate protocol FrameSource: AnyObject {
+        /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
+        var timing: Timing { get }
+
+        /// Decodes frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
+        /// the queue its player runs on, with the frame or nil when it could not be decoded. The
+        /// player asks for one frame at a time.
+        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
+                         completion: @escaping (DecodedFrame?) -> Void)
+    }
+}
+
+// MARK: - Animation/DecodedFrame.swift
+
+// DecodedFrame: one frame of an animation, decoded at the pixel size of the view that plays it, and
+// what it costs in memory.
+
+
+nonisolated extension ImageCache {
+    /// One frame of an animation decoded for a view: its image (nil where there is no platform
+    /// image to make, as for the scheduler's tests) and the bytes its bitmap holds, which the
+    /// shared budget counts (``ImageCache/bitmapBytes(width:height:bytesPerRow:)``).
+    fileprivate struct DecodedFrame: @unchecked Sendable {
+        /// The frame as the view shows it. Immutable once made (a `UIImage`, an `NSImage`).
+        let image: Image?
+        /// What its bitmap holds in memory, in bytes.
+        let bytes: Int
     }
 }
 
