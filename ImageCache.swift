@@ -1134,12 +1134,13 @@ nonisolated extension ImageCache {
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
     }
 
-    /// The bound, in bytes, on the decoded frames of every animation that plays in a view bound
-    /// through this cache, together. Each playing animation keeps the frame it shows and a few
-    /// decoded ahead at its view's pixel size (4 bytes a pixel): an even share of this bound,
-    /// between 1 and 8 frames ahead, so that when more play each buffers fewer, and an animation
-    /// off screen holds nothing (<doc:Animation>). 48 MiB by default; values below 0 are clamped to
-    /// 0 (each animation then buffers one frame ahead). Takes effect on the players' next frame.
+    /// The bound, in bytes, on the decoded frames of every animation played frame by frame through
+    /// this cache, together. Each playing animation keeps the frame it shows and a few decoded
+    /// ahead at its view's pixel size (4 bytes a pixel): an even share of this bound, between 1
+    /// and 8 frames ahead, so that when more play each buffers fewer, and an animation off screen
+    /// holds nothing (<doc:Animation>, which says what plays so today). 48 MiB by default; values
+    /// below 0 are clamped to 0 (each animation then buffers one frame ahead). Takes effect on the
+    /// players' next frame.
     public var animationMemoryMaxBytes: Int {
         get { animationBudget.maxBytes }
         set { animationBudget.maxBytes = newValue }
@@ -7756,24 +7757,16 @@ nonisolated extension ImageCache {
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
-    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    /// How many times the animation in `source` plays (0: forever): GIF's by ``plays(gifLoopCount:)``,
+    /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
     private static func plays(_ source: CGImageSource) -> Int {
-        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
-        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
-           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
-            return plays
-        }
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
+        ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
     }
 
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
+    /// (unclamped where the format says it).
     private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
-        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
-            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+        ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
     }
     #endif
 
@@ -8742,6 +8735,262 @@ nonisolated extension ImageCache {
         /// What its bitmap holds in memory, in bytes.
         let bytes: Int
     }
+}
+
+// MARK: - Animation/FrameClock.swift
+
+// FrameClock: the clock that ticks a playing animation: a timer on a queue (the main one for views),
+// which stops when the animation says it has nothing more to show.
+
+
+nonisolated extension ImageCache {
+    /// Calls `tick` on `queue` every `interval` seconds (1/60 by default) from ``start()`` until
+    /// ``stop()``, or until `tick` returns false. A `DispatchSourceTimer`: the same on every
+    /// platform, macOS before 14 (no `NSView.displayLink`) and watchOS (no `CADisplayLink`)
+    /// included, and type-checked on Linux, where `#selector` (which a display link needs) is not.
+    /// A late tick shows a late frame, never a stretched clock (see ``AnimationPlayer``).
+    ///
+    /// Thread safety: ``start()`` and ``stop()`` are called on `queue`.
+    fileprivate final class FrameClock: @unchecked Sendable {
+        private let queue: DispatchQueue
+        private let interval: Double
+        private let tick: () -> Bool
+        private var timer: DispatchSourceTimer?  // used only on `queue`
+
+        /// A clock that calls `tick` on `queue` every `interval` seconds once started.
+        init(queue: DispatchQueue = .main, interval: Double = 1.0 / 60, tick: @escaping () -> Bool) {
+            (self.queue, self.interval, self.tick) = (queue, max(0.001, interval), tick)
+        }
+
+        deinit {
+            timer?.cancel()
+        }
+
+        /// Whether it ticks.
+        var isRunning: Bool { timer != nil }
+
+        /// Starts ticking, if it is not already.
+        func start() {
+            guard timer == nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            // A leeway of a tenth of a frame lets the system batch wake-ups without a visible delay.
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(Int(interval * 100_000)))
+            timer.setEventHandler { [weak self] in
+                guard let self, self.timer != nil else { return }
+                if !self.tick() { self.stop() }
+            }
+            self.timer = timer
+            timer.resume()
+        }
+
+        /// Stops ticking.
+        func stop() {
+            timer?.cancel()
+            timer = nil
+        }
+    }
+}
+
+// MARK: - Animation/ImageIOFrameSource.swift
+
+// ImageIOFrameSource: an animation's frames decoded one at a time by ImageIO at the view's pixel size,
+// and its timing read from each format's properties dictionary (GIF, APNG, WebP, HEICS).
+
+
+nonisolated extension ImageCache {
+#if canImport(ImageIO)
+    /// A ``FrameSource`` over an image source (`CGImageSource`) that keeps the downloaded bytes, or
+    /// reads the file in the cache's folder, and never its frames: each is decoded when its player
+    /// asks, as a thumbnail (`CGImageSourceCreateThumbnailAtIndex`) whose longest side is the view's,
+    /// on a serial queue of its own, and handed to the player on the main queue.
+    ///
+    /// Thread safety: made and asked on the main queue; the decodes run on its queue.
+    fileprivate final class ImageIOFrameSource: FrameSource, @unchecked Sendable {
+        let timing: Timing
+        private let source: CGImageSource
+        private let scale: Double
+        private let queue = DispatchQueue(label: "ImageCache.ImageIOFrameSource", qos: .userInitiated)
+
+        /// The frames of `data` (or of `file`, which holds the same bytes), shown at `scale`; nil
+        /// unless ImageIO reads more than one frame.
+        init?(data: Data, file: URL? = nil, scale: Double) {
+            let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
+            guard let source, CGImageSourceGetCount(source) > 1 else { return nil }
+            self.source = source
+            self.scale = scale
+            timing = Self.timing(of: source)
+        }
+
+        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
+                         completion: @escaping (DecodedFrame?) -> Void) {
+            let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                            kCGImageSourceShouldCacheImmediately: true,
+                                            kCGImageSourceCreateThumbnailWithTransform: true,
+                                            kCGImageSourceThumbnailMaxPixelSize: max(pixels.width, pixels.height)]
+            let (source, scale, done) = (Unchecked(source), scale, Unchecked(completion))
+            let dictionary = Unchecked(options as CFDictionary)
+            queue.async {
+                let frame = CGImageSourceCreateThumbnailAtIndex(source.value, index, dictionary.value).map { cgImage in
+                    DecodedFrame(image: Self.image(cgImage, scale: scale),
+                                 bytes: Int(bitmapBytes(width: cgImage.width, height: cgImage.height,
+                                                        bytesPerRow: cgImage.bytesPerRow)))
+                }
+                let decoded = Unchecked(frame)
+                DispatchQueue.main.async { done.value(decoded.value) }
+            }
+        }
+
+        private static func image(_ cgImage: CGImage, scale: Double) -> Image {
+            #if canImport(UIKit)
+            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
+            #else
+            return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            #endif
+        }
+
+        /// How long each frame of `source` shows (by ``ImageCache/frameDuration(delay:)``) and how many
+        /// times the whole plays (0: forever), from its format's dictionary: GIF's (its loop count
+        /// read as browsers do, ``ImageCache/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
+        static func timing(of source: CGImageSource) -> Timing {
+            let count = CGImageSourceGetCount(source)
+            let durations = (0..<count).map { index -> Double in
+                let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
+                return frameDuration(delay: delay(in: properties))
+            }
+            let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
+            return Timing(durations: durations, plays: plays(in: properties))
+        }
+
+        /// A frame's delay in seconds from its properties: each format's unclamped delay, else its delay.
+        fileprivate static func delay(in properties: [CFString: Any]) -> Double? {
+            for (dictionary, unclamped, clamped) in delayKeys {
+                if let format = properties[dictionary] as? [CFString: Any],
+                   let delay = (format[unclamped] ?? format[clamped]) as? Double {
+                    return delay
+                }
+            }
+            return nil
+        }
+
+        /// How many times an animation plays (0: forever) from its container's properties: a GIF's
+        /// loop count read as browsers do, the others' as the number of plays, else once.
+        fileprivate static func plays(in properties: [CFString: Any]) -> Int {
+            if let gif = properties[kCGImagePropertyGIFDictionary] as? [CFString: Any] {
+                return ImageCache.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
+            }
+            for (dictionary, loopCount) in loopKeys {
+                if let format = properties[dictionary] as? [CFString: Any], let plays = format[loopCount] as? Int {
+                    return max(0, plays)  // APNG's num_plays, WebP's and HEICS's loop count: the plays
+                }
+            }
+            return 1  // none said: once, as a GIF without a loop count
+        }
+
+        /// Each format's dictionary, its unclamped delay and its delay: WebP's since iOS 14, macOS 11.
+        private static var delayKeys: [(CFString, CFString, CFString)] {
+            var keys = [(kCGImagePropertyGIFDictionary, kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime),
+                        (kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime),
+                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSUnclampedDelayTime,
+                         kCGImagePropertyHEICSDelayTime)]
+            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
+                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPUnclampedDelayTime,
+                             kCGImagePropertyWebPDelayTime))
+            }
+            return keys
+        }
+
+        /// Each format's dictionary and its loop count, GIF's aside (read as browsers read it).
+        private static var loopKeys: [(CFString, CFString)] {
+            var keys = [(kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGLoopCount),
+                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSLoopCount)]
+            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
+                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPLoopCount))
+            }
+            return keys
+        }
+    }
+#endif
+}
+
+// MARK: - Animation/AnimationPlayback.swift
+
+// AnimationPlayback: an animation playing in a view on Apple platforms: its player, its frames from
+// ImageIO, its clock, reduce motion and a memory warning.
+
+
+extension ImageCache {
+#if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+    /// One animation playing in one view: an ``AnimationPlayer`` of the frames ImageIO decodes from
+    /// the bytes (or the cache's file) at the view's pixel size, within the cache's budget
+    /// (``ImageCache/animationMemoryMaxBytes``), ticked by a ``FrameClock`` on the main queue, each
+    /// frame handed to `show`. It plays while the view is visible (``setVisible(_:)``), ``isAnimating``
+    /// is true, reduce motion is off and the load did not ask for the first frame only; otherwise it
+    /// shows the frame it has. A memory purge of the cache (``ImageCache/purgeMemory()``, which a
+    /// memory warning runs) drops every animation's frames; playback resumes on the next tick.
+    @MainActor fileprivate final class AnimationPlayback {
+        private let player: AnimationPlayer
+        private let clock: FrameClock
+        private let firstFrameOnly: Bool
+        // Set once in `init`, read in `deinit` (not main-actor isolated): no other access.
+        nonisolated(unsafe) private var purges: NSObjectProtocol?
+        /// Whether it is asked to play (an `isAnimating`-style control); true at first.
+        private(set) var isAnimating = true
+
+        /// A playback of `data`'s frames (or `file`'s) at `pixels`, at `scale`, through `cache`'s
+        /// budget, showing each frame with `show`; nil unless ImageIO finds more than one frame.
+        init?(data: Data, file: URL? = nil, pixels: (width: Int, height: Int), scale: Double, cache: ImageCache,
+              firstFrameOnly: Bool = false, show: @escaping @MainActor (Image) -> Void) {
+            guard let source = ImageIOFrameSource(data: data, file: file, scale: scale) else { return nil }
+            let player = AnimationPlayer(source: source, pixels: pixels, budget: cache.animationBudget,
+                                         now: { ProcessInfo.processInfo.systemUptime },
+                                         display: { frame in
+                                             guard let image = frame.image else { return }
+                                             MainActor.assumeIsolated { show(image) }
+                                         })
+            self.player = player
+            self.firstFrameOnly = firstFrameOnly
+            clock = FrameClock { [weak player] in player?.tick() ?? false }
+            // Each playback drops its own player's frames (the budget's `purge()` drops all of them).
+            let purged = Unchecked(player)
+            purges = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
+                                                            queue: .main) { _ in
+                MainActor.assumeIsolated { purged.value.purge() }
+            }
+            update()
+        }
+
+        deinit {
+            if let purges { NotificationCenter.default.removeObserver(purges) }
+        }
+
+        /// Plays or pauses it; paused, it keeps the frame it shows.
+        func setAnimating(_ animating: Bool) {
+            isAnimating = animating
+            update()
+        }
+
+        /// Its view came on screen (or in a window), or went off (or away): off screen, it decodes
+        /// nothing and gives its frames back.
+        func setVisible(_ visible: Bool) {
+            player.setVisible(visible)
+            update()
+        }
+
+        /// Whether the system asks for less motion: then an animation shows one frame.
+        static var reducesMotion: Bool {
+            #if canImport(UIKit)
+            return UIAccessibility.isReduceMotionEnabled
+            #else
+            return NSWorkspace.shared.accessibilityDisplayShouldReduceMotion
+            #endif
+        }
+
+        private func update() {
+            player.setAnimating(isAnimating && !firstFrameOnly && !Self.reducesMotion)
+            if player.isPlaying { clock.start() } else { clock.stop() }
+        }
+    }
+#endif
 }
 
 // MARK: - Views/Screen.swift
