@@ -8931,8 +8931,8 @@ extension ImageCache {
         private let player: AnimationPlayer
         private let clock: FrameClock
         private let firstFrameOnly: Bool
-        // Set once in `init`, read in `deinit` (not main-actor isolated): no other access.
-        nonisolated(unsafe) private var purges: NSObjectProtocol?
+        // The memory-purge observer, removed in `deinit` (not isolated: hence a Sendable box).
+        private let purges: Unchecked<NSObjectProtocol>
         /// Whether it is asked to play (an `isAnimating`-style control); true at first.
         private(set) var isAnimating = true
 
@@ -8952,15 +8952,15 @@ extension ImageCache {
             clock = FrameClock { [weak player] in player?.tick() ?? false }
             // Each playback drops its own player's frames (the budget's `purge()` drops all of them).
             let purged = Unchecked(player)
-            purges = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
-                                                            queue: .main) { _ in
+            purges = Unchecked(NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
+                                                                      queue: .main) { _ in
                 MainActor.assumeIsolated { purged.value.purge() }
-            }
+            })
             update()
         }
 
         deinit {
-            if let purges { NotificationCenter.default.removeObserver(purges) }
+            NotificationCenter.default.removeObserver(purges.value)
         }
 
         /// Plays or pauses it; paused, it keeps the frame it shows.
