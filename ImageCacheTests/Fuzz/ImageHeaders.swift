@@ -4,7 +4,10 @@
 // - a success has a positive size, an end inside the input, at least one frame, a duration for
 //   each frame of an animation (finite, positive), and a number of plays of 0 or more;
 // - the bytes kept for it (up to its end) inspect again to the same result, and `decode` keeps
-//   exactly those bytes, which `Image(data:)` accepts with the same size.
+//   exactly those bytes, which `Image(data:)` accepts with the same size;
+// - an animated WebP (more than one frame) has, read here independently of `WebPAnimation`: the
+//   VP8X animation flag, an ANIM chunk before its first ANMF, one ANMF per frame, each lying inside
+//   the canvas and holding a whole VP8 or VP8L chunk inside itself, and plays of at most 65,535.
 
 import Foundation
 
@@ -27,6 +30,7 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
                      "\(durations.count) durations for \(info.frames) frames")
         Fuzz.require(durations.allSatisfy { $0.isFinite && $0 > 0 }, "durations \(durations)")
         Fuzz.require(info.timing.plays >= 0, "plays \(info.timing.plays)")
+        if info.format == .webp, info.frames > 1 { checkAnimatedWebP(data, info.width, info.height, info.frames, info.timing.plays) }
         let kept = Data(data.prefix(info.end))
         guard case .success(let again) = ImageCache.inspect(kept) else {
             Fuzz.require(false, "the \(kept.count) bytes kept for \(info) do not inspect again: \(ImageCache.inspect(kept))")
@@ -43,4 +47,38 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
                      "Image(data:) of the bytes kept: \(String(describing: image))")
     }
     return 0
+}
+
+/// The promises of `WebPAnimation` for a file it accepted with `frames` frames, checked by a walk of
+/// its own over the chunks.
+private func checkAnimatedWebP(_ data: Data, _ width: Int, _ height: Int, _ frames: Int, _ plays: Int) {
+    let bytes = [UInt8](data)
+    func le(_ at: Int, _ count: Int) -> Int { (0..<count).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) } }
+    func tag(_ at: Int) -> String { String(decoding: bytes[at..<at + 4], as: UTF8.self) }
+    Fuzz.require(tag(12) == "VP8X" && bytes[20] & 0x02 != 0, "\(frames) frames without VP8X's animation flag")
+    Fuzz.require((0...65_535).contains(plays), "plays \(plays)")
+    let end = min(bytes.count, 8 + le(4, 4) + (le(4, 4) & 1))
+    var (offset, anim, seen) = (12, false, 0)
+    while end - offset >= 8 {
+        let (start, length) = (offset + 8, le(offset + 4, 4))
+        Fuzz.require(length <= end - start, "an accepted file's chunk at \(offset) overruns its RIFF")
+        if tag(offset) == "ANIM" { anim = true }
+        if tag(offset) == "ANMF" {
+            seen += 1
+            Fuzz.require(anim, "frame \(seen) before ANIM")
+            Fuzz.require(length >= 16, "frame \(seen) of \(length) bytes")
+            let (x, y, w, h) = (le(start, 3) * 2, le(start + 3, 3) * 2, le(start + 6, 3) + 1, le(start + 9, 3) + 1)
+            Fuzz.require(x + w <= width && y + h <= height, "frame \(seen) (\(w)x\(h) at \(x),\(y)) outside \(width)x\(height)")
+            var (inner, image) = (start + 16, false)
+            while inner < start + length {
+                let size = start + length - inner >= 8 ? le(inner + 4, 4) : Int.max
+                Fuzz.require(size <= start + length - inner - 8, "frame \(seen)'s chunk at \(inner) runs past its ANMF")
+                if ["VP8 ", "VP8L"].contains(tag(inner)) { image = true }
+                inner += 8 + size + (size & 1)
+            }
+            Fuzz.require(image, "frame \(seen) has no VP8 or VP8L chunk")
+        }
+        offset = start + length + (length & 1)
+    }
+    Fuzz.require(seen == frames, "\(seen) ANMF chunks for \(frames) frames")
 }

@@ -184,3 +184,11 @@ extension IndexPath {
         set { self[0] = newValue }
     }
 }
+
+/// `open class NSWorkspace : NSObject` in the SDK; not `@MainActor`. Of it, `class var shared:
+/// NSWorkspace { get }` and `var accessibilityDisplayShouldReduceMotion: Bool { get }`, macOS 10.12
+/// (developer.apple.com/documentation/appkit/nsworkspace/accessibilitydisplayshouldreducemotion).
+open class NSWorkspace: NSObject {
+    open class var shared: NSWorkspace { fatalError("AppKit shim") }
+    open var accessibilityDisplayShouldReduceMotion: Bool { fatalError("AppKit shim") }
+}

@@ -100,3 +100,20 @@ nonisolated(unsafe) public let kCGImagePropertyGIFLoopCount: CFString = "LoopCou
 /// `let kCGImagePropertyAPNGLoopCount: CFString`: the times an APNG plays, 0 for forever
 /// (developer.apple.com/documentation/imageio/kcgimagepropertyapngloopcount).
 nonisolated(unsafe) public let kCGImagePropertyAPNGLoopCount: CFString = "LoopCount"
+// Sequence timing of WebP and HEICS (developer.apple.com/documentation/imageio: "WebP Data", "HEIC
+// Image Properties"), `let ...: CFString` in the SDK: the WebP keys since iOS 14, macOS 11, tvOS 14,
+// watchOS 7, visionOS 1; the HEICS keys since iOS 13, macOS 10.15, tvOS 13, watchOS 6, visionOS 1.
+// Each dictionary holds a frame's delay (the clamped one at least 100 ms), its unclamped delay, and
+// the container's loop count (the number of times to play the sequence).
+@available(iOS 14, macOS 11, tvOS 14, watchOS 7, visionOS 1, *)
+nonisolated(unsafe) public let kCGImagePropertyWebPDictionary: CFString = "{WebP}"
+@available(iOS 14, macOS 11, tvOS 14, watchOS 7, visionOS 1, *)
+nonisolated(unsafe) public let kCGImagePropertyWebPDelayTime: CFString = "DelayTime"
+@available(iOS 14, macOS 11, tvOS 14, watchOS 7, visionOS 1, *)
+nonisolated(unsafe) public let kCGImagePropertyWebPUnclampedDelayTime: CFString = "UnclampedDelayTime"
+@available(iOS 14, macOS 11, tvOS 14, watchOS 7, visionOS 1, *)
+nonisolated(unsafe) public let kCGImagePropertyWebPLoopCount: CFString = "LoopCount"
+nonisolated(unsafe) public let kCGImagePropertyHEICSDictionary: CFString = "{HEICS}"
+nonisolated(unsafe) public let kCGImagePropertyHEICSDelayTime: CFString = "DelayTime"
+nonisolated(unsafe) public let kCGImagePropertyHEICSUnclampedDelayTime: CFString = "UnclampedDelayTime"
+nonisolated(unsafe) public let kCGImagePropertyHEICSLoopCount: CFString = "LoopCount"

@@ -649,3 +649,12 @@ extension IndexPath {
     }
 }
 #endif
+
+#if !WATCHOS
+/// `UIAccessibility` in the SDK's Swift overlay: a namespace of accessibility settings.
+/// `@MainActor static var isReduceMotionEnabled: Bool { get }`: iOS 8, tvOS, visionOS 1
+/// (developer.apple.com/documentation/uikit/uiaccessibility/isreducemotionenabled).
+public enum UIAccessibility {
+    @MainActor public static var isReduceMotionEnabled: Bool { fatalError("UIKit shim") }
+}
+#endif

@@ -298,6 +298,18 @@ nonisolated extension ImageCache {
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
     }
 
+    /// The bound, in bytes, on the decoded frames of every animation played frame by frame through
+    /// this cache, together. Each playing animation keeps the frame it shows and a few decoded
+    /// ahead at its view's pixel size (4 bytes a pixel): an even share of this bound, between 1
+    /// and 8 frames ahead, so that when more play each buffers fewer, and an animation off screen
+    /// holds nothing (<doc:Animation>, which says what plays so today). 48 MiB by default; values
+    /// below 0 are clamped to 0 (each animation then buffers one frame ahead). Takes effect on the
+    /// players' next frame.
+    public var animationMemoryMaxBytes: Int {
+        get { animationBudget.maxBytes }
+        set { animationBudget.maxBytes = newValue }
+    }
+
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
     /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
     /// not an image, too large, unsupported URL) are never retried.

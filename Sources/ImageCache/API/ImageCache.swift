@@ -20,6 +20,8 @@
 //              an app plugs in), the platform's decoding, the formats' structural check, and pixels
 //              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
+//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
+//              the budget all players share, where frames come from (`FrameSource`).
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -137,6 +139,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     internal let disk: DiskStore  // used only on `diskQueue`
     internal let authorizer = Authorizer()  // guarded by `lock`
+    internal let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
     // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the

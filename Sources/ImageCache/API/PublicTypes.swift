@@ -103,19 +103,19 @@ nonisolated extension ImageCache {
         /// Width and height in pixels, from the header.
         public let width: Int, height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
-        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
-        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; an animated WebP's `ANMF`
+        /// chunks; 1 for a still PNG, GIF or WebP and a JPEG. Where the platform decodes, the
         /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
-        /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
+        /// APNG's `fcTL`, a WebP's `ANMF`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
         ///
         /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
         ///   memory hits copy, carries nothing more.
         public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
-        /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
+        /// An APNG's `num_plays`; an animated WebP's `ANIM` loop count; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
         ///
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.

@@ -409,24 +409,16 @@ nonisolated extension ImageCache {
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
-    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    /// How many times the animation in `source` plays (0: forever): GIF's by ``plays(gifLoopCount:)``,
+    /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
     private static func plays(_ source: CGImageSource) -> Int {
-        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
-        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
-           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
-            return plays
-        }
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
+        ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
     }
 
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
+    /// (unclamped where the format says it).
     private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
-        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
-            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+        ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
     }
     #endif
 

@@ -1,5 +1,6 @@
 // Formats: the structural check of PNG, JPEG, GIF and WebP bytes (where an image ends, its size, its
-// frames and their timing), which runs on every platform before any decoder.
+// frames and their timing; an animated WebP's by WebPAnimation), which runs on every platform before
+// any decoder.
 
 import Dispatch
 import Foundation
@@ -301,12 +302,17 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, riffEnd, 1, Timing()))
+            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
+            // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
+            switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
+            case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))
+            case .failure(let refusal): return corrupt(.webp, refusal.reason)
+            }
         }
 
         /// A short description of bytes that are not an image, for error messages.
         func describe() -> String {
+            if let heif = HEIFBrands(bytes) { return heif.description }  // Format cannot grow in 1.x
             let prefix = Array(bytes.prefix(16))
             let text = String(decoding: prefix, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let lower = text.lowercased()
