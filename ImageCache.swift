@@ -265,6 +265,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
+        var onNotice: (@Sendable (Notice) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
     }
 }
@@ -764,6 +765,13 @@ nonisolated extension ImageCache {
         private var wholeKey: ImageCache.Key
         /// Choices for this load alone (see ``Options``): none by default.
         public var options: Options = []
+        /// A BlurHash of the image (woltapp/blurhash's string, as a feed's server sends it beside
+        /// the URL): ``Binder``, `setImage(with:)` and the SwiftUI views show its decode, made off
+        /// the main thread at 32 pixels on the longer side and cached, instead of the placeholder
+        /// until the image comes. On Linux it is an ``ImageCache/Image`` in PNG (8-bit RGB). A
+        /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
+        /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
+        public var blurHash: String?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         fileprivate var scale: Double?
 
@@ -871,6 +879,7 @@ nonisolated extension ImageCache.Load {
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
         options = request.options
+        blurHash = request.blurHash
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
@@ -1353,6 +1362,60 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/Notices.swift
+
+// Notices (`onNotice`): what the cache did beside loads that ``ImageCache/Event`` cannot say, since a
+// public enum cannot gain a case in 1.x; a struct whose kinds are static members grows instead.
+
+
+nonisolated extension ImageCache {
+    /// Something the cache did that is not an ``Event``: for logs and metrics; see ``onNotice``. It
+    /// grows in 1.x by new kinds (static members of ``Kind``) and new properties only, so a
+    /// `switch` over it cannot break: compare ``kind`` with `==`.
+    public struct Notice: Sendable, CustomStringConvertible {
+        /// What kind of thing happened.
+        public struct Kind: Sendable, Hashable, CustomStringConvertible {
+            private let name: String
+            private init(_ name: String) { self.name = name }
+
+            /// A request's ``ImageCache/Request/blurHash`` is not a BlurHash (see ``Notice/detail``
+            /// for why): the view showed its placeholder instead.
+            public static let placeholderIgnored = Kind("placeholderIgnored")
+
+            /// The kind's name, as written here.
+            public var description: String { name }
+        }
+
+        /// What kind of thing happened.
+        public let kind: Kind
+        /// The URL of the load it concerns; nil for none.
+        public let url: URL?
+        /// What happened, in words.
+        public let detail: String
+
+        /// The kind, the URL and the detail, in one line.
+        public var description: String { "\(kind): \(url?.absoluteString ?? "-"): \(detail)" }
+
+        fileprivate init(_ kind: Kind, url: URL?, detail: String) {
+            (self.kind, self.url, self.detail) = (kind, url, detail)
+        }
+    }
+
+    /// Called for each ``Notice``, for logs and metrics: a BlurHash that was ignored. Runs on
+    /// ``callbackQueue``. Nil by default.
+    public var onNotice: (@Sendable (Notice) -> Void)? {
+        get { locked { $0.settings.onNotice } }
+        set { locked { $0.change(\.onNotice, to: newValue) } }
+    }
+
+    /// Sends `notice` to ``onNotice``, if set, on ``callbackQueue``.
+    fileprivate func notify(_ notice: Notice) {
+        let (handler, queue) = locked { ($0.settings.onNotice, $0.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(notice) }
+    }
+}
+
 // MARK: - API/PublicTypes.swift
 
 // The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
@@ -1602,7 +1665,7 @@ nonisolated extension ImageCache {
 
         /// What the target shows now.
         public private(set) var state = State.idle
-        private let queue: DispatchQueue
+        fileprivate let queue: DispatchQueue
         private weak var target: ImageTarget?
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
@@ -1721,6 +1784,7 @@ nonisolated extension ImageCache {
                 state = .loading
             } else {
                 show(placeholder, .loading)
+                showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
@@ -1863,7 +1927,7 @@ nonisolated extension ImageCache {
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
         /// image), unless it shows it already: the image of the same entry that the binder showed
         /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).
-        private func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
+        fileprivate func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
             let again = key != nil && key == shownKey
             shownKey = key
@@ -2639,6 +2703,94 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Views/Placeholders.swift
+
+// Placeholders: a request's BlurHash decoded (BlurHash.swift) off the binder's queue, cached, and
+// shown by its binder in place of the placeholder until the image comes.
+
+
+nonisolated extension ImageCache {
+    /// The images of decoded BlurHashes, shared by every binder of the process: a hash is decoded
+    /// once per size, on a queue of its own (never a binder's, so never the main thread), and kept
+    /// while it is among the last ``capacity`` decoded (a hash that does not parse is kept too, as
+    /// its reason, so it is parsed once).
+    ///
+    /// **Thread safety.** Every method may be called from any thread; `cached` takes one lock.
+    fileprivate final class Placeholders: @unchecked Sendable {
+        static let shared = Placeholders()
+        /// How many decodes are kept: a screen's worth of rows, 32 x 32 pixels each (a few KiB).
+        static let capacity = 256
+
+        typealias Outcome = Result<Unchecked<Image>, BlurHash.Malformed>
+        private let lock = NSLock()
+        private var outcomes: [String: Outcome] = [:]  // by `name(hash, size)`
+        private var order: [String] = []  // oldest first
+        private let queue = DispatchQueue(label: "ImageCache.placeholders", qos: .userInitiated)
+        /// Decodes made, for the tests.
+        private(set) var decodes = 0
+
+        /// The outcome of `hash` at `size` if it was decoded; never waits.
+        func cached(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome? {
+            lock.withLock { outcomes[Self.name(hash, size)] }
+        }
+
+        /// Decodes `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
+        /// outcome, and hands it to `done` there.
+        func decode(_ hash: String, _ size: (width: Int, height: Int), done: @escaping @Sendable (Outcome) -> Void) {
+            queue.async {
+                if let outcome = self.cached(hash, size) { return done(outcome) }
+                let outcome = Self.image(hash, size)
+                self.lock.withLock {
+                    self.decodes += 1
+                    let name = Self.name(hash, size)
+                    if self.outcomes.updateValue(outcome, forKey: name) == nil { self.order.append(name) }
+                    if self.order.count > Self.capacity { self.outcomes[self.order.removeFirst()] = nil }
+                }
+                done(outcome)
+            }
+        }
+
+        /// `hash` decoded to `size`, as an image of the platform (a PNG of the pixels on Linux).
+        static func image(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome {
+            BlurHash.parse(hash).flatMap { blurHash in
+                let decoded = blurHash.pixels(width: size.width, height: size.height)
+                let png = ImageCache.png(rgb: decoded.rgb, width: decoded.width, height: decoded.height)
+                guard let image = Image(data: png) else { return .failure(BlurHash.Malformed(reason: "no image of its pixels")) }
+                return .success(Unchecked(image))
+            }
+        }
+
+        private static func name(_ hash: String, _ size: (width: Int, height: Int)) -> String {
+            "\(size.width)x\(size.height) \(hash)"
+        }
+    }
+}
+
+nonisolated extension ImageCache.Binder {
+    /// Shows `load`'s BlurHash, if it has one, in place of the placeholder while the binding
+    /// `generation` loads: at once if it was decoded at this aspect already, else when its decode
+    /// (off this queue) is done, if the binding is still the latest and still loading, so it never
+    /// replaces the image or another binding's placeholder. One that does not parse is ignored, and
+    /// `cache.onNotice` hears of it.
+    fileprivate func showBlurHash(of load: ImageCache.Load, size: (width: Int, height: Int)?, cache: ImageCache,
+                               binding generation: Int) {
+        guard let hash = load.blurHash else { return }
+        let pixels = ImageCache.BlurHash.decodeSize(aspect: size.map { Double($0.width) / Double($0.height) })
+        let url = load.url
+        let shown: @Sendable (ImageCache.Placeholders.Outcome) -> Void = { [weak self] outcome in
+            guard let self, generation == self.generation, case .loading = self.state else { return }
+            switch outcome {
+            case .success(let image): self.show(image.value, .loading)
+            case .failure(let malformed):
+                cache.notify(ImageCache.Notice(.placeholderIgnored, url: url, detail: malformed.description))
+            }
+        }
+        if let outcome = ImageCache.Placeholders.shared.cached(hash, pixels) { return shown(outcome) }
+        let queue = self.queue
+        ImageCache.Placeholders.shared.decode(hash, pixels) { outcome in queue.async { shown(outcome) } }
+    }
+}
+
 // MARK: - Pipeline/Load.swift
 
 // A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
@@ -2661,6 +2813,7 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         var isOriginal = false  // a variant's job's request for its original (see `original`)
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
@@ -8134,6 +8287,191 @@ nonisolated extension ImageCache {
             }
             return "unknown bytes " + prefix.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
         }
+    }
+}
+
+// MARK: - Decoding/BlurHash.swift
+
+// BlurHash: the compact string a feed's server sends beside an image URL (woltapp/blurhash), read and
+// decoded to a few pixels, and those pixels as a PNG: what a view shows until its image comes.
+
+
+nonisolated extension ImageCache {
+    /// A BlurHash read from its string: the number of cosine components on each axis and their
+    /// colors (linear RGB), as woltapp/blurhash's reference decoder reads them.
+    ///
+    /// **Bounds.** Untrusted text is refused with a ``Malformed`` value, never a trap: a string of
+    /// more than ``maxLength`` characters is refused unread; one whose length is not the
+    /// 4 + 2 x components its first character announces, or with a character outside base 83, or
+    /// with more than ``maxComponents`` components on an axis (a first character the reference
+    /// encoder never writes), is refused. Decoding is to at most ``maxSide`` x ``maxSide`` pixels,
+    /// so what a hash allocates is bounded: at most 81 colors, then 3 bytes per pixel
+    /// (48 KiB at 128 x 128) and the PNG of them (about as much again).
+    fileprivate struct BlurHash: Sendable, Equatable {
+        /// Components along x and along y, 1...9 each.
+        let componentsX: Int, componentsY: Int
+        /// Each component's red, green and blue in linear light, component `i + j * componentsX`.
+        private let colors: [Double]
+
+        /// The longest hash read: 4 + 2 x 9 x 9 characters.
+        static let maxLength = 166
+        /// The most components on one axis, as the reference encoder allows.
+        static let maxComponents = 9
+        /// The largest width and height a hash is decoded to, in pixels.
+        static let maxSide = 128
+
+        /// Why a string is not a BlurHash.
+        struct Malformed: Swift.Error, Equatable, CustomStringConvertible {
+            let reason: String
+            var description: String { "malformed BlurHash: \(reason)" }
+        }
+
+        /// Reads `text`, or says why it is not a BlurHash (see the bounds above).
+        static func parse(_ text: String) -> Result<BlurHash, Malformed> {
+            let utf8 = text.utf8
+            guard utf8.count <= maxLength else {
+                return .failure(Malformed(reason: "longer than \(maxLength) characters"))
+            }
+            guard utf8.count >= 6 else { return .failure(Malformed(reason: "\(utf8.count) characters, fewer than 6")) }
+            var digits = [Int]()
+            digits.reserveCapacity(utf8.count)
+            for byte in utf8 {
+                guard let digit = base83[Int(byte)] else {
+                    return .failure(Malformed(reason: "a character outside base 83 at \(digits.count)"))
+                }
+                digits.append(digit)
+            }
+            let (componentsY, componentsX) = (digits[0] / 9 + 1, digits[0] % 9 + 1)
+            guard componentsY <= maxComponents else {
+                return .failure(Malformed(reason: "\(componentsY) components along y, more than \(maxComponents)"))
+            }
+            guard digits.count == 4 + 2 * componentsX * componentsY else {
+                return .failure(Malformed(reason: "\(digits.count) characters for \(componentsX)x\(componentsY) components"))
+            }
+            func number(_ start: Int, _ count: Int) -> Int { digits[start..<(start + count)].reduce(0) { $0 * 83 + $1 } }
+            let maximum = Double(digits[1] + 1) / 166
+            let dc = number(2, 4)  // up to 83^4 - 1: more than 24 bits, read as the reference reads it
+            var colors = [sRGBToLinear(dc >> 16), sRGBToLinear((dc >> 8) & 255), sRGBToLinear(dc & 255)]
+            colors.reserveCapacity(3 * componentsX * componentsY)
+            for component in 1..<(componentsX * componentsY) {
+                let ac = number(4 + component * 2, 2)
+                for quantised in [ac / (19 * 19), (ac / 19) % 19, ac % 19] {
+                    colors.append(signedSquare(Double(quantised - 9) / 9) * maximum)
+                }
+            }
+            return .success(BlurHash(componentsX: componentsX, componentsY: componentsY, colors: colors))
+        }
+
+        /// The hash decoded to `width` x `height` pixels (each clamped to 1...``maxSide``), as sRGB
+        /// bytes, red, green, blue, row by row: the reference decoder's pixels with `punch` 1.
+        func pixels(width: Int, height: Int) -> (width: Int, height: Int, rgb: [UInt8]) {
+            let (width, height) = (min(max(width, 1), Self.maxSide), min(max(height, 1), Self.maxSide))
+            // cos(pi x i / width) for each x and component i, and the same along y: made once.
+            let cosX = (0..<width).flatMap { x in (0..<componentsX).map { Foundation.cos(Double.pi * Double(x * $0) / Double(width)) } }
+            let cosY = (0..<height).flatMap { y in (0..<componentsY).map { Foundation.cos(Double.pi * Double(y * $0) / Double(height)) } }
+            var rgb = [UInt8](repeating: 0, count: width * height * 3)
+            var index = 0
+            for y in 0..<height {
+                for x in 0..<width {
+                    var (r, g, b) = (0.0, 0.0, 0.0)
+                    for j in 0..<componentsY {
+                        for i in 0..<componentsX {
+                            let basis = cosX[x * componentsX + i] * cosY[y * componentsY + j]
+                            let c = 3 * (i + j * componentsX)
+                            r += colors[c] * basis
+                            g += colors[c + 1] * basis
+                            b += colors[c + 2] * basis
+                        }
+                    }
+                    rgb[index] = Self.linearToSRGB(r)
+                    rgb[index + 1] = Self.linearToSRGB(g)
+                    rgb[index + 2] = Self.linearToSRGB(b)
+                    index += 3
+                }
+            }
+            return (width, height, rgb)
+        }
+
+        /// The size to decode a hash to for a view of `aspect` (width over height; nil or absurd:
+        /// square): 32 pixels on the longer side, at least 1 on the shorter. A BlurHash has no
+        /// detail finer than its 9 components: the view scales it up.
+        static func decodeSize(aspect: Double?) -> (width: Int, height: Int) {
+            guard let aspect, aspect.isFinite, aspect > 0 else { return (32, 32) }
+            if aspect >= 1 { return (32, max(1, min(32, Int((32 / aspect).rounded())))) }
+            return (max(1, min(32, Int((32 * aspect).rounded()))), 32)
+        }
+
+        /// Each ASCII byte's base-83 digit (woltapp's alphabet); nil for the others.
+        private static let base83: [Int?] = {
+            let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz#$%*+,-.:;=?@[]^_{|}~".utf8)
+            var table = [Int?](repeating: nil, count: 256)
+            for (digit, byte) in alphabet.enumerated() { table[Int(byte)] = digit }
+            return table
+        }()
+
+        private static func sRGBToLinear(_ value: Int) -> Double {
+            let v = Double(value) / 255
+            return v <= 0.04045 ? v / 12.92 : Foundation.pow((v + 0.055) / 1.055, 2.4)
+        }
+
+        /// The reference's conversion, truncating after adding 0.5.
+        private static func linearToSRGB(_ value: Double) -> UInt8 {
+            let v = value.isNaN ? 0 : min(max(value, 0), 1)
+            let s = v <= 0.0031308 ? v * 12.92 : 1.055 * Foundation.pow(v, 1 / 2.4) - 0.055
+            return UInt8(min(255, max(0, Int(s * 255 + 0.5))))
+        }
+
+        private static func signedSquare(_ value: Double) -> Double { value < 0 ? -value * value : value * value }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The PNG of `rgb` (8-bit RGB, `width` x `height`, row by row): no filter, its deflate stream
+    /// in stored blocks (a few dozen bytes more than the pixels, and no compressor needed), every
+    /// chunk with its CRC. Any PNG decoder reads it; on Linux ``Image`` holds it as is.
+    fileprivate static func png(rgb: [UInt8], width: Int, height: Int) -> Data {
+        precondition(width > 0 && height > 0 && rgb.count == width * height * 3, "pixels for the size")
+        var raw = [UInt8]()
+        raw.reserveCapacity(height * (1 + width * 3))
+        for row in 0..<height {
+            raw.append(0)  // filter: none
+            raw.append(contentsOf: rgb[(row * width * 3)..<((row + 1) * width * 3)])
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65_535, raw.count - offset)
+            let last: UInt8 = offset + count == raw.count ? 1 : 0
+            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            zlib += raw[offset..<(offset + count)]
+            offset += count
+        } while offset < raw.count
+        var (a, b): (UInt32, UInt32) = (1, 0)  // Adler-32
+        for byte in raw { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
+        zlib += bigEndian(b << 16 | a)
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func chunk(_ type: String, _ body: [UInt8]) {
+            let typed = Array(type.utf8) + body
+            png += bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
+        }
+        chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+        chunk("IDAT", zlib)
+        chunk("IEND", [])
+        return Data(png)
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    /// PNG's CRC-32 (zlib's), bit by bit: a placeholder's chunks are small.
+    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
     }
 }
 

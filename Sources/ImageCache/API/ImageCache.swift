@@ -249,6 +249,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
+        var onNotice: (@Sendable (Notice) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
     }
 }

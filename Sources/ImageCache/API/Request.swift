@@ -67,6 +67,13 @@ nonisolated extension ImageCache {
         private var wholeKey: ImageCache.Key
         /// Choices for this load alone (see ``Options``): none by default.
         public var options: Options = []
+        /// A BlurHash of the image (woltapp/blurhash's string, as a feed's server sends it beside
+        /// the URL): ``Binder``, `setImage(with:)` and the SwiftUI views show its decode, made off
+        /// the main thread at 32 pixels on the longer side and cached, instead of the placeholder
+        /// until the image comes. On Linux it is an ``ImageCache/Image`` in PNG (8-bit RGB). A
+        /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
+        /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
+        public var blurHash: String?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 
@@ -174,6 +181,7 @@ nonisolated extension ImageCache.Load {
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
         options = request.options
+        blurHash = request.blurHash
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
