@@ -150,6 +150,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
@@ -1413,6 +1414,115 @@ nonisolated extension ImageCache {
         let (handler, queue) = locked { ($0.settings.onNotice, $0.settings.callbackQueue) }
         guard let handler else { return }
         queue.async { handler(notice) }
+    }
+}
+
+// MARK: - API/ImageSize.swift
+
+// The size before the image: `ImageSize`, and the calls that give a cached image's size and
+// orientation without decoding it (`peekSize`, `size(of:)`), from an index in memory (`SizeIndex`)
+// fed by every decode and by every file the disk reads, else from the file's header.
+
+
+nonisolated extension ImageCache {
+    /// An image's size in pixels and its EXIF orientation, as its file's header says: what a list
+    /// needs to reserve a row's height, or a SwiftUI view to take an aspect ratio, before the image
+    /// comes. Grows in 1.x by new properties only.
+    public struct ImageSize: Sendable, Hashable {
+        /// Width and height in pixels, as stored (before the orientation turns them).
+        public let width: Int, height: Int
+        /// The EXIF orientation, 1 (up, also when the file has none) to 8; 5 to 8 are a quarter
+        /// turn, so the image shows `height` wide.
+        public let orientation: Int
+
+        /// A size of `width` x `height` pixels (each at least 1) in EXIF `orientation` (1...8; 1
+        /// otherwise).
+        public init(width: Int, height: Int, orientation: Int = 1) {
+            (self.width, self.height) = (max(1, width), max(1, height))
+            self.orientation = (1...8).contains(orientation) ? orientation : 1
+        }
+
+        /// The width as shown, in pixels: `height` for orientations 5 to 8.
+        public var displayWidth: Int { (5...8).contains(orientation) ? height : width }
+        /// The height as shown, in pixels: `width` for orientations 5 to 8.
+        public var displayHeight: Int { (5...8).contains(orientation) ? width : height }
+        /// Width over height, as shown: the aspect ratio a view takes.
+        public var aspectRatio: Double { Double(displayWidth) / Double(displayHeight) }
+    }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// What ``size(of:completion:)`` calls with the size, or nil; on the main actor.
+    public typealias SizeCallback = @MainActor @Sendable (ImageSize?) -> Void
+    #else
+    /// What ``size(of:completion:)`` calls with the size, or nil; on ``callbackQueue``.
+    public typealias SizeCallback = @Sendable (ImageSize?) -> Void
+    #endif
+
+    /// The size of the image `request` loads (its original: processors may change it, a circle is
+    /// square) if this process has seen it: decoded it, read its file, or read its header (see
+    /// ``size(of:completion:)``); else nil. Never reads the disk or waits for it: for a list's
+    /// `heightForRow`, beside ``peek(_:)-(Request)``.
+    ///
+    /// - Complexity: O(1): one lock (the index's own, not the cache's), one dictionary lookup.
+    public func peekSize(_ request: Request) -> ImageSize? {
+        sizes.size(of: request.cacheKey.string)
+    }
+
+    /// The size of the image `request` loads, as ``peekSize(_:)`` finds it, else from the header
+    /// of its file on disk (the first 64 KiB, up to 1 MiB for a JPEG with large metadata; nothing
+    /// is decoded, no request is sent, the file's dates stay), then kept in memory for `peekSize`;
+    /// nil when neither has it. `completion` runs on the main actor on Apple platforms, else on
+    /// ``callbackQueue``, after the disk work queued before it.
+    ///
+    /// - Complexity: O(1) from memory; one file opened and read from the disk queue otherwise.
+    public func size(of request: Request, completion: @escaping SizeCallback) {
+        let key = request.cacheKey.string
+        let queue = Self.callbackActorQueue ?? callbackQueue
+        if let known = sizes.size(of: key) {
+            return queue.async { Self.onCallbackActor(known) { completion($0) } }
+        }
+        diskQueue.async {
+            let size = self.sizes.size(of: key) ?? self.disk.header(of: DiskStore.fileID(for: key)).flatMap { header in
+                ImageSize(header: header).map { self.sizes.learn($0, for: key) }
+            }
+            queue.async { Self.onCallbackActor(size) { completion($0) } }
+        }
+    }
+
+    /// The size of the image `request` loads, as ``size(of:completion:)`` finds it, with Swift
+    /// concurrency.
+    public func size(of request: Request) async -> ImageSize? {
+        await withCheckedContinuation { continuation in
+            size(of: request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Learns the size the header of `bytes`, an image of `key` just read or decoded, says (see
+    /// `SizeIndex`). Cheap: a few fixed offsets, or a JPEG's markers up to its frame header.
+    fileprivate func learnSize(of key: Key, from bytes: Data?) {
+        guard let bytes, let size = ImageSize(header: bytes) else { return }
+        sizes.learn(size, for: key.string)
+    }
+}
+
+nonisolated extension ImageCache.DiskStore {
+    /// The first bytes of file `id`, if it is there and a regular file: 64 KiB, or up to 1 MiB
+    /// when 64 KiB hold no size (see `ImageSize.init(header:)`). Its dates stay as they were.
+    func header(of id: UInt64) -> Data? {
+        guard let directory = openFolder(create: false) else { return nil }
+        let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Foundation.close(fd) }
+        guard let file = File(id, { Foundation.fstat(fd, $0) }) else { return nil }
+        var count = min(Int(file.size), ImageCache.ImageSize.headerBytes)
+        while true {
+            guard let bytes = ImageCache.POSIX.readAll(fd, count: count) else { return nil }
+            if count >= min(Int(file.size), ImageCache.ImageSize.maxHeaderBytes) || ImageCache.ImageSize(header: bytes) != nil {
+                return bytes
+            }
+            guard Foundation.lseek(fd, 0, SEEK_SET) == 0 else { return nil }
+            count = min(Int(file.size), ImageCache.ImageSize.maxHeaderBytes)
+        }
     }
 }
 
@@ -2959,6 +3069,7 @@ nonisolated extension ImageCache {
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
+        learnSize(of: download.key, from: found?.data)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
@@ -4108,6 +4219,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
@@ -5888,6 +6000,45 @@ nonisolated extension ImageCache {
         let bytes = Double(image.data.count)
         #endif
         return Int(min(bytes, Double(Int.max / 2)))
+    }
+}
+
+// MARK: - Memory/SizeIndex.swift
+
+// The index of image sizes kept in memory: what `peekSize` answers from, fed by every decode and by
+// every file the disk reads or whose header `size(of:)` reads.
+
+
+nonisolated extension ImageCache {
+    /// The pixel size and orientation of each key seen, by the key's string (every size and
+    /// variant of a key shares its original's). Bounded: past ``capacity`` keys, the oldest
+    /// learned half is forgotten (an entry is about a hundred bytes). It is not the memory tier:
+    /// an image evicted, or never kept (`notKeptInMemory`), keeps its size here.
+    ///
+    /// **Thread safety.** Any thread; one lock of its own, never taken with the cache's.
+    fileprivate final class SizeIndex: @unchecked Sendable {
+        static let capacity = 10_000
+        private let lock = NSLock()
+        private var sizes: [String: ImageSize] = [:]
+        private var order: [String] = []  // the order keys were first learned in
+
+        func size(of key: String) -> ImageSize? {
+            lock.withLock { sizes[key] }
+        }
+
+        /// Keeps `size` for `key`, and returns it.
+        @discardableResult
+        func learn(_ size: ImageSize, for key: String) -> ImageSize {
+            lock.withLock {
+                guard sizes.updateValue(size, forKey: key) == nil else { return }
+                order.append(key)
+                guard order.count > Self.capacity else { return }
+                let forgotten = order.prefix(Self.capacity / 2)
+                for key in forgotten { sizes[key] = nil }
+                order.removeFirst(forgotten.count)
+            }
+            return size
+        }
     }
 }
 
@@ -8472,6 +8623,112 @@ nonisolated extension ImageCache {
             for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
         }
         return crc ^ 0xFFFF_FFFF
+    }
+}
+
+// MARK: - Decoding/SizeHeaders.swift
+
+// The size before the image: an image's pixel size and EXIF orientation read from the first bytes
+// of its file (PNG's IHDR, GIF's screen, WebP's first chunk, JPEG's frame header and Exif segment),
+// with no decode, for `ImageSize`.
+
+
+nonisolated extension ImageCache.ImageSize {
+    /// How many bytes of a file are read for its header first; a JPEG whose frame header lies
+    /// beyond them (large Exif or color profile segments) is read again up to ``maxHeaderBytes``.
+    fileprivate static let headerBytes = 64 * 1024
+    /// The most bytes of a file read for its header.
+    fileprivate static let maxHeaderBytes = 1024 * 1024
+
+    /// The size and orientation `header`, the first bytes of an image, say; nil when they are not
+    /// the start of a PNG, GIF, WebP or JPEG whose size lies within them. Every read is inside
+    /// `header`: untrusted bytes give a size or nil, never a trap. The size is the first frame
+    /// header's (PNG's IHDR, GIF's logical screen, WebP's VP8/VP8L/VP8X chunk: what ``ImageCache``'s
+    /// structural check reads too), and 1 to 65,535 for a JPEG; the orientation is a JPEG's Exif
+    /// `Orientation` (1 to 8; 1 when absent or out of range, and for the other formats).
+    fileprivate init?(header: Data) {
+        let bytes = [UInt8](header.prefix(Self.maxHeaderBytes))
+        func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
+        func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
+        // 0 past 2^31 - 1 (PNG's limit, and more than `Int` holds on watchOS): not a size.
+        func be32(_ i: Int) -> Int { be16(i) < 0x8000 ? be16(i) << 16 | be16(i + 2) : 0 }
+        func matches(_ text: String, at offset: Int) -> Bool {
+            text.utf8.enumerated().allSatisfy { byte(offset + $0.offset) == Int($0.element) }
+        }
+        var size: (width: Int, height: Int, orientation: Int)?
+        if bytes.count >= 24, bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), matches("IHDR", at: 12) {
+            size = (be32(16), be32(20), 1)
+        } else if bytes.count >= 10, matches("GIF87a", at: 0) || matches("GIF89a", at: 0) {
+            size = (le16(6), le16(8), 1)
+        } else if matches("RIFF", at: 0), matches("WEBP", at: 8) {
+            if matches("VP8 ", at: 12), bytes.count >= 30, byte(23) == 0x9D, byte(24) == 0x01, byte(25) == 0x2A {
+                size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF, 1)
+            } else if matches("VP8L", at: 12), bytes.count >= 25, byte(20) == 0x2F {
+                let bits = le16(21) | (le16(23) & 0x0FFF) << 16  // 14 bits of width, 14 of height
+                size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1, 1)
+            } else if matches("VP8X", at: 12), bytes.count >= 30 {
+                size = ((byte(24) | byte(25) << 8 | byte(26) << 16) + 1, (byte(27) | byte(28) << 8 | byte(29) << 16) + 1, 1)
+            }
+        } else if bytes.count >= 4, byte(0) == 0xFF, byte(1) == 0xD8 {
+            size = Self.jpeg(bytes)
+        }
+        guard let size, size.width > 0, size.height > 0 else { return nil }
+        self.init(width: size.width, height: size.height, orientation: size.orientation)
+    }
+
+    /// A JPEG's first frame header's size, and the orientation of an Exif segment before it: the
+    /// markers walked by their lengths up to the first frame header (or the first scan: none).
+    private static func jpeg(_ bytes: [UInt8]) -> (width: Int, height: Int, orientation: Int)? {
+        func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
+        var (offset, orientation) = (2, 1)
+        while offset + 4 <= bytes.count {
+            guard byte(offset) == 0xFF else { return nil }
+            let marker = byte(offset + 1)
+            if marker == 0xFF { offset += 1; continue }  // fill bytes
+            if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { offset += 2; continue }
+            if marker == 0xDA || marker == 0xD9 { return nil }  // a scan or the end before any frame header
+            let length = be16(offset + 2)
+            guard length >= 2 else { return nil }
+            if marker == 0xE1, length >= 8, bytes.count >= offset + 2 + length {
+                orientation = exifOrientation(bytes, from: offset + 4, to: offset + 2 + length) ?? orientation
+            }
+            if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                guard length >= 7, offset + 9 <= bytes.count else { return nil }
+                return (be16(offset + 7), be16(offset + 5), orientation)
+            }
+            offset += 2 + length
+        }
+        return nil
+    }
+
+    /// The `Orientation` (tag 0x0112) of the first IFD of the Exif segment in `bytes[start..<end]`
+    /// ("Exif\0\0", then a TIFF header): 1 to 8, or nil.
+    private static func exifOrientation(_ bytes: [UInt8], from start: Int, to end: Int) -> Int? {
+        func byte(_ i: Int) -> Int { i >= start && i < end ? Int(bytes[i]) : 0 }
+        guard [0x45, 0x78, 0x69, 0x66, 0, 0].enumerated().allSatisfy({ byte(start + $0.offset) == $0.element }) else {
+            return nil
+        }
+        let tiff = start + 6
+        let little: Bool
+        switch (byte(tiff), byte(tiff + 1)) {
+        case (0x49, 0x49): little = true
+        case (0x4D, 0x4D): little = false
+        default: return nil
+        }
+        func u16(_ i: Int) -> Int { little ? byte(i) | byte(i + 1) << 8 : byte(i) << 8 | byte(i + 1) }
+        // An offset inside one segment (at most 65,535 bytes): a larger one is not (nor an `Int` on watchOS).
+        let (high, low) = little ? (u16(tiff + 6), u16(tiff + 4)) : (u16(tiff + 4), u16(tiff + 6))
+        guard u16(tiff + 2) == 42, high == 0 else { return nil }
+        let ifd = tiff + low
+        guard ifd > tiff, ifd + 2 <= end else { return nil }
+        let entries = min(u16(ifd), (end - ifd - 2) / 12)
+        for entry in 0..<entries where u16(ifd + 2 + entry * 12) == 0x0112 {
+            let value = u16(ifd + 2 + entry * 12 + 8)
+            return (1...8).contains(value) ? value : nil
+        }
+        return nil
     }
 }
 

@@ -4,13 +4,19 @@
 // - a success has a positive size, an end inside the input, at least one frame, a duration for
 //   each frame of an animation (finite, positive), and a number of plays of 0 or more;
 // - the bytes kept for it (up to its end) inspect again to the same result, and `decode` keeps
-//   exactly those bytes, which `Image(data:)` accepts with the same size.
+//   exactly those bytes, which `Image(data:)` accepts with the same size;
+// - `ImageSize(header:)` of any input gives nil or a positive size with an orientation of 1...8; of
+//   a PNG, GIF or WebP that inspects, the size inspect reads (a JPEG's is its first frame header's).
 
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = Fuzz.data(pointer, count)
+    let header = ImageCache.ImageSize(header: data)
+    if let header {
+        Fuzz.require(header.width > 0 && header.height > 0 && (1...8).contains(header.orientation), "header \(header)")
+    }
     switch ImageCache.inspect(data) {
     case .failure(let error):
         switch error {
@@ -20,6 +26,10 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
         }
     case .success(let info):
         Fuzz.require(info.width > 0 && info.height > 0, "size \(info.width)x\(info.height)")
+        if info.format != .jpeg {
+            Fuzz.require(header == ImageCache.ImageSize(width: info.width, height: info.height),
+                         "the header says \(String(describing: header)), inspect \(info.width)x\(info.height)")
+        }
         Fuzz.require(info.end > 0 && info.end <= data.count, "end \(info.end) of \(data.count) bytes")
         Fuzz.require(info.frames >= 1, "\(info.frames) frames")
         let durations = info.timing.durations

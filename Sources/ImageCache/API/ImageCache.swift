@@ -126,6 +126,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: Decodes
     internal let disk: DiskStore  // used only on `diskQueue`
+    internal let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
     // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
