@@ -6,13 +6,22 @@
 // - the bytes kept for it (up to its end) inspect again to the same result, and `decode` keeps
 //   exactly those bytes, which `Image(data:)` accepts with the same size;
 // - `ImageSize(header:)` of any input gives nil or a positive size with an orientation of 1...8; of
-//   a PNG, GIF or WebP that inspects, the size inspect reads (a JPEG's is its first frame header's).
+//   a PNG, GIF or WebP that inspects, the size inspect reads (a JPEG's is its first frame header's);
+// - `ProgressiveScans` finds the same scans and the same end in the input read whole as read in two
+//   parts (cut where the first byte says), the end inside the input, and none unless progressive.
 
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = Fuzz.data(pointer, count)
+    var whole = ImageCache.ProgressiveScans(), parts = ImageCache.ProgressiveScans()
+    whole.read(data)
+    parts.read(data.prefix(Int(data.first ?? 0) * data.count / 256))
+    parts.read(data)
+    Fuzz.require(whole.scans == parts.scans && whole.end == parts.end && whole.isBroken == parts.isBroken,
+                 "scans \(whole) read whole, \(parts) in two parts")
+    Fuzz.require(whole.end <= data.count && (whole.scans == 0 || whole.isProgressive), "scans \(whole)")
     let header = ImageCache.ImageSize(header: data)
     if let header {
         Fuzz.require(header.width > 0 && header.height > 0 && (1...8).contains(header.orientation), "header \(header)")
