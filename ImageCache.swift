@@ -839,6 +839,14 @@ nonisolated extension ImageCache.Request {
         /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
+        /// Previews while a progressive JPEG downloads: each time more of its scans are complete
+        /// (at most 4 a second, each with more scans than the last, none once the body is whole),
+        /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
+        /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
+        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
+        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        public static let progressivePreviews = Options(rawValue: 1 << 5)
+
         /// Why these options cannot go together, if they cannot.
         fileprivate var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {
@@ -1383,6 +1391,13 @@ nonisolated extension ImageCache {
             /// for why): the view showed its placeholder instead.
             public static let placeholderIgnored = Kind("placeholderIgnored")
 
+            /// A progressive JPEG that a load with ``ImageCache/Request/Options-swift.struct/progressivePreviews``
+            /// downloads has more complete scans: ``Notice/data`` holds the bytes up to the end of the
+            /// last complete one and an end-of-image marker (a whole JPEG of the scans so far), and
+            /// ``Notice/scans`` their count. At most 4 a second, each with more scans than the last,
+            /// none once the body is whole; the final image follows as usual.
+            public static let preview = Kind("preview")
+
             /// The kind's name, as written here.
             public var description: String { name }
         }
@@ -1393,16 +1408,20 @@ nonisolated extension ImageCache {
         public let url: URL?
         /// What happened, in words.
         public let detail: String
+        /// The bytes a ``Kind/preview`` shows; nil for other kinds.
+        public let data: Data?
+        /// How many complete scans a ``Kind/preview``'s bytes hold; 0 for other kinds.
+        public let scans: Int
 
         /// The kind, the URL and the detail, in one line.
         public var description: String { "\(kind): \(url?.absoluteString ?? "-"): \(detail)" }
 
-        fileprivate init(_ kind: Kind, url: URL?, detail: String) {
-            (self.kind, self.url, self.detail) = (kind, url, detail)
+        fileprivate init(_ kind: Kind, url: URL?, detail: String, data: Data? = nil, scans: Int = 0) {
+            (self.kind, self.url, self.detail, self.data, self.scans) = (kind, url, detail, data, scans)
         }
     }
 
-    /// Called for each ``Notice``, for logs and metrics: a BlurHash that was ignored. Runs on
+    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview. Runs on
     /// ``callbackQueue``. Nil by default.
     public var onNotice: (@Sendable (Notice) -> Void)? {
         get { locked { $0.settings.onNotice } }
@@ -4330,6 +4349,31 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/Previews.swift
+
+// Progressive previews on their way: the transport's delegate hands each transfer that received
+// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and sends a preview when due.
+
+
+nonisolated extension ImageCache {
+    /// `transfer` received bytes (on the transport's delegate queue, which alone touches its
+    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews``, its body
+    /// is in memory, and a progressive JPEG has more complete scans than its last preview, a
+    /// preview is sent when ``PreviewSchedule`` says it is due, by the cache's clock. Never once the
+    /// body is whole: the final image comes then.
+    fileprivate func received(_ transfer: Transfer) {
+        let load = transfer.download.load
+        guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        transfer.scans.read(transfer.data)
+        let scans = transfer.scans
+        guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
+              transfer.previews.isDue(scans: scans.scans, at: currentTime()),
+              let bytes = scans.preview(of: transfer.data) else { return }
+        notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
+                      data: bytes, scans: scans.scans))
+    }
+}
+
 // MARK: - Network/Transport.swift
 
 // The network: the transport (one URLSession and its delegate), a transfer's bytes and response,
@@ -4354,6 +4398,7 @@ nonisolated extension ImageCache {
         var received = 0  // the body's bytes so far, in `data` or in `spool`
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
@@ -4563,6 +4608,7 @@ nonisolated extension ImageCache {
                 transfer.data.append(data)
             }
             transfer.received = received
+            cache?.received(transfer)  // a progressive JPEG's preview, if due (Pipeline/Previews.swift)
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
                 cache?.progress(transfer.download, received: received, expected: transfer.expected)
@@ -8764,6 +8810,8 @@ nonisolated extension ImageCache {
         private(set) var end = 0
         /// Whether the stream broke its structure (no marker where one must be): nothing more is read.
         private(set) var isBroken = false
+        /// Whether the end of image has arrived: the body is whole, and no preview is due.
+        var hasEnded: Bool { offset == Int.max }
         /// Whether the frame header seen says progressive (SOF2).
         var isProgressive: Bool { frame == 0xC2 }
 

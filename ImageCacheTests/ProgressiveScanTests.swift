@@ -100,4 +100,91 @@ final class ProgressiveScanTests: CacheTestCase {
         XCTAssertEqual(schedule.count, 3)
         XCTAssertEqual(schedule.shownScans, 4)
     }
+
+    // MARK: Through the cache
+
+    /// Where each scan of `jpeg` is complete: the offset just past the marker that ends it.
+    private func scanEnds(_ jpeg: Data) -> [Int] {
+        var (scans, ends) = (ImageCache.ProgressiveScans(), [Int]())
+        for count in 1...jpeg.count {
+            scans.read(jpeg.prefix(count))
+            if scans.scans > ends.count { ends.append(count) }
+        }
+        return ends
+    }
+
+    func testAProgressiveJPEGInSlicesYieldsAPreviewPerScanThenOneImage() {
+        // Given progressive.jpg served in slices, each up to where one more scan is complete, each
+        // held until the test lets it go, and a clock the test moves a second before each slice
+        let jpeg = fixture("progressive.jpg")
+        let cuts = scanEnds(jpeg).dropLast() + [jpeg.count]  // the last scan ends with the body
+        let gates = cuts.map { _ in Gate() }
+        server.set("/progressive.jpg", LoopbackServer.Response(behavior: .generated(length: jpeg.count) { offset, _ in
+            guard let slice = cuts.firstIndex(where: { $0 > offset }) else { return Data() }
+            gates[slice].wait()
+            return jpeg[offset..<cuts[slice]]
+        }))
+        let clock = TestClock()
+        let cache = makeCache(clock: clock)
+        let previews = Locked<[(scans: Int, data: Data)]>([])
+        let heard = cuts.dropLast().map { expectation(description: "a preview of \($0) bytes") }
+        cache.onNotice = { notice in
+            guard notice.kind == .preview, let data = notice.data else { return }
+            let count = previews.mutate { $0.append((notice.scans, data)); return $0.count }
+            if count <= heard.count { heard[count - 1].fulfill() }
+        }
+        var request = ImageCache.Request(url: server.url("/progressive.jpg"))
+        request.options = [.progressivePreviews]
+        let done = expectation(description: "the image")
+        let images = Locked<[ImageCache.Image]>([])
+        cache.fetch(request) { _, image in
+            if let image { images.mutate { $0.append(image) } }
+            done.fulfill()
+        }
+
+        // When each slice is let go after the previous slice's preview was heard
+        for (slice, gate) in gates.enumerated() {
+            clock.advance(1)
+            gate.open()
+            if slice < heard.count { wait(for: [heard[slice]], timeout: 10) }
+        }
+        wait(for: [done], timeout: 10)
+
+        // Then there was one preview per scan but the last, each of one scan more, each a whole
+        // JPEG of the bytes so far; then exactly one image, the whole file; memory holds only it
+        XCTAssertEqual(previews.value.map(\.scans), Array(1...(cuts.count - 1)))
+        for (index, preview) in previews.value.enumerated() {
+            XCTAssertEqual(preview.data.dropLast(2), jpeg.prefix(cuts[index] - 2), "preview \(index + 1)")
+            XCTAssertNotNil(ImageCache.Image(data: preview.data), "preview \(index + 1)")
+        }
+        XCTAssertEqual(images.value.map(\.data), [jpeg])
+        XCTAssertEqual(cache.statistics().memoryCount, 1)
+        XCTAssertEqual(cache.peek(server.url("/progressive.jpg"))?.data, jpeg)
+    }
+
+    func testABaselineJPEGYieldsNoPreviewAndAnOptOutLoadNone() {
+        // Given a baseline JPEG asked with previews, and a progressive one asked without
+        let cache = makeCache()
+        let notices = Locked(0)
+        cache.onNotice = { _ in notices.mutate { $0 += 1 } }
+        let baseline = serve("/baseline.jpg", "photo.jpg")
+        let progressive = serve("/plain-progressive.jpg", "progressive.jpg")
+        var withPreviews = ImageCache.Request(url: baseline)
+        withPreviews.options = [.progressivePreviews]
+        let done = expectation(description: "both images")
+        done.expectedFulfillmentCount = 2
+
+        // When both load
+        for request in [withPreviews, ImageCache.Request(url: progressive)] {
+            cache.fetch(request) { _, image in
+                XCTAssertNotNil(image)
+                done.fulfill()
+            }
+        }
+        wait(for: [done], timeout: 10)
+
+        // Then no preview was sent (notices run on the callback queue before the completions)
+        callbacks.sync {}
+        XCTAssertEqual(notices.value, 0)
+    }
 }

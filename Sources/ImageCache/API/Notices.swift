@@ -21,6 +21,13 @@ nonisolated extension ImageCache {
             /// for why): the view showed its placeholder instead.
             public static let placeholderIgnored = Kind("placeholderIgnored")
 
+            /// A progressive JPEG that a load with ``ImageCache/Request/Options-swift.struct/progressivePreviews``
+            /// downloads has more complete scans: ``Notice/data`` holds the bytes up to the end of the
+            /// last complete one and an end-of-image marker (a whole JPEG of the scans so far), and
+            /// ``Notice/scans`` their count. At most 4 a second, each with more scans than the last,
+            /// none once the body is whole; the final image follows as usual.
+            public static let preview = Kind("preview")
+
             /// The kind's name, as written here.
             public var description: String { name }
         }
@@ -31,16 +38,20 @@ nonisolated extension ImageCache {
         public let url: URL?
         /// What happened, in words.
         public let detail: String
+        /// The bytes a ``Kind/preview`` shows; nil for other kinds.
+        public let data: Data?
+        /// How many complete scans a ``Kind/preview``'s bytes hold; 0 for other kinds.
+        public let scans: Int
 
         /// The kind, the URL and the detail, in one line.
         public var description: String { "\(kind): \(url?.absoluteString ?? "-"): \(detail)" }
 
-        internal init(_ kind: Kind, url: URL?, detail: String) {
-            (self.kind, self.url, self.detail) = (kind, url, detail)
+        internal init(_ kind: Kind, url: URL?, detail: String, data: Data? = nil, scans: Int = 0) {
+            (self.kind, self.url, self.detail, self.data, self.scans) = (kind, url, detail, data, scans)
         }
     }
 
-    /// Called for each ``Notice``, for logs and metrics: a BlurHash that was ignored. Runs on
+    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview. Runs on
     /// ``callbackQueue``. Nil by default.
     public var onNotice: (@Sendable (Notice) -> Void)? {
         get { locked { $0.settings.onNotice } }

@@ -140,6 +140,14 @@ nonisolated extension ImageCache.Request {
         /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
+        /// Previews while a progressive JPEG downloads: each time more of its scans are complete
+        /// (at most 4 a second, each with more scans than the last, none once the body is whole),
+        /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
+        /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
+        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
+        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        public static let progressivePreviews = Options(rawValue: 1 << 5)
+
         /// Why these options cannot go together, if they cannot.
         internal var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {

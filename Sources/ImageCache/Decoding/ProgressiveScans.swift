@@ -33,6 +33,8 @@ nonisolated extension ImageCache {
         private(set) var end = 0
         /// Whether the stream broke its structure (no marker where one must be): nothing more is read.
         private(set) var isBroken = false
+        /// Whether the end of image has arrived: the body is whole, and no preview is due.
+        var hasEnded: Bool { offset == Int.max }
         /// Whether the frame header seen says progressive (SOF2).
         var isProgressive: Bool { frame == 0xC2 }
 
