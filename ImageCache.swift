@@ -38,8 +38,6 @@
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
-//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
-//              the budget all players share, where frames come from (`FrameSource`).
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -152,7 +150,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
     fileprivate let disk: DiskStore  // used only on `diskQueue`
-    fileprivate let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
+    fileprivate let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
     // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
@@ -268,6 +266,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
+        var onNotice: (@Sendable (Notice) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
     }
 }
@@ -767,6 +766,13 @@ nonisolated extension ImageCache {
         private var wholeKey: ImageCache.Key
         /// Choices for this load alone (see ``Options``): none by default.
         public var options: Options = []
+        /// A BlurHash of the image (woltapp/blurhash's string, as a feed's server sends it beside
+        /// the URL): ``Binder``, `setImage(with:)` and the SwiftUI views show its decode, made off
+        /// the main thread at 32 pixels on the longer side and cached, instead of the placeholder
+        /// until the image comes. On Linux it is an ``ImageCache/Image`` in PNG (8-bit RGB). A
+        /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
+        /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
+        public var blurHash: String?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         fileprivate var scale: Double?
 
@@ -833,6 +839,14 @@ nonisolated extension ImageCache.Request {
         /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
+        /// Previews while a progressive JPEG downloads: each time more of its scans are complete
+        /// (at most 4 a second, each with more scans than the last, none once the body is whole),
+        /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
+        /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
+        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
+        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        public static let progressivePreviews = Options(rawValue: 1 << 5)
+
         /// Why these options cannot go together, if they cannot.
         fileprivate var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {
@@ -874,6 +888,7 @@ nonisolated extension ImageCache.Load {
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
         options = request.options
+        blurHash = request.blurHash
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors
@@ -1134,18 +1149,6 @@ nonisolated extension ImageCache {
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
     }
 
-    /// The bound, in bytes, on the decoded frames of every animation played frame by frame through
-    /// this cache, together. Each playing animation keeps the frame it shows and a few decoded
-    /// ahead at its view's pixel size (4 bytes a pixel): an even share of this bound, between 1
-    /// and 8 frames ahead, so that when more play each buffers fewer, and an animation off screen
-    /// holds nothing (<doc:Animation>, which says what plays so today). 48 MiB by default; values
-    /// below 0 are clamped to 0 (each animation then buffers one frame ahead). Takes effect on the
-    /// players' next frame.
-    public var animationMemoryMaxBytes: Int {
-        get { animationBudget.maxBytes }
-        set { animationBudget.maxBytes = newValue }
-    }
-
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
     /// or refused connection, a body cut short, HTTP 5xx, 408 or 429. Fatal failures (other 4xx,
     /// not an image, too large, unsupported URL) are never retried.
@@ -1368,6 +1371,180 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/Notices.swift
+
+// Notices (`onNotice`): what the cache did beside loads that ``ImageCache/Event`` cannot say, since a
+// public enum cannot gain a case in 1.x; a struct whose kinds are static members grows instead.
+
+
+nonisolated extension ImageCache {
+    /// Something the cache did that is not an ``Event``: for logs and metrics; see ``onNotice``. It
+    /// grows in 1.x by new kinds (static members of ``Kind``) and new properties only, so a
+    /// `switch` over it cannot break: compare ``kind`` with `==`.
+    public struct Notice: Sendable, CustomStringConvertible {
+        /// What kind of thing happened.
+        public struct Kind: Sendable, Hashable, CustomStringConvertible {
+            private let name: String
+            private init(_ name: String) { self.name = name }
+
+            /// A request's ``ImageCache/Request/blurHash`` is not a BlurHash (see ``Notice/detail``
+            /// for why): the view showed its placeholder instead.
+            public static let placeholderIgnored = Kind("placeholderIgnored")
+
+            /// A progressive JPEG that a load with ``ImageCache/Request/Options-swift.struct/progressivePreviews``
+            /// downloads has more complete scans: ``Notice/data`` holds the bytes up to the end of the
+            /// last complete one and an end-of-image marker (a whole JPEG of the scans so far), and
+            /// ``Notice/scans`` their count. At most 4 a second, each with more scans than the last,
+            /// none once the body is whole; the final image follows as usual.
+            public static let preview = Kind("preview")
+
+            /// The kind's name, as written here.
+            public var description: String { name }
+        }
+
+        /// What kind of thing happened.
+        public let kind: Kind
+        /// The URL of the load it concerns; nil for none.
+        public let url: URL?
+        /// What happened, in words.
+        public let detail: String
+        /// The bytes a ``Kind/preview`` shows; nil for other kinds.
+        public let data: Data?
+        /// How many complete scans a ``Kind/preview``'s bytes hold; 0 for other kinds.
+        public let scans: Int
+
+        /// The kind, the URL and the detail, in one line.
+        public var description: String { "\(kind): \(url?.absoluteString ?? "-"): \(detail)" }
+
+        fileprivate init(_ kind: Kind, url: URL?, detail: String, data: Data? = nil, scans: Int = 0) {
+            (self.kind, self.url, self.detail, self.data, self.scans) = (kind, url, detail, data, scans)
+        }
+    }
+
+    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview. Runs on
+    /// ``callbackQueue``. Nil by default.
+    public var onNotice: (@Sendable (Notice) -> Void)? {
+        get { locked { $0.settings.onNotice } }
+        set { locked { $0.change(\.onNotice, to: newValue) } }
+    }
+
+    /// Sends `notice` to ``onNotice``, if set, on ``callbackQueue``.
+    fileprivate func notify(_ notice: Notice) {
+        let (handler, queue) = locked { ($0.settings.onNotice, $0.settings.callbackQueue) }
+        guard let handler else { return }
+        queue.async { handler(notice) }
+    }
+}
+
+// MARK: - API/ImageSize.swift
+
+// The size before the image: `ImageSize`, and the calls that give a cached image's size and
+// orientation without decoding it (`peekSize`, `size(of:)`), from an index in memory (`SizeIndex`)
+// fed by every decode and by every file the disk reads, else from the file's header.
+
+
+nonisolated extension ImageCache {
+    /// An image's size in pixels and its EXIF orientation, as its file's header says: what a list
+    /// needs to reserve a row's height, or a SwiftUI view to take an aspect ratio, before the image
+    /// comes. Grows in 1.x by new properties only.
+    public struct ImageSize: Sendable, Hashable {
+        /// Width and height in pixels, as stored (before the orientation turns them).
+        public let width: Int, height: Int
+        /// The EXIF orientation, 1 (up, also when the file has none) to 8; 5 to 8 are a quarter
+        /// turn, so the image shows `height` wide.
+        public let orientation: Int
+
+        /// A size of `width` x `height` pixels (each at least 1) in EXIF `orientation` (1...8; 1
+        /// otherwise).
+        public init(width: Int, height: Int, orientation: Int = 1) {
+            (self.width, self.height) = (max(1, width), max(1, height))
+            self.orientation = (1...8).contains(orientation) ? orientation : 1
+        }
+
+        /// The width as shown, in pixels: `height` for orientations 5 to 8.
+        public var displayWidth: Int { (5...8).contains(orientation) ? height : width }
+        /// The height as shown, in pixels: `width` for orientations 5 to 8.
+        public var displayHeight: Int { (5...8).contains(orientation) ? width : height }
+        /// Width over height, as shown: the aspect ratio a view takes.
+        public var aspectRatio: Double { Double(displayWidth) / Double(displayHeight) }
+    }
+
+    #if canImport(UIKit) || canImport(AppKit)
+    /// What ``size(of:completion:)`` calls with the size, or nil; on the main actor.
+    public typealias SizeCallback = @MainActor @Sendable (ImageSize?) -> Void
+    #else
+    /// What ``size(of:completion:)`` calls with the size, or nil; on ``callbackQueue``.
+    public typealias SizeCallback = @Sendable (ImageSize?) -> Void
+    #endif
+
+    /// The size of the image `request` loads (its original: processors may change it, a circle is
+    /// square) if this process has seen it: decoded it, read its file, or read its header (see
+    /// ``size(of:completion:)``); else nil. Never reads the disk or waits for it: for a list's
+    /// `heightForRow`, beside ``peek(_:)-(Request)``.
+    ///
+    /// - Complexity: O(1): one lock (the index's own, not the cache's), one dictionary lookup.
+    public func peekSize(_ request: Request) -> ImageSize? {
+        sizes.size(of: request.cacheKey.string)
+    }
+
+    /// The size of the image `request` loads, as ``peekSize(_:)`` finds it, else from the header
+    /// of its file on disk (the first 64 KiB, up to 1 MiB for a JPEG with large metadata; nothing
+    /// is decoded, no request is sent, the file's dates stay), then kept in memory for `peekSize`;
+    /// nil when neither has it. `completion` runs on the main actor on Apple platforms, else on
+    /// ``callbackQueue``, after the disk work queued before it.
+    ///
+    /// - Complexity: O(1) from memory; one file opened and read from the disk queue otherwise.
+    public func size(of request: Request, completion: @escaping SizeCallback) {
+        let key = request.cacheKey.string
+        let queue = Self.callbackActorQueue ?? callbackQueue
+        if let known = sizes.size(of: key) {
+            return queue.async { Self.onCallbackActor(known) { completion($0) } }
+        }
+        diskQueue.async {
+            let size = self.sizes.size(of: key) ?? self.disk.header(of: DiskStore.fileID(for: key)).flatMap { header in
+                ImageSize(header: header).map { self.sizes.learn($0, for: key) }
+            }
+            queue.async { Self.onCallbackActor(size) { completion($0) } }
+        }
+    }
+
+    /// The size of the image `request` loads, as ``size(of:completion:)`` finds it, with Swift
+    /// concurrency.
+    public func size(of request: Request) async -> ImageSize? {
+        await withCheckedContinuation { continuation in
+            size(of: request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Learns the size the header of `bytes`, an image of `key` just read or decoded, says (see
+    /// `SizeIndex`). Cheap: a few fixed offsets, or a JPEG's markers up to its frame header.
+    fileprivate func learnSize(of key: Key, from bytes: Data?) {
+        guard let bytes, let size = ImageSize(header: bytes) else { return }
+        sizes.learn(size, for: key.string)
+    }
+}
+
+nonisolated extension ImageCache.DiskStore {
+    /// The first bytes of file `id`, if it is there and a regular file: 64 KiB, or up to 1 MiB
+    /// when 64 KiB hold no size (see `ImageSize.init(header:)`). Its dates stay as they were.
+    func header(of id: UInt64) -> Data? {
+        guard let directory = openFolder(create: false) else { return nil }
+        let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Foundation.close(fd) }
+        guard let file = File(id, { Foundation.fstat(fd, $0) }) else { return nil }
+        var count = min(Int(file.size), ImageCache.ImageSize.headerBytes)
+        while true {
+            guard let bytes = ImageCache.POSIX.readAll(fd, count: count) else { return nil }
+            if count >= min(Int(file.size), ImageCache.ImageSize.maxHeaderBytes) || ImageCache.ImageSize(header: bytes) != nil {
+                return bytes
+            }
+            guard Foundation.lseek(fd, 0, SEEK_SET) == 0 else { return nil }
+            count = min(Int(file.size), ImageCache.ImageSize.maxHeaderBytes)
+        }
+    }
+}
+
 // MARK: - API/PublicTypes.swift
 
 // The public values: the image (Linux's own), its formats, `Fetched` and its `Source`, and a
@@ -1453,19 +1630,19 @@ nonisolated extension ImageCache {
         /// Width and height in pixels, from the header.
         public let width: Int, height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
-        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; an animated WebP's `ANMF`
-        /// chunks; 1 for a still PNG, GIF or WebP and a JPEG. Where the platform decodes, the
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
+        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
         /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
-        /// APNG's `fcTL`, a WebP's `ANMF`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
+        /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
         ///
         /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
         ///   memory hits copy, carries nothing more.
         public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
-        /// An APNG's `num_plays`; an animated WebP's `ANIM` loop count; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
+        /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
         ///
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.
@@ -1617,7 +1794,7 @@ nonisolated extension ImageCache {
 
         /// What the target shows now.
         public private(set) var state = State.idle
-        private let queue: DispatchQueue
+        fileprivate let queue: DispatchQueue
         private weak var target: ImageTarget?
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
@@ -1736,6 +1913,7 @@ nonisolated extension ImageCache {
                 state = .loading
             } else {
                 show(placeholder, .loading)
+                showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder) = (memoryKey, decoder)
@@ -1878,7 +2056,7 @@ nonisolated extension ImageCache {
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
         /// image), unless it shows it already: the image of the same entry that the binder showed
         /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).
-        private func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
+        fileprivate func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
             let again = key != nil && key == shownKey
             shownKey = key
@@ -2654,6 +2832,94 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Views/Placeholders.swift
+
+// Placeholders: a request's BlurHash decoded (BlurHash.swift) off the binder's queue, cached, and
+// shown by its binder in place of the placeholder until the image comes.
+
+
+nonisolated extension ImageCache {
+    /// The images of decoded BlurHashes, shared by every binder of the process: a hash is decoded
+    /// once per size, on a queue of its own (never a binder's, so never the main thread), and kept
+    /// while it is among the last ``capacity`` decoded (a hash that does not parse is kept too, as
+    /// its reason, so it is parsed once).
+    ///
+    /// **Thread safety.** Every method may be called from any thread; `cached` takes one lock.
+    fileprivate final class Placeholders: @unchecked Sendable {
+        static let shared = Placeholders()
+        /// How many decodes are kept: a screen's worth of rows, 32 x 32 pixels each (a few KiB).
+        static let capacity = 256
+
+        typealias Outcome = Result<Unchecked<Image>, BlurHash.Malformed>
+        private let lock = NSLock()
+        private var outcomes: [String: Outcome] = [:]  // by `name(hash, size)`
+        private var order: [String] = []  // oldest first
+        private let queue = DispatchQueue(label: "ImageCache.placeholders", qos: .userInitiated)
+        /// Decodes made, for the tests.
+        private(set) var decodes = 0
+
+        /// The outcome of `hash` at `size` if it was decoded; never waits.
+        func cached(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome? {
+            lock.withLock { outcomes[Self.name(hash, size)] }
+        }
+
+        /// Decodes `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
+        /// outcome, and hands it to `done` there.
+        func decode(_ hash: String, _ size: (width: Int, height: Int), done: @escaping @Sendable (Outcome) -> Void) {
+            queue.async {
+                if let outcome = self.cached(hash, size) { return done(outcome) }
+                let outcome = Self.image(hash, size)
+                self.lock.withLock {
+                    self.decodes += 1
+                    let name = Self.name(hash, size)
+                    if self.outcomes.updateValue(outcome, forKey: name) == nil { self.order.append(name) }
+                    if self.order.count > Self.capacity { self.outcomes[self.order.removeFirst()] = nil }
+                }
+                done(outcome)
+            }
+        }
+
+        /// `hash` decoded to `size`, as an image of the platform (a PNG of the pixels on Linux).
+        static func image(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome {
+            BlurHash.parse(hash).flatMap { blurHash in
+                let decoded = blurHash.pixels(width: size.width, height: size.height)
+                let png = ImageCache.png(rgb: decoded.rgb, width: decoded.width, height: decoded.height)
+                guard let image = Image(data: png) else { return .failure(BlurHash.Malformed(reason: "no image of its pixels")) }
+                return .success(Unchecked(image))
+            }
+        }
+
+        private static func name(_ hash: String, _ size: (width: Int, height: Int)) -> String {
+            "\(size.width)x\(size.height) \(hash)"
+        }
+    }
+}
+
+nonisolated extension ImageCache.Binder {
+    /// Shows `load`'s BlurHash, if it has one, in place of the placeholder while the binding
+    /// `generation` loads: at once if it was decoded at this aspect already, else when its decode
+    /// (off this queue) is done, if the binding is still the latest and still loading, so it never
+    /// replaces the image or another binding's placeholder. One that does not parse is ignored, and
+    /// `cache.onNotice` hears of it.
+    fileprivate func showBlurHash(of load: ImageCache.Load, size: (width: Int, height: Int)?, cache: ImageCache,
+                               binding generation: Int) {
+        guard let hash = load.blurHash else { return }
+        let pixels = ImageCache.BlurHash.decodeSize(aspect: size.map { Double($0.width) / Double($0.height) })
+        let url = load.url
+        let shown: @Sendable (ImageCache.Placeholders.Outcome) -> Void = { [weak self] outcome in
+            guard let self, generation == self.generation, case .loading = self.state else { return }
+            switch outcome {
+            case .success(let image): self.show(image.value, .loading)
+            case .failure(let malformed):
+                cache.notify(ImageCache.Notice(.placeholderIgnored, url: url, detail: malformed.description))
+            }
+        }
+        if let outcome = ImageCache.Placeholders.shared.cached(hash, pixels) { return shown(outcome) }
+        let queue = self.queue
+        ImageCache.Placeholders.shared.decode(hash, pixels) { outcome in queue.async { shown(outcome) } }
+    }
+}
+
 // MARK: - Pipeline/Load.swift
 
 // A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
@@ -2676,6 +2942,7 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         var isOriginal = false  // a variant's job's request for its original (see `original`)
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.
@@ -2821,6 +3088,7 @@ nonisolated extension ImageCache {
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
+        learnSize(of: download.key, from: found?.data)
         guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
@@ -3970,6 +4238,7 @@ nonisolated extension ImageCache {
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
@@ -4080,6 +4349,31 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/Previews.swift
+
+// Progressive previews on their way: the transport's delegate hands each transfer that received
+// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and sends a preview when due.
+
+
+nonisolated extension ImageCache {
+    /// `transfer` received bytes (on the transport's delegate queue, which alone touches its
+    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews``, its body
+    /// is in memory, and a progressive JPEG has more complete scans than its last preview, a
+    /// preview is sent when ``PreviewSchedule`` says it is due, by the cache's clock. Never once the
+    /// body is whole: the final image comes then.
+    fileprivate func received(_ transfer: Transfer) {
+        let load = transfer.download.load
+        guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        transfer.scans.read(transfer.data)
+        let scans = transfer.scans
+        guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
+              transfer.previews.isDue(scans: scans.scans, at: currentTime()),
+              let bytes = scans.preview(of: transfer.data) else { return }
+        notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
+                      data: bytes, scans: scans.scans))
+    }
+}
+
 // MARK: - Network/Transport.swift
 
 // The network: the transport (one URLSession and its delegate), a transfer's bytes and response,
@@ -4104,6 +4398,7 @@ nonisolated extension ImageCache {
         var received = 0  // the body's bytes so far, in `data` or in `spool`
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
@@ -4313,6 +4608,7 @@ nonisolated extension ImageCache {
                 transfer.data.append(data)
             }
             transfer.received = received
+            cache?.received(transfer)  // a progressive JPEG's preview, if due (Pipeline/Previews.swift)
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
                 cache?.progress(transfer.download, received: received, expected: transfer.expected)
@@ -5750,6 +6046,45 @@ nonisolated extension ImageCache {
         let bytes = Double(image.data.count)
         #endif
         return Int(min(bytes, Double(Int.max / 2)))
+    }
+}
+
+// MARK: - Memory/SizeIndex.swift
+
+// The index of image sizes kept in memory: what `peekSize` answers from, fed by every decode and by
+// every file the disk reads or whose header `size(of:)` reads.
+
+
+nonisolated extension ImageCache {
+    /// The pixel size and orientation of each key seen, by the key's string (every size and
+    /// variant of a key shares its original's). Bounded: past ``capacity`` keys, the oldest
+    /// learned half is forgotten (an entry is about a hundred bytes). It is not the memory tier:
+    /// an image evicted, or never kept (`notKeptInMemory`), keeps its size here.
+    ///
+    /// **Thread safety.** Any thread; one lock of its own, never taken with the cache's.
+    fileprivate final class SizeIndex: @unchecked Sendable {
+        static let capacity = 10_000
+        private let lock = NSLock()
+        private var sizes: [String: ImageSize] = [:]
+        private var order: [String] = []  // the order keys were first learned in
+
+        func size(of key: String) -> ImageSize? {
+            lock.withLock { sizes[key] }
+        }
+
+        /// Keeps `size` for `key`, and returns it.
+        @discardableResult
+        func learn(_ size: ImageSize, for key: String) -> ImageSize {
+            lock.withLock {
+                guard sizes.updateValue(size, forKey: key) == nil else { return }
+                order.append(key)
+                guard order.count > Self.capacity else { return }
+                let forgotten = order.prefix(Self.capacity / 2)
+                for key in forgotten { sizes[key] = nil }
+                order.removeFirst(forgotten.count)
+            }
+            return size
+        }
     }
 }
 
@@ -7757,16 +8092,24 @@ nonisolated extension ImageCache {
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
-    /// How many times the animation in `source` plays (0: forever): GIF's by ``plays(gifLoopCount:)``,
-    /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
+    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
     private static func plays(_ source: CGImageSource) -> Int {
-        ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
+        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
+        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
+           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
+            return plays
+        }
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
     }
 
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
-    /// (unclamped where the format says it).
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
     private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
+        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
+        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
+        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
+            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
     }
     #endif
 
@@ -7838,8 +8181,7 @@ nonisolated extension ImageCache {
 // MARK: - Decoding/Formats.swift
 
 // Formats: the structural check of PNG, JPEG, GIF and WebP bytes (where an image ends, its size, its
-// frames and their timing; an animated WebP's by WebPAnimation), which runs on every platform before
-// any decoder.
+// frames and their timing), which runs on every platform before any decoder.
 
 
 nonisolated extension ImageCache {
@@ -8125,17 +8467,12 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
-            // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
-            switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
-            case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))
-            case .failure(let refusal): return corrupt(.webp, refusal.reason)
-            }
+            // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
+            return .success((.webp, width, height, riffEnd, 1, Timing()))
         }
 
         /// A short description of bytes that are not an image, for error messages.
         func describe() -> String {
-            if let heif = HEIFBrands(bytes) { return heif.description }  // Format cannot grow in 1.x
             let prefix = Array(bytes.prefix(16))
             let text = String(decoding: prefix, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let lower = text.lowercased()
@@ -8150,847 +8487,421 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Decoding/WebPAnimation.swift
+// MARK: - Decoding/BlurHash.swift
 
-// WebPAnimation: the structural parse of an extended WebP's animation (its ANIM and ANMF chunks),
-// which the format check (Formats.swift) runs on every platform: frames, durations, loop count.
+// BlurHash: the compact string a feed's server sends beside an image URL (woltapp/blurhash), read and
+// decoded to a few pixels, and those pixels as a PNG: what a view shows until its image comes.
 
 
 nonisolated extension ImageCache {
-    /// The frames of an extended WebP (RIFF `VP8X`, `ANIM`, `ANMF`), as the WebP container
-    /// specification lays them out, read from chunks whose headers the format check already found
-    /// inside the RIFF.
+    /// A BlurHash read from its string: the number of cosine components on each axis and their
+    /// colors (linear RGB), as woltapp/blurhash's reference decoder reads them.
     ///
-    /// Refused, with the reason: an `ANMF` chunk before any `ANIM` chunk, or in a file whose `VP8X`
-    /// header does not set the animation flag; an animation flag with no `ANMF` chunk; an `ANIM`
-    /// chunk shorter than its 6 bytes or an `ANMF` shorter than its 16-byte header; a frame that
-    /// does not lie inside the canvas; a frame's chunk (`ALPH`, `VP8 `, `VP8L`, ...) that runs past
-    /// its `ANMF` chunk; a frame without `VP8 ` or `VP8L` data whose header is whole.
-    ///
-    /// Durations follow ``ImageCache/frameDuration(delay:)`` (a delay under 20 ms shows for 100 ms);
-    /// the loop count is the number of plays, 0 for forever (as libwebp and browsers read it).
-    fileprivate struct WebPAnimation {
-        /// Why the chunks are not an animation a decoder would accept.
-        fileprivate struct Refusal: Swift.Error {
+    /// **Bounds.** Untrusted text is refused with a ``Malformed`` value, never a trap: a string of
+    /// more than ``maxLength`` characters is refused unread; one whose length is not the
+    /// 4 + 2 x components its first character announces, or with a character outside base 83, or
+    /// with more than ``maxComponents`` components on an axis (a first character the reference
+    /// encoder never writes), is refused. Decoding is to at most ``maxSide`` x ``maxSide`` pixels,
+    /// so what a hash allocates is bounded: at most 81 colors, then 3 bytes per pixel
+    /// (48 KiB at 128 x 128) and the PNG of them (about as much again).
+    fileprivate struct BlurHash: Sendable, Equatable {
+        /// Components along x and along y, 1...9 each.
+        let componentsX: Int, componentsY: Int
+        /// Each component's red, green and blue in linear light, component `i + j * componentsX`.
+        private let colors: [Double]
+
+        /// The longest hash read: 4 + 2 x 9 x 9 characters.
+        static let maxLength = 166
+        /// The most components on one axis, as the reference encoder allows.
+        static let maxComponents = 9
+        /// The largest width and height a hash is decoded to, in pixels.
+        static let maxSide = 128
+
+        /// Why a string is not a BlurHash.
+        struct Malformed: Swift.Error, Equatable, CustomStringConvertible {
             let reason: String
+            var description: String { "malformed BlurHash: \(reason)" }
         }
 
-        private let bytes: UnsafeBufferPointer<UInt8>
-
-        /// Reads `bytes`, the whole file.
-        fileprivate init(_ bytes: UnsafeBufferPointer<UInt8>) {
-            self.bytes = bytes
-        }
-
-        /// The frames and timing of the extended WebP whose chunks run from byte 12 (its `VP8X`
-        /// chunk) to `end`, with a canvas of `canvas` pixels. A file whose `VP8X` header says it is
-        /// not animated, and has no `ANMF` chunk, is one frame.
-        fileprivate func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: Timing), Refusal> {
-            let animated = byte(20) & 0x02 != 0  // the VP8X flags' animation bit
-            var (offset, plays, durations): (Int, Int?, [Double]) = (12, nil, [])
-            while end - offset >= 8 {
-                let start = offset + 8, length = min(Int(le32(offset + 4)), end - start)
-                if matches("ANIM", at: offset) {
-                    guard length >= 6 else { return refuse("the ANIM chunk has \(length) bytes, not 6") }
-                    plays = plays ?? le16(start + 4)
-                } else if matches("ANMF", at: offset) {
-                    guard animated else { return refuse("an ANMF frame in a WebP whose VP8X header is not animated") }
-                    guard plays != nil else { return refuse("the ANMF frame at byte \(offset) comes before any ANIM chunk") }
-                    if let reason = frameProblem(start, length, durations.count + 1, canvas) { return refuse(reason) }
-                    durations.append(frameDuration(delay: Double(le24(start + 12)) / 1_000))
-                }
-                offset = start + length + (length & 1)
+        /// Reads `text`, or says why it is not a BlurHash (see the bounds above).
+        static func parse(_ text: String) -> Result<BlurHash, Malformed> {
+            let utf8 = text.utf8
+            guard utf8.count <= maxLength else {
+                return .failure(Malformed(reason: "longer than \(maxLength) characters"))
             }
-            if animated && durations.isEmpty { return refuse("the VP8X header says animated, but no ANMF frame follows") }
-            guard durations.count > 1 else { return .success((1, Timing())) }
-            return .success((durations.count, Timing(durations: durations, plays: plays ?? 0)))
+            guard utf8.count >= 6 else { return .failure(Malformed(reason: "\(utf8.count) characters, fewer than 6")) }
+            var digits = [Int]()
+            digits.reserveCapacity(utf8.count)
+            for byte in utf8 {
+                guard let digit = base83[Int(byte)] else {
+                    return .failure(Malformed(reason: "a character outside base 83 at \(digits.count)"))
+                }
+                digits.append(digit)
+            }
+            let (componentsY, componentsX) = (digits[0] / 9 + 1, digits[0] % 9 + 1)
+            guard componentsY <= maxComponents else {
+                return .failure(Malformed(reason: "\(componentsY) components along y, more than \(maxComponents)"))
+            }
+            guard digits.count == 4 + 2 * componentsX * componentsY else {
+                return .failure(Malformed(reason: "\(digits.count) characters for \(componentsX)x\(componentsY) components"))
+            }
+            func number(_ start: Int, _ count: Int) -> Int { digits[start..<(start + count)].reduce(0) { $0 * 83 + $1 } }
+            let maximum = Double(digits[1] + 1) / 166
+            let dc = number(2, 4)  // up to 83^4 - 1: more than 24 bits, read as the reference reads it
+            var colors = [sRGBToLinear(dc >> 16), sRGBToLinear((dc >> 8) & 255), sRGBToLinear(dc & 255)]
+            colors.reserveCapacity(3 * componentsX * componentsY)
+            for component in 1..<(componentsX * componentsY) {
+                let ac = number(4 + component * 2, 2)
+                for quantised in [ac / (19 * 19), (ac / 19) % 19, ac % 19] {
+                    colors.append(signedSquare(Double(quantised - 9) / 9) * maximum)
+                }
+            }
+            return .success(BlurHash(componentsX: componentsX, componentsY: componentsY, colors: colors))
         }
 
-        /// What is wrong with the frame (number `number`, from 1) whose `ANMF` payload is the
-        /// `length` bytes at `start`; nil if nothing is.
-        private func frameProblem(_ start: Int, _ length: Int, _ number: Int, _ canvas: (width: Int, height: Int)) -> String? {
-            guard length >= 16 else { return "frame \(number)'s ANMF chunk has \(length) bytes, under its 16-byte header" }
-            let (x, y) = (le24(start) * 2, le24(start + 3) * 2)
-            let (width, height) = (le24(start + 6) + 1, le24(start + 9) + 1)
-            guard x + width <= canvas.width, y + height <= canvas.height else {
-                return "frame \(number) (\(width)x\(height) at \(x),\(y)) lies outside the \(canvas.width)x\(canvas.height) canvas"
-            }
-            var (offset, image) = (start + 16, false)
-            let end = start + length
-            while offset < end {
-                guard end - offset >= 8, le32(offset + 4) <= end - offset - 8 else {
-                    return "frame \(number)'s chunk at byte \(offset) runs past its ANMF chunk"
-                }
-                let (data, size) = (offset + 8, Int(le32(offset + 4)))
-                if matches("VP8 ", at: offset) || matches("VP8L", at: offset) {
-                    let lossless = matches("VP8L", at: offset)
-                    guard lossless ? size >= 5 && byte(data) == 0x2F
-                                   : size >= 10 && byte(data + 3) == 0x9D && byte(data + 4) == 0x01 && byte(data + 5) == 0x2A else {
-                        return "frame \(number)'s \(lossless ? "VP8L" : "VP8") header at byte \(offset) is not whole"
+        /// The hash decoded to `width` x `height` pixels (each clamped to 1...``maxSide``), as sRGB
+        /// bytes, red, green, blue, row by row: the reference decoder's pixels with `punch` 1.
+        func pixels(width: Int, height: Int) -> (width: Int, height: Int, rgb: [UInt8]) {
+            let (width, height) = (min(max(width, 1), Self.maxSide), min(max(height, 1), Self.maxSide))
+            // cos(pi x i / width) for each x and component i, and the same along y: made once.
+            let cosX = (0..<width).flatMap { x in (0..<componentsX).map { Foundation.cos(Double.pi * Double(x * $0) / Double(width)) } }
+            let cosY = (0..<height).flatMap { y in (0..<componentsY).map { Foundation.cos(Double.pi * Double(y * $0) / Double(height)) } }
+            var rgb = [UInt8](repeating: 0, count: width * height * 3)
+            var index = 0
+            for y in 0..<height {
+                for x in 0..<width {
+                    var (r, g, b) = (0.0, 0.0, 0.0)
+                    for j in 0..<componentsY {
+                        for i in 0..<componentsX {
+                            let basis = cosX[x * componentsX + i] * cosY[y * componentsY + j]
+                            let c = 3 * (i + j * componentsX)
+                            r += colors[c] * basis
+                            g += colors[c + 1] * basis
+                            b += colors[c + 2] * basis
+                        }
                     }
-                    image = true
-                }
-                offset = data + size + (size & 1)
-            }
-            return image ? nil : "frame \(number) has no VP8 or VP8L data"
-        }
-
-        private func refuse(_ reason: String) -> Result<(frames: Int, timing: Timing), Refusal> {
-            .failure(Refusal(reason: reason))
-        }
-
-        private func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
-        private func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
-        private func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
-        // Unsigned, compared with what is left, never added to an offset unchecked (as Formats.swift does).
-        private func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
-        private func matches(_ tag: String, at offset: Int) -> Bool {
-            tag.utf8.enumerated().allSatisfy { byte(offset + $0.offset) == Int($0.element) }
-        }
-    }
-}
-
-// MARK: - Decoding/HEIFBrands.swift
-
-// HEIFBrands: what an ISO base media file's `ftyp` box says it is (a HEIF or AVIF still, or an image
-// sequence: HEICS, AVIS), for the format check's description of bytes that are not one of its formats.
-
-
-nonisolated extension ImageCache {
-    /// The brands of a HEIF file's leading `ftyp` box (ISO/IEC 23008-12): the major brand and the
-    /// compatible ones, and whether they name an image sequence (`msf1`, `hevc`, `hevx`, `avis`: an
-    /// animation, HEICS or AVIS) rather than stills (`mif1`, `heic`, `heix`, `avif`, ...).
-    ///
-    /// ``Format`` cannot grow in 1.x, so on Linux such a file is not an ``Image``: it fails with
-    /// ``Error/notAnImage(_:)``, whose text (``description``) names it, say "a HEIF image sequence
-    /// (HEICS; brands msf1, hevc)". Where ImageIO decodes, it decodes such a file itself.
-    fileprivate struct HEIFBrands: Sendable, Equatable {
-        /// The major brand, then the compatible brands, as four-character strings.
-        private(set) var brands: [String]
-
-        /// The brands of `bytes`' first box, if it is an `ftyp` box that lies inside `bytes`, has a
-        /// major brand, and names at least one HEIF brand; else nil.
-        fileprivate init?(_ bytes: some Collection<UInt8>) {
-            let head = Array(bytes.prefix(4_096))  // an ftyp box is tens of bytes
-            guard head.count >= 16, Array(head[4..<8]) == Array("ftyp".utf8) else { return nil }
-            let size = head[0..<4].reduce(0) { $0 << 8 | Int($1) }
-            guard size >= 16, size <= head.count else { return nil }
-            // The major brand, then the minor version (4 bytes, skipped), then compatible brands.
-            let offsets = [8] + Array(stride(from: 16, to: size - 3, by: 4))
-            brands = offsets.map { String(decoding: head[$0..<($0 + 4)], as: UTF8.self) }
-            guard brands.contains(where: { Self.stills.contains($0) || Self.sequences.contains($0) }) else { return nil }
-        }
-
-        /// Whether the file is an image sequence (an animation), not stills.
-        fileprivate var isSequence: Bool { brands.contains { Self.sequences.contains($0) } }
-
-        /// The file in words, for ``Error/notAnImage(_:)``.
-        fileprivate var description: String {
-            let avif = brands.contains { $0.hasPrefix("av") }
-            let kind = isSequence ? (avif ? "an AVIF image sequence (AVIS" : "a HEIF image sequence (HEICS")
-                : (avif ? "an AVIF image (AVIF" : "a HEIF image (HEIC")
-            var seen = Set<String>()
-            let named = brands.filter { seen.insert($0).inserted && !$0.contains("\0") }
-            return kind + "; brands " + named.joined(separator: ", ") + ")"
-        }
-
-        private static let stills: Set<String> = ["mif1", "mif2", "heic", "heix", "heim", "heis", "avif", "miaf"]
-        private static let sequences: Set<String> = ["msf1", "hevc", "hevx", "hevm", "hevs", "avis"]
-    }
-}
-
-// MARK: - Animation/AnimationPlayer.swift
-
-// AnimationPlayer: one view's animation, its frames decoded as they are shown: which frame shows at
-// which time, which frame to decode next into its small ring, what it gives back when it stops.
-
-
-nonisolated extension ImageCache {
-    /// Plays one animation for one view: on each ``tick()`` (a display link's, a timer's) it shows
-    /// the frame the clock says (``FrameTimeline``), if it is decoded, and has its ``FrameSource``
-    /// decode the next one, one at a time, at the view's pixel size, into a small ring: the frame
-    /// shown and at most ``framesAhead`` after it (``AnimationBudget``), so that what it holds is
-    /// bounded by the ring and the view's pixels, never by the animation's frame count.
-    ///
-    /// A frame not decoded by its time is not waited for: the clock goes on, the view keeps the
-    /// frame it shows, and the next decode skips the frames that would be past by the time it is
-    /// done (judged by how long the last decodes took). A player that stops (``isVisible`` false:
-    /// its view is off screen or gone; ``isAnimating`` false; its last play ended) gives its frames
-    /// back, decodes nothing, and, when it plays again, resumes from the time it stopped at.
-    ///
-    /// Thread safety: none of its own. Every method and the `display` callback run on one queue,
-    /// the one the view lives on (the main queue), as the source's completions do.
-    fileprivate final class AnimationPlayer {
-        /// What a player has shown, for the tests and the benchmark: of the frames that fell due,
-        /// how many were shown the first tick they were due, and how many were shown at all.
-        fileprivate struct Statistics: Equatable {
-            var due = 0, onTime = 0, shown = 0
-        }
-
-        private enum Clock { case running(origin: Double), stopped(elapsed: Double) }
-
-        private let source: FrameSource
-        private let timeline: FrameTimeline
-        private let pixels: (width: Int, height: Int)
-        private let budget: AnimationBudget
-        private let now: () -> Double
-        private let display: (DecodedFrame) -> Void
-        private var ring: [Int: DecodedFrame] = [:]  // by frame index: the shown one and those ahead
-        private var clock = Clock.stopped(elapsed: 0)
-        private var pending: (index: Int, requested: Double, generation: Int)?  // the decode under way
-        private var generation = 0  // moves on when the ring is dropped: a decode asked before is not kept
-        private var decodeTime: Double?  // how long decodes take, smoothed
-        private var lastDue = -1  // the ordinal of the last frame counted as due
-        /// The frame shown, and which showing it is (``FrameTimeline/Slot/ordinal``); nil before the first.
-        private(set) var shown: (ordinal: Int, index: Int)?
-        /// Whether the view is on screen: a player whose view is not plays nothing.
-        private(set) var isVisible = false
-        /// Whether the animation is asked to play (the view's `isAnimating`, reduce motion, a load's
-        /// "first frame only" say no).
-        private(set) var isAnimating = true
-        /// What it has shown (see ``Statistics``).
-        private(set) var statistics = Statistics()
-
-        /// A player of `source`'s frames decoded at `pixels`, within `budget`, reading the time in
-        /// seconds from `now` (a monotonic clock), showing each frame with `display`. It shows and
-        /// decodes nothing until it is visible.
-        init(source: FrameSource, pixels: (width: Int, height: Int), budget: AnimationBudget,
-             now: @escaping () -> Double, display: @escaping (DecodedFrame) -> Void) {
-            self.source = source
-            self.timeline = FrameTimeline(durations: source.timing.durations, plays: source.timing.plays)
-            self.pixels = (max(1, pixels.width), max(1, pixels.height))
-            self.budget = budget
-            self.now = now
-            self.display = display
-        }
-
-        deinit {
-            budget.stopped(self)
-        }
-
-        /// What one frame costs at the view's pixels: 4 bytes a pixel.
-        var frameBytes: Int { Int(min(Double(Int.max / 2), bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
-
-        /// How many frames it may hold after the one shown, by its share of the budget.
-        var framesAhead: Int { budget.framesAhead(frameBytes: frameBytes, frameCount: timeline.frameCount) }
-
-        /// The most bytes its ring holds: the frame shown and ``framesAhead`` after it.
-        var ringBytes: Int { (1 + framesAhead) * frameBytes }
-
-        /// The bytes its decoded frames hold now.
-        var heldBytes: Int { ring.values.reduce(0) { $0 + $1.bytes } }
-
-        /// The frames held after the shown one, in the order they will show.
-        var framesHeldAhead: Int { ring.keys.filter { $0 != shown?.index }.count }
-
-        /// Whether it plays now: visible, animating, with more than one frame, and its last play not over.
-        var isPlaying: Bool {
-            if case .running = clock { return true }
-            return false
-        }
-
-        /// The view came on screen or went off it (or away). Off screen, it stops at the time it
-        /// shows and gives its frames back; on screen again, it goes on from there.
-        func setVisible(_ visible: Bool) {
-            isVisible = visible
-            update()
-        }
-
-        /// Plays or pauses (the view's `isAnimating`); paused, it gives its frames back but the
-        /// one shown (which the view still shows) and goes on from there when it plays again.
-        func setAnimating(_ animating: Bool) {
-            isAnimating = animating
-            update()
-        }
-
-        /// Shows the frame the clock says, if it is decoded, drops those it will not show, and has
-        /// the next one decoded. Returns whether it still plays (a display link may stop when not).
-        @discardableResult
-        func tick() -> Bool {
-            guard case .running(let origin) = clock else { return false }
-            let time = now()
-            let slot = timeline.slot(at: time - origin)
-            if slot.ordinal > lastDue {
-                statistics.due += slot.ordinal - max(lastDue, -1)
-                lastDue = slot.ordinal
-                if ring[slot.index] != nil { statistics.onTime += 1 }
-            }
-            if slot.ordinal != shown?.ordinal, let frame = ring[slot.index] {
-                shown = (slot.ordinal, slot.index)
-                statistics.shown += 1
-                display(frame)
-            }
-            trim()
-            decodeNext(at: time - origin)
-            if slot.end == .infinity, shown?.ordinal == slot.ordinal {
-                stop()  // the last play is over, its last frame shown: nothing more to do
-                ring = ring.filter { $0.key == slot.index }
-                return false
-            }
-            return true
-        }
-
-        /// Drops the frames beyond its share of the budget and those it will not show.
-        func trim() {
-            let kept = Set(keep())
-            ring = ring.filter { kept.contains($0.key) }
-        }
-
-        /// Drops every frame (a memory warning), and forgets the decode under way; it decodes
-        /// again on its next tick.
-        func purge() {
-            ring = [:]
-            pending = nil
-            generation += 1
-        }
-
-        /// Starts or stops the clock as visibility and `isAnimating` say.
-        private func update() {
-            let plays = isVisible && isAnimating && timeline.frameCount > 1 && !ended
-            switch (clock, plays) {
-            case (.stopped(let elapsed), true):
-                clock = .running(origin: now() - elapsed)
-                budget.started(self)
-                tick()
-            case (.running, false):
-                stop()
-                if !isVisible { purge() } else { ring = ring.filter { $0.key == shown?.index } }
-            default:
-                break
-            }
-        }
-
-        private var ended: Bool {
-            guard case .stopped(let elapsed) = clock else { return false }
-            let slot = timeline.slot(at: elapsed)
-            return slot.end == .infinity && shown?.ordinal == slot.ordinal
-        }
-
-        private func stop() {
-            guard case .running(let origin) = clock else { return }
-            clock = .stopped(elapsed: now() - origin)
-            budget.stopped(self)
-        }
-
-        /// The frame indices it keeps, in the order they matter: the one shown, then those that
-        /// show from `elapsed` on; as many as its ring holds.
-        private func keep(at elapsed: Double? = nil) -> [Int] {
-            let capacity = 1 + framesAhead
-            let elapsed = elapsed ?? currentElapsed
-            var indices = shown.map { [$0.index] } ?? []
-            for slot in timeline.slots(from: elapsed, count: capacity + 1) where !indices.contains(slot.index) {
-                indices.append(slot.index)
-            }
-            return Array(indices.prefix(capacity))
-        }
-
-        private var currentElapsed: Double {
-            switch clock {
-            case .running(let origin): return now() - origin
-            case .stopped(let elapsed): return elapsed
-            }
-        }
-
-        /// Asks for the next frame it keeps and has not, unless a decode is under way: the first
-        /// that will still show when a decode as long as the last ones is done; past the ring's
-        /// frames, if every one of them would be over by then (a decode slower than the frames).
-        private func decodeNext(at elapsed: Double) {
-            guard pending == nil, case .running = clock else { return }
-            let ready = elapsed + (decodeTime ?? 0)
-            let kept = keep(at: elapsed)
-            let upcoming = timeline.slots(from: elapsed, count: kept.count + 1)
-            let missing = { (slot: FrameTimeline.Slot) in slot.ordinal != self.shown?.ordinal && self.ring[slot.index] == nil }
-            let wanted = upcoming.first { kept.contains($0.index) && missing($0) && $0.end > ready }
-                ?? timeline.slot(at: ready)
-            guard missing(wanted) else { return }
-            let asked = (index: wanted.index, requested: now(), generation: generation)
-            pending = asked
-            source.decodeFrame(wanted.index, pixels: pixels) { [weak self] frame in
-                self?.decoded(frame, asked)
-            }
-        }
-
-        /// A decode is done: the frame goes into the ring if the ring still keeps it (not dropped
-        /// since, not past), then the clock is looked at again at once.
-        private func decoded(_ frame: DecodedFrame?, _ asked: (index: Int, requested: Double, generation: Int)) {
-            guard asked.generation == generation, pending?.index == asked.index else { return }
-            pending = nil
-            let took = max(0, now() - asked.requested)
-            decodeTime = decodeTime.map { ($0 + took) / 2 } ?? took
-            guard case .running = clock else { return }
-            if let frame, keep().contains(asked.index) { ring[asked.index] = frame }
-            tick()
-        }
-    }
-}
-
-// MARK: - Animation/FrameTimeline.swift
-
-// FrameTimeline: which frame of an animation shows at which time, over its plays: each frame for its
-// own duration, the whole played as many times as its file says, the last frame staying after.
-
-
-nonisolated extension ImageCache {
-    /// Which frame an animation shows at a time since it started, and the frames after it: frame
-    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/frameDuration(delay:)``, the
-    /// browsers' rule for delays under 20 ms), and the whole plays `plays` times (0: forever), its
-    /// last frame staying once it has played. A frame shown is a ``Slot``: the frame's index in the
-    /// file, and its ordinal, the how-manieth frame shown since the start, counted across plays.
-    ///
-    /// The times are the clock's, never stretched: where a frame shows depends only on the time, not
-    /// on which frames were shown before it (a frame decoded too late is skipped, not shown late).
-    fileprivate struct FrameTimeline: Sendable {
-        /// A frame on the timeline: which of the file's frames, which showing of all (from 0), and
-        /// when it starts and ends, in seconds from the start (`end` infinite for a last frame that stays).
-        fileprivate struct Slot: Equatable, Sendable {
-            let ordinal: Int, index: Int, start: Double, end: Double
-        }
-
-        private let starts: [Double]  // frame i starts `starts[i]` into a play; one more: the play's length
-        private let plays: Int
-
-        /// The timeline of frames of `durations` seconds (an empty or one-frame list, or one whose
-        /// total is not positive and finite: a still, frame 0 forever), played `plays` times (0: forever).
-        fileprivate init(durations: [Double], plays: Int) {
-            let usable = durations.count > 1 && durations.allSatisfy { $0 > 0 && $0.isFinite }
-                && durations.reduce(0, +).isFinite
-            starts = usable ? durations.reduce(into: [0]) { $0.append($0[$0.count - 1] + $1) } : [0]
-            self.plays = max(0, plays)
-        }
-
-        /// How many frames a play has.
-        fileprivate var frameCount: Int { max(1, starts.count - 1) }
-
-        /// The frame shown `elapsed` seconds after the start (before it: the first).
-        fileprivate func slot(at elapsed: Double) -> Slot {
-            guard starts.count > 2, let total = starts.last else { return Slot(ordinal: 0, index: 0, start: 0, end: .infinity) }
-            let elapsed = elapsed.isFinite ? max(0, elapsed) : 0
-            // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, so that a
-            // step taken at the end a slot gave always lands in the next slot, however sums round.
-            var play = (elapsed / total).rounded(.down)
-            if elapsed < play * total { play -= 1 }
-            if elapsed >= (play + 1) * total { play += 1 }
-            if plays > 0, play >= Double(plays) { return lastSlot() }
-            // The last frame that starts by `elapsed` (a binary search: a GIF may have 65,535 frames).
-            var (low, high) = (0, frameCount - 1)
-            while low < high {
-                let middle = (low + high + 1) / 2
-                if play * total + starts[middle] <= elapsed { low = middle } else { high = middle - 1 }
-            }
-            return slot(play: play, index: low)
-        }
-
-        /// The `count` frames from the one shown at `elapsed` on, in the order they show (fewer
-        /// once the last play ends: its last frame stays).
-        fileprivate func slots(from elapsed: Double, count: Int) -> [Slot] {
-            var result = [slot(at: elapsed)]
-            while result.count < count, let last = result.last, last.end.isFinite {
-                result.append(slot(at: last.end))
-            }
-            return result
-        }
-
-        private func slot(play: Double, index: Int) -> Slot {
-            let total = starts[starts.count - 1]
-            let last = index == frameCount - 1
-            let end = last ? (play + 1) * total : play * total + starts[index + 1]
-            let stays = last && plays > 0 && play + 1 >= Double(plays)
-            return Slot(ordinal: ordinal(play, index), index: index, start: play * total + starts[index],
-                        end: stays ? .infinity : end)
-        }
-
-        /// The ordinal of frame `index` in play `play`, held below `Int.max` / 2 (an `Int` is 32
-        /// bits on watchOS: 65,535 plays of 65,535 frames do not fit), where it stops growing.
-        private func ordinal(_ play: Double, _ index: Int) -> Int {
-            let ordinal = play * Double(frameCount) + Double(index)
-            return ordinal < Double(Int.max / 2) ? Int(ordinal) : Int.max / 2
-        }
-
-        private func lastSlot() -> Slot {
-            let total = starts[starts.count - 1]
-            let play = Double(plays - 1)
-            return Slot(ordinal: ordinal(play, frameCount - 1), index: frameCount - 1,
-                        start: play * total + starts[frameCount - 1], end: .infinity)
-        }
-    }
-}
-
-// MARK: - Animation/AnimationBudget.swift
-
-// AnimationBudget: the one bound in bytes shared by the frame rings of every animation a cache plays,
-// and how many frames each may decode ahead within it.
-
-
-nonisolated extension ImageCache {
-    /// The bound, in bytes, on the decoded frames of every animation playing through one cache
-    /// (``ImageCache/animationMemoryMaxBytes``), split evenly among those that play: a player may
-    /// hold its shown frame and ``framesAhead(frameBytes:frameCount:)`` frames after it. When more
-    /// play, each buffers fewer ahead, never fewer than one, rather than the total growing; a player
-    /// that stops (hidden, paused, ended) leaves the count and holds nothing.
-    /// ``purge()`` (a memory warning) drops every buffer; the players decode again on their next tick.
-    ///
-    /// Thread safety: the limit (``maxBytes``) may be read and set from any thread (a lock guards
-    /// it); the rest is called on the queue the players run on (the main queue, where views play),
-    /// as the players' own methods are.
-    fileprivate final class AnimationBudget: @unchecked Sendable {
-        /// The bound by default: 48 MiB, 34 frames of a 200-point square view at 3x (1.44 MB each).
-        static let defaultMaxBytes = 48 << 20
-
-        /// The most frames a player decodes ahead, whatever its share: more smooths nothing more.
-        static let mostAhead = 8
-
-        private let lock = NSLock()
-        private var limit: Int  // guarded by `lock`
-        // The players that play now, weakly: a player that goes away leaves by itself.
-        private var playing: [ObjectIdentifier: WeakPlayer] = [:]
-
-        private struct WeakPlayer { weak var player: AnimationPlayer? }
-
-        /// A budget of `maxBytes` bytes.
-        init(maxBytes: Int) {
-            limit = max(0, maxBytes)
-        }
-
-        /// The bound in bytes on every playing animation's frames together.
-        var maxBytes: Int {
-            get { lock.withLock { limit } }
-            set { lock.withLock { limit = max(0, newValue) } }
-        }
-
-        /// How many players play now.
-        var playingCount: Int { players.count }
-
-        /// The bytes the playing players' frames hold now.
-        var heldBytes: Int { players.reduce(0) { $0 + $1.heldBytes } }
-
-        /// How many frames a player whose frames cost `frameBytes` each, in an animation of
-        /// `frameCount` frames, may decode ahead of the one it shows: its even share of
-        /// ``maxBytes`` in frames, less the one shown, between 1 and ``mostAhead`` (and fewer than
-        /// the animation has frames).
-        func framesAhead(frameBytes: Int, frameCount: Int) -> Int {
-            let share = Double(maxBytes) / Double(max(1, playing.count))
-            let frames = (share / Double(max(1, frameBytes))).rounded(.down) - 1
-            return max(1, min(Int(min(frames, Double(Self.mostAhead))), Self.mostAhead, frameCount - 1))
-        }
-
-        /// `player` plays from now on: every other player gets a smaller share, and drops the
-        /// frames beyond it at once, so that the total stays within the bound.
-        func started(_ player: AnimationPlayer) {
-            playing[ObjectIdentifier(player)] = WeakPlayer(player: player)
-            for other in players where other !== player { other.trim() }
-        }
-
-        /// `player` stopped playing (its frames already given back).
-        func stopped(_ player: AnimationPlayer) {
-            playing[ObjectIdentifier(player)] = nil
-        }
-
-        /// Drops every player's frames (a memory warning); each decodes again on its next tick.
-        func purge() {
-            for player in players { player.purge() }
-        }
-
-        private var players: [AnimationPlayer] {
-            playing = playing.filter { $0.value.player != nil }
-            return playing.values.compactMap(\.player)
-        }
-    }
-}
-
-// MARK: - Animation/FrameSource.swift
-
-// FrameSource: where a player gets its frames decoded (ImageIO from the bytes or the file kept in the
-// cache's folder on Apple platforms; a fake whose decodes the tests finish).
-
-
-nonisolated extension ImageCache {
-    /// Decodes an animation's frames one at a time, at the pixel size its view asks for, for an
-    /// ``AnimationPlayer``. The source keeps what it decodes from (the bytes, or the file in the
-    /// cache's folder), never the frames: those are the player's, within the shared budget.
-    fileprivate protocol FrameSource: AnyObject {
-        /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
-        var timing: Timing { get }
-
-        /// Decodes frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
-        /// the queue its player runs on, with the frame or nil when it could not be decoded. The
-        /// player asks for one frame at a time.
-        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
-                         completion: @escaping (DecodedFrame?) -> Void)
-    }
-}
-
-// MARK: - Animation/DecodedFrame.swift
-
-// DecodedFrame: one frame of an animation, decoded at the pixel size of the view that plays it, and
-// what it costs in memory.
-
-
-nonisolated extension ImageCache {
-    /// One frame of an animation decoded for a view: its image (nil where there is no platform
-    /// image to make, as for the scheduler's tests) and the bytes its bitmap holds, which the
-    /// shared budget counts (``ImageCache/bitmapBytes(width:height:bytesPerRow:)``).
-    fileprivate struct DecodedFrame: @unchecked Sendable {
-        /// The frame as the view shows it. Immutable once made (a `UIImage`, an `NSImage`).
-        let image: Image?
-        /// What its bitmap holds in memory, in bytes.
-        let bytes: Int
-    }
-}
-
-// MARK: - Animation/FrameClock.swift
-
-// FrameClock: the clock that ticks a playing animation: a timer on a queue (the main one for views),
-// which stops when the animation says it has nothing more to show.
-
-
-nonisolated extension ImageCache {
-    /// Calls `tick` on `queue` every `interval` seconds (1/60 by default) from ``start()`` until
-    /// ``stop()``, or until `tick` returns false. A `DispatchSourceTimer`: the same on every
-    /// platform, macOS before 14 (no `NSView.displayLink`) and watchOS (no `CADisplayLink`)
-    /// included, and type-checked on Linux, where `#selector` (which a display link needs) is not.
-    /// A late tick shows a late frame, never a stretched clock (see ``AnimationPlayer``).
-    ///
-    /// Thread safety: ``start()`` and ``stop()`` are called on `queue`.
-    fileprivate final class FrameClock: @unchecked Sendable {
-        private let queue: DispatchQueue
-        private let interval: Double
-        private let tick: () -> Bool
-        private var timer: DispatchSourceTimer?  // used only on `queue`
-
-        /// A clock that calls `tick` on `queue` every `interval` seconds once started.
-        init(queue: DispatchQueue = .main, interval: Double = 1.0 / 60, tick: @escaping () -> Bool) {
-            (self.queue, self.interval, self.tick) = (queue, max(0.001, interval), tick)
-        }
-
-        deinit {
-            timer?.cancel()
-        }
-
-        /// Whether it ticks.
-        var isRunning: Bool { timer != nil }
-
-        /// Starts ticking, if it is not already.
-        func start() {
-            guard timer == nil else { return }
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            // A leeway of a tenth of a frame lets the system batch wake-ups without a visible delay.
-            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(Int(interval * 100_000)))
-            timer.setEventHandler { [weak self] in
-                guard let self, self.timer != nil else { return }
-                if !self.tick() { self.stop() }
-            }
-            self.timer = timer
-            timer.resume()
-        }
-
-        /// Stops ticking.
-        func stop() {
-            timer?.cancel()
-            timer = nil
-        }
-    }
-}
-
-// MARK: - Animation/ImageIOFrameSource.swift
-
-// ImageIOFrameSource: an animation's frames decoded one at a time by ImageIO at the view's pixel size,
-// and its timing read from each format's properties dictionary (GIF, APNG, WebP, HEICS).
-
-
-nonisolated extension ImageCache {
-#if canImport(ImageIO)
-    /// A ``FrameSource`` over an image source (`CGImageSource`) that keeps the downloaded bytes, or
-    /// reads the file in the cache's folder, and never its frames: each is decoded when its player
-    /// asks, as a thumbnail (`CGImageSourceCreateThumbnailAtIndex`) whose longest side is the view's,
-    /// on a serial queue of its own, and handed to the player on the main queue.
-    ///
-    /// Thread safety: made and asked on the main queue; the decodes run on its queue.
-    fileprivate final class ImageIOFrameSource: FrameSource, @unchecked Sendable {
-        let timing: Timing
-        private let source: CGImageSource
-        private let scale: Double
-        private let queue = DispatchQueue(label: "ImageCache.ImageIOFrameSource", qos: .userInitiated)
-
-        /// The frames of `data` (or of `file`, which holds the same bytes), shown at `scale`; nil
-        /// unless ImageIO reads more than one frame.
-        init?(data: Data, file: URL? = nil, scale: Double) {
-            let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
-            guard let source, CGImageSourceGetCount(source) > 1 else { return nil }
-            self.source = source
-            self.scale = scale
-            timing = Self.timing(of: source)
-        }
-
-        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
-                         completion: @escaping (DecodedFrame?) -> Void) {
-            let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
-                                            kCGImageSourceShouldCacheImmediately: true,
-                                            kCGImageSourceCreateThumbnailWithTransform: true,
-                                            kCGImageSourceThumbnailMaxPixelSize: max(pixels.width, pixels.height)]
-            let (source, scale, done) = (Unchecked(source), scale, Unchecked(completion))
-            let dictionary = Unchecked(options as CFDictionary)
-            queue.async {
-                let frame = CGImageSourceCreateThumbnailAtIndex(source.value, index, dictionary.value).map { cgImage in
-                    DecodedFrame(image: Self.image(cgImage, scale: scale),
-                                 bytes: Int(bitmapBytes(width: cgImage.width, height: cgImage.height,
-                                                        bytesPerRow: cgImage.bytesPerRow)))
-                }
-                let decoded = Unchecked(frame)
-                DispatchQueue.main.async { done.value(decoded.value) }
-            }
-        }
-
-        private static func image(_ cgImage: CGImage, scale: Double) -> Image {
-            #if canImport(UIKit)
-            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
-            #else
-            return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-            #endif
-        }
-
-        /// How long each frame of `source` shows (by ``ImageCache/frameDuration(delay:)``) and how many
-        /// times the whole plays (0: forever), from its format's dictionary: GIF's (its loop count
-        /// read as browsers do, ``ImageCache/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
-        static func timing(of source: CGImageSource) -> Timing {
-            let count = CGImageSourceGetCount(source)
-            let durations = (0..<count).map { index -> Double in
-                let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
-                return frameDuration(delay: delay(in: properties))
-            }
-            let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
-            return Timing(durations: durations, plays: plays(in: properties))
-        }
-
-        /// A frame's delay in seconds from its properties: each format's unclamped delay, else its delay.
-        fileprivate static func delay(in properties: [CFString: Any]) -> Double? {
-            for (dictionary, unclamped, clamped) in delayKeys {
-                if let format = properties[dictionary] as? [CFString: Any],
-                   let delay = (format[unclamped] ?? format[clamped]) as? Double {
-                    return delay
+                    rgb[index] = Self.linearToSRGB(r)
+                    rgb[index + 1] = Self.linearToSRGB(g)
+                    rgb[index + 2] = Self.linearToSRGB(b)
+                    index += 3
                 }
             }
+            return (width, height, rgb)
+        }
+
+        /// The size to decode a hash to for a view of `aspect` (width over height; nil or absurd:
+        /// square): 32 pixels on the longer side, at least 1 on the shorter. A BlurHash has no
+        /// detail finer than its 9 components: the view scales it up.
+        static func decodeSize(aspect: Double?) -> (width: Int, height: Int) {
+            guard let aspect, aspect.isFinite, aspect > 0 else { return (32, 32) }
+            if aspect >= 1 { return (32, max(1, min(32, Int((32 / aspect).rounded())))) }
+            return (max(1, min(32, Int((32 * aspect).rounded()))), 32)
+        }
+
+        /// Each ASCII byte's base-83 digit (woltapp's alphabet); nil for the others.
+        private static let base83: [Int?] = {
+            let alphabet = Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz#$%*+,-.:;=?@[]^_{|}~".utf8)
+            var table = [Int?](repeating: nil, count: 256)
+            for (digit, byte) in alphabet.enumerated() { table[Int(byte)] = digit }
+            return table
+        }()
+
+        private static func sRGBToLinear(_ value: Int) -> Double {
+            let v = Double(value) / 255
+            return v <= 0.04045 ? v / 12.92 : Foundation.pow((v + 0.055) / 1.055, 2.4)
+        }
+
+        /// The reference's conversion, truncating after adding 0.5.
+        private static func linearToSRGB(_ value: Double) -> UInt8 {
+            let v = value.isNaN ? 0 : min(max(value, 0), 1)
+            let s = v <= 0.0031308 ? v * 12.92 : 1.055 * Foundation.pow(v, 1 / 2.4) - 0.055
+            return UInt8(min(255, max(0, Int(s * 255 + 0.5))))
+        }
+
+        private static func signedSquare(_ value: Double) -> Double { value < 0 ? -value * value : value * value }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The PNG of `rgb` (8-bit RGB, `width` x `height`, row by row): no filter, its deflate stream
+    /// in stored blocks (a few dozen bytes more than the pixels, and no compressor needed), every
+    /// chunk with its CRC. Any PNG decoder reads it; on Linux ``Image`` holds it as is.
+    fileprivate static func png(rgb: [UInt8], width: Int, height: Int) -> Data {
+        precondition(width > 0 && height > 0 && rgb.count == width * height * 3, "pixels for the size")
+        var raw = [UInt8]()
+        raw.reserveCapacity(height * (1 + width * 3))
+        for row in 0..<height {
+            raw.append(0)  // filter: none
+            raw.append(contentsOf: rgb[(row * width * 3)..<((row + 1) * width * 3)])
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65_535, raw.count - offset)
+            let last: UInt8 = offset + count == raw.count ? 1 : 0
+            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+            zlib += raw[offset..<(offset + count)]
+            offset += count
+        } while offset < raw.count
+        var (a, b): (UInt32, UInt32) = (1, 0)  // Adler-32
+        for byte in raw { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
+        zlib += bigEndian(b << 16 | a)
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func chunk(_ type: String, _ body: [UInt8]) {
+            let typed = Array(type.utf8) + body
+            png += bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
+        }
+        chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+        chunk("IDAT", zlib)
+        chunk("IEND", [])
+        return Data(png)
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    /// PNG's CRC-32 (zlib's), bit by bit: a placeholder's chunks are small.
+    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+}
+
+// MARK: - Decoding/SizeHeaders.swift
+
+// The size before the image: an image's pixel size and EXIF orientation read from the first bytes
+// of its file (PNG's IHDR, GIF's screen, WebP's first chunk, JPEG's frame header and Exif segment),
+// with no decode, for `ImageSize`.
+
+
+nonisolated extension ImageCache.ImageSize {
+    /// How many bytes of a file are read for its header first; a JPEG whose frame header lies
+    /// beyond them (large Exif or color profile segments) is read again up to ``maxHeaderBytes``.
+    fileprivate static let headerBytes = 64 * 1024
+    /// The most bytes of a file read for its header.
+    fileprivate static let maxHeaderBytes = 1024 * 1024
+
+    /// The size and orientation `header`, the first bytes of an image, say; nil when they are not
+    /// the start of a PNG, GIF, WebP or JPEG whose size lies within them. Every read is inside
+    /// `header`: untrusted bytes give a size or nil, never a trap. The size is the first frame
+    /// header's (PNG's IHDR, GIF's logical screen, WebP's VP8/VP8L/VP8X chunk: what ``ImageCache``'s
+    /// structural check reads too), and 1 to 65,535 for a JPEG; the orientation is a JPEG's Exif
+    /// `Orientation` (1 to 8; 1 when absent or out of range, and for the other formats).
+    fileprivate init?(header: Data) {
+        let bytes = [UInt8](header.prefix(Self.maxHeaderBytes))
+        func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
+        func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
+        // 0 past 2^31 - 1 (PNG's limit, and more than `Int` holds on watchOS): not a size.
+        func be32(_ i: Int) -> Int { be16(i) < 0x8000 ? be16(i) << 16 | be16(i + 2) : 0 }
+        func matches(_ text: String, at offset: Int) -> Bool {
+            text.utf8.enumerated().allSatisfy { byte(offset + $0.offset) == Int($0.element) }
+        }
+        var size: (width: Int, height: Int, orientation: Int)?
+        if bytes.count >= 24, bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), matches("IHDR", at: 12) {
+            size = (be32(16), be32(20), 1)
+        } else if bytes.count >= 10, matches("GIF87a", at: 0) || matches("GIF89a", at: 0) {
+            size = (le16(6), le16(8), 1)
+        } else if matches("RIFF", at: 0), matches("WEBP", at: 8) {
+            if matches("VP8 ", at: 12), bytes.count >= 30, byte(23) == 0x9D, byte(24) == 0x01, byte(25) == 0x2A {
+                size = (le16(26) & 0x3FFF, le16(28) & 0x3FFF, 1)
+            } else if matches("VP8L", at: 12), bytes.count >= 25, byte(20) == 0x2F {
+                let bits = le16(21) | (le16(23) & 0x0FFF) << 16  // 14 bits of width, 14 of height
+                size = ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1, 1)
+            } else if matches("VP8X", at: 12), bytes.count >= 30 {
+                size = ((byte(24) | byte(25) << 8 | byte(26) << 16) + 1, (byte(27) | byte(28) << 8 | byte(29) << 16) + 1, 1)
+            }
+        } else if bytes.count >= 4, byte(0) == 0xFF, byte(1) == 0xD8 {
+            size = Self.jpeg(bytes)
+        }
+        guard let size, size.width > 0, size.height > 0 else { return nil }
+        self.init(width: size.width, height: size.height, orientation: size.orientation)
+    }
+
+    /// A JPEG's first frame header's size, and the orientation of an Exif segment before it: the
+    /// markers walked by their lengths up to the first frame header (or the first scan: none).
+    private static func jpeg(_ bytes: [UInt8]) -> (width: Int, height: Int, orientation: Int)? {
+        func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
+        var (offset, orientation) = (2, 1)
+        while offset + 4 <= bytes.count {
+            guard byte(offset) == 0xFF else { return nil }
+            let marker = byte(offset + 1)
+            if marker == 0xFF { offset += 1; continue }  // fill bytes
+            if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { offset += 2; continue }
+            if marker == 0xDA || marker == 0xD9 { return nil }  // a scan or the end before any frame header
+            let length = be16(offset + 2)
+            guard length >= 2 else { return nil }
+            if marker == 0xE1, length >= 8, bytes.count >= offset + 2 + length {
+                orientation = exifOrientation(bytes, from: offset + 4, to: offset + 2 + length) ?? orientation
+            }
+            if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                guard length >= 7, offset + 9 <= bytes.count else { return nil }
+                return (be16(offset + 7), be16(offset + 5), orientation)
+            }
+            offset += 2 + length
+        }
+        return nil
+    }
+
+    /// The `Orientation` (tag 0x0112) of the first IFD of the Exif segment in `bytes[start..<end]`
+    /// ("Exif\0\0", then a TIFF header): 1 to 8, or nil.
+    private static func exifOrientation(_ bytes: [UInt8], from start: Int, to end: Int) -> Int? {
+        func byte(_ i: Int) -> Int { i >= start && i < end ? Int(bytes[i]) : 0 }
+        guard [0x45, 0x78, 0x69, 0x66, 0, 0].enumerated().allSatisfy({ byte(start + $0.offset) == $0.element }) else {
             return nil
         }
-
-        /// How many times an animation plays (0: forever) from its container's properties: a GIF's
-        /// loop count read as browsers do, the others' as the number of plays, else once.
-        fileprivate static func plays(in properties: [CFString: Any]) -> Int {
-            if let gif = properties[kCGImagePropertyGIFDictionary] as? [CFString: Any] {
-                return ImageCache.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
-            }
-            for (dictionary, loopCount) in loopKeys {
-                if let format = properties[dictionary] as? [CFString: Any], let plays = format[loopCount] as? Int {
-                    return max(0, plays)  // APNG's num_plays, WebP's and HEICS's loop count: the plays
-                }
-            }
-            return 1  // none said: once, as a GIF without a loop count
+        let tiff = start + 6
+        let little: Bool
+        switch (byte(tiff), byte(tiff + 1)) {
+        case (0x49, 0x49): little = true
+        case (0x4D, 0x4D): little = false
+        default: return nil
         }
-
-        /// Each format's dictionary, its unclamped delay and its delay: WebP's since iOS 14, macOS 11.
-        private static var delayKeys: [(CFString, CFString, CFString)] {
-            var keys = [(kCGImagePropertyGIFDictionary, kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime),
-                        (kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime),
-                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSUnclampedDelayTime,
-                         kCGImagePropertyHEICSDelayTime)]
-            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
-                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPUnclampedDelayTime,
-                             kCGImagePropertyWebPDelayTime))
-            }
-            return keys
+        func u16(_ i: Int) -> Int { little ? byte(i) | byte(i + 1) << 8 : byte(i) << 8 | byte(i + 1) }
+        // An offset inside one segment (at most 65,535 bytes): a larger one is not (nor an `Int` on watchOS).
+        let (high, low) = little ? (u16(tiff + 6), u16(tiff + 4)) : (u16(tiff + 4), u16(tiff + 6))
+        guard u16(tiff + 2) == 42, high == 0 else { return nil }
+        let ifd = tiff + low
+        guard ifd > tiff, ifd + 2 <= end else { return nil }
+        let entries = min(u16(ifd), (end - ifd - 2) / 12)
+        for entry in 0..<entries where u16(ifd + 2 + entry * 12) == 0x0112 {
+            let value = u16(ifd + 2 + entry * 12 + 8)
+            return (1...8).contains(value) ? value : nil
         }
-
-        /// Each format's dictionary and its loop count, GIF's aside (read as browsers read it).
-        private static var loopKeys: [(CFString, CFString)] {
-            var keys = [(kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGLoopCount),
-                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSLoopCount)]
-            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
-                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPLoopCount))
-            }
-            return keys
-        }
+        return nil
     }
-#endif
 }
 
-// MARK: - Animation/AnimationPlayback.swift
+// MARK: - Decoding/ProgressiveScans.swift
 
-// AnimationPlayback: an animation playing in a view on Apple platforms: its player, its frames from
-// ImageIO, its clock, reduce motion and a memory warning.
+// Progressive JPEG as it downloads: where each scan of a progressive frame (SOF2) ends, read from
+// the bytes so far, and when a preview of them is due. Shared code: the Linux tests reach every
+// decision; on Apple platforms ImageIO's incremental source makes the preview's pixels.
 
 
-extension ImageCache {
-#if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
-    /// One animation playing in one view: an ``AnimationPlayer`` of the frames ImageIO decodes from
-    /// the bytes (or the cache's file) at the view's pixel size, within the cache's budget
-    /// (``ImageCache/animationMemoryMaxBytes``), ticked by a ``FrameClock`` on the main queue, each
-    /// frame handed to `show`. It plays while the view is visible (``setVisible(_:)``), ``isAnimating``
-    /// is true, reduce motion is off and the load did not ask for the first frame only; otherwise it
-    /// shows the frame it has. A memory purge of the cache (``ImageCache/purgeMemory()``, which a
-    /// memory warning runs) drops every animation's frames; playback resumes on the next tick.
-    @MainActor fileprivate final class AnimationPlayback {
-        private let player: AnimationPlayer
-        private let clock: FrameClock
-        private let firstFrameOnly: Bool
-        // The memory-purge observer, removed in `deinit` (not isolated: hence a Sendable box).
-        private let purges: Unchecked<NSObjectProtocol>
-        /// Whether it is asked to play (an `isAnimating`-style control); true at first.
-        private(set) var isAnimating = true
+nonisolated extension ImageCache {
+    /// The scans of a progressive JPEG found so far in a body that grows: fed each time bytes
+    /// arrive, it goes on from where it stopped (each byte is read once, whatever the chunks), and
+    /// says how many scans are complete and where the last complete one ends. A scan is complete
+    /// when the marker after its entropy-coded data has arrived (the next table, scan header or
+    /// end of image; restart markers and stuffed bytes are inside a scan). A baseline or lossless
+    /// JPEG (any frame header but SOF2, progressive Huffman), or bytes that are not a JPEG, have
+    /// none: ``isProgressive`` stays false and ``scans`` 0, for good.
+    ///
+    /// Untrusted bytes: every read is inside the bytes given; a broken stream stops the count where
+    /// it breaks (``isBroken``), never traps.
+    fileprivate struct ProgressiveScans: Sendable {
+        private enum Place: Sendable {
+            case marker  // at a marker (FF xx), or its fill bytes
+            case segment(end: Int)  // inside a marker segment that ends at `end`
+            case entropy  // inside a scan's entropy-coded data
+        }
+        private var place = Place.marker
+        private var offset = 2  // after SOI
+        private var frame: Int?  // the frame header's marker (C0...CF), once seen
+        /// Scans whose data has ended, and the offset where the last of them ends (the marker after it).
+        private(set) var scans = 0
+        private(set) var end = 0
+        /// Whether the stream broke its structure (no marker where one must be): nothing more is read.
+        private(set) var isBroken = false
+        /// Whether the end of image has arrived: the body is whole, and no preview is due.
+        var hasEnded: Bool { offset == Int.max }
+        /// Whether the frame header seen says progressive (SOF2).
+        var isProgressive: Bool { frame == 0xC2 }
 
-        /// A playback of `data`'s frames (or `file`'s) at `pixels`, at `scale`, through `cache`'s
-        /// budget, showing each frame with `show`; nil unless ImageIO finds more than one frame.
-        init?(data: Data, file: URL? = nil, pixels: (width: Int, height: Int), scale: Double, cache: ImageCache,
-              firstFrameOnly: Bool = false, show: @escaping @MainActor (Image) -> Void) {
-            guard let source = ImageIOFrameSource(data: data, file: file, scale: scale) else { return nil }
-            let player = AnimationPlayer(source: source, pixels: pixels, budget: cache.animationBudget,
-                                         now: { ProcessInfo.processInfo.systemUptime },
-                                         display: { frame in
-                                             guard let image = frame.image else { return }
-                                             MainActor.assumeIsolated { show(image) }
-                                         })
-            self.player = player
-            self.firstFrameOnly = firstFrameOnly
-            clock = FrameClock { [weak player] in player?.tick() ?? false }
-            // Each playback drops its own player's frames (the budget's `purge()` drops all of them).
-            let purged = Unchecked(player)
-            purges = Unchecked(NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
-                                                                      queue: .main) { _ in
-                MainActor.assumeIsolated { purged.value.purge() }
-            })
-            update()
+        /// Reads the bytes of `data` not read yet (`data` holds all the bytes so far: it only grows).
+        mutating func read(_ data: Data) {
+            guard !isBroken, frame == nil || isProgressive else { return }
+            data.withUnsafeBytes { raw in read(raw.bindMemory(to: UInt8.self)) }
         }
 
-        deinit {
-            NotificationCenter.default.removeObserver(purges.value)
+        private mutating func read(_ bytes: UnsafeBufferPointer<UInt8>) {
+            if offset == 2, bytes.count >= 2, bytes[0] != 0xFF || bytes[1] != 0xD8 { isBroken = true; return }
+            while offset < bytes.count {
+                switch place {
+                case .segment(let end):
+                    guard end <= bytes.count else { return }  // the rest of the segment has not come
+                    offset = end
+                    place = .marker
+                case .entropy:
+                    // FF 00 is a stuffed byte, FF D0...D7 a restart, FF FF fill: still the scan.
+                    guard let next = nextFF(bytes, from: offset), next + 1 < bytes.count else {
+                        offset = max(offset, bytes.count - 1)  // the last byte may be an FF: read again
+                        return
+                    }
+                    let marker = bytes[next + 1]
+                    if marker == 0x00 || (0xD0...0xD7).contains(marker) || marker == 0xFF {
+                        offset = next + (marker == 0xFF ? 1 : 2)
+                        continue
+                    }
+                    (scans, end, offset, place) = (scans + 1, next, next, .marker)
+                case .marker:
+                    guard offset + 1 < bytes.count else { return }
+                    guard bytes[offset] == 0xFF else { isBroken = true; return }
+                    let marker = Int(bytes[offset + 1])
+                    if marker == 0xFF { offset += 1; continue }
+                    if marker == 0xD9 { offset = Int.max; return }  // end of image: nothing follows
+                    if marker == 0x01 || (0xD0...0xD7).contains(marker) { offset += 2; continue }
+                    guard offset + 3 < bytes.count else { return }
+                    let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+                    guard length >= 2 else { isBroken = true; return }
+                    if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC {
+                        guard frame == nil else { isBroken = true; return }  // one frame in a JPEG
+                        frame = marker
+                        guard isProgressive else { return }  // a baseline: no previews, nothing more to read
+                    }
+                    if marker == 0xDA {
+                        guard frame != nil else { isBroken = true; return }
+                        guard offset + 2 + length <= bytes.count else { return }  // the scan header is not whole
+                        (offset, place) = (offset + 2 + length, .entropy)
+                        continue
+                    }
+                    place = .segment(end: offset + 2 + length)
+                }
+            }
         }
 
-        /// Plays or pauses it; paused, it keeps the frame it shows.
-        func setAnimating(_ animating: Bool) {
-            isAnimating = animating
-            update()
+        private func nextFF(_ bytes: UnsafeBufferPointer<UInt8>, from offset: Int) -> Int? {
+            guard offset < bytes.count, let base = bytes.baseAddress,
+                  let found = Foundation.memchr(base + offset, 0xFF, bytes.count - offset) else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
 
-        /// Its view came on screen (or in a window), or went off (or away): off screen, it decodes
-        /// nothing and gives its frames back.
-        func setVisible(_ visible: Bool) {
-            player.setVisible(visible)
-            update()
-        }
-
-        /// Whether the system asks for less motion: then an animation shows one frame.
-        static var reducesMotion: Bool {
-            #if canImport(UIKit)
-            return UIAccessibility.isReduceMotionEnabled
-            #else
-            return NSWorkspace.shared.accessibilityDisplayShouldReduceMotion
-            #endif
-        }
-
-        private func update() {
-            player.setAnimating(isAnimating && !firstFrameOnly && !Self.reducesMotion)
-            if player.isPlaying { clock.start() } else { clock.stop() }
+        /// The bytes of `data` up to the end of its last complete scan, and an end-of-image marker:
+        /// a whole JPEG that any decoder reads as the scans so far (the preview's bytes); nil while
+        /// no scan is complete.
+        func preview(of data: Data) -> Data? {
+            guard scans > 0, end <= data.count else { return nil }
+            return data.prefix(end) + Data([0xFF, 0xD9])
         }
     }
-#endif
+
+    /// When a preview of a progressive download is due: one with more complete scans than the
+    /// last shown, at most one every ``interval`` seconds (a view redraws a few times a second at
+    /// most, and each preview costs a decode), never after the body is whole (the final image
+    /// follows then). The last scans before the end may so be skipped, never shown out of order.
+    fileprivate struct PreviewSchedule: Sendable {
+        /// The least time between two previews, in seconds: at most 4 a second.
+        static let interval: TimeInterval = 0.25
+        private(set) var shownScans = 0
+        private var shownAt: TimeInterval = -.infinity
+        /// Previews let through.
+        private(set) var count = 0
+
+        /// Whether a preview of `scans` complete scans is due at `now` (seconds, any clock that does
+        /// not go back); if so, it counts as shown.
+        mutating func isDue(scans: Int, at now: TimeInterval) -> Bool {
+            guard scans > shownScans, now - shownAt >= Self.interval else { return false }
+            (shownScans, shownAt, count) = (scans, now, count + 1)
+            return true
+        }
+    }
 }
 
 // MARK: - Views/Screen.swift

@@ -8,12 +8,27 @@
 // - an animated WebP (more than one frame) has, read here independently of `WebPAnimation`: the
 //   VP8X animation flag, an ANIM chunk before its first ANMF, one ANMF per frame, each lying inside
 //   the canvas and holding a whole VP8 or VP8L chunk inside itself, and plays of at most 65,535.
+// - `ImageSize(header:)` of any input gives nil or a positive size with an orientation of 1...8; of
+//   a PNG, GIF or WebP that inspects, the size inspect reads (a JPEG's is its first frame header's);
+// - `ProgressiveScans` finds the same scans and the same end in the input read whole as read in two
+//   parts (cut where the first byte says), the end inside the input, and none unless progressive.
 
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = Fuzz.data(pointer, count)
+    var whole = ImageCache.ProgressiveScans(), parts = ImageCache.ProgressiveScans()
+    whole.read(data)
+    parts.read(data.prefix(Int(data.first ?? 0) * data.count / 256))
+    parts.read(data)
+    Fuzz.require(whole.scans == parts.scans && whole.end == parts.end && whole.isBroken == parts.isBroken,
+                 "scans \(whole) read whole, \(parts) in two parts")
+    Fuzz.require(whole.end <= data.count && (whole.scans == 0 || whole.isProgressive), "scans \(whole)")
+    let header = ImageCache.ImageSize(header: data)
+    if let header {
+        Fuzz.require(header.width > 0 && header.height > 0 && (1...8).contains(header.orientation), "header \(header)")
+    }
     switch ImageCache.inspect(data) {
     case .failure(let error):
         switch error {
@@ -23,6 +38,10 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
         }
     case .success(let info):
         Fuzz.require(info.width > 0 && info.height > 0, "size \(info.width)x\(info.height)")
+        if info.format != .jpeg {
+            Fuzz.require(header == ImageCache.ImageSize(width: info.width, height: info.height),
+                         "the header says \(String(describing: header)), inspect \(info.width)x\(info.height)")
+        }
         Fuzz.require(info.end > 0 && info.end <= data.count, "end \(info.end) of \(data.count) bytes")
         Fuzz.require(info.frames >= 1, "\(info.frames) frames")
         let durations = info.timing.durations

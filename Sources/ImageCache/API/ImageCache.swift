@@ -140,6 +140,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let disk: DiskStore  // used only on `diskQueue`
     internal let authorizer = Authorizer()  // guarded by `lock`
     internal let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
+    internal let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
     #if IMAGECACHE_TESTING
     // A clock the tests set, to move time forward (ImageCacheTests/TestHooks.swift); nil for the
@@ -279,6 +280,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxAnimatedFrames = 200
         var callbackQueue = DispatchQueue.main
         var onEvent: (@Sendable (Event) -> Void)?
+        var onNotice: (@Sendable (Notice) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
         var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`

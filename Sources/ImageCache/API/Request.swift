@@ -67,6 +67,13 @@ nonisolated extension ImageCache {
         private var wholeKey: ImageCache.Key
         /// Choices for this load alone (see ``Options``): none by default.
         public var options: Options = []
+        /// A BlurHash of the image (woltapp/blurhash's string, as a feed's server sends it beside
+        /// the URL): ``Binder``, `setImage(with:)` and the SwiftUI views show its decode, made off
+        /// the main thread at 32 pixels on the longer side and cached, instead of the placeholder
+        /// until the image comes. On Linux it is an ``ImageCache/Image`` in PNG (8-bit RGB). A
+        /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
+        /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
+        public var blurHash: String?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 
@@ -133,6 +140,14 @@ nonisolated extension ImageCache.Request {
         /// it fails with ``ImageCache/Error/network(_:_:)`` `.cannotWriteToFile`, which says so.
         public static let waitsForDiskWrite = Options(rawValue: 1 << 4)
 
+        /// Previews while a progressive JPEG downloads: each time more of its scans are complete
+        /// (at most 4 a second, each with more scans than the last, none once the body is whole),
+        /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
+        /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
+        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
+        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        public static let progressivePreviews = Options(rawValue: 1 << 5)
+
         /// Why these options cannot go together, if they cannot.
         internal var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {
@@ -174,6 +189,7 @@ nonisolated extension ImageCache.Load {
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
         (options, scale) = (request.options, request.scale)
+        blurHash = request.blurHash
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
         processors = request.processors

@@ -36,6 +36,7 @@ nonisolated extension ImageCache {
         var received = 0  // the body's bytes so far, in `data` or in `spool`
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
@@ -256,6 +257,7 @@ nonisolated extension ImageCache {
                 transfer.data.append(data)
             }
             transfer.received = received
+            cache?.received(transfer)  // a progressive JPEG's preview, if due (Pipeline/Previews.swift)
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
                 cache?.progress(transfer.download, received: received, expected: transfer.expected)

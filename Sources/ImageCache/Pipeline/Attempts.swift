@@ -117,6 +117,7 @@ nonisolated extension ImageCache {
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
             guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
+            if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
             let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
                               metrics: metrics)

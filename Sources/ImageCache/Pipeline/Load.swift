@@ -35,6 +35,7 @@ nonisolated extension ImageCache {
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
+        var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         var isOriginal = false  // a variant's job's request for its original (see `original`)
         /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
         /// download has no URL, is never sent, and stays while no one waits for it.

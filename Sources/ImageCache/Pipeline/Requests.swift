@@ -96,6 +96,7 @@ nonisolated extension ImageCache {
         // A stored image whose file is not written yet: the key's older file is not it.
         if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(download, maxBytes: maxBytes) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
+        learnSize(of: download.key, from: found?.data)
         guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }

@@ -67,7 +67,7 @@ nonisolated extension ImageCache {
 
         /// What the target shows now.
         public private(set) var state = State.idle
-        private let queue: DispatchQueue
+        internal let queue: DispatchQueue
         private weak var target: ImageTarget?
         private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
@@ -191,6 +191,7 @@ nonisolated extension ImageCache {
                 hooks.loading?()
             } else {
                 show(placeholder, .loading)
+                showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
@@ -341,7 +342,7 @@ nonisolated extension ImageCache {
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
         /// image), unless it shows it already: the image of the same entry that the binder showed
         /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).
-        private func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
+        internal func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
             let again = key != nil && key == shownKey
             shownKey = key
