@@ -256,6 +256,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxConcurrentDownloads = 6
         var stallTime: TimeInterval = 1
         var maxStalledDownloads = 6
+        var maxConcurrentSlowDownloads = 1
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
@@ -1002,6 +1003,25 @@ nonisolated extension ImageCache {
         set {
             let started = locked { ledger in
                 ledger.change(\.maxConcurrentDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
+            startNetwork(started)
+        }
+    }
+
+    /// How many slow-lane downloads (``slowFetch(_:key:callback:)``, `prefetch`, a
+    /// ``ListPrefetcher``'s, views' loads lowered when they disappear) run at once; the slow lane
+    /// still starts nothing while fast-lane work is queued or under way. 1 by default, as in 1.0;
+    /// values below 1 are clamped to 1. A list whose rows each take one round trip keeps ahead of a
+    /// scroll of up to this many rows per round trip (4 for 20 rows a second of images that take
+    /// 200 ms; 6 leaves room). Keep ``maxConcurrentDownloads`` plus ``maxStalledDownloads`` plus this
+    /// within 16, the transport's connections per host, so that no visible row's request waits for
+    /// a connection behind a prefetch.
+    public var maxConcurrentSlowDownloads: Int {
+        get { setting(\.maxConcurrentSlowDownloads) }
+        set {
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentSlowDownloads, to: max(1, newValue))
                 return ledger.startReady()
             }
             startNetwork(started)
@@ -1860,6 +1880,20 @@ nonisolated extension ImageCache {
             show(binding?.placeholder, .placeholder)
         }
 
+        /// A list's prefetcher let the row go (see ``ListPrefetcher``): a target not displayed lets
+        /// its image go until it is bound again, as on a memory warning, and a load still under way
+        /// (lowered) stops: it would come to no view. Returns whether an image was let go.
+        fileprivate func letGo(of cache: ImageCache) -> Bool {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard binding?.cache === cache, let target, !ImageCache.onTargetActor(target, { $0.isDisplayed }) else {
+                return false
+            }
+            if case .loading = state { cancel() }
+            guard case .image = state else { return false }
+            purged(cache)
+            return true
+        }
+
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
         /// image), unless it shows it already: the image of the same entry that the binder showed
         /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).
@@ -2639,6 +2673,367 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Prefetching/ListPrefetcher.swift
+
+// Prefetching: `ListPrefetcher`, the object a list holds so that its images load ahead of the scroll
+// and leave memory behind it. What it decides is `ListWindow`'s (ListWindow.swift); the SwiftUI
+// modifier and the UIKit data source (ListGlue.swift) only tell it which rows appear and disappear.
+
+
+nonisolated extension ImageCache {
+    /// Loads a list's images ahead of its scroll, and lets them go behind it: told which rows appear
+    /// and disappear, it infers the scroll's direction, prefetches the next `ahead` rows' images in
+    /// that direction, cancels the prefetches the scroll left behind, and lets go of the images of
+    /// rows more than `window` rows away from the visible ones, so that memory holds about
+    /// `2 * window` rows' images (plus the visible ones) however long the list.
+    ///
+    /// ```swift
+    /// let prefetcher = ImageCache.ListPrefetcher(count: posts.count) { index in
+    ///     ImageCache.Request(url: posts[index].photo, size: CGSize(width: 320, height: 200))
+    /// }
+    /// // For each row: prefetcher.appeared(index) and prefetcher.disappeared(index)
+    /// // (the SwiftUI modifier `prefetchingImages(row:with:)` does it).
+    /// ```
+    ///
+    /// **Requests.** The rows' requests come from a closure, index to ``Request``, asked once for
+    /// each row it prefetches or lets go (and again after it let one go); give each the size the row
+    /// shows its image at (the `size` of the request the row's view binds), so that the prefetched
+    /// decode is the one the row uses: a request of another size is another entry. A row with no
+    /// image returns nil. In a grid, give `columns` (items per line): an index is an item, in
+    /// reading order, and `ahead` and `window` count lines.
+    ///
+    /// **Lanes.** Prefetches load on the slow lane, which starts nothing while a visible row's
+    /// load (on the fast lane) is queued or under way: they never make a visible row wait. A row
+    /// that appears while its prefetch waits takes it to the fast lane (its view's request joins
+    /// the download). The slow lane runs ``ImageCache/maxConcurrentSlowDownloads`` at once: 1 by
+    /// default, which keeps ahead of a list that shows one new image per round trip (5 a second
+    /// for images that take 200 ms); raise it for faster lists.
+    ///
+    /// **Memory.** A row more than `window` rows (lines) away from the visible ones is let go:
+    /// its image leaves memory at once (unless a row still within the window shows the same
+    /// entry), its file stays on disk, and a ``Binder`` registered for it (``register(_:row:)``,
+    /// which the SwiftUI views do) shows its placeholder if its target is not displayed, until it
+    /// is bound again. Scrolling back, the rows within the window are memory hits, shown at once;
+    /// the others come from disk, prefetched ahead of the scroll as any row.
+    ///
+    /// **Thread safety.** A prefetcher belongs to the serial queue it is made with (the main
+    /// queue for views): call it there, where it asks for the rows' requests.
+    public final class ListPrefetcher: @unchecked Sendable {
+        #if canImport(UIKit) || canImport(AppKit)
+        /// The request of the row at an index, nil for a row with no image: on the main actor.
+        public typealias RowRequest = @MainActor (Int) -> Request?
+        #else
+        /// The request of the row at an index, nil for a row with no image: on the prefetcher's queue.
+        public typealias RowRequest = (Int) -> Request?
+        #endif
+
+        /// The cache it prefetches into.
+        public let cache: ImageCache
+        private let queue: DispatchQueue
+        private let request: RowRequest
+        private let columns: Int
+        private var window: ListWindow
+        private var requests: [Int: Request] = [:]  // of the rows held (prefetched or shown), asked once
+        private var keys: [Key: Int] = [:]  // how many held rows show each entry
+        private var binders: [Int: [WeakBinder]] = [:]  // registered by the rows' views
+        /// What it did, for the tests and the benchmark.
+        fileprivate private(set) var counts = Counts()
+
+        fileprivate struct Counts: Equatable {
+            var started = 0, cancelled = 0, releasedRows = 0, releasedImages = 0, releasedViews = 0
+        }
+
+        private struct WeakBinder { weak var binder: Binder? }
+
+        /// A prefetcher for a list of `count` rows (nil: unknown; it then prefetches until the
+        /// closure returns nil), whose row at an index shows `request(index)`.
+        /// - Parameters:
+        ///   - ahead: rows (lines, in a grid) prefetched ahead of the visible ones in the scroll's
+        ///     direction. 10 by default; values below 0 are clamped to 0 (no prefetching).
+        ///   - window: rows (lines) kept on each side of the visible ones; those beyond are let go.
+        ///     30 by default; never fewer than `ahead`.
+        ///   - columns: items per line, for a grid. 1 by default; values below 1 are clamped to 1.
+        ///   - queue: where it is used: on Apple platforms, the main queue (another stops the program).
+        public init(cache: ImageCache = .shared, count: Int? = nil, ahead: Int = 10, window: Int = 30,
+                    columns: Int = 1, queue: DispatchQueue = .main, request: @escaping RowRequest) {
+            #if canImport(UIKit) || canImport(AppKit)
+            precondition(queue === DispatchQueue.main, "a list's prefetcher is used on the main queue")
+            #endif
+            self.columns = max(1, columns)
+            (self.cache, self.queue, self.request) = (cache, queue, request)
+            self.window = ListWindow(ahead: max(0, ahead) * self.columns, window: max(0, window) * self.columns,
+                                     count: count)
+        }
+
+        /// A prefetcher for a list whose row at an index shows `requests[index]`: as
+        /// ``init(cache:count:ahead:window:columns:queue:request:)`` with the array's count.
+        public convenience init(_ requests: [Request], cache: ImageCache = .shared, ahead: Int = 10,
+                                window: Int = 30, columns: Int = 1, queue: DispatchQueue = .main) {
+            self.init(cache: cache, count: requests.count, ahead: ahead, window: window, columns: columns,
+                      queue: queue, request: { requests.indices.contains($0) ? requests[$0] : nil })
+        }
+
+        /// How many rows (items) the list has; nil while unknown. Set it when rows are added or
+        /// removed at the end; when rows change elsewhere, ``reset()``.
+        public var count: Int? {
+            get { window.count }
+            set {
+                dispatchPrecondition(condition: .onQueue(queue))
+                window.count = newValue.map { max(0, $0) }
+            }
+        }
+
+        /// The row at `index` appeared (a SwiftUI row's `onAppear`, a cell's `willDisplay`):
+        /// what that says of the scroll is done at once (prefetches started, cancelled, rows let go).
+        public func appeared(_ index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            let plan = window.appeared(index)
+            if window.held.contains(index) { _ = hold(index) }  // shown: let go with the others
+            carry(out: plan)
+        }
+
+        /// The row at `index` disappeared (`onDisappear`, `didEndDisplaying`).
+        public func disappeared(_ index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.disappeared(index))
+        }
+
+        /// Prefetches the rows at `indexes`, as a list asks (UIKit's `prefetchItemsAt`), beside
+        /// those it infers.
+        public func prefetch(_ indexes: [Int]) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.prefetch(indexes))
+        }
+
+        /// Cancels the prefetches of the rows at `indexes` (UIKit's `cancelPrefetchingForItemsAt`);
+        /// a load that a view shares goes on.
+        public func cancelPrefetching(_ indexes: [Int]) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.cancelPrefetching(indexes))
+        }
+
+        /// `binder` shows the row at `index`: when the row is let go, the binder lets its image go
+        /// too, if its target is not displayed (see ``Binder``). Held weakly, until the row is let go.
+        public func register(_ binder: Binder, row index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard !(binders[index]?.contains { $0.binder === binder } ?? false) else { return }
+            binders[index, default: []].append(WeakBinder(binder: binder))
+        }
+
+        /// Forgets the rows (their order or contents changed): cancels every prefetch and lets
+        /// every row's image go. The next rows to appear start afresh.
+        public func reset() {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.reset())
+        }
+
+        /// Starts, cancels and lets go what `plan` says.
+        private func carry(out plan: ListWindow.Plan) {
+            if !plan.cancel.isEmpty {
+                let cancelled = plan.cancel.compactMap { requests[$0] }
+                cache.cancelPrefetching(cancelled)
+                counts.cancelled += cancelled.count
+            }
+            if !plan.start.isEmpty {
+                let started = plan.start.compactMap(hold)
+                cache.prefetch(started)
+                counts.started += started.count
+            }
+            if !plan.release.isEmpty { release(plan.release) }
+        }
+
+        /// The request of the row at `index`, kept while the row is held.
+        private func hold(_ index: Int) -> Request? {
+            if let kept = requests[index] { return kept }
+            guard let found = ImageCache.onTargetActor(index, request) else { return nil }
+            requests[index] = found
+            keys[found.cacheKey, default: 0] += 1
+            return found
+        }
+
+        /// Lets go of the rows at `indexes`: their views' images, then memory's (but for entries a
+        /// held row still shows).
+        private func release(_ indexes: [Int]) {
+            var gone: [Key] = []
+            for index in indexes {
+                for weak in binders.removeValue(forKey: index) ?? [] {
+                    if let binder = weak.binder, binder.letGo(of: cache) { counts.releasedViews += 1 }
+                }
+                guard let request = requests.removeValue(forKey: index) else { continue }
+                let key = request.cacheKey
+                let left = (keys[key] ?? 1) - 1
+                keys[key] = left > 0 ? left : nil
+                if left <= 0 { gone.append(key) }
+            }
+            counts.releasedRows += indexes.count
+            counts.releasedImages += cache.release(gone)
+        }
+    }
+}
+
+// MARK: - Prefetching/ListWindow.swift
+
+// Prefetching: `ListWindow`, what a list's prefetcher (ListPrefetcher.swift) decides from the rows
+// that appear and disappear: the scroll's direction, the rows to prefetch, the prefetches the scroll
+// left behind, and the rows whose images to let go. Plain values, so that the Linux tests reach it.
+
+
+nonisolated extension ImageCache {
+    /// The decisions of a ``ListPrefetcher`` over the indexes of a list's items (a grid's too: its
+    /// items in reading order). The visible span is from the least to the greatest visible index;
+    /// the scroll goes forward when an index beyond it appears (or the first one disappears), and
+    /// backward the other way. It prefetches `ahead` items beyond the span in the scroll's direction
+    /// (nearest first), cancels the prefetches on the other side of the span (the scroll passed
+    /// them, or turned back), and lets go of the items more than `window` away from the span.
+    fileprivate struct ListWindow {
+        enum Direction: Equatable { case forward, backward }
+
+        /// What a change comes to: the items to prefetch (nearest first), the items whose
+        /// prefetches to cancel, and the items whose images to let go (in memory and in their views).
+        struct Plan: Equatable {
+            var start: [Int] = []
+            var cancel: [Int] = []
+            var release: [Int] = []
+        }
+
+        /// Items prefetched ahead of the visible span.
+        let ahead: Int
+        /// Items kept on each side of the visible span; never fewer than `ahead`.
+        let window: Int
+        /// How many items the list has; nil while unknown (prefetching then stops where the list's
+        /// requests end).
+        var count: Int?
+        private(set) var visible: Set<Int> = []
+        private(set) var direction = Direction.forward
+        /// Items whose prefetch was started and not cancelled: a visible item's too (its view's load
+        /// shares the download), cancelled once the scroll leaves it behind.
+        private(set) var prefetching: Set<Int> = []
+        /// Items that may hold an image: shown or prefetched, and not let go since.
+        private(set) var held: Set<Int> = []
+        /// The visible span, kept while nothing is visible (between a row's disappearing and the
+        /// next one's appearing).
+        private(set) var span: ClosedRange<Int>?
+
+        init(ahead: Int, window: Int, count: Int?) {
+            self.ahead = max(0, ahead)
+            self.window = max(self.ahead, window)
+            self.count = count.map { max(0, $0) }
+        }
+
+        /// Item `index` appeared: it is visible and holds its image; its prefetch, if any, goes on
+        /// (its view's request shares the download) until the scroll leaves it behind.
+        mutating func appeared(_ index: Int) -> Plan {
+            guard index >= 0, !visible.contains(index) else { return Plan() }
+            if let span {
+                if index > span.upperBound { direction = .forward } else if index < span.lowerBound { direction = .backward }
+            }
+            visible.insert(index)
+            held.insert(index)
+            return plan()
+        }
+
+        /// Item `index` disappeared: it stays held (its image is shown by a view that may be
+        /// shown again) until it is beyond the window.
+        mutating func disappeared(_ index: Int) -> Plan {
+            guard visible.remove(index) != nil else { return Plan() }
+            if let lower = visible.min(), let upper = visible.max() {
+                if index < lower { direction = .forward } else if index > upper { direction = .backward }
+            }
+            return plan()
+        }
+
+        /// Items the list itself asks to prefetch (UIKit's prefetching data source): started
+        /// unless they are visible or prefetched already.
+        mutating func prefetch(_ indexes: [Int]) -> Plan {
+            var plan = Plan()
+            for index in indexes where index >= 0 && !visible.contains(index) && !prefetching.contains(index) {
+                if let count, index >= count { continue }
+                prefetching.insert(index)
+                held.insert(index)
+                plan.start.append(index)
+            }
+            return plan
+        }
+
+        /// Items the list itself no longer needs prefetched (UIKit's `cancelPrefetching`).
+        mutating func cancelPrefetching(_ indexes: [Int]) -> Plan {
+            Plan(cancel: indexes.filter { prefetching.remove($0) != nil })
+        }
+
+        /// Forgets everything (the list's items changed): the prefetches under way are cancelled,
+        /// and the items held are let go.
+        mutating func reset() -> Plan {
+            let plan = Plan(cancel: prefetching.sorted(), release: held.sorted())
+            (visible, prefetching, held, span, direction) = ([], [], [], nil, .forward)
+            return plan
+        }
+
+        /// What the visible span calls for now.
+        private mutating func plan() -> Plan {
+            if let lower = visible.min(), let upper = visible.max() { span = lower...upper }
+            guard let span else { return Plan() }
+            var plan = Plan()
+            // Ahead, nearest first.
+            let ahead = direction == .forward
+                ? Array(stride(from: span.upperBound + 1, through: span.upperBound + self.ahead, by: 1))
+                : Array(stride(from: span.lowerBound - 1, through: span.lowerBound - self.ahead, by: -1))
+            for index in ahead where index >= 0 && index < (count ?? .max) && !prefetching.contains(index) {
+                prefetching.insert(index)
+                held.insert(index)
+                plan.start.append(index)
+            }
+            // Behind: the scroll passed them, or turned back; and any beyond the window (asked by
+            // the list itself).
+            let kept = (span.lowerBound - window)...(span.upperBound + window)
+            let behind = prefetching.filter {
+                !kept.contains($0) || (direction == .forward ? $0 < span.lowerBound : $0 > span.upperBound)
+            }
+            prefetching.subtract(behind)
+            plan.cancel = behind.sorted()
+            // Beyond the window, on either side.
+            let beyond = held.filter { !kept.contains($0) }
+            held.subtract(beyond)
+            plan.release = beyond.sorted()
+            return plan
+        }
+    }
+}
+
+// MARK: - Prefetching/MemoryRelease.swift
+
+// Prefetching: memory that follows a list's scroll. The step that takes the images of rows beyond a
+// list's window (see `ListWindow`) out of memory before its limits would, leaving their files.
+
+
+nonisolated extension ImageCache {
+    /// Takes the images of `keys` out of memory (the second chance included) now, ahead of the
+    /// limits: the rows a ``ListPrefetcher`` let go. Their files stay on disk (written if missing),
+    /// and a load under way for one goes on. Returns how many left memory.
+    @discardableResult
+    fileprivate func release(_ keys: [Key]) -> Int {
+        guard !keys.isEmpty else { return 0 }
+        let now = currentTime()
+        return locked { $0.release(keys, now: now) }
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Evicts each of `keys` in memory, as the limits would (its file is queued if missing), and
+    /// forgets its second chance; counted as no eviction: the app asked for it.
+    mutating func release(_ keys: [Key], now: TimeInterval) -> Int {
+        var gone: [MemoryList.Slot] = []
+        for key in keys {
+            if case .loaded(let slot)? = entries[key] {
+                gone.append(evict(slot))
+            } else if key.isWhole, memory.secondChanceCount > 0 {
+                shelf.removeObject(forKey: key)  // its record leaves the count when it reaches the front
+            }
+        }
+        keepOnDisk(gone, usedAt: now)
+        return gone.count
+    }
+}
+
 // MARK: - Pipeline/Load.swift
 
 // A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
@@ -3313,7 +3708,8 @@ nonisolated extension ImageCache {
 
         /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
         mutating func startReady() -> [Download] {
-            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads,
+                             maxSlow: settings.maxConcurrentSlowDownloads)
         }
 
         /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then
@@ -3760,14 +4156,14 @@ nonisolated extension ImageCache {
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
         /// So do stalled transfers beyond `maxStalled`.
-        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
+        mutating func startReady(maxFast: Int, maxStalled: Int, maxSlow: Int = 1) -> [Download] {
             var started: [Download] = []
             let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
+            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow < maxSlow, held == 0,
                   let download = slowQueue.pop(underWay) {
                 start(download)
                 started.append(download)

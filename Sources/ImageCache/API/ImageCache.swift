@@ -240,6 +240,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxConcurrentDownloads = 6
         var stallTime: TimeInterval = 1
         var maxStalledDownloads = 6
+        var maxConcurrentSlowDownloads = 1
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
