@@ -38,6 +38,9 @@
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
+//   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
+//              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
+//              UIKit glue.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -2446,6 +2449,7 @@ extension ImageCache {
         /// whole animation, not its frame).
         let content: (Image?, Binder.State, DownloadProgress?, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
+        @Environment(\.imageCacheListRow) private var listRow  // a prefetcher's (`prefetchingImages(row:with:)`)
 
         /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
@@ -2468,6 +2472,7 @@ extension ImageCache {
             (target.isDisplayed, target.transaction) = (true, transaction)
             target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
+            if let listRow { listRow.prefetcher.register(target.binder, row: listRow.index) }
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
@@ -2677,7 +2682,8 @@ nonisolated extension ImageCache {
 
 // Prefetching: `ListPrefetcher`, the object a list holds so that its images load ahead of the scroll
 // and leave memory behind it. What it decides is `ListWindow`'s (ListWindow.swift); the SwiftUI
-// modifier and the UIKit data source (ListGlue.swift) only tell it which rows appear and disappear.
+// modifier (ListRow.swift) and the UIKit data source (PrefetchingDataSource.swift) only tell it which
+// rows appear and disappear.
 
 
 nonisolated extension ImageCache {
@@ -3033,6 +3039,120 @@ nonisolated extension ImageCache.Ledger {
         return gone.count
     }
 }
+
+// MARK: - Prefetching/ListRow.swift
+
+// Prefetching: the SwiftUI glue of a `ListPrefetcher`: the modifier a list's rows wear
+// (`prefetchingImages(row:with:)`), which tells the prefetcher when a row appears and disappears,
+// and the row it puts in the environment, where the views (`Bound`, SwiftUIViews.swift) find it to
+// register their binders. Apple platforms only; what it drives is tested on Linux.
+
+
+#if canImport(SwiftUI)  // (a comment, so that .ci/amalgamate does not read it as part of the imports)
+extension ImageCache {
+    /// The row of a list with a ``ListPrefetcher`` that a view is in, as
+    /// `prefetchingImages(row:with:)` puts it in the environment.
+    fileprivate struct ListRow: Sendable {
+        let prefetcher: ListPrefetcher
+        let index: Int
+
+        /// Where the environment keeps it: nil outside such a row.
+        struct Key: EnvironmentKey {
+            static let defaultValue: ListRow? = nil
+        }
+    }
+}
+
+extension EnvironmentValues {
+    /// The list row a view is in, if its list has a prefetcher (see `prefetchingImages(row:with:)`).
+    fileprivate var imageCacheListRow: ImageCache.ListRow? {
+        get { self[ImageCache.ListRow.Key.self] }
+        set { self[ImageCache.ListRow.Key.self] = newValue }
+    }
+}
+
+extension View {
+    /// Makes this view the row at `index` of a list whose images `prefetcher` loads ahead (see
+    /// ``ImageCache/ListPrefetcher``): it tells the prefetcher when the row appears and disappears,
+    /// and the ``ImageCache/RemoteImage`` and ``ImageCache/AsyncImage`` views inside it let their
+    /// images go when the row falls beyond the prefetcher's window.
+    ///
+    /// ```swift
+    /// ScrollView {
+    ///     LazyVStack {
+    ///         ForEach(posts.indices, id: \.self) { index in
+    ///             ImageCache.RemoteImage(posts[index].photo)
+    ///                 .prefetchingImages(row: index, with: prefetcher)
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    @MainActor
+    public func prefetchingImages(row index: Int, with prefetcher: ImageCache.ListPrefetcher) -> some View {
+        environment(\.imageCacheListRow, ImageCache.ListRow(prefetcher: prefetcher, index: index))
+            .onAppear { prefetcher.appeared(index) }
+            .onDisappear { prefetcher.disappeared(index) }
+    }
+}
+#endif
+
+// MARK: - Prefetching/PrefetchingDataSource.swift
+
+// Prefetching: the UIKit glue of a `ListPrefetcher`: a prefetching data source for a collection or
+// table view, which hands the index paths UIKit gives to the prefetcher. Apple platforms only; what
+// it drives is tested on Linux.
+
+
+#if canImport(UIKit) && !os(watchOS)
+extension ImageCache {
+    /// A `UICollectionView`'s or `UITableView`'s prefetching data source that hands what UIKit asks
+    /// to a ``ListPrefetcher``: `prefetchItemsAt` prefetches, `cancelPrefetchingForItemsAt` cancels.
+    /// Tell the prefetcher which cells appear too (`willDisplay` and `didEndDisplaying` call
+    /// ``ListPrefetcher/appeared(_:)`` and ``ListPrefetcher/disappeared(_:)``), so that it follows the
+    /// scroll and lets go of the rows behind it.
+    ///
+    /// ```swift
+    /// let prefetching = ImageCache.PrefetchingDataSource(prefetcher)  // keep it: the view holds it weakly
+    /// collectionView.prefetchDataSource = prefetching
+    /// ```
+    @MainActor
+    public final class PrefetchingDataSource: NSObject, UICollectionViewDataSourcePrefetching,
+                                              UITableViewDataSourcePrefetching {
+        /// The prefetcher it hands the index paths to.
+        public let prefetcher: ListPrefetcher
+        private let index: (IndexPath) -> Int?
+
+        /// A data source for `prefetcher`, whose index of an index path is `index` (by default the
+        /// item, or row, of section 0; nil for one that is not the prefetcher's).
+        public init(_ prefetcher: ListPrefetcher,
+                    index: @escaping (IndexPath) -> Int? = { $0.section == 0 ? $0.item : nil }) {
+            (self.prefetcher, self.index) = (prefetcher, index)
+            super.init()
+        }
+
+        /// Prefetches the items at `indexPaths`.
+        public func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.compactMap(index))
+        }
+
+        /// Cancels the prefetches of the items at `indexPaths`.
+        public func collectionView(_ collectionView: UICollectionView,
+                                   cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {
+            prefetcher.cancelPrefetching(indexPaths.compactMap(index))
+        }
+
+        /// Prefetches the rows at `indexPaths`.
+        public func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.compactMap(index))
+        }
+
+        /// Cancels the prefetches of the rows at `indexPaths`.
+        public func tableView(_ tableView: UITableView, cancelPrefetchingForRowsAt indexPaths: [IndexPath]) {
+            prefetcher.cancelPrefetching(indexPaths.compactMap(index))
+        }
+    }
+}
+#endif
 
 // MARK: - Pipeline/Load.swift
 

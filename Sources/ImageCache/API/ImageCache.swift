@@ -14,6 +14,9 @@
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
+//   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
+//              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
+//              UIKit glue.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network

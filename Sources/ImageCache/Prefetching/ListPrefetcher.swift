@@ -1,6 +1,7 @@
 // Prefetching: `ListPrefetcher`, the object a list holds so that its images load ahead of the scroll
 // and leave memory behind it. What it decides is `ListWindow`'s (ListWindow.swift); the SwiftUI
-// modifier and the UIKit data source (ListGlue.swift) only tell it which rows appear and disappear.
+// modifier (ListRow.swift) and the UIKit data source (PrefetchingDataSource.swift) only tell it which
+// rows appear and disappear.
 
 import Dispatch
 import Foundation
