@@ -2754,12 +2754,15 @@ nonisolated extension ImageCache {
         /// A prefetcher for a list of `count` rows (nil: unknown; it then prefetches until the
         /// closure returns nil), whose row at an index shows `request(index)`.
         /// - Parameters:
+        ///   - cache: the cache it prefetches into, and lets go of images in: `.shared` by default.
+        ///   - count: how many rows the list has; nil (the default) while unknown.
         ///   - ahead: rows (lines, in a grid) prefetched ahead of the visible ones in the scroll's
         ///     direction. 10 by default; values below 0 are clamped to 0 (no prefetching).
         ///   - window: rows (lines) kept on each side of the visible ones; those beyond are let go.
         ///     30 by default; never fewer than `ahead`.
         ///   - columns: items per line, for a grid. 1 by default; values below 1 are clamped to 1.
         ///   - queue: where it is used: on Apple platforms, the main queue (another stops the program).
+        ///   - request: the request of the row at an index (see ``RowRequest``), asked on `queue`.
         public init(cache: ImageCache = .shared, count: Int? = nil, ahead: Int = 10, window: Int = 30,
                     columns: Int = 1, queue: DispatchQueue = .main, request: @escaping RowRequest) {
             #if canImport(UIKit) || canImport(AppKit)
@@ -3071,6 +3074,7 @@ extension EnvironmentValues {
     }
 }
 
+/// A row of a list whose images a ``ImageCache/ListPrefetcher`` loads ahead.
 extension View {
     /// Makes this view the row at `index` of a list whose images `prefetcher` loads ahead (see
     /// ``ImageCache/ListPrefetcher``): it tells the prefetcher when the row appears and disappears,

@@ -32,6 +32,7 @@ extension EnvironmentValues {
     }
 }
 
+/// A row of a list whose images a ``ImageCache/ListPrefetcher`` loads ahead.
 extension View {
     /// Makes this view the row at `index` of a list whose images `prefetcher` loads ahead (see
     /// ``ImageCache/ListPrefetcher``): it tells the prefetcher when the row appears and disappears,
