@@ -25,19 +25,30 @@
 // The sources of ImageCache, in folders by role; `.ci/amalgamate` joins them, in the order a load
 // walks them, into the ImageCache.swift that apps copy (one `// MARK: -` per file there).
 //   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
-//              through them), the public calls, settings, errors, events and public types.
+//              through them), the public calls, settings, the plugins (`Plugins`), errors, events
+//              and public types.
 //   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
 //              the lock guards, and the steps over more than one part), the entry table and keys,
 //              downloads and their lanes, network attempts, what each step comes to
 //              (`Settlement`), delivery, and stores.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
+//   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
+//              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
+//              runs them for a download.
 //   Memory/    the CLOCK list, its limits and the second chance.
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
-//   Decoding/  the decode workers, decoders, the platform's decoding, the formats' structural check.
+//   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
+//              an app plugs in), the platform's decoding, the formats' structural check, and pixels
+//              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
+//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
+//              the budget all players share, where frames come from (`FrameSource`).
+//   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
+//              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
+//              UIKit glue.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -78,6 +89,9 @@ import SwiftUI
 #endif
 #if os(watchOS)
 import WatchKit
+#endif
+#if canImport(os)
+import os
 #endif
 
 /// A cache of remote images (or any data): memory, then disk, then network, with one download per
@@ -149,13 +163,15 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: Decodes
+    fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let authorizer = Authorizer()  // guarded by `lock`
+    fileprivate let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     fileprivate let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
     private var memoryWarnings: NSObjectProtocol?  // under UIKit
-    // How `store` decodes bytes and encodes an image with no bytes of its own: the platform's, or
-    // the tests' (a decoder that waits, an encoder as on Apple platforms), set before use.
-    @exclusivity(unchecked) fileprivate var storeDecoder = Decoder.image
-    @exclusivity(unchecked) fileprivate var imageEncoder: (@Sendable (Image) -> Data?)?
+    /// What the app plugged in at `init` (see ``Plugins``): set by the `init` that takes them, before
+    /// the cache is returned, and fixed from then on (so unchecked, like `_state`).
+    @exclusivity(unchecked) fileprivate private(set) var plugins = Plugins()
 
     /// Seconds since 1970. On Linux from the coarse real-time clock (a few ms of resolution, and
     /// much cheaper than `Date()` on `peek`'s path); time to live is counted in seconds anyway.
@@ -187,6 +203,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         folder = (directory ?? Self.cachesFolder)
             .appendingPathComponent(Self.folderName(for: uniqueName), isDirectory: true)
         var settings = Settings()
+        settings.sources = [DataURLSource()]
         #if !canImport(UIKit) && !canImport(AppKit)
         // No program is obliged to run a main queue here: a command-line tool that waits on a
         // semaphore would never see its callbacks.
@@ -208,7 +225,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
         decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
-        disk.owner = self
+        disk.attach(to: self)
         transport.cache = self
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
@@ -218,6 +235,22 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         }
         observeMemoryWarnings()
         Self.readScreen()
+    }
+
+    /// Creates a cache as ``init(uniqueName:directory:session:)`` does, with an app's own sources,
+    /// decoders or encoder plugged in (see ``Plugins``); reads and writes nothing yet.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// ```
+    public convenience init(uniqueName: String, directory: URL? = nil, session: URLSession? = nil, plugins: Plugins) {
+        self.init(uniqueName: uniqueName, directory: directory, session: session)
+        // Set before the cache is returned, so before any other thread can see it: fixed from then on.
+        self.plugins = plugins
+        locked { ledger in
+            ledger.change(\.decoders, to: plugins.decoders)
+            ledger.change(\.sources, to: plugins.sources + [DataURLSource()])
+        }
     }
 
     deinit {
@@ -257,6 +290,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxConcurrentDownloads = 6
         var stallTime: TimeInterval = 1
         var maxStalledDownloads = 6
+        var maxConcurrentSlowDownloads = 1
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default
@@ -268,6 +302,9 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var onEvent: (@Sendable (Event) -> Void)?
         var onNotice: (@Sendable (Notice) -> Void)?
         var requestModifier: (@Sendable (URLRequest) -> URLRequest?)?
+        var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
+        var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
+        var authorization: Authorization?
     }
 }
 
@@ -535,7 +572,7 @@ nonisolated extension ImageCache {
     /// them.
     ///
     /// Throws ``Error/tooLarge(limit:)``, storing nothing, when `data` is larger than
-    /// ``maxImageBytes`` (no lookup would read it back); nothing else.
+    /// ``maxImageBytes`` (the most of a body held in memory); nothing else.
     ///
     /// - Complexity: O(1) amortized in the entries, plus the sizes a ``Binder`` decoded the key's
     ///   image to; the decode and the file's write are not the caller's.
@@ -547,23 +584,24 @@ nonisolated extension ImageCache {
     /// soon as this returns, and callers waiting for a download under `key` get it), and on disk
     /// after, off the caller's thread, with the image's original bytes wherever there are some: its
     /// own on Linux; on Apple platforms those of the entry memory holds it in (an image the cache
-    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames), else an
-    /// encoding, made off the caller's thread on a queue of its own (not the decode workers that
-    /// downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
+    /// delivered, under any key: a photo keeps its EXIF orientation, a GIF its frames; not a variant
+    /// processors made, whose entry's file is its original's), else an encoding, made off the
+    /// caller's thread on a queue of its own (not the decode workers that downloads use): a JPEG (quality 0.9) for an opaque still such as a camera's photo, a PNG for
     /// one with transparency or an animation, under UIKit with the image's orientation (and an
     /// animation's frames, their times and its play count) and no larger than a whole decode shows
     /// (``maxDecodedPixelSize`` on its longest side), under AppKit of the image as drawn. Until the
     /// file is written, look-ups of `key` on disk wait for it rather than read the key's older file.
     /// An image that memory does not keep (it would cost more than a quarter of
-    /// ``imageMemoryMaxBytes``: a 48 MP photo) and that has no such bytes is encoded before this
-    /// returns, so that it is kept on disk or this throws.
+    /// ``imageMemoryMaxBytes``: a 48 MP photo, most photos in an app extension) is encoded off the
+    /// caller's thread too: ``peek(_:)-(URL)`` finds nothing meanwhile, and fetches of `key` wait
+    /// for its file.
     ///
     /// Throws, storing nothing, ``Error/tooLarge(limit:)`` when the bytes are known at once (its own,
-    /// its entry's, or the encoding of an image memory does not keep) and are larger than
-    /// ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when an image memory does not keep cannot
-    /// be encoded. The outcome of an encoding made after this returns comes later: one that fails,
-    /// or is larger than the limit, leaves the image in memory and no file under `key` (an older one
-    /// is deleted), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
+    /// or its entry's) and are larger than ``maxImageBytes``, and ``Error/decodingFailed(_:)`` when
+    /// the image has no bitmap (a `UIImage` made from a `CIImage`: render it first). The outcome of
+    /// an encoding made after this returns comes later: one that fails, or is larger than the
+    /// limit, leaves no file under `key` (an older one is deleted; memory keeps the image if it
+    /// can), and ``onEvent`` hears ``Event/diskProblem(_:)`` saying why.
     ///
     /// - Complexity: O(1) amortized in the entries where an image has bytes of its own (Linux); on
     ///   Apple platforms O(n) in memory's entries, to find the one holding it.
@@ -887,7 +925,7 @@ nonisolated extension ImageCache.Load {
         // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
         self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                   lane: request.slow ? .slow : .fast, decoder: .image)
-        options = request.options
+        (options, scale) = (request.options, request.scale)
         blurHash = request.blurHash
         guard request.size != nil || !request.processors.isEmpty else { return }
         if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
@@ -910,7 +948,7 @@ nonisolated extension ImageCache {
         get { setting(\.timeToLive) }
         set {
             change(\.timeToLive, to: max(1, newValue.isNaN ? 1 : newValue)) { disk, timeToLive in
-                disk.timeToLive = timeToLive
+                disk.set(timeToLive: timeToLive)
             }
         }
     }
@@ -1000,7 +1038,7 @@ nonisolated extension ImageCache {
     public var servesStaleWhenOffline: Bool {
         get { setting(\.servesStaleWhenOffline) }
         set {
-            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.keepsExpired = keepsExpired }
+            change(\.servesStaleWhenOffline, to: newValue) { disk, keepsExpired in disk.set(keepsExpired: keepsExpired) }
         }
     }
 
@@ -1020,6 +1058,42 @@ nonisolated extension ImageCache {
         set {
             let started = locked { ledger in
                 ledger.change(\.maxConcurrentDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
+            startNetwork(started)
+        }
+    }
+
+    /// How many slow-lane downloads (prefetches, `slowFetch`, views that lowered their priority)
+    /// may start in any second; nil (the default) for no limit. Values are clamped to 1...10,000. It
+    /// applies after deduplication and the lanes, to the slow lane only: a load for the screen never
+    /// waits on it. A start counts from when its request is sent until one second after its
+    /// transfer ends, so a server sees no more than this many of the slow lane's requests in any
+    /// second, whatever the network's delays: a burst of thousands of prefetches opens at most this
+    /// many requests a second, and each is delivered in its turn.
+    ///
+    /// ```swift
+    /// cache.maxSlowStartsPerSecond = 50
+    /// cache.prefetch(twoThousandURLs)  // at most 50 requests in any second
+    /// ```
+    public var maxSlowStartsPerSecond: Int? {
+        get { locked { $0.lanes.startLimit?.perSecond } }
+        set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
+    }
+
+    /// How many slow-lane downloads (``slowFetch(_:key:callback:)``, `prefetch`, a
+    /// ``ListPrefetcher``'s, views' loads lowered when they disappear) run at once; the slow lane
+    /// still starts nothing while fast-lane work is queued or under way. 1 by default, as in 1.0;
+    /// values below 1 are clamped to 1. A list whose rows each take one round trip keeps ahead of a
+    /// scroll of up to this many rows per round trip (4 for 20 rows a second of images that take
+    /// 200 ms; 6 leaves room). Keep ``maxConcurrentDownloads`` plus ``maxStalledDownloads`` plus this
+    /// within 16, the transport's connections per host, so that no visible row's request waits for
+    /// a connection behind a prefetch.
+    public var maxConcurrentSlowDownloads: Int {
+        get { setting(\.maxConcurrentSlowDownloads) }
+        set {
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentSlowDownloads, to: max(1, newValue))
                 return ledger.startReady()
             }
             startNetwork(started)
@@ -1088,28 +1162,43 @@ nonisolated extension ImageCache {
         set { change(\.requestModifier, to: newValue) }
     }
 
+    /// What the cache does when a server refuses the credentials a request carried (401, or the
+    /// statuses the app names): nil by default (the load fails with ``Error/httpStatus(_:)``). Set,
+    /// the refused request waits, holding no lane slot, while the app's ``Authorization/refresh``
+    /// runs, once for every request refused meanwhile (a request sent before a refresh ended and
+    /// refused after it is sent again without another); then each is sent again, its credentials
+    /// put in by ``requestModifier``, or, if the refresh threw, fails with
+    /// ``Error/network(_:_:)`` `.userAuthenticationRequired` and the refresh's error in its text. A
+    /// request refused again after a refresh fails with its status. Credentials follow a redirect
+    /// to the same origin only, as every header the app sets does.
+    public var authorization: Authorization? {
+        get { setting(\.authorization) }
+        set { change(\.authorization, to: newValue) }
+    }
+
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { setting(\.retryPolicy) }
         set { change(\.retryPolicy, to: newValue) }
     }
 
-    /// The largest response body held in memory, in bytes. 20 MiB by default; values below 1 are
-    /// clamped to 1. A body over 4 MiB is not held in memory: it is streamed to a file in the cache's
-    /// folder as it arrives, within ``maxDiskImageBytes`` (see "Large images" in the Memory and disk
-    /// article). This limit applies to a body that cannot be streamed (the folder cannot be used),
-    /// to the bytes given to `store`, and to a file on disk that is read rather than mapped. A
-    /// response past the limit that applies fails as ``Error/tooLarge(limit:)`` as soon as its
-    /// announced length or its received bytes (inflated, if compressed) pass it, without reading
-    /// the rest.
+    /// The most bytes of a body held in memory. 20 MiB by default; values below 1 are clamped to 1.
+    /// It bounds memory, not what may be cached (that is ``maxDiskImageBytes``): a response body
+    /// that announces more, or grows past it (or past 4 MiB, whichever is less), is streamed on to
+    /// a file in the cache's folder as it arrives, and delivered and cached from there (see "Large
+    /// images" in the Memory and disk article). A body fails as ``Error/tooLarge(limit:)`` at this
+    /// limit only where it cannot be streamed (the folder cannot be used), as soon as its announced
+    /// length or its received bytes (inflated, if compressed) pass it, without reading the rest.
+    /// It also bounds the bytes given to `store`, which are held in memory.
     public var maxImageBytes: Int {
         get { setting(\.maxImageBytes) }
         set { change(\.maxImageBytes, to: max(1, newValue)) }
     }
 
-    /// The largest response body cached on disk, in bytes: a body over 4 MiB is written to a
-    /// temporary file in the cache's folder as it arrives, never held in memory whole, and becomes
-    /// its entry's file once it is whole and valid. 128 MiB by default; values below 0 are
+    /// The largest response body that may be cached at all, in bytes: a body past
+    /// ``maxImageBytes`` or 4 MiB is written to a temporary file in the cache's folder as it
+    /// arrives, never held in memory whole, and becomes its entry's file once it is whole and
+    /// valid. 128 MiB by default; values below 0 are
     /// clamped to 0. The limit for such a body is the larger of this and ``maxImageBytes``: 0 (or
     /// anything up to ``maxImageBytes``) keeps 1.0's limit. A larger response fails as
     /// ``Error/tooLarge(limit:)`` as soon as its announced length or its received bytes (inflated,
@@ -1118,7 +1207,7 @@ nonisolated extension ImageCache {
     /// to files read from disk after that.
     public var maxDiskImageBytes: Int {
         get { setting(\.maxDiskImageBytes) }
-        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.maxStreamedBytes = limit } }
+        set { change(\.maxDiskImageBytes, to: max(0, newValue)) { disk, limit in disk.set(maxStreamedBytes: limit) } }
     }
 
     fileprivate static let defaultMaxDiskImageBytes = 128 * 1024 * 1024
@@ -1147,6 +1236,18 @@ nonisolated extension ImageCache {
     public var maxAnimatedFrames: Int {
         get { setting(\.maxAnimatedFrames) }
         set { change(\.maxAnimatedFrames, to: max(1, newValue)) }
+    }
+
+    /// The bound, in bytes, on the decoded frames of every animation played frame by frame through
+    /// this cache, together. Each playing animation keeps the frame it shows and a few decoded
+    /// ahead at its view's pixel size (4 bytes a pixel): an even share of this bound, between 1
+    /// and 8 frames ahead, so that when more play each buffers fewer, and an animation off screen
+    /// holds nothing (<doc:Animation>, which says what plays so today). 48 MiB by default; values
+    /// below 0 are clamped to 0 (each animation then buffers one frame ahead). Takes effect on the
+    /// players' next frame.
+    public var animationMemoryMaxBytes: Int {
+        get { animationBudget.maxBytes }
+        set { animationBudget.maxBytes = newValue }
     }
 
     /// When and how often a download is tried again after a transient failure: a timeout, a lost
@@ -1197,6 +1298,45 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - API/Plugins.swift
+
+// What an app plugs into a cache at `init`: its sources of bytes, its decoders, its encoder.
+
+
+nonisolated extension ImageCache {
+    /// What an app plugs into a cache when it makes one: where bytes come from besides HTTP(S)
+    /// (``ImageSource``), what decodes formats the platform does not (``ImageDecoder``), and what
+    /// encodes an image `store(_:for:)` must write without bytes of its own (``ImageEncoder``).
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Photos", plugins: .init(
+    ///     sources: [PhotoLibrarySource(), ImageCache.FileSource(folder: bundleImages)],
+    ///     decoders: [WebPDecoder()]))
+    /// ```
+    ///
+    /// Parts are fixed when the cache is made: a cache's plugins never change under a load. It grows
+    /// in 1.x by new properties with defaults only.
+    public struct Plugins: Sendable {
+        /// Sources asked in order, before HTTP(S), whether they load a request's URL (see
+        /// ``ImageSource/loads(_:)``). `data:` URLs load without one; `file:` URLs only through a
+        /// ``FileSource`` given here. Empty by default.
+        public var sources: [any ImageSource]
+        /// Decoders asked in order, before the platform's, whether they decode an image's bytes (see
+        /// ``ImageDecoder/decodes(_:mimeType:)``): for downloads, disk hits, large bodies and stored
+        /// data alike. Empty by default.
+        public var decoders: [any ImageDecoder]
+        /// What makes the bytes `store(_:for:)` writes for an image that has none in hand; nil (the
+        /// default) for the platform's own encoding (on Linux, the image's own bytes).
+        public var encoder: (any ImageEncoder)?
+
+        /// Plugins with the given parts; none by default.
+        public init(sources: [any ImageSource] = [], decoders: [any ImageDecoder] = [],
+                    encoder: (any ImageEncoder)? = nil) {
+            (self.sources, self.decoders, self.encoder) = (sources, decoders, encoder)
+        }
+    }
+}
+
 // MARK: - API/Errors.swift
 
 // `ImageCache.Error`: what went wrong, with its cause.
@@ -1205,7 +1345,9 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// Why an image could not be had.
     public enum Error: Swift.Error, CustomStringConvertible, Sendable, Equatable {
-        /// The URL's scheme is not `http` or `https`.
+        /// No source loads the URL: it is not `http` or `https` with a host, nor `data:`, nor one a
+        /// plugged source (``ImageCache/ImageSource``, such as ``ImageCache/FileSource`` for
+        /// `file:` URLs) loads.
         case unsupportedURL(String)
         /// The request cannot be sent as an image load: it has no URL, a method other than `GET`,
         /// or a body, or ``ImageCache/requestModifier`` returned nil for it. Nothing was sent.
@@ -1222,7 +1364,10 @@ nonisolated extension ImageCache {
         case notAnImage(String)
         /// The body starts as an image of `format` but is broken; says where.
         case corruptImage(Format, String)
-        /// The response is larger than ``ImageCache/maxImageBytes``; it was not read to the end.
+        /// The response is larger than may be cached (``ImageCache/maxDiskImageBytes``, or
+        /// ``ImageCache/maxImageBytes`` where it cannot be streamed to disk), or bytes given to
+        /// `store` are larger than ``ImageCache/maxImageBytes``: `limit` says which applied. A
+        /// response is not read to the end.
         case tooLarge(limit: Int)
         /// The fetch was cancelled, or the URL removed, before the image arrived.
         case cancelled
@@ -1256,7 +1401,7 @@ nonisolated extension ImageCache {
         /// What went wrong, in words, with the detail each case carries.
         public var description: String {
             switch self {
-            case .unsupportedURL(let url): return "unsupported URL (only http and https): \(url)"
+            case .unsupportedURL(let url): return "unsupported URL (only http, https, data and the plugged sources' URLs): \(url)"
             case .invalidRequest(let why): return "invalid request: \(why)"
             case .httpStatus(let code): return "HTTP status \(code)"
             case .network(let code, let text): return "network error \(code.rawValue): \(text)"
@@ -1303,10 +1448,16 @@ nonisolated extension ImageCache {
         /// Calls of `fetch`, `slowFetch` and `image(for:)`.
         public var requests = 0
         /// Requests answered from memory (second chance included), and lookups answered from disk.
-        /// Each request counts once: in `memoryHits`, `diskHits`, `misses` or `deduplicated` (or,
-        /// for an unsupported URL, in `failures` alone).
+        ///
+        /// A request counts at most once in `memoryHits + diskHits + misses + deduplicated`: in
+        /// `memoryHits` or `diskHits` when a tier answers it, in `deduplicated` when it joins a
+        /// download under way, in `misses` when its own download is sent. A request for an
+        /// unsupported URL, and an `onlyFromCache` one that the cache could not answer, count in
+        /// `failures` instead. A request cancelled before its download was sent counts in
+        /// `requests` alone, as does one refused before anything was looked up (an invalid request).
         public var memoryHits = 0, diskHits = 0
-        /// Downloads that went to the network: neither memory nor disk had the entry.
+        /// Downloads that went to the network: neither memory nor disk had a fresh entry, and the
+        /// first request was sent (a revalidation included; its retries are not counted again).
         public var misses = 0
         /// Requests that joined a download already under way instead of making their own.
         public var deduplicated = 0
@@ -1329,6 +1480,9 @@ nonisolated extension ImageCache {
         public var memoryCount = 0, memoryBytes = 0
         /// What the folder holds: entry files and their bytes, as ``ImageCache/statistics()`` says.
         public var diskFiles = 0, diskBytes = 0
+        /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
+        /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
+        public var missReasons: [MissReason: Int] = [:]
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and
@@ -1368,6 +1522,188 @@ nonisolated extension ImageCache {
         case .failure(.cancelled): return nil
         case .failure(let error): return .failed(url, error)
         }
+    }
+}
+
+// MARK: - API/MissReason.swift
+
+// Misses that explain themselves: why a tier did not answer a load (`MissReason`), what each tier
+// said of one load (`Misses`, in `Fetched.misses`), where the text goes (`MissLog`), and the
+// ledger's record of them (evictions by limit, the counts `statistics()` sums up).
+
+
+nonisolated extension ImageCache {
+    /// Why a tier did not answer a load, or how the network answered a revalidation. A value that
+    /// grows in 1.x: new reasons are new static members (compare with `==`, or read its
+    /// `description`; a `switch` over it needs a `default`).
+    public struct MissReason: Sendable, Hashable, CustomStringConvertible {
+        fileprivate let code: UInt8
+
+        /// The tier had no entry for the key.
+        public static let absent = MissReason(code: 0)
+        /// The tier's entry had expired (``ImageCache/imageTimeToLive`` or the server's freshness).
+        public static let expired = MissReason(code: 1)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxCount``.
+        public static let evictedByCountLimit = MissReason(code: 2)
+        /// Memory had the entry, and evicted it earlier to stay within ``ImageCache/imageMemoryMaxBytes``.
+        public static let evictedByByteLimit = MissReason(code: 3)
+        /// Memory has the image at another size or as another variant (other processors), not this one.
+        public static let otherVariantOnly = MissReason(code: 4)
+        /// The tier was not read: the load asked not to (``Request/Options/reloadIgnoringCachedData``).
+        public static let refusedByOption = MissReason(code: 5)
+        /// Memory remembered that an earlier load of the key failed; this one tried again.
+        public static let failedEarlier = MissReason(code: 6)
+        /// The file on disk could not be read or decoded.
+        public static let unreadable = MissReason(code: 7)
+        /// The network, asked to revalidate an expired entry, said it had not changed (`304`).
+        public static let notModified = MissReason(code: 8)
+        /// The network, asked to revalidate an expired entry, sent a new body (`200`).
+        public static let modified = MissReason(code: 9)
+
+        private static let texts = [
+            "not there", "expired", "evicted earlier by the count limit", "evicted earlier by the byte limit",
+            "present at another size or variant only", "not read: the load asked to reload",
+            "an earlier load failed", "unreadable", "revalidated: 304 Not Modified", "revalidated: 200, changed",
+        ]
+
+        /// The reason in words, as ``MissLog`` writes it.
+        public var description: String { Self.texts[Int(code)] }
+    }
+
+    /// What each tier said of one load that memory did not answer at once; see ``Fetched/misses``.
+    /// Nil for a tier not asked, or one that answered (``Fetched/source`` says which). Grows in 1.x
+    /// by new properties.
+    public struct Misses: Sendable, Equatable, CustomStringConvertible {
+        /// Why memory did not answer; nil if it did.
+        public fileprivate(set) var memory: MissReason?
+        /// Why the disk did not answer; nil if it did, or was not asked.
+        public fileprivate(set) var disk: MissReason?
+        /// How the network answered a revalidation of the disk's expired entry: ``MissReason/notModified``
+        /// or ``MissReason/modified``; nil for a plain download, or when it was not asked.
+        public fileprivate(set) var network: MissReason?
+
+        /// No tier missed.
+        public init() {}
+
+        /// The tiers and what they said, as ``MissLog`` writes it: "memory: not there; disk: expired;
+        /// network: revalidated: 304 Not Modified".
+        public var description: String {
+            [("memory", memory), ("disk", disk), ("network", network)]
+                .compactMap { tier, said in said.map { "\(tier): \($0)" } }.joined(separator: "; ")
+        }
+    }
+
+    /// Where the cache writes a line for each load that memory did not answer: its URL, where it
+    /// came from, and ``Misses``; see ``ImageCache/missLog``.
+    public struct MissLog: Sendable {
+        fileprivate let write: @Sendable (String) -> Void
+
+        /// Writes each line with `write`, on ``ImageCache/callbackQueue``.
+        public init(_ write: @escaping @Sendable (String) -> Void) { self.write = write }
+
+        #if canImport(os)
+        /// The unified log, subsystem "ImageCache", category "misses", at the debug level: Console
+        /// shows it once debug messages are included; nothing is written while it is not.
+        @available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+        public static var unifiedLog: MissLog {
+            MissLog { line in Logger(subsystem: "ImageCache", category: "misses").debug("\(line, privacy: .public)") }
+        }
+        #endif
+    }
+
+    /// Where a line is written for each load that memory did not answer, telling what each tier
+    /// said (see ``Misses``): nil (nothing written) by default. On Linux give it a closure
+    /// (`MissLog { print($0) }`); on Apple platforms `.unifiedLog` from iOS 14 and macOS 11. Runs on
+    /// ``callbackQueue``. The same reasons come with each load (``Fetched/misses``) and as counts in
+    /// ``statistics()`` (``Statistics/missReasons``) whether it is set or not.
+    public var missLog: MissLog? {
+        get { locked { $0.missBook.log } }
+        set { locked { $0.missBook.log = newValue } }
+    }
+
+    /// The ledger's record of misses: which keys memory evicted lately and by which limit (the
+    /// last 1,024 at most), and the log. Guarded by the cache's lock, as the ledger is.
+    fileprivate struct MissBook {
+        private var evicted: [Key: MissReason] = [:]
+        var log: MissLog?
+
+        /// `keys` left memory by a limit: by the count limit if `byCount`, else by the byte limit.
+        mutating func evicted(_ slots: [MemoryList.Slot], byCount: Bool) {
+            if evicted.count + slots.count > 1_024 { evicted = [:] }
+            for slot in slots { evicted[slot.key] = byCount ? .evictedByCountLimit : .evictedByByteLimit }
+        }
+
+        /// The limit that evicted `key` lately, if one did; forgotten once told.
+        mutating func eviction(of key: Key) -> MissReason? {
+            evicted.isEmpty ? nil : evicted.removeValue(forKey: key)
+        }
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    typealias MissReason = ImageCache.MissReason
+
+    /// Notes what memory said of `download`'s first load, `said` as `route` saw it: a key it did
+    /// not have is refined here (evicted by a limit, or there at another size or variant).
+    mutating func missedInMemory(_ download: Download, _ said: MissReason) {
+        var said = said
+        if said == .absent {
+            if let limit = missBook.eviction(of: download.key) {
+                said = limit
+            } else if otherVariantInMemory(download.key) {
+                said = .otherVariantOnly
+            }
+        }
+        download.noteMiss(\.memory, said)
+        count(said)
+    }
+
+    /// Whether memory has the image `key` names under another of its keys (size, processors).
+    private func otherVariantInMemory(_ key: Key) -> Bool {
+        let variants = entries.variants(of: key.string)
+        guard !key.isWhole || !variants.isEmpty else { return false }
+        for other in [Key(string: key.string)] + variants where other != key {
+            if case .loaded? = entries[other] { return true }
+        }
+        return false
+    }
+
+    /// Notes what the disk said of `download`, whose look-up found `found` (nil: nothing, or not
+    /// read).
+    mutating func missedOnDisk(_ download: Download, _ found: ImageCache.FoundOnDisk?) {
+        let said: MissReason
+        switch found {
+        case _ where download.ignoresCache: said = .refusedByOption
+        case .stale?: said = .expired
+        case .unusable?: said = .unreadable
+        case .fresh?, nil: said = .absent
+        }
+        download.noteMiss(\.disk, said)
+        count(said)
+    }
+
+    /// What the tiers said of `download`, now answered by the network (`notModified`: with a `304`
+    /// for its expired entry), logged if the log is on.
+    mutating func explained(_ download: Download, notModified: Bool) -> ImageCache.Misses {
+        if notModified {
+            download.noteMiss(\.network, .notModified)
+        } else if download.stale != nil {
+            download.noteMiss(\.network, .modified)
+        }
+        if let said = download.misses.network { count(said) }
+        log(download, from: .network)
+        return download.misses
+    }
+
+    /// Writes `download`'s line, answered by `source`, to the log if it is on.
+    mutating func log(_ download: Download, from source: ImageCache.Source) {
+        guard let log = missBook.log, download.misses.memory != nil else { return }  // not a store's
+        let line = "\(download.key.string) from \(source.rawValue): \(download.misses)"
+        settings.callbackQueue.async { log.write(line) }
+    }
+
+    private mutating func count(_ reason: MissReason) {
+        counts.missReasons[reason, default: 0] &+= 1
     }
 }
 
@@ -1578,6 +1914,12 @@ nonisolated extension ImageCache {
         /// Whether it is an expired entry, delivered because the network failed
         /// (``ImageCache/servesStaleWhenOffline``).
         public let isStale: Bool
+        /// What each tier said before the one that answered (see ``Misses``): empty for a memory
+        /// hit. A load that joined a download under way gets that download's.
+        public fileprivate(set) var misses = Misses()
+        /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
+        /// came from the network. A load that joined a download under way gets that download's.
+        public fileprivate(set) var metrics: TransferMetrics?
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -1630,19 +1972,19 @@ nonisolated extension ImageCache {
         /// Width and height in pixels, from the header.
         public let width: Int, height: Int
         /// How many frames the image has: a GIF's frames as its blocks hold them; an APNG's as its
-        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; 1 for a still PNG, a JPEG
-        /// and any WebP (an animated WebP's frames are not counted). Where the platform decodes, the
+        /// `acTL` chunk claims, but no more than it has `fcTL` chunks for; an animated WebP's `ANMF`
+        /// chunks; 1 for a still PNG, GIF or WebP and a JPEG. Where the platform decodes, the
         /// rule of ``ImageCache/maxAnimatedFrames``, tested here, decides whether an image animates.
         public let frameCount: Int
         /// How long each frame shows, in seconds, as the file says (a GIF's graphic control, an
-        /// APNG's `fcTL`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
+        /// APNG's `fcTL`, a WebP's `ANMF`), a delay under 20 ms shown for 100 ms as browsers do; empty for a still
         /// image. Where the platform decodes, UIKit and AppKit play the frames so.
         ///
         /// - Complexity: O(n) in the bytes: read from them when asked, so that an image, which
         ///   memory hits copy, carries nothing more.
         public var frameDurations: [Double] { timing.durations }
         /// How many times the animation plays: 0 for forever, 1 for once (and for a still image).
-        /// An APNG's `num_plays`; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
+        /// An APNG's `num_plays`; an animated WebP's `ANIM` loop count; a GIF's NETSCAPE2.0 loop count plus one (the count is of the
         /// repetitions after the first play, as browsers read it), or 1 when it has none.
         ///
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.
@@ -1691,13 +2033,24 @@ nonisolated extension ImageCache {
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
-        fileprivate var answer = Answer.waiting  // guarded by `cache.lock`
-        fileprivate weak var download: Download?  // the download it waits for; guarded by `cache.lock`
-        fileprivate var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
-        fileprivate var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
+        fileprivate private(set) var answer = Answer.waiting  // guarded by `cache.lock`
+        fileprivate private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        fileprivate private(set) var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
+        fileprivate private(set) var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
-        fileprivate var finalProgress: (received: Int, expected: Int?)?
+        fileprivate private(set) var finalProgress: (received: Int, expected: Int?)?
         fileprivate enum Answer { case waiting, delivered, cancelled }
+
+        /// Waits for `download` now (see ``Download/add(_:)``).
+        fileprivate func waits(for download: Download) { self.download = download }
+        /// Is answered (delivered, or cancelled): no hook runs after.
+        fileprivate func answered(_ answer: Answer) { self.answer = answer }
+        /// Was told of `received` bytes.
+        fileprivate func reported(_ received: Int) { progress = received }
+        /// Its view disappeared and let it go on behind others (`lowered`), or appeared again.
+        fileprivate func lower(_ lowered: Bool) { self.lowered = lowered }
+        /// Keeps the whole size for its `onProgress` just before the completion.
+        fileprivate func keepFinalProgress(_ whole: (received: Int, expected: Int?)) { finalProgress = whole }
 
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
@@ -1723,7 +2076,7 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.lock.withLock { answer == .cancelled }
+            cache.locked { _ in answer == .cancelled }
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
@@ -1731,7 +2084,7 @@ nonisolated extension ImageCache {
         fileprivate var waitsForDiskWrite: Bool { load.options.contains(.waitsForDiskWrite) }
 
         fileprivate var isWaiting: Bool {
-            cache.lock.withLock { answer == .waiting }
+            cache.locked { _ in answer == .waiting }
         }
     }
 }
@@ -1801,7 +2154,9 @@ nonisolated extension ImageCache {
                               scale: Double)?
         private var task: FetchTask?
         fileprivate private(set) var generation = 0  // of the binding: a callback of an earlier one is ignored
-        fileprivate private(set) var ignoredCallbacks = 0  // so ignored; the tests report it
+        /// The load under way replaces the image the target shows with the same one (a new size, a
+        /// reload): it comes with no transition (see ``ImageCache/animatesArrival(_:replaces:)``).
+        fileprivate private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
         /// What a SwiftUI view hears beside what its target shows: set before it binds.
@@ -1883,7 +2238,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            task = nil
+            (task, replaces) = (nil, false)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -1907,16 +2262,16 @@ nonisolated extension ImageCache {
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
-            if keepsShowing {
+            replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
+            if replaces {
                 state = .loading
-            } else if case .image = state, sameKey || meanwhile {
-                state = .loading
+                hooks.loading?()
             } else {
                 show(placeholder, .loading)
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder) = (memoryKey, decoder)
+            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load.onProgress = { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -2008,14 +2363,19 @@ nonisolated extension ImageCache {
 
         /// A callback of the binding `generation`: the image, why not, or nil if its task was cancelled.
         private func finished(_ generation: Int, _ result: Result<Fetched<Image>, Error>?) {
-            guard generation == self.generation else { ignoredCallbacks += 1; return }
+            guard generation == self.generation else {
+                return
+            }
             (task, isLowered) = (nil, false)
             tell(nil)
             switch result {
             case .success(let fetched)?:
                 // One from memory is there at once: a fade would only flash.
-                let transition: Transition = fetched.source == .memory ? .none : binding?.transition ?? .none
+                let transition: Transition = fetched.source == .memory || replaces ? .none : binding?.transition ?? .none
                 show(fetched.value, .image(fetched.source), transition: transition, key: binding?.memoryKey)
+                // A binding to the target's bounds looks at them again: laid out since, they may want
+                // another size (a cell prefetched before layout).
+                if let sizeNow = hooks.sizeNow, let now = sizeNow() { resized(to: now.pixels, scale: now.scale, binding: generation) }
             case .failure(.cancelled)?, nil: state = .idle  // cancelled, or stopped by store, remove or removeAll
             case .failure(let error)?: show(binding?.failureImage ?? binding?.placeholder, .failed(error))
             }
@@ -2051,6 +2411,20 @@ nonisolated extension ImageCache {
             guard case .image = state, binding?.cache === cache, let target else { return }
             guard !ImageCache.onTargetActor(target, { $0.isDisplayed }) else { return }
             show(binding?.placeholder, .placeholder)
+        }
+
+        /// A list's prefetcher let the row go (see ``ListPrefetcher``): a target not displayed lets
+        /// its image go until it is bound again, as on a memory warning, and a load still under way
+        /// (lowered) stops: it would come to no view. Returns whether an image was let go.
+        fileprivate func letGo(of cache: ImageCache) -> Bool {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard binding?.cache === cache, let target, !ImageCache.onTargetActor(target, { $0.isDisplayed }) else {
+                return false
+            }
+            if case .loading = state { cancel() }
+            guard case .image = state else { return false }
+            purged(cache)
+            return true
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
@@ -2178,7 +2552,7 @@ extension ImageCache {
         func show(_ image: Image?, transition: Transition) {
             guard let view else { return }
             #if canImport(UIKit)
-            view.layer.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer.removeAnimation(forKey: key) }
             view.stopAnimating()
             view.animationImages = nil
             playing = nil
@@ -2192,24 +2566,22 @@ extension ImageCache {
                 return fade(to: frames.last, transition)
             }
             #else
-            view.layer?.removeAllAnimations()
+            for key in ImageCache.animationsRemovedByBinder { view.layer?.removeAnimation(forKey: key) }
             #endif
             fade(to: image, transition)
         }
 
         private func fade(to image: Image?, _ transition: Transition) {
             guard let view else { return }
-            if case .fade(let seconds) = transition, seconds > 0 {
-                #if canImport(UIKit)
-                return UIView.transition(with: view, duration: seconds,
-                                         options: [.transitionCrossDissolve, .allowUserInteraction],
-                                         animations: { view.image = image })
-                #else
-                // NSImageView does not animate `image`: a fade of its layer's contents does.
+            if let seconds = ImageCache.fadeSeconds(transition) {
+                // A fade of the layer's contents, under a key of its own (the one `show` removes).
                 let fade = CATransition()
                 (fade.type, fade.duration) = (.fade, seconds)
-                view.wantsLayer = true
-                view.layer?.add(fade, forKey: "ImageCache.fade")
+                #if canImport(UIKit)
+                view.layer.add(fade, forKey: ImageCache.fadeAnimationKey)
+                #else
+                view.wantsLayer = true  // NSImageView does not animate `image`
+                view.layer?.add(fade, forKey: ImageCache.fadeAnimationKey)
                 #endif
             }
             view.image = image
@@ -2258,6 +2630,10 @@ extension ImageCache.ImageView {
     /// a nib's size), looks at them again on the main queue's next turn, after the layout pass:
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
+        // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
+        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+            ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
+        }
         if !sized {
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
@@ -2605,6 +2981,7 @@ extension ImageCache {
         /// whole animation, not its frame).
         let content: (Image?, Binder.State, DownloadProgress?, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
+        @Environment(\.imageCacheListRow) private var listRow  // a prefetcher's (`prefetchingImages(row:with:)`)
 
         /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
@@ -2627,6 +3004,7 @@ extension ImageCache {
             (target.isDisplayed, target.transaction) = (true, transaction)
             target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
+            if let listRow { listRow.prefetcher.register(target.binder, row: listRow.index) }
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
@@ -2664,12 +3042,16 @@ extension ImageCache {
                 let completion = hooks.completion.map { completion in
                     { (result: Result<Fetched<Image>, Error>) in ImageCache.onTargetActor(result) { completion($0) } }
                 }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion)
+                // A re-decode keeps the image shown: the view says it loads meanwhile.
+                let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
+                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
             }
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state) else { return (self.image, self.state) = (image, state) }
+                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                    return (self.image, self.state) = (image, state)
+                }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
             }
 
@@ -2799,6 +3181,14 @@ nonisolated extension ImageCache {
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
         var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        /// When the binder starts a load while its target keeps what it shows (a new size of the
+        /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
+        /// view says with `isLoading`.
+        var loading: (() -> Void)?
+        /// The target's size in pixels and its display scale now, for a binding made to its bounds
+        /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
+        /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
+        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -2825,10 +3215,34 @@ nonisolated extension ImageCache {
 
     /// Whether a SwiftUI view animates what its binder just showed in `state`: an image that came from
     /// disk or the network does; one from memory shows at once (a fade would only flash), as do the
-    /// placeholder and a failure.
-    fileprivate static func animatesArrival(_ state: Binder.State) -> Bool {
-        guard case .image(let source) = state else { return false }
+    /// placeholder, a failure, and an image that `replaces` the same one shown (a decode at a new
+    /// size, a reload: not an arrival, and not to be animated by the app's transaction).
+    fileprivate static func animatesArrival(_ state: Binder.State, replaces: Bool = false) -> Bool {
+        guard case .image(let source) = state, !replaces else { return false }
         return source != .memory
+    }
+}
+
+nonisolated extension ImageCache.Binder.State {
+    /// Whether it shows an image.
+    fileprivate var isImage: Bool {
+        if case .image = self { return true }
+        return false
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The key of the one animation a view's binder adds to its layer: the fade between two images.
+    fileprivate static let fadeAnimationKey = "ImageCache.fade"
+
+    /// The animations a view's binder removes from its layer before it shows an image: its own fade
+    /// only, so that the app's animations of the view go on.
+    fileprivate static let animationsRemovedByBinder = [fadeAnimationKey]
+
+    /// How long a view's fade to a new image lasts, in seconds; nil for none.
+    fileprivate static func fadeSeconds(_ transition: Transition) -> Double? {
+        guard case .fade(let seconds) = transition, seconds > 0, seconds.isFinite else { return nil }
+        return seconds
     }
 }
 
@@ -2920,6 +3334,486 @@ nonisolated extension ImageCache.Binder {
     }
 }
 
+// MARK: - Prefetching/ListPrefetcher.swift
+
+// Prefetching: `ListPrefetcher`, the object a list holds so that its images load ahead of the scroll
+// and leave memory behind it. What it decides is `ListWindow`'s (ListWindow.swift); the SwiftUI
+// modifier (ListRow.swift) and the UIKit data source (PrefetchingDataSource.swift) only tell it which
+// rows appear and disappear.
+
+
+nonisolated extension ImageCache {
+    /// Loads a list's images ahead of its scroll, and lets them go behind it: told which rows appear
+    /// and disappear, it infers the scroll's direction, prefetches the next `ahead` rows' images in
+    /// that direction, cancels the prefetches the scroll left behind, and lets go of the images of
+    /// rows more than `window` rows away from the visible ones, so that memory holds about
+    /// `2 * window` rows' images (plus the visible ones) however long the list.
+    ///
+    /// ```swift
+    /// let prefetcher = ImageCache.ListPrefetcher(count: posts.count) { index in
+    ///     ImageCache.Request(url: posts[index].photo, size: CGSize(width: 320, height: 200))
+    /// }
+    /// // For each row: prefetcher.appeared(index) and prefetcher.disappeared(index)
+    /// // (the SwiftUI modifier `prefetchingImages(row:with:)` does it).
+    /// ```
+    ///
+    /// **Requests.** The rows' requests come from a closure, index to ``Request``, asked once for
+    /// each row it prefetches or lets go (and again after it let one go); give each the size the row
+    /// shows its image at (the `size` of the request the row's view binds), so that the prefetched
+    /// decode is the one the row uses: a request of another size is another entry. A row with no
+    /// image returns nil. In a grid, give `columns` (items per line): an index is an item, in
+    /// reading order, and `ahead` and `window` count lines.
+    ///
+    /// **Lanes.** Prefetches load on the slow lane, which starts nothing while a visible row's
+    /// load (on the fast lane) is queued or under way: they never make a visible row wait. A row
+    /// that appears while its prefetch waits takes it to the fast lane (its view's request joins
+    /// the download). The slow lane runs ``ImageCache/maxConcurrentSlowDownloads`` at once: 1 by
+    /// default, which keeps ahead of a list that shows one new image per round trip (5 a second
+    /// for images that take 200 ms); raise it for faster lists.
+    ///
+    /// **Memory.** A row more than `window` rows (lines) away from the visible ones is let go:
+    /// its image leaves memory at once (unless a row still within the window shows the same
+    /// entry), its file stays on disk, and a ``Binder`` registered for it (``register(_:row:)``,
+    /// which the SwiftUI views do) shows its placeholder if its target is not displayed, until it
+    /// is bound again. Scrolling back, the rows within the window are memory hits, shown at once;
+    /// the others come from disk, prefetched ahead of the scroll as any row.
+    ///
+    /// **Thread safety.** A prefetcher belongs to the serial queue it is made with (the main
+    /// queue for views): call it there, where it asks for the rows' requests.
+    public final class ListPrefetcher: @unchecked Sendable {
+        #if canImport(UIKit) || canImport(AppKit)
+        /// The request of the row at an index, nil for a row with no image: on the main actor.
+        public typealias RowRequest = @MainActor (Int) -> Request?
+        #else
+        /// The request of the row at an index, nil for a row with no image: on the prefetcher's queue.
+        public typealias RowRequest = (Int) -> Request?
+        #endif
+
+        /// The cache it prefetches into.
+        public let cache: ImageCache
+        private let queue: DispatchQueue
+        private let request: RowRequest
+        private let columns: Int
+        private var window: ListWindow
+        private var requests: [Int: Request] = [:]  // of the rows held (prefetched or shown), asked once
+        private var keys: [Key: Int] = [:]  // how many held rows show each entry
+        private var binders: [Int: [WeakBinder]] = [:]  // registered by the rows' views
+        /// What it did, for the tests and the benchmark.
+        fileprivate private(set) var counts = Counts()
+
+        fileprivate struct Counts: Equatable {
+            var started = 0, cancelled = 0, releasedRows = 0, releasedImages = 0, releasedViews = 0
+        }
+
+        private struct WeakBinder { weak var binder: Binder? }
+
+        /// A prefetcher for a list of `count` rows (nil: unknown; it then prefetches until the
+        /// closure returns nil), whose row at an index shows `request(index)`.
+        /// - Parameters:
+        ///   - cache: the cache it prefetches into, and lets go of images in: `.shared` by default.
+        ///   - count: how many rows the list has; nil (the default) while unknown.
+        ///   - ahead: rows (lines, in a grid) prefetched ahead of the visible ones in the scroll's
+        ///     direction. 10 by default; values below 0 are clamped to 0 (no prefetching).
+        ///   - window: rows (lines) kept on each side of the visible ones; those beyond are let go.
+        ///     30 by default; never fewer than `ahead`.
+        ///   - columns: items per line, for a grid. 1 by default; values below 1 are clamped to 1.
+        ///   - queue: where it is used: on Apple platforms, the main queue (another stops the program).
+        ///   - request: the request of the row at an index (see ``RowRequest``), asked on `queue`.
+        public init(cache: ImageCache = .shared, count: Int? = nil, ahead: Int = 10, window: Int = 30,
+                    columns: Int = 1, queue: DispatchQueue = .main, request: @escaping RowRequest) {
+            #if canImport(UIKit) || canImport(AppKit)
+            precondition(queue === DispatchQueue.main, "a list's prefetcher is used on the main queue")
+            #endif
+            self.columns = max(1, columns)
+            (self.cache, self.queue, self.request) = (cache, queue, request)
+            self.window = ListWindow(ahead: max(0, ahead) * self.columns, window: max(0, window) * self.columns,
+                                     count: count)
+        }
+
+        /// A prefetcher for a list whose row at an index shows `requests[index]`: as
+        /// ``init(cache:count:ahead:window:columns:queue:request:)`` with the array's count.
+        public convenience init(_ requests: [Request], cache: ImageCache = .shared, ahead: Int = 10,
+                                window: Int = 30, columns: Int = 1, queue: DispatchQueue = .main) {
+            self.init(cache: cache, count: requests.count, ahead: ahead, window: window, columns: columns,
+                      queue: queue, request: { requests.indices.contains($0) ? requests[$0] : nil })
+        }
+
+        /// How many rows (items) the list has; nil while unknown. Set it when rows are added or
+        /// removed at the end; when rows change elsewhere, ``reset()``.
+        public var count: Int? {
+            get { window.count }
+            set {
+                dispatchPrecondition(condition: .onQueue(queue))
+                window.count = newValue.map { max(0, $0) }
+            }
+        }
+
+        /// The row at `index` appeared (a SwiftUI row's `onAppear`, a cell's `willDisplay`):
+        /// what that says of the scroll is done at once (prefetches started, cancelled, rows let go).
+        public func appeared(_ index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            let plan = window.appeared(index)
+            if window.held.contains(index) { _ = hold(index) }  // shown: let go with the others
+            carry(out: plan)
+        }
+
+        /// The row at `index` disappeared (`onDisappear`, `didEndDisplaying`).
+        public func disappeared(_ index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.disappeared(index))
+        }
+
+        /// Prefetches the rows at `indexes`, as a list asks (UIKit's `prefetchItemsAt`), beside
+        /// those it infers.
+        public func prefetch(_ indexes: [Int]) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.prefetch(indexes))
+        }
+
+        /// Cancels the prefetches of the rows at `indexes` (UIKit's `cancelPrefetchingForItemsAt`);
+        /// a load that a view shares goes on.
+        public func cancelPrefetching(_ indexes: [Int]) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.cancelPrefetching(indexes))
+        }
+
+        /// `binder` shows the row at `index`: when the row is let go, the binder lets its image go
+        /// too, if its target is not displayed (see ``Binder``). Held weakly, until the row is let go.
+        public func register(_ binder: Binder, row index: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard !(binders[index]?.contains { $0.binder === binder } ?? false) else { return }
+            binders[index, default: []].append(WeakBinder(binder: binder))
+        }
+
+        /// Forgets the rows (their order or contents changed): cancels every prefetch and lets
+        /// every row's image go. The next rows to appear start afresh.
+        public func reset() {
+            dispatchPrecondition(condition: .onQueue(queue))
+            carry(out: window.reset())
+        }
+
+        /// Starts, cancels and lets go what `plan` says.
+        private func carry(out plan: ListWindow.Plan) {
+            if !plan.cancel.isEmpty {
+                let cancelled = plan.cancel.compactMap { requests[$0] }
+                cache.cancelPrefetching(cancelled)
+                counts.cancelled += cancelled.count
+            }
+            if !plan.start.isEmpty {
+                let started = plan.start.compactMap(hold)
+                cache.prefetch(started)
+                counts.started += started.count
+            }
+            if !plan.release.isEmpty { release(plan.release) }
+        }
+
+        /// The request of the row at `index`, kept while the row is held.
+        private func hold(_ index: Int) -> Request? {
+            if let kept = requests[index] { return kept }
+            guard let found = ImageCache.onTargetActor(index, request) else { return nil }
+            requests[index] = found
+            keys[found.cacheKey, default: 0] += 1
+            return found
+        }
+
+        /// Lets go of the rows at `indexes`: their views' images, then memory's (but for entries a
+        /// held row still shows).
+        private func release(_ indexes: [Int]) {
+            var gone: [Key] = []
+            for index in indexes {
+                for weak in binders.removeValue(forKey: index) ?? [] {
+                    if let binder = weak.binder, binder.letGo(of: cache) { counts.releasedViews += 1 }
+                }
+                guard let request = requests.removeValue(forKey: index) else { continue }
+                let key = request.cacheKey
+                let left = (keys[key] ?? 1) - 1
+                keys[key] = left > 0 ? left : nil
+                if left <= 0 { gone.append(key) }
+            }
+            counts.releasedRows += indexes.count
+            counts.releasedImages += cache.release(gone)
+        }
+    }
+}
+
+// MARK: - Prefetching/ListWindow.swift
+
+// Prefetching: `ListWindow`, what a list's prefetcher (ListPrefetcher.swift) decides from the rows
+// that appear and disappear: the scroll's direction, the rows to prefetch, the prefetches the scroll
+// left behind, and the rows whose images to let go. Plain values, so that the Linux tests reach it.
+
+
+nonisolated extension ImageCache {
+    /// The decisions of a ``ListPrefetcher`` over the indexes of a list's items (a grid's too: its
+    /// items in reading order). The visible span is from the least to the greatest visible index;
+    /// the scroll goes forward when an index beyond it appears (or the first one disappears), and
+    /// backward the other way. It prefetches `ahead` items beyond the span in the scroll's direction
+    /// (nearest first), cancels the prefetches on the other side of the span (the scroll passed
+    /// them, or turned back), and lets go of the items more than `window` away from the span.
+    fileprivate struct ListWindow {
+        enum Direction: Equatable { case forward, backward }
+
+        /// What a change comes to: the items to prefetch (nearest first), the items whose
+        /// prefetches to cancel, and the items whose images to let go (in memory and in their views).
+        struct Plan: Equatable {
+            var start: [Int] = []
+            var cancel: [Int] = []
+            var release: [Int] = []
+        }
+
+        /// Items prefetched ahead of the visible span.
+        let ahead: Int
+        /// Items kept on each side of the visible span; never fewer than `ahead`.
+        let window: Int
+        /// How many items the list has; nil while unknown (prefetching then stops where the list's
+        /// requests end).
+        var count: Int?
+        private(set) var visible: Set<Int> = []
+        private(set) var direction = Direction.forward
+        /// Items whose prefetch was started and not cancelled: a visible item's too (its view's load
+        /// shares the download), cancelled once the scroll leaves it behind.
+        private(set) var prefetching: Set<Int> = []
+        /// Items that may hold an image: shown or prefetched, and not let go since.
+        private(set) var held: Set<Int> = []
+        /// The visible span, kept while nothing is visible (between a row's disappearing and the
+        /// next one's appearing).
+        private(set) var span: ClosedRange<Int>?
+
+        init(ahead: Int, window: Int, count: Int?) {
+            self.ahead = max(0, ahead)
+            self.window = max(self.ahead, window)
+            self.count = count.map { max(0, $0) }
+        }
+
+        /// Item `index` appeared: it is visible and holds its image; its prefetch, if any, goes on
+        /// (its view's request shares the download) until the scroll leaves it behind.
+        mutating func appeared(_ index: Int) -> Plan {
+            guard index >= 0, !visible.contains(index) else { return Plan() }
+            if let span {
+                if index > span.upperBound { direction = .forward } else if index < span.lowerBound { direction = .backward }
+            }
+            visible.insert(index)
+            held.insert(index)
+            return plan()
+        }
+
+        /// Item `index` disappeared: it stays held (its image is shown by a view that may be
+        /// shown again) until it is beyond the window.
+        mutating func disappeared(_ index: Int) -> Plan {
+            guard visible.remove(index) != nil else { return Plan() }
+            if let lower = visible.min(), let upper = visible.max() {
+                if index < lower { direction = .forward } else if index > upper { direction = .backward }
+            }
+            return plan()
+        }
+
+        /// Items the list itself asks to prefetch (UIKit's prefetching data source): started
+        /// unless they are visible or prefetched already.
+        mutating func prefetch(_ indexes: [Int]) -> Plan {
+            var plan = Plan()
+            for index in indexes where index >= 0 && !visible.contains(index) && !prefetching.contains(index) {
+                if let count, index >= count { continue }
+                prefetching.insert(index)
+                held.insert(index)
+                plan.start.append(index)
+            }
+            return plan
+        }
+
+        /// Items the list itself no longer needs prefetched (UIKit's `cancelPrefetching`).
+        mutating func cancelPrefetching(_ indexes: [Int]) -> Plan {
+            Plan(cancel: indexes.filter { prefetching.remove($0) != nil })
+        }
+
+        /// Forgets everything (the list's items changed): the prefetches under way are cancelled,
+        /// and the items held are let go.
+        mutating func reset() -> Plan {
+            let plan = Plan(cancel: prefetching.sorted(), release: held.sorted())
+            (visible, prefetching, held, span, direction) = ([], [], [], nil, .forward)
+            return plan
+        }
+
+        /// What the visible span calls for now.
+        private mutating func plan() -> Plan {
+            if let lower = visible.min(), let upper = visible.max() { span = lower...upper }
+            guard let span else { return Plan() }
+            var plan = Plan()
+            // Ahead, nearest first.
+            let ahead = direction == .forward
+                ? Array(stride(from: span.upperBound + 1, through: span.upperBound + self.ahead, by: 1))
+                : Array(stride(from: span.lowerBound - 1, through: span.lowerBound - self.ahead, by: -1))
+            for index in ahead where index >= 0 && index < (count ?? .max) && !prefetching.contains(index) {
+                prefetching.insert(index)
+                held.insert(index)
+                plan.start.append(index)
+            }
+            // Behind: the scroll passed them, or turned back; and any beyond the window (asked by
+            // the list itself).
+            let kept = (span.lowerBound - window)...(span.upperBound + window)
+            let behind = prefetching.filter {
+                !kept.contains($0) || (direction == .forward ? $0 < span.lowerBound : $0 > span.upperBound)
+            }
+            prefetching.subtract(behind)
+            plan.cancel = behind.sorted()
+            // Beyond the window, on either side.
+            let beyond = held.filter { !kept.contains($0) }
+            held.subtract(beyond)
+            plan.release = beyond.sorted()
+            return plan
+        }
+    }
+}
+
+// MARK: - Prefetching/MemoryRelease.swift
+
+// Prefetching: memory that follows a list's scroll. The step that takes the images of rows beyond a
+// list's window (see `ListWindow`) out of memory before its limits would, leaving their files.
+
+
+nonisolated extension ImageCache {
+    /// Takes the images of `keys` out of memory (the second chance included) now, ahead of the
+    /// limits: the rows a ``ListPrefetcher`` let go. Their files stay on disk (written if missing),
+    /// and a load under way for one goes on. Returns how many left memory.
+    @discardableResult
+    fileprivate func release(_ keys: [Key]) -> Int {
+        guard !keys.isEmpty else { return 0 }
+        let now = currentTime()
+        return locked { $0.release(keys, now: now) }
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Evicts each of `keys` in memory, as the limits would (its file is queued if missing), and
+    /// forgets its second chance; counted as no eviction: the app asked for it.
+    mutating func release(_ keys: [Key], now: TimeInterval) -> Int {
+        var gone: [MemoryList.Slot] = []
+        for key in keys {
+            if case .loaded(let slot)? = entries[key] {
+                gone.append(evict(slot))
+            } else if key.isWhole, memory.secondChanceCount > 0 {
+                shelf.removeObject(forKey: key)  // its record leaves the count when it reaches the front
+            }
+        }
+        keepOnDisk(gone, usedAt: now)
+        return gone.count
+    }
+}
+
+// MARK: - Prefetching/ListRow.swift
+
+// Prefetching: the SwiftUI glue of a `ListPrefetcher`: the modifier a list's rows wear
+// (`prefetchingImages(row:with:)`), which tells the prefetcher when a row appears and disappears,
+// and the row it puts in the environment, where the views (`Bound`, SwiftUIViews.swift) find it to
+// register their binders. Apple platforms only; what it drives is tested on Linux.
+
+
+#if canImport(SwiftUI)  // (a comment, so that .ci/amalgamate does not read it as part of the imports)
+extension ImageCache {
+    /// The row of a list with a ``ListPrefetcher`` that a view is in, as
+    /// `prefetchingImages(row:with:)` puts it in the environment.
+    fileprivate struct ListRow: Sendable {
+        let prefetcher: ListPrefetcher
+        let index: Int
+
+        /// Where the environment keeps it: nil outside such a row.
+        struct Key: EnvironmentKey {
+            static let defaultValue: ListRow? = nil
+        }
+    }
+}
+
+extension EnvironmentValues {
+    /// The list row a view is in, if its list has a prefetcher (see `prefetchingImages(row:with:)`).
+    fileprivate var imageCacheListRow: ImageCache.ListRow? {
+        get { self[ImageCache.ListRow.Key.self] }
+        set { self[ImageCache.ListRow.Key.self] = newValue }
+    }
+}
+
+/// A row of a list whose images a ``ImageCache/ListPrefetcher`` loads ahead.
+extension View {
+    /// Makes this view the row at `index` of a list whose images `prefetcher` loads ahead (see
+    /// ``ImageCache/ListPrefetcher``): it tells the prefetcher when the row appears and disappears,
+    /// and the ``ImageCache/RemoteImage`` and ``ImageCache/AsyncImage`` views inside it let their
+    /// images go when the row falls beyond the prefetcher's window.
+    ///
+    /// ```swift
+    /// ScrollView {
+    ///     LazyVStack {
+    ///         ForEach(posts.indices, id: \.self) { index in
+    ///             ImageCache.RemoteImage(posts[index].photo)
+    ///                 .prefetchingImages(row: index, with: prefetcher)
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    @MainActor
+    public func prefetchingImages(row index: Int, with prefetcher: ImageCache.ListPrefetcher) -> some View {
+        environment(\.imageCacheListRow, ImageCache.ListRow(prefetcher: prefetcher, index: index))
+            .onAppear { prefetcher.appeared(index) }
+            .onDisappear { prefetcher.disappeared(index) }
+    }
+}
+#endif
+
+// MARK: - Prefetching/PrefetchingDataSource.swift
+
+// Prefetching: the UIKit glue of a `ListPrefetcher`: a prefetching data source for a collection or
+// table view, which hands the index paths UIKit gives to the prefetcher. Apple platforms only; what
+// it drives is tested on Linux.
+
+
+#if canImport(UIKit) && !os(watchOS)
+extension ImageCache {
+    /// A `UICollectionView`'s or `UITableView`'s prefetching data source that hands what UIKit asks
+    /// to a ``ListPrefetcher``: `prefetchItemsAt` prefetches, `cancelPrefetchingForItemsAt` cancels.
+    /// Tell the prefetcher which cells appear too (`willDisplay` and `didEndDisplaying` call
+    /// ``ListPrefetcher/appeared(_:)`` and ``ListPrefetcher/disappeared(_:)``), so that it follows the
+    /// scroll and lets go of the rows behind it.
+    ///
+    /// ```swift
+    /// let prefetching = ImageCache.PrefetchingDataSource(prefetcher)  // keep it: the view holds it weakly
+    /// collectionView.prefetchDataSource = prefetching
+    /// ```
+    @MainActor
+    public final class PrefetchingDataSource: NSObject, UICollectionViewDataSourcePrefetching,
+                                              UITableViewDataSourcePrefetching {
+        /// The prefetcher it hands the index paths to.
+        public let prefetcher: ListPrefetcher
+        private let index: (IndexPath) -> Int?
+
+        /// A data source for `prefetcher`, whose index of an index path is `index` (by default the
+        /// item, or row, of section 0; nil for one that is not the prefetcher's).
+        public init(_ prefetcher: ListPrefetcher,
+                    index: @escaping (IndexPath) -> Int? = { $0.section == 0 ? $0.item : nil }) {
+            (self.prefetcher, self.index) = (prefetcher, index)
+            super.init()
+        }
+
+        /// Prefetches the items at `indexPaths`.
+        public func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.compactMap(index))
+        }
+
+        /// Cancels the prefetches of the items at `indexPaths`.
+        public func collectionView(_ collectionView: UICollectionView,
+                                   cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {
+            prefetcher.cancelPrefetching(indexPaths.compactMap(index))
+        }
+
+        /// Prefetches the rows at `indexPaths`.
+        public func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath]) {
+            prefetcher.prefetch(indexPaths.compactMap(index))
+        }
+
+        /// Cancels the prefetches of the rows at `indexPaths`.
+        public func tableView(_ tableView: UITableView, cancelPrefetchingForRowsAt indexPaths: [IndexPath]) {
+            prefetcher.cancelPrefetching(indexPaths.compactMap(index))
+        }
+    }
+}
+#endif
+
 // MARK: - Pipeline/Load.swift
 
 // A load as a public entry point describes it: the URL or request, the key, the lane, the decoder
@@ -2939,6 +3833,7 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         var processors: [Processor] = []
         var options: Request.Options = []
+        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         var onRetry: (@Sendable (Error, Int) -> Void)? = nil
         var isPrefetch = false
@@ -3070,6 +3965,7 @@ nonisolated extension ImageCache {
         let started = locked { $0.startReady() }
         for item in stopped {
             item.task?.cancel()
+            if let download = item.download, download.source != nil { sourceLoads.cancel(download) }
             item.original?.cancel()
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
@@ -3086,10 +3982,10 @@ nonisolated extension ImageCache {
         let now = currentTime()
         let id = DiskStore.fileID(for: download.key.string)
         // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.parked.append((download, maxBytes)) }
+        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(download, maxBytes: maxBytes) }
         let found = disk.read(id, now: now, maxBytes: maxBytes)
         learnSize(of: download.key, from: found?.data)
-        guard let found, !download.decoder.isCheap, decodes.backlog < Decodes.width * 2 else {
+        guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
             return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
         }
         decodes.async {
@@ -3153,8 +4049,9 @@ nonisolated extension ImageCache {
         guard let settled else { return }
         if case .fresh(let payload, _, _)? = found {
             deliver(entryOf: download.key, to: settled.waiters,
-                    .success(Delivery(payload: payload, source: .disk, limits: download.limits)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler)
+                    .success(Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)),
+                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
+                    downloaded: true)
         }
         startNetwork(settled.started)
     }
@@ -3201,7 +4098,7 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this request alone
             self.decodes.async {
                 guard task.isWaiting else { return }
-                let variant = Self.variant(of: result.value, by: load.processors)
+                let variant = Self.variant(of: result.value, by: load.processors, scale: load.scale)
                 if case .success(let made) = variant.made, !made.isStale, !load.options.contains(.notKeptInMemory) {
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(made.payload, under: load.key, beside: load.key.original, from: variant.original, now: now) }
@@ -3220,7 +4117,7 @@ nonisolated extension ImageCache {
     /// the job: its waiters get the variant, or why there is none.
     private func process(_ job: Download, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
-        let variant = Self.variant(of: result, by: job.load.processors)
+        let variant = Self.variant(of: result, by: job.load.processors, scale: job.load.scale)
         let now = currentTime()
         guard let waiters = locked({
             $0.jobEnded(job, variant.made.map(\.payload), from: variant.original, counted: variant.processorFailed,
@@ -3232,10 +4129,10 @@ nonisolated extension ImageCache {
     /// The variant `processors` make of the image an original's request got: its delivery (where
     /// the original came from, and whether stale), the original's image as memory keeps it (to
     /// compare with), and whether a processor failed (not the original).
-    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor])
+    private static func variant(of result: Result<Delivery, Error>, by processors: [Processor], scale: Double?)
         -> (made: Result<Delivery, Error>, original: Image?, processorFailed: Bool) {
         let made = image(result).flatMap { fetched in
-            Processor.run(processors, on: fetched.value).map {
+            Processor.run(processors, on: fetched.value, scale: scale).map {
                 Delivery(payload: Payload(image: $0), source: fetched.source, isStale: fetched.isStale)
             }
         }
@@ -3268,6 +4165,7 @@ nonisolated extension ImageCache {
         var settings: Settings
         var lanes = Lanes()
         var prefetches: [Key: FetchTask] = [:]  // the requests of `prefetch`, until answered or cancelled
+        var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
@@ -3290,7 +4188,8 @@ nonisolated extension ImageCache {
         /// The bounds a decode for a request made now works within.
         var decodeLimits: DecodeLimits {
             DecodeLimits(maxPixels: settings.maxDecodedPixelSize ?? ImageCache.screenPixels,
-                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes)
+                         maxAnimatedFrames: settings.maxAnimatedFrames, memoryMaxBytes: settings.memoryMaxBytes,
+                         decoders: settings.decoders)
         }
 
         /// Whether an entry downloaded at `downloadedAt` and received at `receivedAt` may be served at
@@ -3309,7 +4208,7 @@ nonisolated extension ImageCache {
             let key = load.key
             if load.isPrefetch {
                 guard prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answer = .delivered
+                    task.answered(.delivered)
                     return .none
                 }
                 prefetches[key] = task
@@ -3320,15 +4219,20 @@ nonisolated extension ImageCache {
             }
             let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
                                            load.options.contains(.onlyFromCache))
+            var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
             switch entries[key] {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .loading?, .failed?, nil:
+            case .failed?:
+                memorySaid = .failedEarlier
+            case .loading?, nil:
                 break
             }
-            if let error = Load.refusal(of: task.url) {
+            let source = settings.sources.first { $0.loads(task.url) }
+            if source == nil, let error = Load.refusal(of: task.url) {
                 if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
@@ -3351,13 +4255,14 @@ nonisolated extension ImageCache {
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
             if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
-            let download = Download(load, limits: decodeLimits)
-            download.waiters.append(task)
-            task.download = download
+            let download = Download(load, limits: decodeLimits, source: source)
+            missedInMemory(download, memorySaid)
+            download.add(task)
             lanes.move(download, to: .checkingDisk)
             entries[key] = .loading(download)
             entries.noteVariant(key)
-            return .lookUp(download, maxBytes: reload ? nil : settings.maxImageBytes)
+            // A source whose bytes never go to disk is not looked for there either.
+            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
         /// A download under way of the image that `key` names, for another of its keys: the whole
@@ -3377,8 +4282,7 @@ nonisolated extension ImageCache {
         /// holds no slot: its original's download does) until it is done or forgotten.
         private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
             let job = Download(load, limits: decodeLimits)
-            job.waiters.append(task)
-            task.download = job
+            job.add(task)
             entries[load.key] = .loading(job)
             entries.noteVariant(load.key)
             return job
@@ -3388,7 +4292,7 @@ nonisolated extension ImageCache {
         /// meanwhile (the caller cancels the request).
         mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
             guard isCurrent(job) else { return false }
-            job.original = original
+            job.attach(original)
             return true
         }
 
@@ -3402,15 +4306,14 @@ nonisolated extension ImageCache {
             guard isCurrent(job) else { return nil }
             lanes.move(job, to: .done)
             entries[job.key] = nil
-            job.original = nil  // it holds the job
+            job.attach(nil)  // it holds the job
             switch result {
             case .success(let payload):
                 keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
             case .failure(let error):
                 if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
             }
-            defer { job.waiters = [] }
-            return job.waiters
+            return job.takeWaiters()
         }
 
         /// Who waits for `download` now.
@@ -3480,14 +4383,13 @@ nonisolated extension ImageCache {
         /// The task waits for `download`, which moves to the fast lane if the task is fast. Returns
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
-            download.waiters.append(task)
-            task.download = download
+            download.add(task)
             counts.deduplicated &+= 1
             // A variant's job holds no place in a lane, and writes nothing: its original's download does.
             let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
             if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
-            if fast, moved !== download { download.original?.lowered = false }  // a job's fetch for the screen
+            if fast, moved !== download { download.original?.lower(false) }  // a job's fetch for the screen
             guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
             lanes.move(moved, to: moved.phase, lane: .fast)
             return startReady()
@@ -3497,10 +4399,10 @@ nonisolated extension ImageCache {
         /// waits for it. Returns whether it was cancelled, and the download it stopped.
         mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
             guard task.answer == .waiting else { return (false, nil, []) }
-            task.answer = .cancelled
+            task.answered(.cancelled)
             endPrefetch(task)
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
-            download.waiters.removeAll { $0 === task }
+            download.remove(task)
             if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
             // The request that kept it fast for views that lowered theirs has gone: it goes behind
             // the visible ones too (and what that lets start, starts).
@@ -3512,7 +4414,7 @@ nonisolated extension ImageCache {
         /// for its `onProgress` if the download left it one.
         mutating func answer(_ task: FetchTask) -> (due: Bool, progress: (received: Int, expected: Int?)?) {
             guard task.answer == .waiting else { return (false, nil) }
-            task.answer = .delivered
+            task.answered(.delivered)
             endPrefetch(task)
             return (true, task.finalProgress)
         }
@@ -3534,13 +4436,13 @@ nonisolated extension ImageCache {
         /// that joins it moves it. Returns the downloads that may start now.
         mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
             guard task.answer == .waiting, task.lowered != lowered else { return [] }
-            task.lowered = lowered
+            task.lower(lowered)
             guard var download = task.download, isCurrent(download) else { return [] }
             // A variant's job holds no place in a lane: its request for the original stands for all
             // its waiters, lowered when none of them wants it fast.
             if !download.key.processors.isEmpty {
                 guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
-                original.lowered = !download.waiters.contains(where: Self.wantsFast)
+                original.lower(!download.waiters.contains(where: Self.wantsFast))
                 download = moved
             }
             if lowered { return slowDown(download) }
@@ -3596,7 +4498,8 @@ nonisolated extension ImageCache {
 
         /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
         mutating func startReady() -> [Download] {
-            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads,
+                             maxSlow: settings.maxConcurrentSlowDownloads)
         }
 
         /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then
@@ -3623,7 +4526,17 @@ nonisolated extension ImageCache {
 
         /// Marks a download's transfer as sent: `task` is its network task. The download is running
         /// with no task yet: the caller checked, in the same locked step in which it sent the task.
+        /// Its first is a miss: the one place `misses` counts.
+        /// Marks a download as handed to its source (see ``ImageSource``): a miss, as a download sent
+        /// is. False if it was forgotten meanwhile (its source is not asked).
+        mutating func handedToSource(_ download: Download) -> Bool {
+            guard isCurrent(download), case .running(nil) = download.phase else { return false }
+            if download.attempts == 1 { counts.misses &+= 1 }
+            return true
+        }
+
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
+            if download.attempts == 1 { counts.misses &+= 1 }
             lanes.move(download, to: .running(task))
         }
 
@@ -3646,7 +4559,7 @@ nonisolated extension ImageCache {
         func progressed(_ download: Download, received: Int) -> [FetchTask] {
             download.waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
-                task.progress = received
+                task.reported(received)
                 return true
             }
         }
@@ -3664,8 +4577,9 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                defer { (download.waiters, download.original) = ([], nil) }  // the original holds the job
-                return Stopped(waiters: download.waiters, task: task, original: download.original)
+                let original = download.original
+                download.attach(nil)  // the original holds the job
+                return Stopped(waiters: download.takeWaiters(), task: task, original: original, download: download)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -3748,6 +4662,7 @@ nonisolated extension ImageCache {
         let waiters: [FetchTask]
         let task: URLSessionDataTask?
         var original: FetchTask? = nil
+        var download: Download? = nil  // the download it stopped, whose source's load is cancelled too
     }
 }
 
@@ -3940,16 +4855,19 @@ nonisolated extension ImageCache {
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.new
-        var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
-        var attempts = 0
-        var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        var original: FetchTask?  // a variant's job's request for the image it is made from
+        private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
+        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        fileprivate(set) var attempts = 0
+        private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
+        private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
+        private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
+        private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
+        private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
-        var ignoresCache = false
-        var writesToDisk = true
-        var keepsInMemory = true
+        private(set) var ignoresCache = false
+        private(set) var writesToDisk = true
+        private(set) var keepsInMemory = true
         fileprivate(set) var ticket: UInt64 = 0  // its place in its lane's queue (see `Lanes`)
         fileprivate(set) var stalled = false  // its transfer has received nothing for a while (see `Lanes`)
         /// The server it is downloaded from, as `Lanes` shares slots between them: read when it is
@@ -3965,9 +4883,15 @@ nonisolated extension ImageCache {
         enum Phase {
             case new, checkingDisk, queued, running(URLSessionDataTask?), decoding, waitingToRetry, done
 
+            var isRunning: Bool {
+                if case .running = self { return true } else { return false }
+            }
+
         }
 
         let limits: DecodeLimits  // the settings' when it was made
+        /// What loads its bytes instead of HTTP(S), if a plugged source (or `data:`) loads its URL.
+        let source: (any ImageSource)?
 
         var key: Key { load.key }
         /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
@@ -3975,13 +4899,67 @@ nonisolated extension ImageCache {
         var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
-        init(_ load: Load, limits: DecodeLimits) {
+        init(_ load: Load, limits: DecodeLimits, source: (any ImageSource)? = nil) {
             self.load = load
             lane = load.lane
             self.limits = limits
+            self.source = source
             ignoresCache = load.options.contains(.reloadIgnoringCachedData)
-            writesToDisk = !load.options.contains(.notWrittenToDisk)
+            writesToDisk = !load.options.contains(.notWrittenToDisk) && source?.writesToDisk != false
             keepsInMemory = !load.options.contains(.notKeptInMemory)
+        }
+
+        /// Adds `task` to those waiting for it: the task waits for it now.
+        func add(_ task: FetchTask) {
+            waiters.append(task)
+            task.waits(for: self)
+        }
+
+        /// Adds the waiters of a download `store` replaced: they wait for this one now.
+        func adopt(_ tasks: [FetchTask]) {
+            for task in tasks { add(task) }
+        }
+
+        /// Takes `task` out of those waiting for it (a cancellation).
+        func remove(_ task: FetchTask) {
+            waiters.removeAll { $0 === task }
+        }
+
+        /// Its waiters, who all leave it: it was delivered, or stopped.
+        func takeWaiters() -> [FetchTask] {
+            defer { waiters = [] }
+            return waiters
+        }
+
+        /// Its variant's job's request for the image it is made from (see `original`); nil lets it go
+        /// (the original holds the job).
+        func attach(_ original: FetchTask?) {
+            self.original = original
+        }
+
+        /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
+        func revalidate(_ payload: Payload, _ found: DiskStore.Found) {
+            if !ignoresCache { stale = (payload, found) }
+        }
+
+        /// Notes what a tier said of it (see `Misses`).
+        func noteMiss(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
+            misses[keyPath: tier] = said
+        }
+
+        /// Notes the credentials its request was sent with (see `Authorizer`).
+        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+
+        /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
+        /// attempt after the refresh is not a retry.
+        func waitForReauthorization() {
+            reauthorized = true
+            attempts -= 1
+        }
+
+        /// Notes that a store's bytes are on disk.
+        func noteWritten() {
+            written = true
         }
 
         /// Takes the choices of a load that joins it (see `ignoresCache`).
@@ -4021,8 +4999,10 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
+            if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
             count(download, -1)
             download.phase = phase
             download.lane = lane ?? download.lane
@@ -4043,15 +5023,16 @@ nonisolated extension ImageCache {
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
         /// So do stalled transfers beyond `maxStalled`.
-        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
+        mutating func startReady(maxFast: Int, maxStalled: Int, maxSlow: Int = 1) -> [Download] {
             var started: [Download] = []
             let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
-                  let download = slowQueue.pop(underWay) {
+            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow < maxSlow, held == 0,
+                  slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
+                startLimit?.started(download)
                 start(download)
                 started.append(download)
             }
@@ -4160,8 +5141,14 @@ nonisolated extension ImageCache {
         var batch = downloads
         while !batch.isEmpty {
             var freed: [Download] = []
-            let (settings, stale) = locked { ledger in (ledger.settings, batch.map(\.stale)) }
+            let (settings, stale, credentials) = locked { ledger in
+                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+            }
             for (download, stale) in zip(batch, stale) {
+                if let source = download.source {
+                    startSource(download, source)
+                    continue
+                }
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal))
@@ -4176,6 +5163,7 @@ nonisolated extension ImageCache {
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
                                                   sentAt: currentTime())
                         ledger.sent(download, task)
+                        download.sent(withCredentials: credentials)
                         return task
                     }
                     if let task { transport.resume(task) }
@@ -4219,9 +5207,12 @@ nonisolated extension ImageCache {
     }
 
     /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile.
+    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
+    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
+    /// request's own answer, which would drop it, and the fetches would hear nothing.
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
         for task in locked({ $0.progressed(download, received: received) }) {
+            if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
@@ -4232,15 +5223,18 @@ nonisolated extension ImageCache {
     /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
+        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
         let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
             // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
             if case .failure = result { transfer.spool?.discard() }
+            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified)
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: metrics)
             self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
         }
         if let stopped { return finish(.failure(stopped), nil) }
@@ -4252,7 +5246,7 @@ nonisolated extension ImageCache {
         case .success(let body):
             // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
             // hop to a worker, or a lock taken to free the slot first, would cost more.
-            guard !download.decoder.isCheap else { return finish(download.decoder.decode(body, download.limits), body) }
+            guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
             // The bytes are in: the download's slot goes to the next one while this one decodes.
             let started = locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
@@ -4291,7 +5285,7 @@ nonisolated extension ImageCache {
             }
             finish(result, body)
         }
-        guard !download.decoder.isCheap else { return decode() }
+        guard !download.decoder.isCheap(download.limits) else { return decode() }
         let started = locked { ledger in
             ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
         }
@@ -4321,19 +5315,21 @@ nonisolated extension ImageCache {
             let source = (try? delivery.get().source) ?? .network
             let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
             let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler)
+            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
         } else if case .retry(let attempt, let delay, let error) = settled.outcome {
             scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
         }
         return started
     }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue) and puts the download
+    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+    /// once, as `progress` does) and puts the download
     /// back on its lane after `delay`.
     private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
                                error: Error) {
         emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
         for task in waiters where task.load.onRetry != nil {
+            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
             task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
@@ -4408,6 +5404,9 @@ nonisolated extension ImageCache {
         var heardAt: UInt64
         var stalled = false
         var quiet: UInt64 = 0
+        let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
+        var redirects = 0  // followed so far
+        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -4416,6 +5415,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now()
             deadline = now + seconds
             heardAt = now.uptimeNanoseconds
+            startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
 
@@ -4635,7 +5635,14 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-            completionHandler(HTTP.redirect(response, request, from: task.originalRequest))
+            let next = HTTP.redirect(response, request, from: task.originalRequest)
+            if next != nil { lock.withLock { transfers[ObjectIdentifier(task)] }?.redirects += 1 }
+            completionHandler(next)
+        }
+
+        /// URLSession's metrics of a task, before it completes (Apple platforms; not corelibs today).
+        func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+            lock.withLock { transfers[ObjectIdentifier(task)] }?.taskMetrics = metrics
         }
 
         /// Sets the one timer of the transfers' time limits for `deadline` if that comes before the
@@ -4941,6 +5948,534 @@ nonisolated extension ImageCache {
     }
 }
 
+// MARK: - Pipeline/SourceLoads.swift
+
+// The load of a download by a plugged source (`ImageSource`): run in a task of its own, cancelled
+// when the download stops, its bytes checked and decoded, then settled as a network attempt is.
+
+
+nonisolated extension ImageCache {
+    /// The loads that sources run, one task per download: it starts them and cancels them. Its
+    /// lock guards its table alone (never taken with the cache's held).
+    fileprivate final class SourceLoads: @unchecked Sendable {
+        private let lock = NSLock()
+        private var running: [ObjectIdentifier: Task<Void, Never>] = [:]  // guarded by `lock`
+
+        /// Runs `source` for `download`, then hands its bytes, or why there are none, to `ended`.
+        func start(_ download: Download, from source: any ImageSource,
+                   progress: @escaping @Sendable (Int, Int?) -> Void,
+                   ended: @escaping @Sendable (Result<Data, Error>) -> Void) {
+            let id = ObjectIdentifier(download)
+            let url = download.url
+            // Made and entered under the lock, so its own removal (also under it) comes after.
+            lock.withLock {
+                running[id] = Task.detached {
+                    let result: Result<Data, Error>
+                    do {
+                        result = .success(try await source.data(for: url, progress: progress))
+                    } catch {
+                        result = .failure(Self.describe(error, of: source))
+                    }
+                    let current = self.lock.withLock { self.running.removeValue(forKey: id) != nil }
+                    if current { ended(result) }  // else cancelled: the download's stop told its waiters
+                }
+            }
+        }
+
+        /// Cancels the load of `download`, if a source runs one.
+        func cancel(_ download: Download) {
+            lock.withLock { running.removeValue(forKey: ObjectIdentifier(download)) }?.cancel()
+        }
+
+        /// What a source's `error` says, as the cache's error (see ``ImageSource/data(for:progress:)``).
+        static func describe(_ error: Swift.Error, of source: any ImageSource) -> Error {
+            switch error {
+            case let error as Error: return error
+            case let error as URLError: return .network(error.code, "\(Swift.type(of: source)): \(error.localizedDescription)")
+            case is CancellationError: return .cancelled
+            default: return .network(.resourceUnavailable, "\(Swift.type(of: source)) failed: \(error)")
+            }
+        }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// Starts the load of a download whose URL a source loads (see ``ImageSource``): its bytes are
+    /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
+    /// then the attempt ends as a network attempt does (`networkFinished`).
+    fileprivate func startSource(_ download: Download, _ source: any ImageSource) {
+        let limit: Int? = locked { ledger in ledger.handedToSource(download) ? ledger.settings.maxImageBytes : nil }
+        guard let limit else { return }  // cancelled meanwhile
+        sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
+            self?.progress(download, received: received, expected: expected)
+        }, ended: { [self] result in
+            let checked = result.flatMap { data -> Result<Data, Error> in
+                if data.isEmpty { return .failure(.emptyBody) }
+                return data.count > limit ? .failure(.tooLarge(limit: limit)) : .success(data)
+            }
+            let finish: @Sendable (Result<Payload, Error>, Data?) -> Void = { result, body in
+                let whole = body.map { ($0.count, Optional($0.count)) }
+                self.startNetwork(self.networkFinished(download, result, bytes: body, whole: whole))
+            }
+            switch checked {
+            case .failure(let error):
+                finish(.failure(error), nil)
+            case .success(let body) where download.decoder.isCheap(download.limits):
+                finish(download.decoder.decode(body, download.limits), body)
+            case .success(let body):
+                decodes.async {
+                    guard self.locked({ $0.isCurrent(download) }) else { return }
+                    finish(download.decoder.decode(body, download.limits), body)
+                }
+            }
+        })
+    }
+}
+
+// MARK: - Loading/ImageSource.swift
+
+// Where an image's bytes come from besides HTTP(S): the protocol an app's source implements.
+
+
+nonisolated extension ImageCache {
+    /// Where the bytes of some URLs come from, instead of HTTP(S): the photo library, an app's own
+    /// database, a test double, or the built-ins (``FileSource``, and `data:` URLs, which load
+    /// without one). Given in ``Plugins/sources``, sources are asked in order, before HTTP(S),
+    /// whether they load a request's URL; a load they take gets everything a download gets: one
+    /// load per key however many fetches wait, the lanes and their priorities, cancellation,
+    /// progress, the memory tier, processors and sizes, the views, and errors that say why.
+    ///
+    /// ```swift
+    /// struct LibrarySource: ImageCache.ImageSource {
+    ///     func loads(_ url: URL) -> Bool { url.scheme == "library" }
+    ///     func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+    ///         try await Library.shared.imageData(id: url.lastPathComponent)
+    ///     }
+    /// }
+    /// let cache = ImageCache(uniqueName: "Library", plugins: .init(sources: [LibrarySource()]))
+    /// cache.fetch(URL(string: "library:///42")!) { url, image in ... }
+    /// ```
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageSource: Sendable {
+        /// Whether it loads `url`. Cheap: asked for each load that neither memory nor a download
+        /// under way answers.
+        func loads(_ url: URL) -> Bool
+        /// The bytes at `url`, or an error that says why not: an ``ImageCache/Error`` is passed on
+        /// as it is, a `URLError` as ``ImageCache/Error/network(_:_:)`` with its code, any other as
+        /// `.network(.resourceUnavailable, ...)` describing it (retried as ``ImageCache/retryPolicy``
+        /// says, as a transient network failure is). Runs in a task of its own, which is cancelled
+        /// when no fetch waits any more (check `Task.isCancelled` in a long load). `progress`
+        /// tells the fetches' `onProgress` how far it is: bytes received, and the whole length if
+        /// known. Bytes over ``ImageCache/maxImageBytes`` fail the load with
+        /// ``ImageCache/Error/tooLarge(limit:)``.
+        func data(for url: URL, progress: @escaping @Sendable (_ received: Int, _ expected: Int?) -> Void)
+            async throws -> Data
+        /// Whether what it loads is written to the disk tier too, as a download is (and read from
+        /// there before it is asked again): true by default. A source whose bytes are already on
+        /// the device says false.
+        var writesToDisk: Bool { get }
+    }
+}
+
+nonisolated extension ImageCache.ImageSource {
+    /// True: what it loads is written to the disk tier, as a download is.
+    public var writesToDisk: Bool { true }
+}
+
+// MARK: - Loading/FileSource.swift
+
+// `file:` URLs in one folder an app names: opt-in, since a URL a server supplies must never read the
+// device's files.
+
+
+nonisolated extension ImageCache {
+    /// Loads `file:` URLs of files inside one folder: images in the app's bundle, or a folder of its
+    /// own. Opt-in: without it a `file:` URL fails with ``ImageCache/Error/unsupportedURL(_:)``, so
+    /// that a URL a server supplies never reads the device's files; with it, only files inside
+    /// `folder` load (`..` and symbolic links are resolved first), any other `file:` URL still fails
+    /// so.
+    ///
+    /// ```swift
+    /// let cache = ImageCache(uniqueName: "Bundled",
+    ///                        plugins: .init(sources: [ImageCache.FileSource(folder: Bundle.main.resourceURL!)]))
+    /// ```
+    ///
+    /// A missing file fails with ``ImageCache/Error/network(_:_:)`` `.fileDoesNotExist`. The file is
+    /// read where the source runs (a task of its own, off the cache's disk queue, which stays free
+    /// for the cache's folder); it is not copied into the cache's folder unless `writesToDisk`.
+    public struct FileSource: ImageSource {
+        /// The folder whose files it loads, its path resolved.
+        public let folder: URL
+        /// Whether what it loads is also written to the cache's folder: false by default (the file
+        /// is on the device already).
+        public let writesToDisk: Bool
+        private let prefix: String
+
+        /// A source of the files inside `folder` (and its subfolders).
+        public init(folder: URL, writesToDisk: Bool = false) {
+            self.folder = folder.standardizedFileURL.resolvingSymlinksInPath()
+            self.writesToDisk = writesToDisk
+            prefix = self.folder.path.hasSuffix("/") ? self.folder.path : self.folder.path + "/"
+        }
+
+        /// Whether `url` is a `file:` URL of a file inside ``folder``.
+        public func loads(_ url: URL) -> Bool {
+            guard url.isFileURL else { return false }
+            return url.standardizedFileURL.resolvingSymlinksInPath().path.hasPrefix(prefix)
+        }
+
+        /// The file's bytes (mapped: pages are read as the decoder touches them).
+        public func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+            let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+            guard path.hasPrefix(prefix) else {
+                throw Error.unsupportedURL(url.absoluteString)  // moved out of the folder meanwhile
+            }
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+                progress(data.count, data.count)
+                return data
+            } catch {
+                let exists = FileManager.default.fileExists(atPath: path)
+                throw Error.network(exists ? .noPermissionsToReadFile : .fileDoesNotExist,
+                                    exists ? "cannot read \(path): \(error)" : "no file at \(path)")
+            }
+        }
+    }
+}
+
+// MARK: - Loading/DataURLSource.swift
+
+// `data:` URLs: the bytes are in the URL, decoded inline (base64 or percent-encoded).
+
+
+nonisolated extension ImageCache {
+    /// Loads `data:` URLs (RFC 2397): `data:[<media type>][;base64],<data>`, the data base64 or
+    /// percent-encoded. Always on: the bytes are the URL's own, so it reads nothing else. Not
+    /// written to the disk tier (the URL holds them).
+    fileprivate struct DataURLSource: ImageSource {
+        var writesToDisk: Bool { false }
+
+        func loads(_ url: URL) -> Bool { url.scheme?.lowercased() == "data" }
+
+        func data(for url: URL, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> Data {
+            try Self.bytes(of: url.absoluteString)
+        }
+
+        /// The bytes of the `data:` URL `string`, or an `invalidRequest` that says what is wrong.
+        static func bytes(of string: String) throws -> Data {
+            let text = Substring(string)
+            guard text.prefix(5).lowercased() == "data:", let comma = text.firstIndex(of: ",") else {
+                throw Error.invalidRequest("a data: URL has no comma before its data")
+            }
+            let header = text[text.index(text.startIndex, offsetBy: 5)..<comma]
+            let base64 = header.split(separator: ";").last.map { $0.lowercased() == "base64" } ?? false
+            guard let decoded = Self.percentDecoded(text[text.index(after: comma)...].utf8) else {
+                throw Error.invalidRequest("a data: URL's data has a broken percent escape")
+            }
+            guard base64 else { return decoded }
+            let compact = decoded.filter { !(Character(UnicodeScalar($0)).isWhitespace) }
+            let padded = compact + Data(repeating: UInt8(ascii: "="), count: (4 - compact.count % 4) % 4)
+            guard let bytes = Data(base64Encoded: padded) else {
+                throw Error.invalidRequest("a data: URL's base64 data is not valid base64")
+            }
+            return bytes
+        }
+
+        /// `text` with each `%XX` escape replaced by its byte; nil for a broken escape.
+        private static func percentDecoded(_ text: Substring.UTF8View) -> Data? {
+            var bytes = Data()
+            bytes.reserveCapacity(text.count)
+            var iterator = text.makeIterator()
+            while let byte = iterator.next() {
+                guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            }
+            return bytes
+        }
+
+        private static func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+    }
+}
+
+// MARK: - Network/RateLimiter.swift
+
+// The rate limit on starts: how many slow-lane downloads may start in any second
+// (``ImageCache/maxSlowStartsPerSecond``), and the timer that starts the next when it allows.
+
+
+nonisolated extension ImageCache {
+    /// The bound on the slow lane's starts: of any `perSecond + 1` consecutive starts, the last
+    /// comes at least one second after the first one's transfer ended (or was stopped). A start
+    /// counts from when it is sent until one second after its transfer ends, not after it is
+    /// sent: a request reaches the server after it is sent and before its transfer ends, so the
+    /// server too sees no more than `perSecond` requests in any second, whatever the network's
+    /// delays. `Lanes` asks it before each slow-lane start and tells it of each end; the fast lane
+    /// never asks it. Guarded by the cache's lock, like the lanes that hold it.
+    fileprivate final class StartLimit: @unchecked Sendable {
+        let perSecond: Int
+        private var slots: [Slot]  // the last `perSecond` starts, in a ring
+        private var next = 0  // the slot the next start takes: the oldest of the ring
+        private var holders: [ObjectIdentifier: Int] = [:]  // the running starts' slots, by download
+        private var wakeAt: UInt64?  // when the timer is set for, in uptime nanoseconds
+        private let wake: @Sendable () -> Void  // takes the cache's lock and starts what is ready
+
+        private enum Slot { case free, running, ended(at: UInt64) }
+
+        init(perSecond: Int, wake: @escaping @Sendable () -> Void) {
+            self.perSecond = perSecond
+            slots = Array(repeating: .free, count: perSecond)
+            self.wake = wake
+        }
+
+        /// Whether a slow-lane download may start now. When not, the timer is set for when the
+        /// oldest start's second has passed (or that start's end sets it, if it is still running).
+        func admits() -> Bool {
+            switch slots[next] {
+            case .free:
+                return true
+            case .running:
+                return false
+            case .ended(let at):
+                let due = at + 1_000_000_000
+                if DispatchTime.now().uptimeNanoseconds >= due { return true }
+                schedule(due)
+                return false
+            }
+        }
+
+        /// Takes the oldest slot for `download`, which `admits` allowed and which starts now.
+        func started(_ download: Download) {
+            slots[next] = .running
+            holders[ObjectIdentifier(download)] = next
+            next = (next + 1) % perSecond
+        }
+
+        /// The transfer of `download` ended (or its download left the running phase): its second
+        /// starts now. Nothing for a download it did not start.
+        func ended(_ download: Download) {
+            guard !holders.isEmpty, let slot = holders.removeValue(forKey: ObjectIdentifier(download)) else { return }
+            let now = DispatchTime.now().uptimeNanoseconds
+            slots[slot] = .ended(at: now)
+            if slot == next { schedule(now + 1_000_000_000) }  // the start it held back
+        }
+
+        /// The timer fired: another may be set.
+        func woke() {
+            if let wakeAt, DispatchTime.now().uptimeNanoseconds >= wakeAt { self.wakeAt = nil }
+        }
+
+        private func schedule(_ due: UInt64) {
+            if let wakeAt, wakeAt <= due { return }
+            wakeAt = due
+            DispatchQueue.global().asyncAfter(deadline: DispatchTime(uptimeNanoseconds: due), execute: wake)
+        }
+    }
+
+    /// Sets or removes the start limit of the slow lane (see ``maxSlowStartsPerSecond``), and starts
+    /// what it lets start now.
+    fileprivate func setStartLimit(_ perSecond: Int?) {
+        let limit = perSecond.map { perSecond in
+            StartLimit(perSecond: perSecond) { [weak self] in
+                guard let self else { return }
+                self.startNetwork(self.locked { ledger in
+                    ledger.lanes.startLimit?.woke()
+                    return ledger.startReady()
+                })
+            }
+        }
+        startNetwork(locked { ledger in
+            ledger.lanes.startLimit = limit
+            return ledger.startReady()
+        })
+    }
+}
+
+// MARK: - Network/Authorization.swift
+
+// The authorization hook: a request refused with 401 (or another status the app names) waits while
+// the app refreshes its credentials, once for all the requests refused meanwhile, and is then sent
+// again (``ImageCache/requestModifier`` puts the new credentials in); a refresh that throws fails
+// them all. What it keeps between refusals is the `Authorizer`.
+
+
+nonisolated extension ImageCache {
+    /// How the cache gets new credentials when a server refuses the ones it sent; see
+    /// ``ImageCache/authorization``.
+    ///
+    /// The credentials themselves go into each request where they always do, in
+    /// ``ImageCache/requestModifier``, which runs again for the request sent after a refresh:
+    ///
+    /// ```swift
+    /// cache.requestModifier = { request in
+    ///     var request = request
+    ///     request.setValue("Bearer \(tokens.current)", forHTTPHeaderField: "Authorization")
+    ///     return request
+    /// }
+    /// cache.authorization = ImageCache.Authorization { url, status in
+    ///     try await tokens.refresh()  // once, however many requests were refused meanwhile
+    /// }
+    /// ```
+    public struct Authorization: Sendable {
+        /// The statuses that mean the credentials sent are no longer good: `[401]` by default; add
+        /// 403 for a server that answers so.
+        public var statuses: Set<Int>
+        /// Refreshes the app's credentials, given the URL and status of the first request refused
+        /// since the last refresh. Runs in a task of its own, outside the cache's lock. Returning
+        /// sends every request that waited for it again; throwing fails them all.
+        public var refresh: @Sendable (_ url: URL, _ status: Int) async throws -> Void
+
+        /// An authorization hook that calls `refresh` when a response has one of `statuses`.
+        ///
+        /// - Parameters:
+        ///   - statuses: The statuses that mean the credentials are stale; `[401]` by default.
+        ///   - refresh: Refreshes the credentials; see ``refresh``.
+        public init(statuses: Set<Int> = [401],
+                    refresh: @escaping @Sendable (_ url: URL, _ status: Int) async throws -> Void) {
+            (self.statuses, self.refresh) = (statuses, refresh)
+        }
+    }
+
+    /// What the authorization hook keeps between refusals: how many refreshes have ended (each
+    /// request is sent with the number it was made after, in `Download.credentials`), whether one
+    /// is under way, the downloads waiting for it, and how the last one ended. Guarded by the
+    /// cache's lock.
+    fileprivate final class Authorizer: @unchecked Sendable {
+        private(set) var refreshes: UInt64 = 0  // refreshes ended, succeeded or not
+        private(set) var refreshing = false
+        private var waiting: [Download] = []
+        private var lastFailure: Error?  // how the last refresh failed; nil if it succeeded
+
+        /// What to do with `download`, refused with its credentials of refresh number `credentials`.
+        enum Step { case retry, fail(Error), wait, refresh }
+
+        func refused(_ download: Download, credentials: UInt64) -> Step {
+            // A refresh ended after it was sent: its newest outcome answers.
+            if credentials < refreshes { return lastFailure.map { .fail($0) } ?? .retry }
+            waiting.append(download)
+            if refreshing { return .wait }
+            refreshing = true
+            return .refresh
+        }
+
+        /// The refresh under way ended (`failure`: how it failed); returns the downloads that waited.
+        func refreshed(_ failure: Error?) -> [Download] {
+            refreshing = false
+            refreshes += 1
+            lastFailure = failure
+            defer { waiting = [] }
+            return waiting
+        }
+    }
+
+    /// `result` of an attempt of `download`, or nil when the authorization hook takes the attempt
+    /// over (a status of ``Authorization/statuses``, the download not refused since a refresh
+    /// already): it then waits, holding no lane slot, and is sent again or fails when the refresh
+    /// ends. Other results pass at the cost of one comparison.
+    @inline(__always)
+    fileprivate func authorizing(_ download: Download, _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        guard case .failure(.httpStatus(let status)) = result, status >= 400 else { return result }
+        return reauthorize(download, status: status, result)
+    }
+
+    private func reauthorize(_ download: Download, status: Int,
+                             _ result: Result<Payload, Error>) -> Result<Payload, Error>? {
+        enum Decision { case pass, fail(Error), step(Authorizer.Step, Authorization, started: [Download]) }
+        let decision: Decision = locked { ledger in
+            guard let authorization = ledger.settings.authorization, authorization.statuses.contains(status),
+                  !download.reauthorized else { return .pass }
+            let step = authorizer.refused(download, credentials: download.credentials)
+            if case .fail(let error) = step { return .fail(error) }
+            guard let started = ledger.move(download, ifIn: \.isRunning, to: .waitingToRetry) else { return .pass }
+            download.waitForReauthorization()
+            return .step(step, authorization, started: started)
+        }
+        switch decision {
+        case .pass:
+            return result
+        case .fail(let error):
+            return .failure(error)
+        case .step(let step, let authorization, let started):
+            startNetwork(started)
+            switch step {
+            case .retry: requeue(download)
+            case .refresh: Task { await self.refresh(authorization, url: download.url, status: status) }
+            case .wait, .fail: break
+            }
+            return nil
+        }
+    }
+
+    /// Runs the app's refresh, then sends again every download that waited for it, or fails them
+    /// all with its error (``Error/network(_:_:)`` `.userAuthenticationRequired`, which says it).
+    private func refresh(_ authorization: Authorization, url: URL, status: Int) async {
+        var failure: Error?
+        do {
+            try await authorization.refresh(url, status)
+        } catch {
+            failure = .network(.userAuthenticationRequired, "the authorization's refresh failed: \(error)")
+        }
+        let waiting = locked { _ in authorizer.refreshed(failure) }
+        for download in waiting {
+            if let failure {
+                startNetwork(networkFinished(download, .failure(failure)))
+            } else {
+                requeue(download)
+            }
+        }
+    }
+}
+
+// MARK: - Network/TransferMetrics.swift
+
+// What a load's transfer measured (`TransferMetrics`, in `Fetched.metrics`): when it was sent, how
+// long it took, its bytes and redirects, by the cache's own clocks, and URLSession's metrics where
+// the platform delivers them.
+
+
+nonisolated extension ImageCache {
+    /// What the transfer that answered a load measured; see ``Fetched/metrics``. Grows in 1.x by
+    /// new properties.
+    public struct TransferMetrics: Sendable {
+        /// When its request was sent, by the wall clock.
+        public let sentAt: Date
+        /// Seconds from sending the request to the end of its response, by a monotonic clock.
+        public let duration: TimeInterval
+        /// Bytes of the body received (inflated, if the server compressed it); 0 for a `304`.
+        public let bytesReceived: Int
+        /// Redirects followed on the way.
+        public let redirects: Int
+        /// The status of the response that ended it.
+        public let statusCode: Int
+        private let collected: Unchecked<URLSessionTaskMetrics>?
+
+        /// URLSession's own metrics of the task, where the platform delivers them (Apple
+        /// platforms; swift-corelibs-foundation does not call `didFinishCollecting` today, so nil
+        /// on Linux).
+        public var taskMetrics: URLSessionTaskMetrics? { collected?.value }
+
+        /// The metrics of `transfer`, which has just ended.
+        fileprivate init(_ transfer: Transfer) {
+            sentAt = Date(timeIntervalSince1970: transfer.sentAt)
+            duration = TimeInterval(DispatchTime.now().uptimeNanoseconds - transfer.startedAt) / 1_000_000_000
+            bytesReceived = transfer.received
+            redirects = transfer.redirects
+            statusCode = (transfer.response as? HTTPURLResponse)?.statusCode ?? 0
+            collected = transfer.taskMetrics.map(Unchecked.init)
+        }
+    }
+}
+
 // MARK: - Decoding/Decodes.swift
 
 // The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
@@ -5025,9 +6560,6 @@ nonisolated extension ImageCache {
         /// The bytes' entry; an image is decoded within `limits` (the settings when the request was
         /// made: the longest side without a size to fill, and when an animation animates).
         let decode: @Sendable (_ data: Data, _ limits: DecodeLimits) -> Result<Payload, Error>
-        /// Runs on a decode worker even where the image's decode is cheap (the tests' decoder that
-        /// waits, standing in for ImageIO's).
-        var offThread = false
         /// The image's decode of bytes that are also a file (a body streamed to disk, mapped): on
         /// Apple platforms ImageIO reads the file itself. Nil for an app's decoder, which gets the
         /// bytes (mapped: their pages are read as it touches them).
@@ -5040,14 +6572,31 @@ nonisolated extension ImageCache {
         }
 
         /// Whether it costs so little that it runs wherever its bytes are: only the image's where
-        /// images are not decoded (Linux: the structural check). ImageIO's decode and an app's
-        /// `decode:` run on a decode worker.
-        var isCheap: Bool {
+        /// images are not decoded (Linux: the structural check) and no decoder is plugged in
+        /// (`limits.decoders`). ImageIO's decode, a plugged decoder and an app's `decode:` run on a
+        /// decode worker.
+        func isCheap(_ limits: DecodeLimits) -> Bool {
             #if canImport(ImageIO)
             return false
             #else
-            return type == nil && !offThread
+            return type == nil && limits.decoders.isEmpty
             #endif
+        }
+
+        /// `data` decoded by a plugged decoder, for a view of `size` pixels at `scale`.
+        private static func decodePlugged(_ data: Data, by decoder: any ImageCache.ImageDecoder,
+                                   filling size: (width: Int, height: Int)?, limits: DecodeLimits,
+                                   scale: Double) -> Result<Image, Error> {
+            let context = ImageCache.DecodingContext(
+                pixelSize: size.map { CGSize(width: $0.width, height: $0.height) }, scale: scale,
+                maxPixelSize: limits.maxPixels)
+            do {
+                return .success(try decoder.decode(data, context: context))
+            } catch let error as ImageCache.Error {
+                return .failure(error)
+            } catch {
+                return .failure(.decodingFailed("\(Swift.type(of: decoder)): \(error)"))
+            }
         }
 
         static let image = Decoder.image(filling: nil)
@@ -5058,6 +6607,10 @@ nonisolated extension ImageCache {
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
+                    return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
+                        .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
+                }
                 return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
@@ -5074,6 +6627,78 @@ nonisolated extension ImageCache {
         }
 
         func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+}
+
+// MARK: - Decoding/ImageDecoder.swift
+
+// The decoder an app plugs in (`ImageDecoder`), what it is told (`DecodingContext`), and the
+// encoder (`ImageEncoder`) that makes the bytes `store` writes for an image without any.
+
+
+nonisolated extension ImageCache {
+    /// Decodes an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
+    /// XL, an app's own). Given in ``Plugins/decoders``, decoders are asked in order, before the
+    /// platform's, whether they decode an image's bytes; the first that says yes decodes it, on a
+    /// decode worker (never on the main thread or under the cache's lock): for a download, a disk
+    /// hit, a large body streamed to disk and `store(_:for:)`'s data alike. What it makes is cached
+    /// in memory as any image is; the disk keeps the original bytes.
+    ///
+    /// ```swift
+    /// struct PPMDecoder: ImageCache.ImageDecoder {
+    ///     func decodes(_ data: Data, mimeType: String?) -> Bool { data.starts(with: Array("P6".utf8)) }
+    ///     func decode(_ data: Data, context: ImageCache.DecodingContext) throws -> ImageCache.Image {
+    ///         // ... make the platform image (on Linux, `Image(rgba:width:height:)`)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageDecoder: Sendable {
+        /// Whether it decodes `data`, an image's bytes, whose server named it `mimeType` (nil when
+        /// not known: a disk hit, a stored image). Cheap: it reads the first bytes, as a
+        /// signature check does. Called for every image the cache decodes.
+        func decodes(_ data: Data, mimeType: String?) -> Bool
+        /// The image `data` holds, for a view of `context`'s size, or an error that says why not
+        /// (the load fails with ``ImageCache/Error/decodingFailed(_:)`` describing it; an
+        /// ``ImageCache/Error`` is passed on as it is).
+        func decode(_ data: Data, context: DecodingContext) throws -> Image
+    }
+
+    /// What a decoder is told of a decode.
+    public struct DecodingContext: Sendable {
+        /// The size in pixels the image is shown at (a view's or a `Request`'s `size`), to decode at
+        /// or above; nil to decode it whole, within ``maxPixelSize``.
+        public let pixelSize: CGSize?
+        /// The display scale the image is for (its `scale` on Apple platforms): 1, 2 or 3.
+        public let scale: Double
+        /// The longest side in pixels an image decoded whole may have (see
+        /// ``ImageCache/maxDecodedPixelSize``).
+        public let maxPixelSize: Int
+
+        /// A context (the cache makes them; tests of a decoder may too).
+        public init(pixelSize: CGSize? = nil, scale: Double = 1, maxPixelSize: Int = .max) {
+            (self.pixelSize, self.scale, self.maxPixelSize) = (pixelSize, scale, maxPixelSize)
+        }
+    }
+
+    /// Encodes an image that `store(_:for:)` was given without bytes the cache can write (see
+    /// ``Plugins/encoder``): called on a decode worker, or on the caller's thread when the image
+    /// is too large for memory (the caller then hears if it fits in neither tier).
+    ///
+    /// It grows in 1.x by requirements with default implementations only.
+    public protocol ImageEncoder: Sendable {
+        /// The bytes to write for `image`, nil if it cannot be encoded (the image stays in memory
+        /// alone, and a ``ImageCache/Event/diskProblem(_:)`` says so).
+        func encode(_ image: Image) -> Data?
+    }
+}
+
+nonisolated extension ImageCache.Decoder {
+    /// The first of `decoders` that decodes `data`, if any.
+    static func plugged(_ decoders: [any ImageCache.ImageDecoder], for data: Data,
+                        mimeType: String?) -> (any ImageCache.ImageDecoder)? {
+        decoders.first { $0.decodes(data, mimeType: mimeType) }
     }
 }
 
@@ -5101,8 +6726,16 @@ nonisolated extension ImageCache {
     /// fail its variant: those requests get ``Error/decodingFailed(_:)`` naming it and why; the
     /// original stays cached and other variants are not affected.
     ///
+    /// The first processor gets the image upright and at the display scale of the view or screen
+    /// it is for: an image the cache did not decode (a camera's photo put in with `store`, 1x and
+    /// rotated) is redrawn upright, or given that scale, first. An image with no bitmap (a
+    /// `UIImage` made from a `CIImage`) fails the variant with ``Error/decodingFailed(_:)``
+    /// saying so: render it into a `CGImage` first.
+    ///
     /// On Apple platforms the built-ins (`resize(toFill:)`, `resize(toFit:)`, `crop(to:)`,
-    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics; on every
+    /// `roundedCorners(radius:)`, `circle`, `blur(radius:)`) draw with CoreGraphics, into a new
+    /// bitmap in the image's own RGB colour space (else sRGB), with an alpha channel only where the
+    /// result needs one (an opaque photo stays opaque); they are Apple-only. On every
     /// platform a custom one is a closure. On Linux, where an image is its bytes, a custom
     /// processor returns an image made from new bytes (`ImageCache.Image(data:)`).
     ///
@@ -5142,10 +6775,15 @@ nonisolated extension ImageCache {
             return processors.map { "\($0.identifier.utf8.count):\($0.identifier)" }.joined()
         }
 
-        /// Runs `processors` on `image` in order: the variant, or the failure of the first that
-        /// threw or made nothing, named.
-        fileprivate static func run(_ processors: [Processor], on image: Image) -> Result<Image, Error> {
-            var image = image
+        /// Runs `processors` on `image` in order, prepared first for the display scale `scale` (a
+        /// view's; nil: the main screen's) as ``ImageCache/prepared(_:displayScale:)`` says: the
+        /// variant, or the failure of the first that threw or made nothing, named.
+        fileprivate static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
+            var image: Image
+            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            case .success(let prepared): image = prepared
+            case .failure(let error): return .failure(error)
+            }
             for processor in processors {
                 do {
                     guard let made = try processor.process(image) else {
@@ -5306,16 +6944,11 @@ nonisolated extension ImageCache.Processor {
         }
     }
 
-    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left);
-    /// fails the variant if `rect` covers none of it.
+    /// Keeps the part of the image within `rect` (points at the image's scale, from its top left),
+    /// copied into a bitmap of its own; fails the variant if `rect` covers none of it.
     public static func crop(to rect: CGRect) -> ImageCache.Processor {
-        let id = "crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)"
-        return ImageCache.Processor(id) { image in
-            guard let cgImage = ImageCache.cgImage(of: image),
-                  let covered = crop((cgImage.width, cgImage.height), to: rect, scale: ImageCache.scale(of: image)) else {
-                return nil
-            }
-            return cgImage.cropping(to: covered).map { ImageCache.image($0, scale: ImageCache.scale(of: image)) }
+        drawing("crop?x=\(rect.minX)&y=\(rect.minY)&w=\(rect.width)&h=\(rect.height)", required: true) { pixels, scale in
+            ImageCache.Processor.crop(pixels, to: rect, scale: scale).map { cropping(pixels, to: $0) }
         }
     }
 
@@ -5335,25 +6968,35 @@ nonisolated extension ImageCache.Processor {
     }
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
-    /// as it is). An animation's first frame stands for it.
-    private static func drawing(_ id: String, _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
+    /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
+    private static func drawing(_ id: String, required: Bool = false,
+                                _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
         ImageCache.Processor(id) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
-            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return image }
+            guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
             return ImageCache.draw(cgImage, drawing).map { ImageCache.image($0, scale: scale) }
         }
     }
 }
 
 nonisolated extension ImageCache {
-    /// Draws `cgImage` as `drawing` says into a new bitmap (8 bits a channel, RGBA premultiplied).
-    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing) -> CGImage? {
+    /// Draws `cgImage` as `drawing` says (under `transform`, if given) into a new bitmap of 8 bits a
+    /// channel, in the format ``Processor/canvas(alphaInfo:model:for:)`` chooses.
+    fileprivate static func draw(_ cgImage: CGImage, _ drawing: Processor.Drawing,
+                              transform: Processor.Transform? = nil) -> CGImage? {
         let (width, height) = drawing.canvas
-        guard let context = CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0,
-                                      space: CGColorSpaceCreateDeviceRGB(),
-                                      bitmapInfo: CGImageAlphaInfo.premultipliedLast.rawValue) else { return nil }
+        let format = Processor.canvas(alphaInfo: cgImage.alphaInfo.rawValue, model: cgImage.colorSpace?.model.rawValue,
+                                      for: drawing, transform: transform)
+        let info = (format.alpha ? CGImageAlphaInfo.premultipliedLast : .noneSkipLast).rawValue
+        let sRGB = CGColorSpace(name: CGColorSpace.sRGB) ?? CGColorSpaceCreateDeviceRGB()
+        let spaces = [format.sourceSpace ? cgImage.colorSpace : nil, sRGB].compactMap { $0 }
+        // A source space a bitmap context does not take falls back to sRGB.
+        guard let context = spaces.lazy.compactMap({
+            CGContext(data: nil, width: width, height: height, bitsPerComponent: 8, bytesPerRow: 0, space: $0,
+                      bitmapInfo: info)
+        }).first else { return nil }
         context.interpolationQuality = .high
         let canvas = CGRect(x: 0, y: 0, width: width, height: height)
         switch drawing.clip {
@@ -5365,6 +7008,7 @@ nonisolated extension ImageCache {
             context.addPath(CGPath(ellipseIn: canvas, transform: nil))
             context.clip()
         }
+        if let t = transform { context.concatenate(CGAffineTransform(a: t.a, b: t.b, c: t.c, d: t.d, tx: t.tx, ty: t.ty)) }
         context.draw(cgImage, in: drawing.image)
         if drawing.blur > 0, let data = context.data {
             Processor.boxBlur(data, width: width, height: height, bytesPerRow: context.bytesPerRow, radius: drawing.blur)
@@ -5402,6 +7046,137 @@ nonisolated extension ImageCache {
 }
 #endif
 
+// MARK: - Processing/ProcessorInput.swift
+
+// What a processor's input needs before it runs, and the bitmap a built-in draws into (issue 49):
+// an image the cache did not decode (a camera's photo put in with `store`) may be stored rotated
+// (its orientation), carry a scale other than the screen's, have no bitmap at all (a CIImage's), or
+// hold colours wider than sRGB. Each decision is made here for every platform, where the Linux tests
+// reach it; Apple platforms redraw with CoreGraphics (BuiltIns.swift).
+
+
+nonisolated extension ImageCache.Processor {
+    /// An affine transform as CoreGraphics writes one (a point (x, y) goes to
+    /// (a x + c y + tx, b x + d y + ty)), here where Linux has no `CGAffineTransform`.
+    fileprivate struct Transform: Equatable {
+        var a, b, c, d, tx, ty: Double
+
+        func apply(_ x: Double, _ y: Double) -> (x: Double, y: Double) {
+            (a * x + c * y + tx, b * x + d * y + ty)
+        }
+    }
+
+    /// How to draw a bitmap of `pixels` (as stored) upright, for an image whose orientation is
+    /// `orientation` (`UIImage.Orientation`'s raw value: up 0, down 1, left 2, right 3, then the
+    /// four mirrored, 4 to 7): the canvas (its sides swapped for a quarter turn) and the transform
+    /// under which the bitmap, drawn in (0, 0, width, height), lands upright on it (CoreGraphics'
+    /// coordinates, origin at the bottom left). Nil for up, or an unknown value: drawn as it is.
+    fileprivate static func upright(_ pixels: (width: Int, height: Int), orientation: Int)
+        -> (canvas: (width: Int, height: Int), transform: Transform)? {
+        let (w, h) = (Double(pixels.width), Double(pixels.height))
+        let turned = (pixels.height, pixels.width)
+        switch orientation {
+        case 1: return (pixels, Transform(a: -1, b: 0, c: 0, d: -1, tx: w, ty: h))  // down
+        case 2: return (turned, Transform(a: 0, b: 1, c: -1, d: 0, tx: h, ty: 0))  // left
+        case 3: return (turned, Transform(a: 0, b: -1, c: 1, d: 0, tx: 0, ty: w))  // right
+        case 4: return (pixels, Transform(a: -1, b: 0, c: 0, d: 1, tx: w, ty: 0))  // up, mirrored
+        case 5: return (pixels, Transform(a: 1, b: 0, c: 0, d: -1, tx: 0, ty: h))  // down, mirrored
+        case 6: return (turned, Transform(a: 0, b: -1, c: -1, d: 0, tx: h, ty: w))  // left, mirrored
+        case 7: return (turned, Transform(a: 0, b: 1, c: 1, d: 0, tx: 0, ty: 0))  // right, mirrored
+        default: return nil
+        }
+    }
+
+    /// What a processor's input needs before the processors run: drawn upright first (`redraw`),
+    /// and given `scale` (the display scale of the view or screen it is for) where its own is
+    /// another, so that sizes in points mean the screen's points. A `store`d camera photo is 1x
+    /// and rotated; an image the cache decoded is upright at that scale already (nil: nothing to
+    /// do). An image with no bitmap (a `UIImage` made from a `CIImage`) is refused: nothing can be
+    /// drawn from it without rendering it, which the app does knowing its `CIContext`.
+    fileprivate static func preparation(orientation: Int, scale: Double, displayScale: Double, hasBitmap: Bool)
+        -> Result<(redraw: Bool, scale: Double)?, ImageCache.Error> {
+        guard hasBitmap else { return .failure(noBitmap) }
+        let redraw = upright((1, 1), orientation: orientation) != nil
+        let target = (1...16).contains(displayScale) && abs(scale - displayScale) > 0.001 ? displayScale : scale
+        return redraw || target != scale ? .success((redraw, target)) : .success(nil)
+    }
+
+    /// Why an image with no bitmap cannot be processed or stored.
+    fileprivate static let noBitmap = ImageCache.Error.decodingFailed(
+        "the image has no bitmap (a UIImage made from a CIImage): render it into a CGImage first")
+
+    /// The bitmap a built-in draws into: with an alpha channel only where the result needs one
+    /// (the source has one, a clip leaves corners clear, or the image does not cover the canvas),
+    /// so that an opaque photo stays opaque (no blending on screen; `store` keeps it as a JPEG);
+    /// and in the source's own colour space when it is an RGB one (Display P3 keeps its colours),
+    /// else sRGB (grey, indexed, CMYK sources). `alphaInfo` is `CGImageAlphaInfo`'s raw value,
+    /// `model` `CGColorSpaceModel`'s (nil: no colour space); the image is drawn under `transform`.
+    fileprivate static func canvas(alphaInfo: UInt32, model: Int32?, for drawing: Drawing, transform: Transform? = nil)
+        -> (alpha: Bool, sourceSpace: Bool) {
+        let opaqueSource = [0, 5, 6].contains(alphaInfo)  // none, noneSkipLast, noneSkipFirst
+        let canvas = CGRect(x: 0, y: 0, width: drawing.canvas.width, height: drawing.canvas.height)
+        var image = drawing.image
+        if let transform {  // a quarter turn or a mirror: the corners' bounds are the drawn rectangle
+            let corners = [(image.minX, image.minY), (image.maxX, image.maxY)].map { transform.apply($0.0, $0.1) }
+            image = CGRect(x: min(corners[0].x, corners[1].x), y: min(corners[0].y, corners[1].y),
+                           width: abs(corners[0].x - corners[1].x), height: abs(corners[0].y - corners[1].y))
+        }
+        let covers = image.insetBy(dx: -0.001, dy: -0.001).contains(canvas)
+        return (!opaqueSource || drawing.clip != .none || !covers, model == 1)  // 1: RGB
+    }
+
+    /// `crop(to:)`'s drawing: the part `covered` (pixels from the top left) of an image of `pixels`,
+    /// copied onto a canvas its size, so that the variant holds no reference to its parent's
+    /// bitmap (`CGImage.cropping` keeps the whole parent alive).
+    fileprivate static func cropping(_ pixels: (width: Int, height: Int), to covered: CGRect) -> Drawing {
+        let canvas = (max(1, Int(covered.width)), max(1, Int(covered.height)))
+        return Drawing(canvas: canvas, image: CGRect(x: -covered.minX, y: -(Double(pixels.height) - covered.maxY),
+                                                     width: Double(pixels.width), height: Double(pixels.height)))
+    }
+}
+
+#if canImport(UIKit) || canImport(AppKit)
+nonisolated extension ImageCache {
+    /// `image` as the processors get it (see ``Processor/preparation(orientation:scale:displayScale:hasBitmap:)``):
+    /// as it is, given `displayScale`, or redrawn upright at it; an animation as it is (the
+    /// built-ins draw its first frame).
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> {
+        let bitmap = cgImage(of: image)
+        #if canImport(UIKit)
+        if image.images != nil { return .success(image) }
+        let orientation = image.imageOrientation.rawValue
+        #else
+        let orientation = 0  // an NSImage draws upright
+        #endif
+        let plan = Processor.preparation(orientation: orientation, scale: scale(of: image), displayScale: displayScale,
+                                         hasBitmap: bitmap != nil)
+        guard case .success(let steps?) = plan, let bitmap else { return plan.map { _ in image } }
+        guard steps.redraw, let turn = Processor.upright((bitmap.width, bitmap.height), orientation: orientation) else {
+            return .success(self.image(bitmap, scale: steps.scale))
+        }
+        var drawing = Processor.Drawing(whole: (bitmap.width, bitmap.height))
+        drawing.canvas = turn.canvas
+        guard let upright = draw(bitmap, drawing, transform: turn.transform) else {
+            return .failure(.decodingFailed("the image could not be drawn upright"))
+        }
+        return .success(self.image(upright, scale: steps.scale))
+    }
+
+    /// Why `image` cannot be stored or processed, if it cannot: it has no bitmap.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? {
+        cgImage(of: image) == nil ? Processor.noBitmap : nil
+    }
+}
+#else
+nonisolated extension ImageCache {
+    /// Linux: an image is its bytes, upright at 1x: the processors get it as it is.
+    fileprivate static func prepared(_ image: Image, displayScale: Double) -> Result<Image, Error> { .success(image) }
+
+    /// Linux: an image always has its bytes.
+    fileprivate static func bitmapRefusal(of image: Image) -> Error? { nil }
+}
+#endif
+
 // MARK: - Pipeline/Settlement.swift
 
 // What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
@@ -5434,6 +7209,7 @@ nonisolated extension ImageCache {
         var response: URLResponse?
         var sentAt: TimeInterval?
         var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -5447,12 +7223,13 @@ nonisolated extension ImageCache.Ledger {
                            now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
         guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
-            if case .stale(let payload, let file)? = found, !download.ignoresCache { download.stale = (payload, file) }
-            lanes.move(download, to: .queued)
-            counts.misses &+= 1
+            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
+            missedOnDisk(download, found)
+            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
         counts.diskHits &+= 1
+        log(download, from: .disk)
         lanes.move(download, to: .done)
         var kept = payload
         kept.bytes = nil  // they are on disk
@@ -5462,16 +7239,15 @@ nonisolated extension ImageCache.Ledger {
         } else {
             entries[download.key] = nil
         }
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit or a
-    /// miss; a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
+    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.misses &+= 1 }
+        guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
         case .loaded?, .loading?: return
@@ -5501,11 +7277,11 @@ nonisolated extension ImageCache.Ledger {
                                now: TimeInterval) -> ImageCache.Settled? {
         guard isCurrent(download) else { return nil }
         switch download.phase {
-        case .running, .decoding: break
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download, received: whole.0) { task.finalProgress = whole }
+            for task in progressed(download, received: whole.0) { task.keepFinalProgress(whole) }
         }
         let outcome = outcome(of: download, result, response: answer.response)
         var delivery: Result<Delivery, Error>?
@@ -5519,8 +7295,8 @@ nonisolated extension ImageCache.Ledger {
         case .failed(let error):
             delivery = fail(download, error, bytes: bytes)
         }
-        defer { if delivery != nil { download.waiters = [] } }
-        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: download.waiters)
+        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
     }
 
     /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
@@ -5554,7 +7330,8 @@ nonisolated extension ImageCache.Ledger {
     /// get.
     private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
                                          now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits)
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
         let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
@@ -5659,8 +7436,7 @@ nonisolated extension ImageCache.Ledger {
     mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
                                write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
         let stopped = stopped.map { stopped in
-            for task in stopped.waiters { task.download = download }
-            download.waiters += stopped.waiters
+            download.adopt(stopped.waiters)
             return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
         }
         lanes.move(download, to: .decoding)
@@ -5678,8 +7454,7 @@ nonisolated extension ImageCache.Ledger {
         var kept = payload
         if download.written { kept.bytes = nil }  // on disk already
         keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
-        defer { download.waiters = [] }
-        return (download.waiters, startReady())
+        return (download.takeWaiters(), startReady())
     }
 }
 
@@ -5927,6 +7702,7 @@ nonisolated extension ImageCache.Ledger {
                 evicted.append(evict(victim))
             }
             counts.evictions &+= evicted.count
+            missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
             for slot in evicted.suffix(8) where slot.image != nil { keepSecondChance(slot) }
@@ -5953,6 +7729,14 @@ nonisolated extension ImageCache.Ledger {
         let gone = memory.remove(slot)
         entries[gone.key] = nil
         return gone
+    }
+
+    /// Takes `key`'s entry out of memory (not to the second chance) if it still holds `image`: a
+    /// download's own decode that no request still wants (see `deliver(entryOf:)`). Its file is
+    /// written if it is missing, as an eviction's would be.
+    mutating func release(_ key: Key, holding image: Image?, now: TimeInterval) {
+        guard case .loaded(let slot)? = entries[key], let image, memory[slot].image == image else { return }
+        keepOnDisk([evict(slot)], usedAt: now)
     }
 
     /// Queues memory's entries for the disk: each is written unless its file is there already, in
@@ -5995,7 +7779,7 @@ nonisolated extension ImageCache.Ledger {
         case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
             memory[slot].data = nil
         case .loading(let download)? where download.load.storedAt == downloadedAt:
-            download.written = true
+            download.noteWritten()
         default:
             break
         }
@@ -6101,6 +7885,8 @@ nonisolated extension ImageCache {
         var isStale = false
         var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
+        var misses = Misses()  // what the tiers said of the download (MissReason.swift)
+        var metrics: TransferMetrics?  // what its transfer measured, from the network
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -6114,7 +7900,8 @@ nonisolated extension ImageCache {
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
-            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -6125,7 +7912,8 @@ nonisolated extension ImageCache {
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
-            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale))
+            return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
+                                    misses: delivery.misses, metrics: delivery.metrics))
         }
     }
 
@@ -6173,9 +7961,10 @@ nonisolated extension ImageCache {
     /// for it, on a decode worker (here if its decoder is cheap and there are none), kept in memory
     /// under their key beside the entry; `event` goes with the first delivery. Without bytes to
     /// decode (an image stored on Apple platforms), every waiter gets the image, and a variant's
-    /// processors run on it.
+    /// processors run on it. A `downloaded` entry that no waiter asked for itself (a binding before
+    /// layout rebound at its size, say) leaves memory once theirs are kept: its requests have gone.
     fileprivate func deliver(entryOf key: Key, to tasks: [FetchTask], _ result: Result<Delivery, Error>,
-                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil) {
+                          event: Event? = nil, handler: (@Sendable (Event) -> Void)? = nil, downloaded: Bool = false) {
         guard case .success(let delivery) = result, delivery.failed == nil,
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
@@ -6192,28 +7981,37 @@ nonisolated extension ImageCache {
         }
         if !shared.isEmpty { deliver(shared, result, event: event, handler: handler) }
         let (source, isStale, limits) = (delivery.source, delivery.isStale, delivery.limits)
+        let unwanted = downloaded && shared.isEmpty ? Countdown(order.count) : nil
         for (index, ownKey) in order.enumerated() {
             let event = shared.isEmpty && index == 0 ? event : nil
             let tasks = own[ownKey] ?? [], load = tasks[0].load
             let image = Unchecked(delivery.payload.image)  // what the decode is made from, only compared
             let stored = Unchecked(delivery.payload)  // the image itself, when there are no bytes
+            // Once the last own decode is kept (or not made), the entry no one asked for goes.
+            let release: @Sendable () -> Void = {
+                guard unwanted?.done() == true else { return }
+                let now = self.currentTime()
+                self.locked { $0.release(key, holding: image.value, now: now) }
+            }
             let decode: @Sendable () -> Void = {
                 guard tasks.contains(where: \.isWaiting) else {  // cancelled meanwhile: not decoded
+                    release()
                     if let event { self.emit(event) }
                     return
                 }
                 let whole = bytes.map { load.decoder.decode($0, limits) } ?? .success(stored.value)
                 let decoded = whole.flatMap { payload in
                     guard !load.processors.isEmpty, let made = payload.image else { return Result.success(payload) }
-                    return Processor.run(load.processors, on: made).map { Payload(image: $0) }
+                    return Processor.run(load.processors, on: made, scale: load.scale).map { Payload(image: $0) }
                 }.map { payload in
                     let now = self.currentTime()
                     self.locked { $0.keepVariant(payload, under: ownKey, beside: key, from: image.value, now: now) }
                     return Delivery(payload: payload, source: source, isStale: isStale, limits: limits)
                 }
+                release()
                 self.deliver(tasks, decoded, event: event, handler: handler)
             }
-            if load.decoder.isCheap && load.processors.isEmpty { decode() } else { decodes.async(decode) }
+            if load.decoder.isCheap(limits) && load.processors.isEmpty { decode() } else { decodes.async(decode) }
         }
     }
 
@@ -6292,9 +8090,9 @@ nonisolated extension ImageCache {
     /// Stores `data` under `key` (see `store(_:for:)`): checked and decoded here where that is cheap
     /// (Linux's structural check), else on a decode worker.
     fileprivate func store(_ data: Data, under key: Key) throws {
-        let decoder = storeDecoder
-        guard decoder.isCheap else { return try storeDecoding(data, under: key, decoder) }
+        let decoder = Decoder.image
         let limits = locked { $0.decodeLimits }
+        guard decoder.isCheap(limits) else { return try storeDecoding(data, under: key, decoder) }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -6344,22 +8142,13 @@ nonisolated extension ImageCache {
         startNetwork(settled.started)
     }
 
-    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once, its bytes on disk after.
-    /// Throws when their size is known now and too large. An image that memory does not keep (it
-    /// costs more than a quarter of its budget) and that has no bytes in hand is encoded here, now,
-    /// and stored as those bytes: then the caller hears if it can be kept in neither tier.
+    /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
+    /// bytes on disk after. Throws when their size is known now and too large. An image with no
+    /// bytes in hand is encoded on the store's queue, never the caller's thread, whether memory
+    /// keeps it or not (in an app extension memory keeps few photos): fetches of `key` wait for
+    /// its file meanwhile.
     fileprivate func store(_ image: Image, under key: Key) throws {
-        let (known, memoryKeeps, maxPixels) = locked { ledger in
-            (storedBytes(of: image, in: ledger).size != nil,
-             Self.memoryCost(of: image) <= ledger.settings.memoryMaxBytes / 4, ledger.decodeLimits.maxPixels)
-        }
-        if !memoryKeeps, !known {
-            let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: maxPixels) }
-            guard let data = encode(image) else {
-                throw Error.decodingFailed("the image is too large for memory and cannot be encoded for the disk")
-            }
-            return try store(Payload(bytes: data, image: image), under: key)
-        }
+        if let refusal = Self.bitmapRefusal(of: image) { throw refusal }  // nothing to keep or encode
         let now = currentTime()
         let stopped = try locked { ledger in
             let bytes = storedBytes(of: image, in: ledger)
@@ -6375,6 +8164,13 @@ nonisolated extension ImageCache {
         finishStopped(stopped, with: .success(Delivery(payload: Payload(image: image), source: .memory)), entryOf: key)
     }
 
+    /// The bytes `store` writes for `image`: the plugged encoder's (see ``Plugins/encoder``), else
+    /// the platform's encoding (``encodedBytes(of:maxPixels:)``).
+    private static func encoded(_ image: Image, by encoder: (any ImageEncoder)?, maxPixels: Int) -> Data? {
+        guard let encoder else { return encodedBytes(of: image, maxPixels: maxPixels) }
+        return encoder.encode(image)
+    }
+
     /// Where the bytes `store` keeps for an image are.
     fileprivate struct StoredBytes {
         var data: Data?  // in hand
@@ -6384,12 +8180,13 @@ nonisolated extension ImageCache {
 
     /// The bytes `store` keeps for `image`: its own where it has them (Linux); else the original
     /// bytes of the entry memory holds it in (in memory until written, then in that entry's file);
-    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``).
+    /// else none: it is encoded (``encodedBytes(of:maxPixels:)``). A variant processors made has
+    /// no bytes of its own: the file under its key string is its original's, not it.
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if imageEncoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
-        guard let entry = ledger.slot(holding: image) else { return StoredBytes() }
+        if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
     }
@@ -6405,7 +8202,10 @@ nonisolated extension ImageCache {
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
         let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+        private(set) var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+
+        /// Keeps a look-up of its key on disk waiting until its file is settled (see `settle`).
+        func park(_ download: Download, maxBytes: Int) { parked.append((download, maxBytes)) }
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
              limit: Int, maxPixels: Int) {
@@ -6429,10 +8229,10 @@ nonisolated extension ImageCache {
             return run(.write(job.with(data), key: Key(string: job.item.url), usedAt: now))
         }
         settle(job.item.id)  // an earlier store of the key, still encoding, gives way
-        disk.storing[job.item.id] = job
-        let encode = imageEncoder ?? { Self.encodedBytes(of: $0, maxPixels: job.maxPixels) }
+        disk.beginStoring(job)
+        let encoder = plugins.encoder
         Self.encodes.async {
-            let data = encode(job.image)
+            let data = Self.encoded(job.image, by: encoder, maxPixels: job.maxPixels)
             self.diskQueue.async { self.storedOnDisk(job, data) }
         }
     }
@@ -6455,7 +8255,7 @@ nonisolated extension ImageCache {
     /// Ends the store of file `id` under way, if any, on the disk queue: what came after it (a write,
     /// a removal) decides the file now, and the look-ups that waited for it go on.
     fileprivate func settle(_ id: UInt64) {
-        guard !disk.storing.isEmpty, let job = disk.storing.removeValue(forKey: id) else { return }
+        guard let job = disk.endStoring(id) else { return }
         for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
     }
 
@@ -6694,7 +8494,7 @@ nonisolated extension ImageCache {
 
         let folder: URL
         private let folderPath: String
-        weak var owner: ImageCache?
+        private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
@@ -6711,11 +8511,11 @@ nonisolated extension ImageCache {
         private var counted: (files: Int, bytes: Int)?
         // The stored images being encoded, by file: written when their bytes come unless a write
         // or a removal of the file comes first (see `ImageStore`).
-        var storing: [UInt64: ImageStore] = [:]
-        var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
-        var maxBytes: Int
-        var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
-        var keepsExpired = false
+        private(set) var storing: [UInt64: ImageStore] = [:]
+        private(set) var timeToLive: TimeInterval  // the cache's settings, set here in order with the disk work
+        private(set) var maxBytes: Int
+        private(set) var maxStreamedBytes = ImageCache.defaultMaxDiskImageBytes  // ``ImageCache/maxDiskImageBytes``
+        private(set) var keepsExpired = false
         fileprivate static let staleTemporaryAge: TimeInterval = 3_600
 
         init(folder: URL, timeToLive: TimeInterval, maxBytes: Int) {
@@ -6864,6 +8664,23 @@ nonisolated extension ImageCache {
                  + "serving from memory and the network")
             return .failed
         }
+
+        /// The cache it works for (held weakly: the cache holds it), set once the cache is made.
+        func attach(to owner: ImageCache) { self.owner = owner }
+
+        /// The cache's settings, set here in order with the disk work.
+        func set(timeToLive: TimeInterval) { self.timeToLive = timeToLive }
+        func set(maxStreamedBytes: Int) { self.maxStreamedBytes = maxStreamedBytes }
+        func set(keepsExpired: Bool) { self.keepsExpired = keepsExpired }
+
+        /// Notes a stored image being encoded for its file `job.item.id` (see `ImageStore`).
+        func beginStoring(_ job: ImageStore) { storing[job.item.id] = job }
+
+        /// Ends the store of file `id` under way, if any, and returns it.
+        func endStoring(_ id: UInt64) -> ImageStore? {
+            storing.isEmpty ? nil : storing.removeValue(forKey: id)
+        }
+
 
         /// A new `maxBytes`: applied at once only if the bytes already counted pass it (no listing
         /// ahead of a launch's lookups), else by the sweep or the next write.
@@ -7089,7 +8906,7 @@ nonisolated extension ImageCache {
             try spool.close { try describe($0, as: item, usedAt: now) }
             let replaced = file(item.id)?.size
             try POSIX.check(Foundation.renameat(spool.directory, spool.name, directory, Self.name(item.id)))
-            spool.adopted = true
+            spool.noteAdopted()
             return replaced
         }
 
@@ -7369,7 +9186,10 @@ nonisolated extension ImageCache {
         let directory: Int32  // the folder the spool was opened in, its own descriptor
         private(set) var fd: Int32
         private(set) var count = 0  // bytes written
-        var adopted = false  // renamed into place as the entry's file: not deleted
+        private(set) var adopted = false  // renamed into place as the entry's file: not deleted
+
+        /// Notes that it was renamed into place as the entry's file: its file is not deleted.
+        func noteAdopted() { adopted = true }
 
         private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
             (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)
@@ -7759,6 +9579,8 @@ nonisolated extension ImageCache {
         var maxAnimatedFrames = 200
         /// The memory budget (``ImageCache/imageMemoryMaxBytes``); an animation may cost a quarter of it.
         var memoryMaxBytes = Int.max
+        /// The decoders the app plugged in (``ImageCache/Plugins/decoders``), asked before the platform's.
+        var decoders: [any ImageDecoder] = []
     }
 
     /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
@@ -8092,24 +9914,16 @@ nonisolated extension ImageCache {
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
 
-    /// How many times the animation in `source` plays (0: forever), by ``plays(gifLoopCount:)``.
+    /// How many times the animation in `source` plays (0: forever): GIF's by ``plays(gifLoopCount:)``,
+    /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
     private static func plays(_ source: CGImageSource) -> Int {
-        let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any]
-        if let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any],
-           let plays = png[kCGImagePropertyAPNGLoopCount] as? Int {
-            return plays
-        }
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        return plays(gifLoopCount: gif?[kCGImagePropertyGIFLoopCount] as? Int)
+        ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
     }
 
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF (unclamped) or an APNG.
+    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
+    /// (unclamped where the format says it).
     private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
-        let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
-        let png = properties?[kCGImagePropertyPNGDictionary] as? [CFString: Any]
-        return (gif?[kCGImagePropertyGIFUnclampedDelayTime] ?? gif?[kCGImagePropertyGIFDelayTime]
-            ?? png?[kCGImagePropertyAPNGUnclampedDelayTime] ?? png?[kCGImagePropertyAPNGDelayTime]) as? Double
+        ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
     }
     #endif
 
@@ -8181,7 +9995,8 @@ nonisolated extension ImageCache {
 // MARK: - Decoding/Formats.swift
 
 // Formats: the structural check of PNG, JPEG, GIF and WebP bytes (where an image ends, its size, its
-// frames and their timing), which runs on every platform before any decoder.
+// frames and their timing; an animated WebP's by WebPAnimation), which runs on every platform before
+// any decoder.
 
 
 nonisolated extension ImageCache {
@@ -8467,12 +10282,17 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            // An animated WebP (ANIM and ANMF chunks) counts as 1 frame: its frames are not walked.
-            return .success((.webp, width, height, riffEnd, 1, Timing()))
+            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
+            // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
+            switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
+            case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))
+            case .failure(let refusal): return corrupt(.webp, refusal.reason)
+            }
         }
 
         /// A short description of bytes that are not an image, for error messages.
         func describe() -> String {
+            if let heif = HEIFBrands(bytes) { return heif.description }  // Format cannot grow in 1.x
             let prefix = Array(bytes.prefix(16))
             let text = String(decoding: prefix, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let lower = text.lowercased()
@@ -8485,6 +10305,931 @@ nonisolated extension ImageCache {
             return "unknown bytes " + prefix.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
         }
     }
+}
+
+// MARK: - Decoding/PNGWriter.swift
+
+// Pixels as PNG bytes, where no UI framework exists: how a plugged decoder (or a placeholder) on Linux
+// makes an `Image` of a format the cache already has.
+
+
+#if !canImport(UIKit) && !canImport(AppKit)
+nonisolated extension ImageCache.Image {
+    /// An image of `rgba` pixels, 4 bytes each (red, green, blue, alpha; rows top to bottom),
+    /// `width` x `height` of them, kept as PNG bytes (stored, not compressed): how a plugged
+    /// decoder (``ImageCache/ImageDecoder``) makes an image where no UI framework exists. Its
+    /// ``format`` is ``ImageCache/Format/png``. Nil when the sizes are not positive or the bytes
+    /// are not `width * height * 4`.
+    public init?(rgba: [UInt8], width: Int, height: Int) {
+        guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24,
+              width.multipliedReportingOverflow(by: height).partialValue <= Int.max / 4,
+              rgba.count == width * height * 4,
+              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba: rgba, width: width, height: height)) else {
+            return nil
+        }
+        self = image
+    }
+}
+#endif
+
+nonisolated extension ImageCache {
+    /// Writes RGBA pixels as a PNG: one IDAT of stored (uncompressed) deflate blocks.
+    fileprivate enum PNGWriter {
+        static func png(rgba: [UInt8], width: Int, height: Int) -> Data {
+            var raw = [UInt8]()
+            raw.reserveCapacity(height * (width * 4 + 1))
+            for row in 0..<height {
+                raw.append(0)  // filter: none
+                raw.append(contentsOf: rgba[(row * width * 4)..<((row + 1) * width * 4)])
+            }
+            var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            var header = [UInt8]()
+            header += be32(width) + be32(height) + [8, 6, 0, 0, 0]  // 8 bits, RGBA, no interlace
+            chunk("IHDR", header, into: &png)
+            chunk("IDAT", zlibStored(raw), into: &png)
+            chunk("IEND", [], into: &png)
+            return png
+        }
+
+        private static func be32(_ value: Int) -> [UInt8] {
+            [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        }
+
+        private static func chunk(_ type: String, _ body: [UInt8], into png: inout Data) {
+            let typed = Array(type.utf8) + body
+            png.append(contentsOf: be32(body.count) + typed + be32(Int(crc32(typed))))
+        }
+
+        /// `bytes` as a zlib stream of stored deflate blocks (at most 65,535 bytes each).
+        private static func zlibStored(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = [0x78, 0x01]
+            var start = 0
+            repeat {
+                let count = min(65_535, bytes.count - start)
+                let last: UInt8 = start + count == bytes.count ? 1 : 0
+                out += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8(~count >> 8 & 0xFF)]
+                out += bytes[start..<(start + count)]
+                start += count
+            } while start < bytes.count
+            var (a, b): (UInt32, UInt32) = (1, 0)
+            for byte in bytes {
+                a = (a + UInt32(byte)) % 65_521
+                b = (b + a) % 65_521
+            }
+            return out + be32(Int(b << 16 | a))
+        }
+
+        private static let crcTable: [UInt32] = (0..<256).map { n in
+            (0..<8).reduce(UInt32(n)) { c, _ in c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        }
+
+        private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+            ~bytes.reduce(~UInt32(0)) { crcTable[Int(($0 ^ UInt32($1)) & 0xFF)] ^ ($0 >> 8) }
+        }
+    }
+}
+
+// MARK: - Decoding/WebPAnimation.swift
+
+// WebPAnimation: the structural parse of an extended WebP's animation (its ANIM and ANMF chunks),
+// which the format check (Formats.swift) runs on every platform: frames, durations, loop count.
+
+
+nonisolated extension ImageCache {
+    /// The frames of an extended WebP (RIFF `VP8X`, `ANIM`, `ANMF`), as the WebP container
+    /// specification lays them out, read from chunks whose headers the format check already found
+    /// inside the RIFF.
+    ///
+    /// Refused, with the reason: an `ANMF` chunk before any `ANIM` chunk, or in a file whose `VP8X`
+    /// header does not set the animation flag; an animation flag with no `ANMF` chunk; an `ANIM`
+    /// chunk shorter than its 6 bytes or an `ANMF` shorter than its 16-byte header; a frame that
+    /// does not lie inside the canvas; a frame's chunk (`ALPH`, `VP8 `, `VP8L`, ...) that runs past
+    /// its `ANMF` chunk; a frame without `VP8 ` or `VP8L` data whose header is whole.
+    ///
+    /// Durations follow ``ImageCache/frameDuration(delay:)`` (a delay under 20 ms shows for 100 ms);
+    /// the loop count is the number of plays, 0 for forever (as libwebp and browsers read it).
+    fileprivate struct WebPAnimation {
+        /// Why the chunks are not an animation a decoder would accept.
+        fileprivate struct Refusal: Swift.Error {
+            let reason: String
+        }
+
+        private let bytes: UnsafeBufferPointer<UInt8>
+
+        /// Reads `bytes`, the whole file.
+        fileprivate init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+        }
+
+        /// The frames and timing of the extended WebP whose chunks run from byte 12 (its `VP8X`
+        /// chunk) to `end`, with a canvas of `canvas` pixels. A file whose `VP8X` header says it is
+        /// not animated, and has no `ANMF` chunk, is one frame.
+        fileprivate func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: Timing), Refusal> {
+            let animated = byte(20) & 0x02 != 0  // the VP8X flags' animation bit
+            var (offset, plays, durations): (Int, Int?, [Double]) = (12, nil, [])
+            while end - offset >= 8 {
+                let start = offset + 8, length = min(Int(le32(offset + 4)), end - start)
+                if matches("ANIM", at: offset) {
+                    guard length >= 6 else { return refuse("the ANIM chunk has \(length) bytes, not 6") }
+                    plays = plays ?? le16(start + 4)
+                } else if matches("ANMF", at: offset) {
+                    guard animated else { return refuse("an ANMF frame in a WebP whose VP8X header is not animated") }
+                    guard plays != nil else { return refuse("the ANMF frame at byte \(offset) comes before any ANIM chunk") }
+                    if let reason = frameProblem(start, length, durations.count + 1, canvas) { return refuse(reason) }
+                    durations.append(frameDuration(delay: Double(le24(start + 12)) / 1_000))
+                }
+                offset = start + length + (length & 1)
+            }
+            if animated && durations.isEmpty { return refuse("the VP8X header says animated, but no ANMF frame follows") }
+            guard durations.count > 1 else { return .success((1, Timing())) }
+            return .success((durations.count, Timing(durations: durations, plays: plays ?? 0)))
+        }
+
+        /// What is wrong with the frame (number `number`, from 1) whose `ANMF` payload is the
+        /// `length` bytes at `start`; nil if nothing is.
+        private func frameProblem(_ start: Int, _ length: Int, _ number: Int, _ canvas: (width: Int, height: Int)) -> String? {
+            guard length >= 16 else { return "frame \(number)'s ANMF chunk has \(length) bytes, under its 16-byte header" }
+            let (x, y) = (le24(start) * 2, le24(start + 3) * 2)
+            let (width, height) = (le24(start + 6) + 1, le24(start + 9) + 1)
+            guard x + width <= canvas.width, y + height <= canvas.height else {
+                return "frame \(number) (\(width)x\(height) at \(x),\(y)) lies outside the \(canvas.width)x\(canvas.height) canvas"
+            }
+            var (offset, image) = (start + 16, false)
+            let end = start + length
+            while offset < end {
+                guard end - offset >= 8, le32(offset + 4) <= end - offset - 8 else {
+                    return "frame \(number)'s chunk at byte \(offset) runs past its ANMF chunk"
+                }
+                let (data, size) = (offset + 8, Int(le32(offset + 4)))
+                if matches("VP8 ", at: offset) || matches("VP8L", at: offset) {
+                    let lossless = matches("VP8L", at: offset)
+                    guard lossless ? size >= 5 && byte(data) == 0x2F
+                                   : size >= 10 && byte(data + 3) == 0x9D && byte(data + 4) == 0x01 && byte(data + 5) == 0x2A else {
+                        return "frame \(number)'s \(lossless ? "VP8L" : "VP8") header at byte \(offset) is not whole"
+                    }
+                    image = true
+                }
+                offset = data + size + (size & 1)
+            }
+            return image ? nil : "frame \(number) has no VP8 or VP8L data"
+        }
+
+        private func refuse(_ reason: String) -> Result<(frames: Int, timing: Timing), Refusal> {
+            .failure(Refusal(reason: reason))
+        }
+
+        private func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
+        private func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
+        private func le24(_ i: Int) -> Int { le16(i) | byte(i + 2) << 16 }
+        // Unsigned, compared with what is left, never added to an offset unchecked (as Formats.swift does).
+        private func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
+        private func matches(_ tag: String, at offset: Int) -> Bool {
+            tag.utf8.enumerated().allSatisfy { byte(offset + $0.offset) == Int($0.element) }
+        }
+    }
+}
+
+// MARK: - Decoding/HEIFBrands.swift
+
+// HEIFBrands: what an ISO base media file's `ftyp` box says it is (a HEIF or AVIF still, or an image
+// sequence: HEICS, AVIS), for the format check's description of bytes that are not one of its formats.
+
+
+nonisolated extension ImageCache {
+    /// The brands of a HEIF file's leading `ftyp` box (ISO/IEC 23008-12): the major brand and the
+    /// compatible ones, and whether they name an image sequence (`msf1`, `hevc`, `hevx`, `avis`: an
+    /// animation, HEICS or AVIS) rather than stills (`mif1`, `heic`, `heix`, `avif`, ...).
+    ///
+    /// ``Format`` cannot grow in 1.x, so on Linux such a file is not an ``Image``: it fails with
+    /// ``Error/notAnImage(_:)``, whose text (``description``) names it, say "a HEIF image sequence
+    /// (HEICS; brands msf1, hevc)". Where ImageIO decodes, it decodes such a file itself.
+    fileprivate struct HEIFBrands: Sendable, Equatable {
+        /// The major brand, then the compatible brands, as four-character strings.
+        private(set) var brands: [String]
+
+        /// The brands of `bytes`' first box, if it is an `ftyp` box that lies inside `bytes`, has a
+        /// major brand, and names at least one HEIF brand; else nil.
+        fileprivate init?(_ bytes: some Collection<UInt8>) {
+            let head = Array(bytes.prefix(4_096))  // an ftyp box is tens of bytes
+            guard head.count >= 16, Array(head[4..<8]) == Array("ftyp".utf8) else { return nil }
+            let size = head[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard size >= 16, size <= head.count else { return nil }
+            // The major brand, then the minor version (4 bytes, skipped), then compatible brands.
+            let offsets = [8] + Array(stride(from: 16, to: size - 3, by: 4))
+            brands = offsets.map { String(decoding: head[$0..<($0 + 4)], as: UTF8.self) }
+            guard brands.contains(where: { Self.stills.contains($0) || Self.sequences.contains($0) }) else { return nil }
+        }
+
+        /// Whether the file is an image sequence (an animation), not stills.
+        fileprivate var isSequence: Bool { brands.contains { Self.sequences.contains($0) } }
+
+        /// The file in words, for ``Error/notAnImage(_:)``.
+        fileprivate var description: String {
+            let avif = brands.contains { $0.hasPrefix("av") }
+            let kind = isSequence ? (avif ? "an AVIF image sequence (AVIS" : "a HEIF image sequence (HEICS")
+                : (avif ? "an AVIF image (AVIF" : "a HEIF image (HEIC")
+            var seen = Set<String>()
+            let named = brands.filter { seen.insert($0).inserted && !$0.contains("\0") }
+            return kind + "; brands " + named.joined(separator: ", ") + ")"
+        }
+
+        private static let stills: Set<String> = ["mif1", "mif2", "heic", "heix", "heim", "heis", "avif", "miaf"]
+        private static let sequences: Set<String> = ["msf1", "hevc", "hevx", "hevm", "hevs", "avis"]
+    }
+}
+
+// MARK: - Animation/AnimationPlayer.swift
+
+// AnimationPlayer: one view's animation, its frames decoded as they are shown: which frame shows at
+// which time, which frame to decode next into its small ring, what it gives back when it stops.
+
+
+nonisolated extension ImageCache {
+    /// Plays one animation for one view: on each ``tick()`` (a display link's, a timer's) it shows
+    /// the frame the clock says (``FrameTimeline``), if it is decoded, and has its ``FrameSource``
+    /// decode the next one, one at a time, at the view's pixel size, into a small ring: the frame
+    /// shown and at most ``framesAhead`` after it (``AnimationBudget``), so that what it holds is
+    /// bounded by the ring and the view's pixels, never by the animation's frame count.
+    ///
+    /// A frame not decoded by its time is not waited for: the clock goes on, the view keeps the
+    /// frame it shows, and the next decode skips the frames that would be past by the time it is
+    /// done (judged by how long the last decodes took). A player that stops (``isVisible`` false:
+    /// its view is off screen or gone; ``isAnimating`` false; its last play ended) gives its frames
+    /// back, decodes nothing, and, when it plays again, resumes from the time it stopped at.
+    ///
+    /// Thread safety: none of its own. Every method and the `display` callback run on one queue,
+    /// the one the view lives on (the main queue), as the source's completions do.
+    fileprivate final class AnimationPlayer {
+        /// What a player has shown, for the tests and the benchmark: of the frames that fell due,
+        /// how many were shown the first tick they were due, and how many were shown at all.
+        fileprivate struct Statistics: Equatable {
+            var due = 0, onTime = 0, shown = 0
+        }
+
+        private enum Clock { case running(origin: Double), stopped(elapsed: Double) }
+
+        private let source: FrameSource
+        private let timeline: FrameTimeline
+        private let pixels: (width: Int, height: Int)
+        private let budget: AnimationBudget
+        private let now: () -> Double
+        private let display: (DecodedFrame) -> Void
+        private var ring: [Int: DecodedFrame] = [:]  // by frame index: the shown one and those ahead
+        private var clock = Clock.stopped(elapsed: 0)
+        private var pending: (index: Int, requested: Double, generation: Int)?  // the decode under way
+        private var generation = 0  // moves on when the ring is dropped: a decode asked before is not kept
+        private var decodeTime: Double?  // how long decodes take, smoothed
+        private var lastDue = -1  // the ordinal of the last frame counted as due
+        /// The frame shown, and which showing it is (``FrameTimeline/Slot/ordinal``); nil before the first.
+        private(set) var shown: (ordinal: Int, index: Int)?
+        /// Whether the view is on screen: a player whose view is not plays nothing.
+        private(set) var isVisible = false
+        /// Whether the animation is asked to play (the view's `isAnimating`, reduce motion, a load's
+        /// "first frame only" say no).
+        private(set) var isAnimating = true
+        /// What it has shown (see ``Statistics``).
+        private(set) var statistics = Statistics()
+
+        /// A player of `source`'s frames decoded at `pixels`, within `budget`, reading the time in
+        /// seconds from `now` (a monotonic clock), showing each frame with `display`. It shows and
+        /// decodes nothing until it is visible.
+        init(source: FrameSource, pixels: (width: Int, height: Int), budget: AnimationBudget,
+             now: @escaping () -> Double, display: @escaping (DecodedFrame) -> Void) {
+            self.source = source
+            self.timeline = FrameTimeline(durations: source.timing.durations, plays: source.timing.plays)
+            self.pixels = (max(1, pixels.width), max(1, pixels.height))
+            self.budget = budget
+            self.now = now
+            self.display = display
+        }
+
+        deinit {
+            budget.stopped(self)
+        }
+
+        /// What one frame costs at the view's pixels: 4 bytes a pixel.
+        var frameBytes: Int { Int(min(Double(Int.max / 2), bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
+
+        /// How many frames it may hold after the one shown, by its share of the budget.
+        var framesAhead: Int { budget.framesAhead(frameBytes: frameBytes, frameCount: timeline.frameCount) }
+
+        /// The most bytes its ring holds: the frame shown and ``framesAhead`` after it.
+        var ringBytes: Int { (1 + framesAhead) * frameBytes }
+
+        /// The bytes its decoded frames hold now.
+        var heldBytes: Int { ring.values.reduce(0) { $0 + $1.bytes } }
+
+        /// The frames held after the shown one, in the order they will show.
+        var framesHeldAhead: Int { ring.keys.filter { $0 != shown?.index }.count }
+
+        /// Whether it plays now: visible, animating, with more than one frame, and its last play not over.
+        var isPlaying: Bool {
+            if case .running = clock { return true }
+            return false
+        }
+
+        /// The view came on screen or went off it (or away). Off screen, it stops at the time it
+        /// shows and gives its frames back; on screen again, it goes on from there.
+        func setVisible(_ visible: Bool) {
+            isVisible = visible
+            update()
+        }
+
+        /// Plays or pauses (the view's `isAnimating`); paused, it gives its frames back but the
+        /// one shown (which the view still shows) and goes on from there when it plays again.
+        func setAnimating(_ animating: Bool) {
+            isAnimating = animating
+            update()
+        }
+
+        /// Shows the frame the clock says, if it is decoded, drops those it will not show, and has
+        /// the next one decoded. Returns whether it still plays (a display link may stop when not).
+        @discardableResult
+        func tick() -> Bool {
+            guard case .running(let origin) = clock else { return false }
+            let time = now()
+            let slot = timeline.slot(at: time - origin)
+            if slot.ordinal > lastDue {
+                statistics.due += slot.ordinal - max(lastDue, -1)
+                lastDue = slot.ordinal
+                if ring[slot.index] != nil { statistics.onTime += 1 }
+            }
+            if slot.ordinal != shown?.ordinal, let frame = ring[slot.index] {
+                shown = (slot.ordinal, slot.index)
+                statistics.shown += 1
+                display(frame)
+            }
+            trim()
+            decodeNext(at: time - origin)
+            if slot.end == .infinity, shown?.ordinal == slot.ordinal {
+                stop()  // the last play is over, its last frame shown: nothing more to do
+                ring = ring.filter { $0.key == slot.index }
+                return false
+            }
+            return true
+        }
+
+        /// Drops the frames beyond its share of the budget and those it will not show.
+        func trim() {
+            let kept = Set(keep())
+            ring = ring.filter { kept.contains($0.key) }
+        }
+
+        /// Drops every frame (a memory warning), and forgets the decode under way; it decodes
+        /// again on its next tick.
+        func purge() {
+            ring = [:]
+            pending = nil
+            generation += 1
+        }
+
+        /// Starts or stops the clock as visibility and `isAnimating` say.
+        private func update() {
+            let plays = isVisible && isAnimating && timeline.frameCount > 1 && !ended
+            switch (clock, plays) {
+            case (.stopped(let elapsed), true):
+                clock = .running(origin: now() - elapsed)
+                budget.started(self)
+                tick()
+            case (.running, false):
+                stop()
+                if !isVisible { purge() } else { ring = ring.filter { $0.key == shown?.index } }
+            default:
+                break
+            }
+        }
+
+        private var ended: Bool {
+            guard case .stopped(let elapsed) = clock else { return false }
+            let slot = timeline.slot(at: elapsed)
+            return slot.end == .infinity && shown?.ordinal == slot.ordinal
+        }
+
+        private func stop() {
+            guard case .running(let origin) = clock else { return }
+            clock = .stopped(elapsed: now() - origin)
+            budget.stopped(self)
+        }
+
+        /// The frame indices it keeps, in the order they matter: the one shown, then those that
+        /// show from `elapsed` on; as many as its ring holds.
+        private func keep(at elapsed: Double? = nil) -> [Int] {
+            let capacity = 1 + framesAhead
+            let elapsed = elapsed ?? currentElapsed
+            var indices = shown.map { [$0.index] } ?? []
+            for slot in timeline.slots(from: elapsed, count: capacity + 1) where !indices.contains(slot.index) {
+                indices.append(slot.index)
+            }
+            return Array(indices.prefix(capacity))
+        }
+
+        private var currentElapsed: Double {
+            switch clock {
+            case .running(let origin): return now() - origin
+            case .stopped(let elapsed): return elapsed
+            }
+        }
+
+        /// Asks for the next frame it keeps and has not, unless a decode is under way: the first
+        /// that will still show when a decode as long as the last ones is done; past the ring's
+        /// frames, if every one of them would be over by then (a decode slower than the frames).
+        private func decodeNext(at elapsed: Double) {
+            guard pending == nil, case .running = clock else { return }
+            let ready = elapsed + (decodeTime ?? 0)
+            let kept = keep(at: elapsed)
+            let upcoming = timeline.slots(from: elapsed, count: kept.count + 1)
+            let missing = { (slot: FrameTimeline.Slot) in slot.ordinal != self.shown?.ordinal && self.ring[slot.index] == nil }
+            let wanted = upcoming.first { kept.contains($0.index) && missing($0) && $0.end > ready }
+                ?? timeline.slot(at: ready)
+            guard missing(wanted) else { return }
+            let asked = (index: wanted.index, requested: now(), generation: generation)
+            pending = asked
+            source.decodeFrame(wanted.index, pixels: pixels) { [weak self] frame in
+                self?.decoded(frame, asked)
+            }
+        }
+
+        /// A decode is done: the frame goes into the ring if the ring still keeps it (not dropped
+        /// since, not past), then the clock is looked at again at once.
+        private func decoded(_ frame: DecodedFrame?, _ asked: (index: Int, requested: Double, generation: Int)) {
+            guard asked.generation == generation, pending?.index == asked.index else { return }
+            pending = nil
+            let took = max(0, now() - asked.requested)
+            decodeTime = decodeTime.map { ($0 + took) / 2 } ?? took
+            guard case .running = clock else { return }
+            if let frame, keep().contains(asked.index) { ring[asked.index] = frame }
+            tick()
+        }
+    }
+}
+
+// MARK: - Animation/FrameTimeline.swift
+
+// FrameTimeline: which frame of an animation shows at which time, over its plays: each frame for its
+// own duration, the whole played as many times as its file says, the last frame staying after.
+
+
+nonisolated extension ImageCache {
+    /// Which frame an animation shows at a time since it started, and the frames after it: frame
+    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/frameDuration(delay:)``, the
+    /// browsers' rule for delays under 20 ms), and the whole plays `plays` times (0: forever), its
+    /// last frame staying once it has played. A frame shown is a ``Slot``: the frame's index in the
+    /// file, and its ordinal, the how-manieth frame shown since the start, counted across plays.
+    ///
+    /// The times are the clock's, never stretched: where a frame shows depends only on the time, not
+    /// on which frames were shown before it (a frame decoded too late is skipped, not shown late).
+    fileprivate struct FrameTimeline: Sendable {
+        /// A frame on the timeline: which of the file's frames, which showing of all (from 0), and
+        /// when it starts and ends, in seconds from the start (`end` infinite for a last frame that stays).
+        fileprivate struct Slot: Equatable, Sendable {
+            let ordinal: Int, index: Int, start: Double, end: Double
+        }
+
+        private let starts: [Double]  // frame i starts `starts[i]` into a play; one more: the play's length
+        private let plays: Int
+
+        /// The timeline of frames of `durations` seconds (an empty or one-frame list, or one whose
+        /// total is not positive and finite: a still, frame 0 forever), played `plays` times (0: forever).
+        fileprivate init(durations: [Double], plays: Int) {
+            let usable = durations.count > 1 && durations.allSatisfy { $0 > 0 && $0.isFinite }
+                && durations.reduce(0, +).isFinite
+            starts = usable ? durations.reduce(into: [0]) { $0.append($0[$0.count - 1] + $1) } : [0]
+            self.plays = max(0, plays)
+        }
+
+        /// How many frames a play has.
+        fileprivate var frameCount: Int { max(1, starts.count - 1) }
+
+        /// The frame shown `elapsed` seconds after the start (before it: the first).
+        fileprivate func slot(at elapsed: Double) -> Slot {
+            guard starts.count > 2, let total = starts.last else { return Slot(ordinal: 0, index: 0, start: 0, end: .infinity) }
+            let elapsed = elapsed.isFinite ? max(0, elapsed) : 0
+            // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, so that a
+            // step taken at the end a slot gave always lands in the next slot, however sums round.
+            var play = (elapsed / total).rounded(.down)
+            if elapsed < play * total { play -= 1 }
+            if elapsed >= (play + 1) * total { play += 1 }
+            if plays > 0, play >= Double(plays) { return lastSlot() }
+            // The last frame that starts by `elapsed` (a binary search: a GIF may have 65,535 frames).
+            var (low, high) = (0, frameCount - 1)
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if play * total + starts[middle] <= elapsed { low = middle } else { high = middle - 1 }
+            }
+            return slot(play: play, index: low)
+        }
+
+        /// The `count` frames from the one shown at `elapsed` on, in the order they show (fewer
+        /// once the last play ends: its last frame stays).
+        fileprivate func slots(from elapsed: Double, count: Int) -> [Slot] {
+            var result = [slot(at: elapsed)]
+            while result.count < count, let last = result.last, last.end.isFinite {
+                result.append(slot(at: last.end))
+            }
+            return result
+        }
+
+        private func slot(play: Double, index: Int) -> Slot {
+            let total = starts[starts.count - 1]
+            let last = index == frameCount - 1
+            let end = last ? (play + 1) * total : play * total + starts[index + 1]
+            let stays = last && plays > 0 && play + 1 >= Double(plays)
+            return Slot(ordinal: ordinal(play, index), index: index, start: play * total + starts[index],
+                        end: stays ? .infinity : end)
+        }
+
+        /// The ordinal of frame `index` in play `play`, held below `Int.max` / 2 (an `Int` is 32
+        /// bits on watchOS: 65,535 plays of 65,535 frames do not fit), where it stops growing.
+        private func ordinal(_ play: Double, _ index: Int) -> Int {
+            let ordinal = play * Double(frameCount) + Double(index)
+            return ordinal < Double(Int.max / 2) ? Int(ordinal) : Int.max / 2
+        }
+
+        private func lastSlot() -> Slot {
+            let total = starts[starts.count - 1]
+            let play = Double(plays - 1)
+            return Slot(ordinal: ordinal(play, frameCount - 1), index: frameCount - 1,
+                        start: play * total + starts[frameCount - 1], end: .infinity)
+        }
+    }
+}
+
+// MARK: - Animation/AnimationBudget.swift
+
+// AnimationBudget: the one bound in bytes shared by the frame rings of every animation a cache plays,
+// and how many frames each may decode ahead within it.
+
+
+nonisolated extension ImageCache {
+    /// The bound, in bytes, on the decoded frames of every animation playing through one cache
+    /// (``ImageCache/animationMemoryMaxBytes``), split evenly among those that play: a player may
+    /// hold its shown frame and ``framesAhead(frameBytes:frameCount:)`` frames after it. When more
+    /// play, each buffers fewer ahead, never fewer than one, rather than the total growing; a player
+    /// that stops (hidden, paused, ended) leaves the count and holds nothing.
+    /// ``purge()`` (a memory warning) drops every buffer; the players decode again on their next tick.
+    ///
+    /// Thread safety: the limit (``maxBytes``) may be read and set from any thread (a lock guards
+    /// it); the rest is called on the queue the players run on (the main queue, where views play),
+    /// as the players' own methods are.
+    fileprivate final class AnimationBudget: @unchecked Sendable {
+        /// The bound by default: 48 MiB, 34 frames of a 200-point square view at 3x (1.44 MB each).
+        static let defaultMaxBytes = 48 << 20
+
+        /// The most frames a player decodes ahead, whatever its share: more smooths nothing more.
+        static let mostAhead = 8
+
+        private let lock = NSLock()
+        private var limit: Int  // guarded by `lock`
+        // The players that play now, weakly: a player that goes away leaves by itself.
+        private var playing: [ObjectIdentifier: WeakPlayer] = [:]
+
+        private struct WeakPlayer { weak var player: AnimationPlayer? }
+
+        /// A budget of `maxBytes` bytes.
+        init(maxBytes: Int) {
+            limit = max(0, maxBytes)
+        }
+
+        /// The bound in bytes on every playing animation's frames together.
+        var maxBytes: Int {
+            get { lock.withLock { limit } }
+            set { lock.withLock { limit = max(0, newValue) } }
+        }
+
+        /// How many players play now.
+        var playingCount: Int { players.count }
+
+        /// The bytes the playing players' frames hold now.
+        var heldBytes: Int { players.reduce(0) { $0 + $1.heldBytes } }
+
+        /// How many frames a player whose frames cost `frameBytes` each, in an animation of
+        /// `frameCount` frames, may decode ahead of the one it shows: its even share of
+        /// ``maxBytes`` in frames, less the one shown, between 1 and ``mostAhead`` (and fewer than
+        /// the animation has frames).
+        func framesAhead(frameBytes: Int, frameCount: Int) -> Int {
+            let share = Double(maxBytes) / Double(max(1, playing.count))
+            let frames = (share / Double(max(1, frameBytes))).rounded(.down) - 1
+            return max(1, min(Int(min(frames, Double(Self.mostAhead))), Self.mostAhead, frameCount - 1))
+        }
+
+        /// `player` plays from now on: every other player gets a smaller share, and drops the
+        /// frames beyond it at once, so that the total stays within the bound.
+        func started(_ player: AnimationPlayer) {
+            playing[ObjectIdentifier(player)] = WeakPlayer(player: player)
+            for other in players where other !== player { other.trim() }
+        }
+
+        /// `player` stopped playing (its frames already given back).
+        func stopped(_ player: AnimationPlayer) {
+            playing[ObjectIdentifier(player)] = nil
+        }
+
+        /// Drops every player's frames (a memory warning); each decodes again on its next tick.
+        func purge() {
+            for player in players { player.purge() }
+        }
+
+        private var players: [AnimationPlayer] {
+            playing = playing.filter { $0.value.player != nil }
+            return playing.values.compactMap(\.player)
+        }
+    }
+}
+
+// MARK: - Animation/FrameSource.swift
+
+// FrameSource: where a player gets its frames decoded (ImageIO from the bytes or the file kept in the
+// cache's folder on Apple platforms; a fake whose decodes the tests finish).
+
+
+nonisolated extension ImageCache {
+    /// Decodes an animation's frames one at a time, at the pixel size its view asks for, for an
+    /// ``AnimationPlayer``. The source keeps what it decodes from (the bytes, or the file in the
+    /// cache's folder), never the frames: those are the player's, within the shared budget.
+    fileprivate protocol FrameSource: AnyObject {
+        /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
+        var timing: Timing { get }
+
+        /// Decodes frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
+        /// the queue its player runs on, with the frame or nil when it could not be decoded. The
+        /// player asks for one frame at a time.
+        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
+                         completion: @escaping (DecodedFrame?) -> Void)
+    }
+}
+
+// MARK: - Animation/DecodedFrame.swift
+
+// DecodedFrame: one frame of an animation, decoded at the pixel size of the view that plays it, and
+// what it costs in memory.
+
+
+nonisolated extension ImageCache {
+    /// One frame of an animation decoded for a view: its image (nil where there is no platform
+    /// image to make, as for the scheduler's tests) and the bytes its bitmap holds, which the
+    /// shared budget counts (``ImageCache/bitmapBytes(width:height:bytesPerRow:)``).
+    fileprivate struct DecodedFrame: @unchecked Sendable {
+        /// The frame as the view shows it. Immutable once made (a `UIImage`, an `NSImage`).
+        let image: Image?
+        /// What its bitmap holds in memory, in bytes.
+        let bytes: Int
+    }
+}
+
+// MARK: - Animation/FrameClock.swift
+
+// FrameClock: the clock that ticks a playing animation: a timer on a queue (the main one for views),
+// which stops when the animation says it has nothing more to show.
+
+
+nonisolated extension ImageCache {
+    /// Calls `tick` on `queue` every `interval` seconds (1/60 by default) from ``start()`` until
+    /// ``stop()``, or until `tick` returns false. A `DispatchSourceTimer`: the same on every
+    /// platform, macOS before 14 (no `NSView.displayLink`) and watchOS (no `CADisplayLink`)
+    /// included, and type-checked on Linux, where `#selector` (which a display link needs) is not.
+    /// A late tick shows a late frame, never a stretched clock (see ``AnimationPlayer``).
+    ///
+    /// Thread safety: ``start()`` and ``stop()`` are called on `queue`.
+    fileprivate final class FrameClock: @unchecked Sendable {
+        private let queue: DispatchQueue
+        private let interval: Double
+        private let tick: () -> Bool
+        private var timer: DispatchSourceTimer?  // used only on `queue`
+
+        /// A clock that calls `tick` on `queue` every `interval` seconds once started.
+        init(queue: DispatchQueue = .main, interval: Double = 1.0 / 60, tick: @escaping () -> Bool) {
+            (self.queue, self.interval, self.tick) = (queue, max(0.001, interval), tick)
+        }
+
+        deinit {
+            timer?.cancel()
+        }
+
+        /// Whether it ticks.
+        var isRunning: Bool { timer != nil }
+
+        /// Starts ticking, if it is not already.
+        func start() {
+            guard timer == nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            // A leeway of a tenth of a frame lets the system batch wake-ups without a visible delay.
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(Int(interval * 100_000)))
+            timer.setEventHandler { [weak self] in
+                guard let self, self.timer != nil else { return }
+                if !self.tick() { self.stop() }
+            }
+            self.timer = timer
+            timer.resume()
+        }
+
+        /// Stops ticking.
+        func stop() {
+            timer?.cancel()
+            timer = nil
+        }
+    }
+}
+
+// MARK: - Animation/ImageIOFrameSource.swift
+
+// ImageIOFrameSource: an animation's frames decoded one at a time by ImageIO at the view's pixel size,
+// and its timing read from each format's properties dictionary (GIF, APNG, WebP, HEICS).
+
+
+nonisolated extension ImageCache {
+#if canImport(ImageIO)
+    /// A ``FrameSource`` over an image source (`CGImageSource`) that keeps the downloaded bytes, or
+    /// reads the file in the cache's folder, and never its frames: each is decoded when its player
+    /// asks, as a thumbnail (`CGImageSourceCreateThumbnailAtIndex`) whose longest side is the view's,
+    /// on a serial queue of its own, and handed to the player on the main queue.
+    ///
+    /// Thread safety: made and asked on the main queue; the decodes run on its queue.
+    fileprivate final class ImageIOFrameSource: FrameSource, @unchecked Sendable {
+        let timing: Timing
+        private let source: CGImageSource
+        private let scale: Double
+        private let queue = DispatchQueue(label: "ImageCache.ImageIOFrameSource", qos: .userInitiated)
+
+        /// The frames of `data` (or of `file`, which holds the same bytes), shown at `scale`; nil
+        /// unless ImageIO reads more than one frame.
+        init?(data: Data, file: URL? = nil, scale: Double) {
+            let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
+            guard let source, CGImageSourceGetCount(source) > 1 else { return nil }
+            self.source = source
+            self.scale = scale
+            timing = Self.timing(of: source)
+        }
+
+        func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
+                         completion: @escaping (DecodedFrame?) -> Void) {
+            let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                            kCGImageSourceShouldCacheImmediately: true,
+                                            kCGImageSourceCreateThumbnailWithTransform: true,
+                                            kCGImageSourceThumbnailMaxPixelSize: max(pixels.width, pixels.height)]
+            let (source, scale, done) = (Unchecked(source), scale, Unchecked(completion))
+            let dictionary = Unchecked(options as CFDictionary)
+            queue.async {
+                let frame = CGImageSourceCreateThumbnailAtIndex(source.value, index, dictionary.value).map { cgImage in
+                    DecodedFrame(image: Self.image(cgImage, scale: scale),
+                                 bytes: Int(bitmapBytes(width: cgImage.width, height: cgImage.height,
+                                                        bytesPerRow: cgImage.bytesPerRow)))
+                }
+                let decoded = Unchecked(frame)
+                DispatchQueue.main.async { done.value(decoded.value) }
+            }
+        }
+
+        private static func image(_ cgImage: CGImage, scale: Double) -> Image {
+            #if canImport(UIKit)
+            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
+            #else
+            return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            #endif
+        }
+
+        /// How long each frame of `source` shows (by ``ImageCache/frameDuration(delay:)``) and how many
+        /// times the whole plays (0: forever), from its format's dictionary: GIF's (its loop count
+        /// read as browsers do, ``ImageCache/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
+        static func timing(of source: CGImageSource) -> Timing {
+            let count = CGImageSourceGetCount(source)
+            let durations = (0..<count).map { index -> Double in
+                let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
+                return frameDuration(delay: delay(in: properties))
+            }
+            let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
+            return Timing(durations: durations, plays: plays(in: properties))
+        }
+
+        /// A frame's delay in seconds from its properties: each format's unclamped delay, else its delay.
+        fileprivate static func delay(in properties: [CFString: Any]) -> Double? {
+            for (dictionary, unclamped, clamped) in delayKeys {
+                if let format = properties[dictionary] as? [CFString: Any],
+                   let delay = (format[unclamped] ?? format[clamped]) as? Double {
+                    return delay
+                }
+            }
+            return nil
+        }
+
+        /// How many times an animation plays (0: forever) from its container's properties: a GIF's
+        /// loop count read as browsers do, the others' as the number of plays, else once.
+        fileprivate static func plays(in properties: [CFString: Any]) -> Int {
+            if let gif = properties[kCGImagePropertyGIFDictionary] as? [CFString: Any] {
+                return ImageCache.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
+            }
+            for (dictionary, loopCount) in loopKeys {
+                if let format = properties[dictionary] as? [CFString: Any], let plays = format[loopCount] as? Int {
+                    return max(0, plays)  // APNG's num_plays, WebP's and HEICS's loop count: the plays
+                }
+            }
+            return 1  // none said: once, as a GIF without a loop count
+        }
+
+        /// Each format's dictionary, its unclamped delay and its delay: WebP's since iOS 14, macOS 11.
+        private static var delayKeys: [(CFString, CFString, CFString)] {
+            var keys = [(kCGImagePropertyGIFDictionary, kCGImagePropertyGIFUnclampedDelayTime, kCGImagePropertyGIFDelayTime),
+                        (kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGUnclampedDelayTime, kCGImagePropertyAPNGDelayTime),
+                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSUnclampedDelayTime,
+                         kCGImagePropertyHEICSDelayTime)]
+            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
+                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPUnclampedDelayTime,
+                             kCGImagePropertyWebPDelayTime))
+            }
+            return keys
+        }
+
+        /// Each format's dictionary and its loop count, GIF's aside (read as browsers read it).
+        private static var loopKeys: [(CFString, CFString)] {
+            var keys = [(kCGImagePropertyPNGDictionary, kCGImagePropertyAPNGLoopCount),
+                        (kCGImagePropertyHEICSDictionary, kCGImagePropertyHEICSLoopCount)]
+            if #available(iOS 14, macOS 11, tvOS 14, watchOS 7, *) {
+                keys.append((kCGImagePropertyWebPDictionary, kCGImagePropertyWebPLoopCount))
+            }
+            return keys
+        }
+    }
+#endif
+}
+
+// MARK: - Animation/AnimationPlayback.swift
+
+// AnimationPlayback: an animation playing in a view on Apple platforms: its player, its frames from
+// ImageIO, its clock, reduce motion and a memory warning.
+
+
+extension ImageCache {
+#if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+    /// One animation playing in one view: an ``AnimationPlayer`` of the frames ImageIO decodes from
+    /// the bytes (or the cache's file) at the view's pixel size, within the cache's budget
+    /// (``ImageCache/animationMemoryMaxBytes``), ticked by a ``FrameClock`` on the main queue, each
+    /// frame handed to `show`. It plays while the view is visible (``setVisible(_:)``), ``isAnimating``
+    /// is true, reduce motion is off and the load did not ask for the first frame only; otherwise it
+    /// shows the frame it has. A memory purge of the cache (``ImageCache/purgeMemory()``, which a
+    /// memory warning runs) drops every animation's frames; playback resumes on the next tick.
+    @MainActor fileprivate final class AnimationPlayback {
+        private let player: AnimationPlayer
+        private let clock: FrameClock
+        private let firstFrameOnly: Bool
+        // The memory-purge observer, removed in `deinit` (not isolated: hence a Sendable box).
+        private let purges: Unchecked<NSObjectProtocol>
+        /// Whether it is asked to play (an `isAnimating`-style control); true at first.
+        private(set) var isAnimating = true
+
+        /// A playback of `data`'s frames (or `file`'s) at `pixels`, at `scale`, through `cache`'s
+        /// budget, showing each frame with `show`; nil unless ImageIO finds more than one frame.
+        init?(data: Data, file: URL? = nil, pixels: (width: Int, height: Int), scale: Double, cache: ImageCache,
+              firstFrameOnly: Bool = false, show: @escaping @MainActor (Image) -> Void) {
+            guard let source = ImageIOFrameSource(data: data, file: file, scale: scale) else { return nil }
+            let player = AnimationPlayer(source: source, pixels: pixels, budget: cache.animationBudget,
+                                         now: { ProcessInfo.processInfo.systemUptime },
+                                         display: { frame in
+                                             guard let image = frame.image else { return }
+                                             MainActor.assumeIsolated { show(image) }
+                                         })
+            self.player = player
+            self.firstFrameOnly = firstFrameOnly
+            clock = FrameClock { [weak player] in player?.tick() ?? false }
+            // Each playback drops its own player's frames (the budget's `purge()` drops all of them).
+            let purged = Unchecked(player)
+            purges = Unchecked(NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
+                                                                      queue: .main) { _ in
+                MainActor.assumeIsolated { purged.value.purge() }
+            })
+            update()
+        }
+
+        deinit {
+            NotificationCenter.default.removeObserver(purges.value)
+        }
+
+        /// Plays or pauses it; paused, it keeps the frame it shows.
+        func setAnimating(_ animating: Bool) {
+            isAnimating = animating
+            update()
+        }
+
+        /// Its view came on screen (or in a window), or went off (or away): off screen, it decodes
+        /// nothing and gives its frames back.
+        func setVisible(_ visible: Bool) {
+            player.setVisible(visible)
+            update()
+        }
+
+        /// Whether the system asks for less motion: then an animation shows one frame.
+        static var reducesMotion: Bool {
+            #if canImport(UIKit)
+            return UIAccessibility.isReduceMotionEnabled
+            #else
+            return NSWorkspace.shared.accessibilityDisplayShouldReduceMotion
+            #endif
+        }
+
+        private func update() {
+            player.setAnimating(isAnimating && !firstFrameOnly && !Self.reducesMotion)
+            if player.isPlaying { clock.start() } else { clock.stop() }
+        }
+    }
+#endif
 }
 
 // MARK: - Decoding/BlurHash.swift
@@ -9069,6 +11814,21 @@ nonisolated extension ImageCache {
     fileprivate struct Unchecked<Value>: @unchecked Sendable {
         let value: Value
         init(_ value: Value) { self.value = value }
+    }
+
+    /// Counts down work that ends on several threads: `done()` is true for the last of it.
+    fileprivate final class Countdown: @unchecked Sendable {
+        private let lock = NSLock()
+        private var left: Int
+
+        init(_ count: Int) { left = count }
+
+        func done() -> Bool {
+            lock.withLock {
+                left -= 1
+                return left == 0
+            }
+        }
     }
 
     /// The request of an `image(for:)` call, for a cancellation that may come before it is made.

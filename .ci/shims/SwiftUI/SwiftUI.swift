@@ -136,6 +136,70 @@ public struct ProgressView<Label: View, CurrentValueLabel: View>: View {
     nonisolated public init(@ViewBuilder content: () -> Content) { fatalError("SwiftUI shim") }
 }
 
+// MARK: - Lists
+
+/// `@frozen struct Axis`'s `struct Set : OptionSet`, iOS 13, macOS 10.15
+/// (developer.apple.com/documentation/swiftui/axis/set). SHIM: Axis is an enum here, with only its Set.
+public enum Axis {
+    public struct Set: OptionSet, Sendable {
+        public let rawValue: Int8
+        public init(rawValue: Int8) { self.rawValue = rawValue }
+        public static let horizontal = Axis.Set(rawValue: 1)
+        public static let vertical = Axis.Set(rawValue: 2)
+    }
+}
+
+/// `@frozen struct HorizontalAlignment : Equatable`, iOS 13 (developer.apple.com/documentation/swiftui/horizontalalignment).
+@frozen public struct HorizontalAlignment: Equatable, Sendable {
+    public static let center = HorizontalAlignment()
+}
+
+/// `@frozen struct PinnedScrollableViews : OptionSet`, iOS 14
+/// (developer.apple.com/documentation/swiftui/pinnedscrollableviews).
+@frozen public struct PinnedScrollableViews: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+}
+
+/// `nonisolated struct ScrollView<Content> where Content : View`, iOS 13; `nonisolated init(_ axes:
+/// Axis.Set = .vertical, showsIndicators: Bool = true, @ViewBuilder content: () -> Content)`
+/// (developer.apple.com/documentation/swiftui/scrollview/init(_:showsindicators:content:)).
+public struct ScrollView<Content: View>: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    nonisolated public init(_ axes: Axis.Set = .vertical, showsIndicators: Bool = true,
+                            @ViewBuilder content: () -> Content) { fatalError("SwiftUI shim") }
+}
+
+/// `nonisolated struct LazyVStack<Content> where Content : View`, iOS 14, macOS 11; `nonisolated
+/// init(alignment: HorizontalAlignment = .center, spacing: CGFloat? = nil, pinnedViews:
+/// PinnedScrollableViews = .init(), @ViewBuilder content: () -> Content)`
+/// (developer.apple.com/documentation/swiftui/lazyvstack/init(alignment:spacing:pinnedviews:content:)).
+@available(iOS 14.0, macOS 11.0, tvOS 14.0, watchOS 7.0, *)
+public struct LazyVStack<Content: View>: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    nonisolated public init(alignment: HorizontalAlignment = .center, spacing: CGFloat? = nil,
+                            pinnedViews: PinnedScrollableViews = .init(), @ViewBuilder content: () -> Content) {
+        fatalError("SwiftUI shim")
+    }
+}
+
+/// `struct ForEach<Data, ID, Content> where Data : RandomAccessCollection, ID : Hashable`, iOS 13; a
+/// `View` when `Content` is; `init(_ data: Data, id: KeyPath<Data.Element, ID>, @ViewBuilder content:
+/// @escaping (Data.Element) -> Content)` (developer.apple.com/documentation/swiftui/foreach/init(_:id:content:)).
+public struct ForEach<Data: RandomAccessCollection, ID: Hashable, Content> {
+    private let box: AnyObject  // not Sendable, as in the SDK
+}
+
+extension ForEach: View where Content: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("SwiftUI shim") }
+    public init(_ data: Data, id: KeyPath<Data.Element, ID>, @ViewBuilder content: @escaping (Data.Element) -> Content) {
+        fatalError("SwiftUI shim")
+    }
+}
+
 /// `@frozen struct AnyTransition` (developer.apple.com/documentation/swiftui/anytransition), not
 /// Sendable. SHIM: a stored class reference keeps Swift from inferring Sendable for the frozen struct.
 @frozen public struct AnyTransition {
@@ -183,6 +247,11 @@ extension View {
     nonisolated public func scaledToFill() -> some View { self }
     nonisolated public func onAppear(perform action: (() -> Void)? = nil) -> some View { self }
     nonisolated public func onDisappear(perform action: (() -> Void)? = nil) -> some View { self }
+    /// `nonisolated func environment<V>(_ keyPath: WritableKeyPath<EnvironmentValues, V>, _ value: V)
+    /// -> some View`, iOS 13, macOS 10.15, watchOS 6
+    /// (developer.apple.com/documentation/swiftui/view/environment(_:_:)).
+    nonisolated public func environment<V>(_ keyPath: WritableKeyPath<EnvironmentValues, V>, _ value: V)
+        -> some View { self }
     /// `nonisolated func background<Background>(_ background: Background, alignment: Alignment = .center)
     /// -> some View where Background : View`, iOS 13, macOS 10.15, watchOS 6
     /// (developer.apple.com/documentation/swiftui/view/background(_:alignment:)).
@@ -208,7 +277,20 @@ public struct Environment<Value>: DynamicProperty {
     public var wrappedValue: Value { fatalError("SwiftUI shim") }
 }
 
+/// `protocol EnvironmentKey`, iOS 13, macOS 10.15, watchOS 6
+/// (developer.apple.com/documentation/swiftui/environmentkey).
+public protocol EnvironmentKey {
+    associatedtype Value
+    static var defaultValue: Self.Value { get }
+}
+
 public struct EnvironmentValues {
+    /// `subscript<K>(key: K.Type) -> K.Value where K : EnvironmentKey { get set }`
+    /// (developer.apple.com/documentation/swiftui/environmentvalues/subscript(_:)).
+    public subscript<K>(key: K.Type) -> K.Value where K: EnvironmentKey {
+        get { fatalError("SwiftUI shim") }
+        set { fatalError("SwiftUI shim") }
+    }
     /// The display scale of this environment: 2 or 3 on iPhones.
     public var displayScale: CGFloat {
         get { fatalError("SwiftUI shim") }

@@ -160,6 +160,25 @@ nonisolated extension ImageCache {
         set { setStartLimit(newValue.map { min(max(1, $0), 10_000) }) }
     }
 
+    /// How many slow-lane downloads (``slowFetch(_:key:callback:)``, `prefetch`, a
+    /// ``ListPrefetcher``'s, views' loads lowered when they disappear) run at once; the slow lane
+    /// still starts nothing while fast-lane work is queued or under way. 1 by default, as in 1.0;
+    /// values below 1 are clamped to 1. A list whose rows each take one round trip keeps ahead of a
+    /// scroll of up to this many rows per round trip (4 for 20 rows a second of images that take
+    /// 200 ms; 6 leaves room). Keep ``maxConcurrentDownloads`` plus ``maxStalledDownloads`` plus this
+    /// within 16, the transport's connections per host, so that no visible row's request waits for
+    /// a connection behind a prefetch.
+    public var maxConcurrentSlowDownloads: Int {
+        get { setting(\.maxConcurrentSlowDownloads) }
+        set {
+            let started = locked { ledger in
+                ledger.change(\.maxConcurrentSlowDownloads, to: max(1, newValue))
+                return ledger.startReady()
+            }
+            startNetwork(started)
+        }
+    }
+
     /// Seconds a transfer may receive nothing (no response yet, or no bytes since the last) before
     /// it counts as stalled: it then holds no slot of its lane, so that the next download (another
     /// host's, say, while this one's server hangs) starts, and it goes on within its own deadlines

@@ -22,6 +22,9 @@
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
 //              the budget all players share, where frames come from (`FrameSource`).
+//   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
+//              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
+//              UIKit glue.
 //   Support/   small helpers; the benchmarks' hooks (the package's builds only).
 // A part owns its state: other parts call its methods and never write its fields. The lock is
 // taken in one place, `locked(_:)`, which hands the ledger to one of its methods; disk and network
@@ -271,6 +274,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var maxConcurrentDownloads = 6
         var stallTime: TimeInterval = 1
         var maxStalledDownloads = 6
+        var maxConcurrentSlowDownloads = 1
         var requestTimeout: TimeInterval = 30
         var downloadTimeLimit: TimeInterval = 120
         var retryPolicy = RetryPolicy.default

@@ -225,14 +225,14 @@ nonisolated extension ImageCache {
         /// decoding download holds no slot while a decode worker is free for it; those beyond the
         /// workers hold one each, so that bodies waiting to be decoded stay within the lanes' limits.
         /// So do stalled transfers beyond `maxStalled`.
-        mutating func startReady(maxFast: Int, maxStalled: Int) -> [Download] {
+        mutating func startReady(maxFast: Int, maxStalled: Int, maxSlow: Int = 1) -> [Download] {
             var started: [Download] = []
             let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
             }
-            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow == 0, held == 0,
+            while checkingFast == 0, fastQueue.live == 0, runningFast == 0, runningSlow < maxSlow, held == 0,
                   slowQueue.live > 0, startLimit?.admits() ?? true, let download = slowQueue.pop(underWay) {
                 startLimit?.started(download)
                 start(download)

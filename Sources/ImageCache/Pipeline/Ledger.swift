@@ -368,7 +368,8 @@ nonisolated extension ImageCache {
 
         /// What may start now on the lanes; the cache starts it with `startNetwork` after unlocking.
         mutating func startReady() -> [Download] {
-            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads)
+            lanes.startReady(maxFast: settings.maxConcurrentDownloads, maxStalled: settings.maxStalledDownloads,
+                             maxSlow: settings.maxConcurrentSlowDownloads)
         }
 
         /// Moves `download`, if it is current and in one of `phases`, to `phase` (and `lane`), then

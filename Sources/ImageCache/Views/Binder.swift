@@ -339,6 +339,20 @@ nonisolated extension ImageCache {
             show(binding?.placeholder, .placeholder)
         }
 
+        /// A list's prefetcher let the row go (see ``ListPrefetcher``): a target not displayed lets
+        /// its image go until it is bound again, as on a memory warning, and a load still under way
+        /// (lowered) stops: it would come to no view. Returns whether an image was let go.
+        internal func letGo(of cache: ImageCache) -> Bool {
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard binding?.cache === cache, let target, !ImageCache.onTargetActor(target, { $0.isDisplayed }) else {
+                return false
+            }
+            if case .loading = state { cancel() }
+            guard case .image = state else { return false }
+            purged(cache)
+            return true
+        }
+
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
         /// image), unless it shows it already: the image of the same entry that the binder showed
         /// last, still the target's (see ``ImageCache/showsAlready(_:_:transition:)``).

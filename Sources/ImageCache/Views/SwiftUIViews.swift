@@ -305,6 +305,7 @@ extension ImageCache {
         /// whole animation, not its frame).
         let content: (Image?, Binder.State, DownloadProgress?, ObjectIdentifier?) -> Content
         @StateObject private var target = Target()
+        @Environment(\.imageCacheListRow) private var listRow  // a prefetcher's (`prefetchingImages(row:with:)`)
 
         /// What the binding is made of, for the view's identity: not its size and scale.
         var arguments: [AnyHashable?] {
@@ -327,6 +328,7 @@ extension ImageCache {
             (target.isDisplayed, target.transaction) = (true, transaction)
             target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
+            if let listRow { listRow.prefetcher.register(target.binder, row: listRow.index) }
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
