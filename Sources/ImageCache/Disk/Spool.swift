@@ -50,8 +50,8 @@ nonisolated extension ImageCache {
         /// Notes that it was renamed into place as the entry's file: its file is not deleted.
         func noteAdopted() { adopted = true }
 
-        private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
-            (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)
+        private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32, count: Int = 0) {
+            (self.id, self.name, self.directory, self.fd, self.count) = (id, name, directory, fd, count)
             url = folder.appendingPathComponent(name)
         }
 
@@ -69,6 +69,12 @@ nonisolated extension ImageCache {
                 return nil
             }
             return Spool(id: id, folder: folder, name: name, directory: directory, fd: fd)
+        }
+
+        /// A spool that goes on from a kept partial body (`PartialBody.claim`): the file `name` in
+        /// `directory`, open as `fd` at its end, its `count` bytes there already.
+        static func resuming(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32, count: Int) -> Spool {
+            Spool(id: id, folder: folder, name: name, directory: directory, fd: fd, count: count)
         }
 
         /// Appends `data`; throws the system's error (a full disk, say).
