@@ -15,8 +15,8 @@ final class ResumableDownloadTests: CacheTestCase {
     /// What the server did: each request's `Range` and `If-Range`, and the body bytes sent for each.
     struct Served { var ranges: [String?] = [], ifRanges: [String?] = [], bytes: [Int] = [] }
 
-    /// Serves `body()` (with its ETag `etag()`) at `path`: the first response is cut after `cut`
-    /// bytes (announcing the whole length); a request with `Range` and a matching `If-Range` gets
+    /// Serves `body()` (with its ETag `etag()`) at `path`: a response to a request without `Range` is cut after
+    /// `cut` bytes (announcing the whole length); a request with `Range` and a matching `If-Range` gets
     /// a `206` of the rest if `honoursRange`, anything else the whole body with `200`.
     private func serveResumable(_ path: String, cut: Int, honoursRange: Bool = true,
                                 body: @escaping @Sendable () -> LargePNG,
@@ -37,7 +37,8 @@ final class ResumableDownloadTests: CacheTestCase {
                 (start, status) = (from, 206)
                 extra["Content-Range"] = "bytes \(from)-\(png.length - 1)/\(png.length)"
             }
-            let (length, first) = (index == 0 ? cut : png.length - start, start)
+            // A request for the whole body is cut; one that asked for a range (honoured or not) is not.
+            let (length, first) = (headers["range"] == nil ? cut : png.length - start, start)
             var response = LoopbackServer.Response(
                 status: status, headers: ["Content-Type": "image/png", "ETag": tag].merging(extra) { $1 },
                 declaredLength: png.length - start,
@@ -100,6 +101,7 @@ final class ResumableDownloadTests: CacheTestCase {
         print("resumed: \(seen.bytes[1]) of \(png.length) bytes sent again")
         XCTAssertLessThan(seen.bytes[1], png.length * 15 / 100)
         // And the entry's file is the body byte for byte, with nothing left beside it
+        cache.persistCacheToDisk()  // the disk work queued before is done
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))
         XCTAssertEqual(names(in: cache).filter { $0.hasPrefix(".") }, [])
     }
@@ -113,6 +115,20 @@ final class ResumableDownloadTests: CacheTestCase {
         XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
         XCTAssertEqual(served.value.ranges.last, "bytes=\(png.length * 9 / 10)-")
         XCTAssertLessThan(served.value.bytes[1], png.length * 15 / 100)
+        cache.persistCacheToDisk()  // the disk work queued before is done
+        XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))
+    }
+
+    func testARetryOfACutBodyResumes() throws {
+        let png = LargePNG(chunks: 20)
+        let (url, served) = serveResumable("/retry.png", cut: png.length * 9 / 10, body: { png }, etag: { "\"v1\"" })
+        let cache = largeCache()
+        cache.retryPolicy = ImageCache.RetryPolicy(maxRetries: 1, baseDelay: 0.01)
+        // One fetch: its retry asks for the rest
+        XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
+        XCTAssertEqual(served.value.ranges, [nil, "bytes=\(png.length * 9 / 10)-"])
+        XCTAssertLessThan(served.value.bytes[1], png.length * 15 / 100)
+        cache.persistCacheToDisk()
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))
     }
 
@@ -130,6 +146,7 @@ final class ResumableDownloadTests: CacheTestCase {
         XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
         XCTAssertEqual(served.value.ifRanges.last, "\"v1\"")
         XCTAssertEqual(served.value.bytes.last, second.length)
+        cache.persistCacheToDisk()  // the disk work queued before is done
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: second))
         XCTAssertEqual(names(in: cache).filter { $0.hasPrefix(".") }, [])
     }
@@ -143,6 +160,7 @@ final class ResumableDownloadTests: CacheTestCase {
         XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
         XCTAssertNotNil(served.value.ranges.last ?? nil)  // asked, and got a 200 of it all
         XCTAssertEqual(served.value.bytes.last, png.length)
+        cache.persistCacheToDisk()  // the disk work queued before is done
         XCTAssertTrue(try file(fileURL(cache, for: url), holds: png))
     }
 

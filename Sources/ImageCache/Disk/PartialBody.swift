@@ -108,7 +108,7 @@ nonisolated extension ImageCache {
         static func contentRange(_ value: String?) -> (start: Int, total: Int?)? {
             guard let value, value.lowercased().hasPrefix("bytes ") else { return nil }
             let parts = value.dropFirst(6).split(separator: "/", maxSplits: 1)
-            let bounds = parts.first?.split(separator: "-", maxSplits: 1) ?? []
+            let bounds = parts.first?.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false) ?? []
             guard parts.count == 2, bounds.count == 2,
                   let start = Int(bounds[0].trimmingCharacters(in: .whitespaces)),
                   let end = Int(bounds[1].trimmingCharacters(in: .whitespaces)), start >= 0, end >= start else { return nil }
