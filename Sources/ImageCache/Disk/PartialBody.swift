@@ -56,13 +56,16 @@ nonisolated extension ImageCache {
         /// Claims the part kept for `key` in `folder`, if any, and asks `request` for the rest of it.
         /// A part without a readable validator is deleted.
         static func claim(in folder: URL?, key: String, _ request: inout URLRequest) -> PartialBody? {
-            guard let folder, case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return nil }
+            guard let folder else { return nil }
             let id = DiskStore.fileID(for: key)
             let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: Foundation.getpid(),
                                                   number: .random(in: 0 ... .max))
-            // The rename is the claim: of two claimants one finds the name gone.
-            guard Foundation.renameat(directory, name(id), directory, claimed) == 0 else {
-                Foundation.close(directory)
+            // The rename is the claim: of two claimants one finds the name gone. By path, one call
+            // that fails at once in the common case (no part kept), before the folder is opened.
+            let path = folder.path + "/"
+            guard Foundation.rename(path + name(id), path + claimed) == 0 else { return nil }
+            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else {
+                Foundation.unlink(path + claimed)
                 return nil
             }
             let fd = Foundation.openat(directory, claimed, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
