@@ -8299,7 +8299,8 @@ nonisolated extension ImageCache {
     /// whole it is mapped (`mapped()`) for its decode, and the disk queue renames it into place as
     /// the entry's file, with its dates and validators (`DiskStore.write`), which `adopted` records.
     /// A spool nobody adopted (a transfer cancelled, failed, cut short, retried, not kept) is
-    /// deleted when its last reference goes: no path leaves its file behind.
+    /// deleted when its last reference goes, unless `PartialBody.keep` kept a failed transfer's part
+    /// to resume from (renamed to `.<entry>.partial`): no other path leaves its file behind.
     ///
     /// Thread safety: written by one queue at a time, handed on under the cache's lock (the
     /// transport's delegate queue fills it, the disk queue adopts it); `deinit` runs after both.
