@@ -15,7 +15,8 @@
 //   Memory/    the CLOCK list, its limits and the second chance.
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
-//              way to disk (`Spool`), and system calls by qualified names (`POSIX`).
+//              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
+//              and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
 //              an app plugs in), the platform's decoding, the formats' structural check, and pixels
 //              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).

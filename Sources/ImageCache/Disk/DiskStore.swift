@@ -302,6 +302,7 @@ nonisolated extension ImageCache {
         /// Deletes every image, and temporary files a crash left behind.
         func removeAll() {
             for file in list(sweeping: true) { remove(file.id) }
+            _ = PartialBody.reduce(in: folder, maxAge: 0, room: 0)
             recount((0, 0))
         }
 
@@ -330,7 +331,10 @@ nonisolated extension ImageCache {
             }
             live.removeLast(live.count - end)
             live.sort { $0.usedAt > $1.usedAt }
-            var (kept, bytes) = (0, 0)
+            // Kept parts of bodies (`PartialBody`) count against the limit, and go first for room.
+            let images = live.reduce(0) { $0 + Int(clamping: $1.size) }
+            let partial = PartialBody.reduce(in: folder, maxAge: timeToLive, room: maxBytes - min(images, maxBytes))
+            var (kept, bytes) = (0, partial)
             for file in live {
                 let size = Int(clamping: file.size)
                 if kept < maxCount, size <= maxBytes - bytes {

@@ -34,7 +34,8 @@ nonisolated extension ImageCache {
     /// whole it is mapped (`mapped()`) for its decode, and the disk queue renames it into place as
     /// the entry's file, with its dates and validators (`DiskStore.write`), which `adopted` records.
     /// A spool nobody adopted (a transfer cancelled, failed, cut short, retried, not kept) is
-    /// deleted when its last reference goes: no path leaves its file behind.
+    /// deleted when its last reference goes, unless `PartialBody.keep` kept a failed transfer's part
+    /// to resume from (renamed to `.<entry>.partial`): no other path leaves its file behind.
     ///
     /// Thread safety: written by one queue at a time, handed on under the cache's lock (the
     /// transport's delegate queue fills it, the disk queue adopts it); `deinit` runs after both.
@@ -50,8 +51,8 @@ nonisolated extension ImageCache {
         /// Notes that it was renamed into place as the entry's file: its file is not deleted.
         func noteAdopted() { adopted = true }
 
-        private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32) {
-            (self.id, self.name, self.directory, self.fd) = (id, name, directory, fd)
+        private init(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32, count: Int = 0) {
+            (self.id, self.name, self.directory, self.fd, self.count) = (id, name, directory, fd, count)
             url = folder.appendingPathComponent(name)
         }
 
@@ -69,6 +70,12 @@ nonisolated extension ImageCache {
                 return nil
             }
             return Spool(id: id, folder: folder, name: name, directory: directory, fd: fd)
+        }
+
+        /// A spool that goes on from a kept partial body (`PartialBody.claim`): the file `name` in
+        /// `directory`, open as `fd` at its end, its `count` bytes there already.
+        static func resuming(id: UInt64, folder: URL, name: String, directory: Int32, fd: Int32, count: Int) -> Spool {
+            Spool(id: id, folder: folder, name: name, directory: directory, fd: fd, count: count)
         }
 
         /// Appends `data`; throws the system's error (a full disk, say).

@@ -112,7 +112,7 @@ nonisolated extension ImageCache {
         }
 
         /// The extended attribute `name` of `fd` as text; nil if it is missing, empty or longer than `capacity`.
-        private static func get(_ name: String, fd: Int32, capacity: Int) -> String? {
+        static func get(_ name: String, fd: Int32, capacity: Int) -> String? {
             var buffer = [UInt8](repeating: 0, count: capacity)
             #if canImport(Darwin)
             let count = Darwin.fgetxattr(fd, name, &buffer, capacity, 0, 0)
@@ -122,7 +122,7 @@ nonisolated extension ImageCache {
             return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
         }
 
-        private static func set(_ name: String, _ value: String, fd: Int32) {
+        static func set(_ name: String, _ value: String, fd: Int32) {
             let bytes = Array(value.utf8)
             #if canImport(Darwin)
             _ = Darwin.fsetxattr(fd, name, bytes, bytes.count, 0, 0)

@@ -93,6 +93,7 @@ nonisolated extension ImageCache {
         var inMemory: Int
         var onDisk: Int
         var folder: URL?
+        var partial: PartialBody? = nil  // a kept part claimed for this attempt, until answered
 
         /// ``ImageCache/streamedAbove``, or `inMemory` if that is less: a body memory may not hold
         /// goes to disk rather than failing.
@@ -219,6 +220,7 @@ nonisolated extension ImageCache {
             let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
             let status = http?.statusCode ?? 200
+            if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
             // A large body announced goes to disk from its first byte.
             if length > Int64(transfer.limits.streamedAbove), (200..<300).contains(status) { transfer.streamToDisk() }
             if !(200..<300).contains(status), status != 304 {

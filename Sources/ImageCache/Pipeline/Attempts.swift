@@ -38,12 +38,13 @@ nonisolated extension ImageCache {
                 switch request(for: download, settings, stale?.found.validators) {
                 case .failure(let refusal):
                     freed += networkFinished(download, .failure(refusal))
-                case .success(let request):
+                case .success(var request):
+                    let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
                     let task: URLSessionDataTask? = locked { ledger in
                         guard case .running(nil) = download.phase else { return nil }
                         let limits = BodyLimits(inMemory: settings.maxImageBytes,
                                                 onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
-                                                folder: disk.folder)
+                                                folder: disk.folder, partial: partial)
                         let task = transport.send(request, for: download, limits: limits,
                                                   seconds: ledger.settings.downloadTimeLimit,
                                                   stallTime: ledger.settings.stallTime, stale: stale?.payload,
@@ -114,8 +115,9 @@ nonisolated extension ImageCache {
             && transfer.stale != nil
         // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
         let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            // A body streamed to disk that failed leaves no file, before anyone hears of the failure.
-            if case .failure = result { transfer.spool?.discard() }
+            // A body streamed to disk that failed leaves no file but a part it can resume from
+            // (`PartialBody`), before anyone hears of the failure.
+            if case .failure = result { PartialBody.keep(transfer) }
             guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
             if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
             let whole = body.map { _ in (transfer.received, transfer.expected) }
