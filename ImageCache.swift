@@ -2036,6 +2036,7 @@ nonisolated extension ImageCache {
         fileprivate let onCancel: (@Sendable () -> Void)?
         fileprivate private(set) var answer = Answer.waiting  // guarded by `cache.lock`
         fileprivate private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        fileprivate private(set) weak var job: VariantJob?  // or the variant's job; guarded by `cache.lock`
         fileprivate private(set) var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
         fileprivate private(set) var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
@@ -2044,6 +2045,8 @@ nonisolated extension ImageCache {
 
         /// Waits for `download` now (see ``Download/add(_:)``).
         fileprivate func waits(for download: Download) { self.download = download }
+        /// Waits for `job` now (see ``VariantJob/add(_:)``).
+        fileprivate func waits(for job: VariantJob) { self.job = job }
         /// Is answered (delivered, or cancelled): no hook runs after.
         fileprivate func answered(_ answer: Answer) { self.answer = answer }
         /// Was told of `received` bytes.
@@ -4058,27 +4061,64 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Pipeline/Variants.swift
+// MARK: - Pipeline/VariantJob.swift
 
-// Variants: a processed image (see `Processor`) made by a job from its original, which the job
+// A variant's job: a processed image (see `Processor`) made from its original, which the job
 // requests as any image is requested (memory, a download under way, disk, the network); its
 // processors run on a decode worker; the variant goes to memory beside its original and to the
-// requests that wait for it. The disk keeps only the original: a variant is made again from it.
+// fetches that wait for it. The disk keeps only the original: a variant is made again from it.
+// The job (`VariantJob`), its steps, and what they do to the ledger, beside them.
 
 
 nonisolated extension ImageCache {
+    /// The job that makes one variant (its key has processors) from its original, and the fetches
+    /// waiting for it. It holds no place in a lane and writes nothing: its request for the original
+    /// (`original`) does, as any fetch does. It stays in the ledger's entries (`.processing`) until
+    /// it ends or is forgotten.
+    fileprivate final class VariantJob: @unchecked Sendable {  // guarded by the cache's lock
+        let load: Load  // the first fetch's: its processors and scale make the variant
+        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it ends
+        private(set) var original: FetchTask?  // its request for the image it is made from
+
+        var key: Key { load.key }
+
+        init(_ load: Load) { self.load = load }
+
+        /// Adds `task` to those waiting for it: the task waits for it now.
+        func add(_ task: FetchTask) {
+            waiters.append(task)
+            task.waits(for: self)
+        }
+
+        /// Takes `task` out of those waiting for it (a cancellation).
+        func remove(_ task: FetchTask) {
+            waiters.removeAll { $0 === task }
+        }
+
+        /// Its waiters, who all leave it: it ended, or was stopped.
+        func takeWaiters() -> [FetchTask] {
+            defer { waiters = [] }
+            return waiters
+        }
+
+        /// Its request for the image it is made from; nil lets it go (the request holds the job).
+        func attach(_ original: FetchTask?) {
+            self.original = original
+        }
+    }
+
     /// Starts the job that makes a variant (routed by `Ledger.route`): it requests the original;
     /// its fetches, those that join later too, hear the original's progress and retries. Cancelled
     /// with its last fetch (`Ledger.cancel` forgets the job, and `finishStopped` cancels this
     /// request). The request and the job hold each other until the job ends or is forgotten.
-    fileprivate func makeVariant(_ job: Download) {
+    fileprivate func makeVariant(_ job: VariantJob) {
         var load = job.load.original
         load.onProgress = { [weak job] received, expected in
-            if let job { self.progress(job, received: received, expected: expected) }
+            if let job { self.tell(self.locked { $0.progressed(job.waiters, received: received) }, received, expected) }
         }
         load.onRetry = { [weak job] error, attempt in
             guard let job else { return }
-            for task in self.locked({ $0.waiters(of: job) }) where task.load.onRetry != nil {
+            for task in self.locked({ _ in job.waiters }) where task.load.onRetry != nil {
                 task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
             }
         }
@@ -4116,7 +4156,7 @@ nonisolated extension ImageCache {
 
     /// Runs a job's processors on its original (unless the job was forgotten meanwhile), and ends
     /// the job: its waiters get the variant, or why there is none.
-    private func process(_ job: Download, _ result: Result<Delivery, Error>) {
+    private func process(_ job: VariantJob, _ result: Result<Delivery, Error>) {
         guard locked({ $0.isCurrent(job) }) else { return }
         let variant = Self.variant(of: result, by: job.load.processors, scale: job.load.scale)
         let now = currentTime()
@@ -4140,6 +4180,89 @@ nonisolated extension ImageCache {
         var processorFailed = false
         if case .success = result, case .failure = made { processorFailed = true }
         return (made, try? result.get().payload.image, processorFailed)
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    typealias VariantJob = ImageCache.VariantJob
+
+    /// The job that makes the variant `load` names, with `task` waiting for it, as the entry of its
+    /// key until it ends or is forgotten.
+    mutating func startJob(_ task: FetchTask, _ load: ImageCache.Load) -> VariantJob {
+        let job = VariantJob(load)
+        job.add(task)
+        entries[load.key] = .processing(job)
+        entries.noteVariant(load.key)
+        return job
+    }
+
+    /// True while `job` is the entry of its key: not forgotten, replaced or ended.
+    func isCurrent(_ job: VariantJob) -> Bool {
+        if case .processing(let entry)? = entries[job.key] { return entry === job }
+        return false
+    }
+
+    /// Gives a variant's job the request for its original; false if the job was forgotten
+    /// meanwhile (the caller cancels the request).
+    mutating func attach(_ original: FetchTask, to job: VariantJob) -> Bool {
+        guard isCurrent(job) else { return false }
+        job.attach(original)
+        return true
+    }
+
+    /// `task` waits for `job` too. Its request for the original stands for all its fetches: a fast
+    /// fetch raises it, and moves its download to the fast lane. Returns the downloads that may
+    /// start now.
+    mutating func join(_ task: FetchTask, _ job: VariantJob, fast: Bool) -> [Download] {
+        job.add(task)
+        counts.deduplicated &+= 1
+        guard let original = job.original, let download = original.download, isCurrent(download) else { return [] }
+        download.join(task.load.options)
+        guard fast else { return [] }
+        original.lower(false)  // a job's fetch for the screen
+        guard download.lane == .slow else { return [] }
+        lanes.move(download, to: download.phase, lane: .fast)
+        return startReady()
+    }
+
+    /// `task`, cancelled, leaves `job`; the job stops when no one else waits for it (the stopped job).
+    mutating func leave(_ job: VariantJob, _ task: FetchTask) -> ImageCache.Stopped? {
+        guard isCurrent(job) else { return nil }
+        job.remove(task)
+        return job.waiters.isEmpty ? forget(job.key) : nil
+    }
+
+    /// Lowers or raises the job's request for its original to match its fetches (lowered when none
+    /// of them wants it fast), and moves the original's download as a fetch's own lowering would
+    /// (see ``lower(_:_:)``). After a cancellation (`cancelled`), only when the fetch that left kept it
+    /// fast for fetches that lowered theirs. Returns the downloads that may start now.
+    mutating func relower(_ job: VariantJob, cancelled: FetchTask? = nil) -> [Download] {
+        if let cancelled, !wantedFast(cancelled) || !job.waiters.contains(where: \.lowered) { return [] }
+        guard let original = job.original, let download = original.download, isCurrent(download) else { return [] }
+        let lowered = !job.waiters.contains(where: Self.wantsFast)
+        original.lower(lowered)
+        if lowered { return slowDown(download) }
+        guard download.lane == .slow else { return [] }
+        return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
+    }
+
+    /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
+    /// with its original's dates if memory has the image it was made from (`from`) under the
+    /// original's key (not one a store or a later download put there meanwhile); a failure is
+    /// remembered under the variant's key, and `counted` if it is the processors' own (the
+    /// original's was counted already). Returns its waiters.
+    mutating func jobEnded(_ job: VariantJob, _ result: Result<Payload, Error>, from image: Image?,
+                           counted: Bool, now: TimeInterval) -> [FetchTask]? {
+        guard isCurrent(job) else { return nil }
+        entries[job.key] = nil
+        job.attach(nil)  // the request for the original holds the job
+        switch result {
+        case .success(let payload):
+            keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
+        case .failure(let error):
+            if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
+        }
+        return job.takeWaiters()
     }
 }
 
@@ -4227,14 +4350,16 @@ nonisolated extension ImageCache {
                 memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .processing(let job)? where !onlyFromCache:
+                return .joined(started: join(task, job, fast: load.lane == .fast))
             case .failed?:
                 memorySaid = .failedEarlier
-            case .loading?, nil:
+            case .loading?, .processing?, nil:
                 break
             }
             let source = settings.sources.first { $0.loads(task.url) }
             if source == nil, let error = Load.refusal(of: task.url) {
-                if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
+                if entries[key]?.isUnderWay != true { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
             // An image evicted lately comes back; a request for another type forgets it (its
@@ -4279,47 +4404,6 @@ nonisolated extension ImageCache {
             return nil
         }
 
-        /// The job that makes the variant `load` names, with `task` waiting for it: it stays new (it
-        /// holds no slot: its original's download does) until it is done or forgotten.
-        private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
-            let job = Download(load, limits: decodeLimits)
-            job.add(task)
-            entries[load.key] = .loading(job)
-            entries.noteVariant(load.key)
-            return job
-        }
-
-        /// Gives a variant's job the request for its original; false if the job was forgotten
-        /// meanwhile (the caller cancels the request).
-        mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
-            guard isCurrent(job) else { return false }
-            job.attach(original)
-            return true
-        }
-
-        /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
-        /// with its original's dates if memory has the image it was made from (`from`) under the
-        /// original's key (not one a store or a later download put there meanwhile); a failure is
-        /// remembered under the variant's key, and `counted` if it is the processors' own (the
-        /// original's was counted already). Returns its waiters.
-        mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
-                               counted: Bool, now: TimeInterval) -> [FetchTask]? {
-            guard isCurrent(job) else { return nil }
-            lanes.move(job, to: .done)
-            entries[job.key] = nil
-            job.attach(nil)  // it holds the job
-            switch result {
-            case .success(let payload):
-                keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
-            case .failure(let error):
-                if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
-            }
-            return job.takeWaiters()
-        }
-
-        /// Who waits for `download` now.
-        func waiters(of download: Download) -> [FetchTask] { download.waiters }
-
         /// Keeps a variant of an image (its decode at another size, a processed image) in memory
         /// under `key`, with the dates of the entry `entry` it was made from, if memory keeps that
         /// (not one marked `no-store`, or stale on arrival), it is still the image the variant was
@@ -4329,7 +4413,7 @@ nonisolated extension ImageCache {
                                   now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
-            case .loaded?, .loading?: return
+            case .loaded?, .loading?, .processing?: return
             case .failed?, nil: break
             }
             var kept = payload
@@ -4376,7 +4460,7 @@ nonisolated extension ImageCache {
                 let found = secondChance(key, now: now)?.image
                 counts.peekHits &+= found == nil ? 0 : 1
                 return found
-            case .loading?, .failed?:
+            case .loading?, .processing?, .failed?:
                 return nil
             }
         }
@@ -4386,22 +4470,19 @@ nonisolated extension ImageCache {
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
             download.add(task)
             counts.deduplicated &+= 1
-            // A variant's job holds no place in a lane, and writes nothing: its original's download does.
-            let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
-            if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
-            if fast, moved !== download { download.original?.lower(false) }  // a job's fetch for the screen
-            guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
-            lanes.move(moved, to: moved.phase, lane: .fast)
+            guard fast, download.lane == .slow else { return [] }
+            lanes.move(download, to: download.phase, lane: .fast)
             return startReady()
         }
 
-        /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
-        /// waits for it. Returns whether it was cancelled, and the download it stopped.
+        /// Cancels `task` if it still waits: it leaves its download (or variant's job), which stops
+        /// when no one else waits for it. Returns whether it was cancelled, and the download it stopped.
         mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
             guard task.answer == .waiting else { return (false, nil, []) }
             task.answered(.cancelled)
             endPrefetch(task)
+            if let job = task.job { return (true, leave(job, task), isCurrent(job) ? relower(job, cancelled: task) : []) }
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
             download.remove(task)
             if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
@@ -4438,14 +4519,8 @@ nonisolated extension ImageCache {
         mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
             guard task.answer == .waiting, task.lowered != lowered else { return [] }
             task.lower(lowered)
-            guard var download = task.download, isCurrent(download) else { return [] }
-            // A variant's job holds no place in a lane: its request for the original stands for all
-            // its waiters, lowered when none of them wants it fast.
-            if !download.key.processors.isEmpty {
-                guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
-                original.lower(!download.waiters.contains(where: Self.wantsFast))
-                download = moved
-            }
+            if let job = task.job { return isCurrent(job) ? relower(job) : [] }
+            guard let download = task.download, isCurrent(download) else { return [] }
             if lowered { return slowDown(download) }
             guard download.lane == .slow, Self.wantsFast(task) else { return [] }
             return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
@@ -4453,7 +4528,7 @@ nonisolated extension ImageCache {
 
         /// Moves `download`, if it is on the fast lane and has not started, to the slow lane when no
         /// waiter wants it fast (a transfer under way keeps its slot: its bytes are coming).
-        private mutating func slowDown(_ download: Download) -> [Download] {
+        mutating func slowDown(_ download: Download) -> [Download] {
             guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
             let notStarted: (Download.Phase) -> Bool = { phase in
                 switch phase {
@@ -4465,14 +4540,14 @@ nonisolated extension ImageCache {
         }
 
         /// Whether `task`, cancelled now, wanted its download fast before (see `wantsFast`).
-        private func wantedFast(_ task: FetchTask) -> Bool {
+        func wantedFast(_ task: FetchTask) -> Bool {
             (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
         }
 
         /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant
         /// job's request for its original (its lane is its first fetch's; `lower` marks it lowered only
         /// when none of the job's fetches wants it fast), not lowered.
-        private static func wantsFast(_ task: FetchTask) -> Bool {
+        static func wantsFast(_ task: FetchTask) -> Bool {
             task.answer == .waiting && (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
         }
 
@@ -4486,7 +4561,7 @@ nonisolated extension ImageCache {
 
         /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
         func isLoading(_ key: Key) -> Bool {
-            if case .loading? = entries[key] { return true }
+            if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
             return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
         }
@@ -4555,10 +4630,10 @@ nonisolated extension ImageCache {
             return startReady()
         }
 
-        /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+        /// The `waiters` (of a download or a variant's job) to tell that `received` bytes are in: those with an `onProgress` that were told
         /// less (so never less, even after a retry, and never twice the same), marked as told.
-        func progressed(_ download: Download, received: Int) -> [FetchTask] {
-            download.waiters.filter { task in
+        func progressed(_ waiters: [FetchTask], received: Int) -> [FetchTask] {
+            waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
                 task.reported(received)
                 return true
@@ -4578,9 +4653,12 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                let original = download.original
-                download.attach(nil)  // the original holds the job
-                return Stopped(waiters: download.takeWaiters(), task: task, original: original, download: download)
+                return Stopped(waiters: download.takeWaiters(), task: task, download: download)
+            case .processing(let job)?:
+                entries[key] = nil
+                let original = job.original
+                job.attach(nil)  // the request for the original holds the job
+                return Stopped(waiters: job.takeWaiters(), task: nil, original: original)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -4653,7 +4731,7 @@ nonisolated extension ImageCache {
         case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
         case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
-        case process(Download)
+        case process(VariantJob)
         case none
     }
 
@@ -4771,7 +4849,16 @@ nonisolated extension ImageCache {
     fileprivate enum Entry {
         case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
+        case processing(VariantJob)  // a variant being made from its original
         case failed(Error, serial: UInt64)
+
+        /// A download or a variant's job under way.
+        var isUnderWay: Bool {
+            switch self {
+            case .loading, .processing: return true
+            case .loaded, .failed: return false
+            }
+        }
     }
 
     /// The entries by key, with what only the table needs to keep them bounded: the order of the
@@ -4850,8 +4937,8 @@ nonisolated extension ImageCache {
     fileprivate enum Lane { case fast, slow }
 
     /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
-    /// waiting for it; or a variant's job (its key has processors), which stays new while it waits
-    /// for its original and is processed (see `ImageCache.makeVariant`). Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    /// waiting for it (a variant's job is a ``VariantJob``). Its lane and phase change only through
+    /// ``Lanes/move(_:to:lane:)``.
     fileprivate final class Download: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
@@ -4863,7 +4950,6 @@ nonisolated extension ImageCache {
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
         private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -4930,12 +5016,6 @@ nonisolated extension ImageCache {
         func takeWaiters() -> [FetchTask] {
             defer { waiters = [] }
             return waiters
-        }
-
-        /// Its variant's job's request for the image it is made from (see `original`); nil lets it go
-        /// (the original holds the job).
-        func attach(_ original: FetchTask?) {
-            self.original = original
         }
 
         /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
@@ -5208,12 +5288,17 @@ nonisolated extension ImageCache {
         startNetwork(started)
     }
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
-    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
-    /// request's own answer, which would drop it, and the fetches would hear nothing.
+    /// Tells the waiters of `download` that have an `onProgress` how far it is (see `tell`).
     fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in locked({ $0.progressed(download, received: received) }) {
+        tell(locked { $0.progressed(download.waiters, received: received) }, received, expected)
+    }
+
+    /// Tells `tasks` how far their download is, each on its queue, unless it was answered or
+    /// cancelled meanwhile. A job's request for its original passes it on to the job's fetches at
+    /// once: its queue is concurrent, so a hop there could run after the request's own answer,
+    /// which would drop it, and the fetches would hear nothing.
+    fileprivate func tell(_ tasks: [FetchTask], _ received: Int, _ expected: Int?) {
+        for task in tasks {
             if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
@@ -7255,7 +7340,7 @@ nonisolated extension ImageCache.Ledger {
         guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
-        case .loaded?, .loading?: return
+        case .loaded?, .loading?, .processing?: return
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
@@ -7286,7 +7371,7 @@ nonisolated extension ImageCache.Ledger {
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download, received: whole.0) { task.keepFinalProgress(whole) }
+            for task in progressed(download.waiters, received: whole.0) { task.keepFinalProgress(whole) }
         }
         let outcome = outcome(of: download, result, response: answer.response)
         var delivery: Result<Delivery, Error>?
@@ -7407,7 +7492,7 @@ nonisolated extension ImageCache.Ledger {
         for key in Set(download.waiters.map(\.load.key)) where key != download.key {
             switch entries[key] {
             case .failed?, nil: setFailed(key, error)
-            case .loaded?, .loading?: break
+            case .loaded?, .loading?, .processing?: break
             }
         }
         guard let bytes else { return .failure(error) }

@@ -82,6 +82,8 @@ extension ImageCache {
                     if download.waiters.isEmpty, !download.load.isStore {
                         problems.append("download without waiters: \(key.string)")
                     }
+                case .processing(let job):
+                    if job.waiters.isEmpty { problems.append("variant's job without waiters: \(key.string)") }
                 case .failed:
                     break
                 }

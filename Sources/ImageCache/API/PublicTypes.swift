@@ -166,6 +166,7 @@ nonisolated extension ImageCache {
         internal let onCancel: (@Sendable () -> Void)?
         internal private(set) var answer = Answer.waiting  // guarded by `cache.lock`
         internal private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
+        internal private(set) weak var job: VariantJob?  // or the variant's job; guarded by `cache.lock`
         internal private(set) var progress = 0  // the bytes last reported to `onProgress`; guarded by `cache.lock`
         internal private(set) var lowered = false  // its view disappeared and let it go on behind others (`Ledger.lower`); guarded by `cache.lock`
         // The whole size, for `onProgress` just before the completion, in its block; guarded by `cache.lock`.
@@ -174,6 +175,8 @@ nonisolated extension ImageCache {
 
         /// Waits for `download` now (see ``Download/add(_:)``).
         internal func waits(for download: Download) { self.download = download }
+        /// Waits for `job` now (see ``VariantJob/add(_:)``).
+        internal func waits(for job: VariantJob) { self.job = job }
         /// Is answered (delivered, or cancelled): no hook runs after.
         internal func answered(_ answer: Answer) { self.answer = answer }
         /// Was told of `received` bytes.

@@ -93,12 +93,17 @@ nonisolated extension ImageCache {
         startNetwork(started)
     }
 
-    /// Tells the waiters of `download` that have an `onProgress` how far it is, each on its queue,
-    /// unless it was answered or cancelled meanwhile. A job's request for its original passes it on
-    /// to the job's fetches at once: its queue is concurrent, so a hop there could run after the
-    /// request's own answer, which would drop it, and the fetches would hear nothing.
+    /// Tells the waiters of `download` that have an `onProgress` how far it is (see `tell`).
     internal func progress(_ download: Download, received: Int, expected: Int?) {
-        for task in locked({ $0.progressed(download, received: received) }) {
+        tell(locked { $0.progressed(download.waiters, received: received) }, received, expected)
+    }
+
+    /// Tells `tasks` how far their download is, each on its queue, unless it was answered or
+    /// cancelled meanwhile. A job's request for its original passes it on to the job's fetches at
+    /// once: its queue is concurrent, so a hop there could run after the request's own answer,
+    /// which would drop it, and the fetches would hear nothing.
+    internal func tell(_ tasks: [FetchTask], _ received: Int, _ expected: Int?) {
+        for task in tasks {
             if task.load.isOriginal { task.load.onProgress?(received, expected); continue }
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }

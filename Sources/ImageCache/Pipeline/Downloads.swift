@@ -25,8 +25,8 @@ nonisolated extension ImageCache {
     internal enum Lane { case fast, slow }
 
     /// One key being looked up on disk, queued, downloaded, or waiting to retry, and everyone
-    /// waiting for it; or a variant's job (its key has processors), which stays new while it waits
-    /// for its original and is processed (see `ImageCache.makeVariant`). Its lane and phase change only through ``Lanes/move(_:to:lane:)``.
+    /// waiting for it (a variant's job is a ``VariantJob``). Its lane and phase change only through
+    /// ``Lanes/move(_:to:lane:)``.
     internal final class Download: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first requester's; the others' decoders decode the bytes themselves
         fileprivate(set) var lane: Lane
@@ -38,7 +38,6 @@ nonisolated extension ImageCache {
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
         private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
-        private(set) var original: FetchTask?  // a variant's job's request for the image it is made from
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -123,12 +122,6 @@ nonisolated extension ImageCache {
         func takeWaiters() -> [FetchTask] {
             defer { waiters = [] }
             return waiters
-        }
-
-        /// Its variant's job's request for the image it is made from (see `original`); nil lets it go
-        /// (the original holds the job).
-        func attach(_ original: FetchTask?) {
-            self.original = original
         }
 
         /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).

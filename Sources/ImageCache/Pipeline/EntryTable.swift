@@ -116,7 +116,16 @@ nonisolated extension ImageCache {
     internal enum Entry {
         case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
+        case processing(VariantJob)  // a variant being made from its original
         case failed(Error, serial: UInt64)
+
+        /// A download or a variant's job under way.
+        var isUnderWay: Bool {
+            switch self {
+            case .loading, .processing: return true
+            case .loaded, .failed: return false
+            }
+        }
     }
 
     /// The entries by key, with what only the table needs to keep them bounded: the order of the

@@ -96,14 +96,16 @@ nonisolated extension ImageCache {
                 memorySaid = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache || download.load.isStore:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .processing(let job)? where !onlyFromCache:
+                return .joined(started: join(task, job, fast: load.lane == .fast))
             case .failed?:
                 memorySaid = .failedEarlier
-            case .loading?, nil:
+            case .loading?, .processing?, nil:
                 break
             }
             let source = settings.sources.first { $0.loads(task.url) }
             if source == nil, let error = Load.refusal(of: task.url) {
-                if case .loading? = entries[key] {} else { setFailed(key, error) }  // another URL's, under way
+                if entries[key]?.isUnderWay != true { setFailed(key, error) }  // another URL's, under way
                 return .answered(.failure(error), bytes: 0)
             }
             // An image evicted lately comes back; a request for another type forgets it (its
@@ -148,47 +150,6 @@ nonisolated extension ImageCache {
             return nil
         }
 
-        /// The job that makes the variant `load` names, with `task` waiting for it: it stays new (it
-        /// holds no slot: its original's download does) until it is done or forgotten.
-        private mutating func startJob(_ task: FetchTask, _ load: Load) -> Download {
-            let job = Download(load, limits: decodeLimits)
-            job.add(task)
-            entries[load.key] = .loading(job)
-            entries.noteVariant(load.key)
-            return job
-        }
-
-        /// Gives a variant's job the request for its original; false if the job was forgotten
-        /// meanwhile (the caller cancels the request).
-        mutating func attach(_ original: FetchTask, to job: Download) -> Bool {
-            guard isCurrent(job) else { return false }
-            job.attach(original)
-            return true
-        }
-
-        /// Ends a variant's job, unless it was forgotten meanwhile (nil): the variant goes to memory
-        /// with its original's dates if memory has the image it was made from (`from`) under the
-        /// original's key (not one a store or a later download put there meanwhile); a failure is
-        /// remembered under the variant's key, and `counted` if it is the processors' own (the
-        /// original's was counted already). Returns its waiters.
-        mutating func jobEnded(_ job: Download, _ result: Result<Payload, Error>, from image: Image?,
-                               counted: Bool, now: TimeInterval) -> [FetchTask]? {
-            guard isCurrent(job) else { return nil }
-            lanes.move(job, to: .done)
-            entries[job.key] = nil
-            job.attach(nil)  // it holds the job
-            switch result {
-            case .success(let payload):
-                keepVariant(payload, under: job.key, beside: job.key.original, from: image, now: now)
-            case .failure(let error):
-                if counted { setFailed(job.key, error) } else { entries.setFailed(job.key, error) }
-            }
-            return job.takeWaiters()
-        }
-
-        /// Who waits for `download` now.
-        func waiters(of download: Download) -> [FetchTask] { download.waiters }
-
         /// Keeps a variant of an image (its decode at another size, a processed image) in memory
         /// under `key`, with the dates of the entry `entry` it was made from, if memory keeps that
         /// (not one marked `no-store`, or stale on arrival), it is still the image the variant was
@@ -198,7 +159,7 @@ nonisolated extension ImageCache {
                                   now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
-            case .loaded?, .loading?: return
+            case .loaded?, .loading?, .processing?: return
             case .failed?, nil: break
             }
             var kept = payload
@@ -245,7 +206,7 @@ nonisolated extension ImageCache {
                 let found = secondChance(key, now: now)?.image
                 counts.peekHits &+= found == nil ? 0 : 1
                 return found
-            case .loading?, .failed?:
+            case .loading?, .processing?, .failed?:
                 return nil
             }
         }
@@ -255,22 +216,19 @@ nonisolated extension ImageCache {
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
             download.add(task)
             counts.deduplicated &+= 1
-            // A variant's job holds no place in a lane, and writes nothing: its original's download does.
-            let moved = download.key.processors.isEmpty ? download : download.original?.download
             download.join(task.load.options)
-            if let moved, moved !== download, isCurrent(moved) { moved.join(task.load.options) }
-            if fast, moved !== download { download.original?.lower(false) }  // a job's fetch for the screen
-            guard fast, let moved, isCurrent(moved), moved.lane == .slow else { return [] }
-            lanes.move(moved, to: moved.phase, lane: .fast)
+            guard fast, download.lane == .slow else { return [] }
+            lanes.move(download, to: download.phase, lane: .fast)
             return startReady()
         }
 
-        /// Cancels `task` if it still waits: it leaves its download, which stops when no one else
-        /// waits for it. Returns whether it was cancelled, and the download it stopped.
+        /// Cancels `task` if it still waits: it leaves its download (or variant's job), which stops
+        /// when no one else waits for it. Returns whether it was cancelled, and the download it stopped.
         mutating func cancel(_ task: FetchTask) -> (cancelled: Bool, stopped: Stopped?, started: [Download]) {
             guard task.answer == .waiting else { return (false, nil, []) }
             task.answered(.cancelled)
             endPrefetch(task)
+            if let job = task.job { return (true, leave(job, task), isCurrent(job) ? relower(job, cancelled: task) : []) }
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
             download.remove(task)
             if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
@@ -307,14 +265,8 @@ nonisolated extension ImageCache {
         mutating func lower(_ task: FetchTask, _ lowered: Bool) -> [Download] {
             guard task.answer == .waiting, task.lowered != lowered else { return [] }
             task.lower(lowered)
-            guard var download = task.download, isCurrent(download) else { return [] }
-            // A variant's job holds no place in a lane: its request for the original stands for all
-            // its waiters, lowered when none of them wants it fast.
-            if !download.key.processors.isEmpty {
-                guard let original = download.original, let moved = original.download, isCurrent(moved) else { return [] }
-                original.lower(!download.waiters.contains(where: Self.wantsFast))
-                download = moved
-            }
+            if let job = task.job { return isCurrent(job) ? relower(job) : [] }
+            guard let download = task.download, isCurrent(download) else { return [] }
             if lowered { return slowDown(download) }
             guard download.lane == .slow, Self.wantsFast(task) else { return [] }
             return move(download, ifIn: { _ in true }, to: download.phase, lane: .fast) ?? []
@@ -322,7 +274,7 @@ nonisolated extension ImageCache {
 
         /// Moves `download`, if it is on the fast lane and has not started, to the slow lane when no
         /// waiter wants it fast (a transfer under way keeps its slot: its bytes are coming).
-        private mutating func slowDown(_ download: Download) -> [Download] {
+        mutating func slowDown(_ download: Download) -> [Download] {
             guard download.lane == .fast, !download.waiters.contains(where: Self.wantsFast) else { return [] }
             let notStarted: (Download.Phase) -> Bool = { phase in
                 switch phase {
@@ -334,14 +286,14 @@ nonisolated extension ImageCache {
         }
 
         /// Whether `task`, cancelled now, wanted its download fast before (see `wantsFast`).
-        private func wantedFast(_ task: FetchTask) -> Bool {
+        func wantedFast(_ task: FetchTask) -> Bool {
             (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
         }
 
         /// Whether `task` wants its download on the fast lane: a request for the screen, or a variant
         /// job's request for its original (its lane is its first fetch's; `lower` marks it lowered only
         /// when none of the job's fetches wants it fast), not lowered.
-        private static func wantsFast(_ task: FetchTask) -> Bool {
+        static func wantsFast(_ task: FetchTask) -> Bool {
             task.answer == .waiting && (task.load.lane == .fast || task.load.isOriginal) && !task.lowered
         }
 
@@ -355,7 +307,7 @@ nonisolated extension ImageCache {
 
         /// Whether `key` is being looked up, queued, downloaded, retried or decoded.
         func isLoading(_ key: Key) -> Bool {
-            if case .loading? = entries[key] { return true }
+            if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
             return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
         }
@@ -424,10 +376,10 @@ nonisolated extension ImageCache {
             return startReady()
         }
 
-        /// The waiters to tell that `received` bytes are in: those with an `onProgress` that were told
+        /// The `waiters` (of a download or a variant's job) to tell that `received` bytes are in: those with an `onProgress` that were told
         /// less (so never less, even after a retry, and never twice the same), marked as told.
-        func progressed(_ download: Download, received: Int) -> [FetchTask] {
-            download.waiters.filter { task in
+        func progressed(_ waiters: [FetchTask], received: Int) -> [FetchTask] {
+            waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
                 task.reported(received)
                 return true
@@ -447,9 +399,12 @@ nonisolated extension ImageCache {
                 var task: URLSessionDataTask?
                 if case .running(let running) = download.phase { task = running }
                 lanes.move(download, to: .done)
-                let original = download.original
-                download.attach(nil)  // the original holds the job
-                return Stopped(waiters: download.takeWaiters(), task: task, original: original, download: download)
+                return Stopped(waiters: download.takeWaiters(), task: task, download: download)
+            case .processing(let job)?:
+                entries[key] = nil
+                let original = job.original
+                job.attach(nil)  // the request for the original holds the job
+                return Stopped(waiters: job.takeWaiters(), task: nil, original: original)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -522,7 +477,7 @@ nonisolated extension ImageCache {
         case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
         case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
-        case process(Download)
+        case process(VariantJob)
         case none
     }
 

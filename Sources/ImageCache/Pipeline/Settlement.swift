@@ -85,7 +85,7 @@ nonisolated extension ImageCache.Ledger {
         guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
-        case .loaded?, .loading?: return
+        case .loaded?, .loading?, .processing?: return
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
@@ -116,7 +116,7 @@ nonisolated extension ImageCache.Ledger {
         default: return nil
         }
         if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download, received: whole.0) { task.keepFinalProgress(whole) }
+            for task in progressed(download.waiters, received: whole.0) { task.keepFinalProgress(whole) }
         }
         let outcome = outcome(of: download, result, response: answer.response)
         var delivery: Result<Delivery, Error>?
@@ -237,7 +237,7 @@ nonisolated extension ImageCache.Ledger {
         for key in Set(download.waiters.map(\.load.key)) where key != download.key {
             switch entries[key] {
             case .failed?, nil: setFailed(key, error)
-            case .loaded?, .loading?: break
+            case .loaded?, .loading?, .processing?: break
             }
         }
         guard let bytes else { return .failure(error) }
