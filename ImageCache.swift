@@ -3843,10 +3843,6 @@ nonisolated extension ImageCache {
         var isPrefetch = false
         var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         var isOriginal = false  // a variant's job's request for its original (see `original`)
-        /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
-        /// download has no URL, is never sent, and stays while no one waits for it.
-        var storedAt: TimeInterval?
-        var isStore: Bool { storedAt != nil }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -3854,13 +3850,6 @@ nonisolated extension ImageCache {
             (self.url, request) = (url, nil)
             self.key = Key(string: key ?? url.absoluteString)
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
-        }
-
-        /// The load of bytes `store(_:for:)` gave at `time`, decoded by `decoder` (see ``storedAt``).
-        init(storing key: Key, at time: TimeInterval, _ decoder: Decoder) {
-            (url, request) = (nil, nil)
-            self.key = key
-            (lane, self.decoder, storedAt) = (.fast, decoder, time)
         }
 
         /// A load of `request` as given: its headers, cache policy and timeout.
@@ -3874,7 +3863,6 @@ nonisolated extension ImageCache {
         /// processors and no hooks.
         var original: Load {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
-            original.storedAt = storedAt
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
             return original
@@ -4348,8 +4336,10 @@ nonisolated extension ImageCache {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
                 memorySaid = reload ? .refusedByOption : .expired
-            case .loading(let download)? where !onlyFromCache || download.load.isStore:
+            case .loading(let download)? where !onlyFromCache:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .decodingStore(let store)?:
+                return .joined(started: join(task, store))
             case .processing(let job)? where !onlyFromCache:
                 return .joined(started: join(task, job, fast: load.lane == .fast))
             case .failed?:
@@ -4380,7 +4370,11 @@ nonisolated extension ImageCache {
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
-            if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
+            switch sharing(key) {
+            case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
+            case .decodingStore(let shared)?: return .joined(started: join(task, shared))
+            default: break
+            }
             let download = Download(load, limits: decodeLimits, source: source)
             missedInMemory(download, memorySaid)
             download.add(task)
@@ -4391,15 +4385,18 @@ nonisolated extension ImageCache {
             return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
-        /// A download under way of the image that `key` names, for another of its keys: the whole
-        /// image's, or another size's (not a variant's job: it downloads nothing).
+        /// A download (or a store's decode) under way of the image that `key` names, for another of
+        /// its keys: the whole image's, or another size's (not a variant's job: it downloads nothing).
         ///
         /// - Complexity: O(the variants the key has had entries at).
-        private func downloadSharing(_ key: Key) -> Download? {
+        private func sharing(_ key: Key) -> Entry? {
             let variants = entries.variants(of: key.string)
             guard !key.isWhole || !variants.isEmpty else { return nil }
             for other in [Key(string: key.string)] + variants where other != key && other.processors.isEmpty {
-                if case .loading(let download)? = entries[other] { return download }
+                switch entries[other] {
+                case .loading?, .decodingStore?: return entries[other]
+                default: continue
+                }
             }
             return nil
         }
@@ -4413,7 +4410,7 @@ nonisolated extension ImageCache {
                                   now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
-            case .loaded?, .loading?, .processing?: return
+            case .loaded?, .loading?, .processing?, .decodingStore?: return
             case .failed?, nil: break
             }
             var kept = payload
@@ -4460,7 +4457,7 @@ nonisolated extension ImageCache {
                 let found = secondChance(key, now: now)?.image
                 counts.peekHits &+= found == nil ? 0 : 1
                 return found
-            case .loading?, .processing?, .failed?:
+            case .loading?, .processing?, .decodingStore?, .failed?:
                 return nil
             }
         }
@@ -4485,7 +4482,7 @@ nonisolated extension ImageCache {
             if let job = task.job { return (true, leave(job, task), isCurrent(job) ? relower(job, cancelled: task) : []) }
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
             download.remove(task)
-            if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
+            if download.waiters.isEmpty { return (true, forget(download.key), []) }
             // The request that kept it fast for views that lowered theirs has gone: it goes behind
             // the visible ones too (and what that lets start, starts).
             guard wantedFast(task), download.waiters.contains(where: \.lowered) else { return (true, nil, []) }
@@ -4563,7 +4560,13 @@ nonisolated extension ImageCache {
         func isLoading(_ key: Key) -> Bool {
             if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
-            return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
+            let waiters: [FetchTask]
+            switch sharing(key) {
+            case .loading(let download)?: waiters = download.waiters
+            case .decodingStore(let store)?: waiters = store.waiters
+            default: return false
+            }
+            return waiters.contains { $0.load.key == key && $0.answer == .waiting }
         }
 
         /// Why the last load of `key` failed, if it did and nothing replaced it since.
@@ -4659,6 +4662,10 @@ nonisolated extension ImageCache {
                 let original = job.original
                 job.attach(nil)  // the request for the original holds the job
                 return Stopped(waiters: job.takeWaiters(), task: nil, original: original)
+            case .decodingStore(let store)?:
+                entries[key] = nil
+                lanes.storeDecode(-1)
+                return Stopped(waiters: store.takeWaiters(), task: nil)
             case .failed?:
                 entries[key] = nil
             case nil:
@@ -4850,12 +4857,13 @@ nonisolated extension ImageCache {
         case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case processing(VariantJob)  // a variant being made from its original
+        case decodingStore(StoreDecode)  // bytes a store gave, being decoded
         case failed(Error, serial: UInt64)
 
-        /// A download or a variant's job under way.
+        /// A download, a variant's job or a store's decode under way.
         var isUnderWay: Bool {
             switch self {
-            case .loading, .processing: return true
+            case .loading, .processing, .decodingStore: return true
             case .loaded, .failed: return false
             }
         }
@@ -4949,7 +4957,6 @@ nonisolated extension ImageCache {
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
-        private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -4963,8 +4970,7 @@ nonisolated extension ImageCache {
         /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
         /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
         /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
-        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
-        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// (forgotten). A phase may also stay as it is while the download changes lane. A decoding download's bytes
         /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
         /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
@@ -4981,8 +4987,7 @@ nonisolated extension ImageCache {
         let source: (any ImageSource)?
 
         var key: Key { load.key }
-        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
-        /// store's download has none, and is never looked up, sent or told of as an event.
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made.
         var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
@@ -5000,11 +5005,6 @@ nonisolated extension ImageCache {
         func add(_ task: FetchTask) {
             waiters.append(task)
             task.waits(for: self)
-        }
-
-        /// Adds the waiters of a download `store` replaced: they wait for this one now.
-        func adopt(_ tasks: [FetchTask]) {
-            for task in tasks { add(task) }
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
@@ -5036,11 +5036,6 @@ nonisolated extension ImageCache {
         func waitForReauthorization() {
             reauthorized = true
             attempts -= 1
-        }
-
-        /// Notes that a store's bytes are on disk.
-        func noteWritten() {
-            written = true
         }
 
         /// Takes the choices of a load that joins it (see `ignoresCache`).
@@ -5079,7 +5074,7 @@ nonisolated extension ImageCache {
         private(set) var runningSlow = 0  // not stalled
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
-        private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        private(set) var decoding = 0  // bodies in, waiting for a decode or in one (a store's too)
         var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
@@ -5089,6 +5084,12 @@ nonisolated extension ImageCache {
             download.lane = lane ?? download.lane
             if case .running = phase {} else { download.stalled = false }  // the next attempt starts afresh
             count(download, +1)
+        }
+
+        /// Counts a store's decode beginning (`+1`) or ending (`-1`): a body waiting for a decode, as
+        /// a decoding download's is.
+        mutating func storeDecode(_ sign: Int) {
+            decoding += sign
         }
 
         /// Marks a running download's transfer as stalled or not; false if that changes nothing.
@@ -7340,7 +7341,7 @@ nonisolated extension ImageCache.Ledger {
         guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
-        case .loaded?, .loading?, .processing?: return
+        case .loaded?, .loading?, .processing?, .decodingStore?: return
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
@@ -7492,7 +7493,7 @@ nonisolated extension ImageCache.Ledger {
         for key in Set(download.waiters.map(\.load.key)) where key != download.key {
             switch entries[key] {
             case .failed?, nil: setFailed(key, error)
-            case .loaded?, .loading?, .processing?: break
+            case .loaded?, .loading?, .processing?, .decodingStore?: break
             }
         }
         guard let bytes else { return .failure(error) }
@@ -7518,33 +7519,6 @@ nonisolated extension ImageCache.Ledger {
                              now: TimeInterval) {
         keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
         queueOnDisk(disk)
-    }
-
-    /// Makes `download` the entry of its key while a store's bytes decode: the waiters of the
-    /// downloads `stopped` wait for it instead (their transfers still stop), and `write` is queued
-    /// now, before any later look-up of the key on disk.
-    mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
-                               write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
-        let stopped = stopped.map { stopped in
-            download.adopt(stopped.waiters)
-            return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
-        }
-        lanes.move(download, to: .decoding)
-        entries[download.key] = .loading(download)
-        queueOnDisk(write)
-        return stopped
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile (nil): the entry
-    /// goes to memory, and its waiters are returned.
-    mutating func storeDecoded(_ download: Download, _ payload: Payload, size: Int,
-                               now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
-        guard isCurrent(download) else { return nil }
-        lanes.move(download, to: .done)
-        var kept = payload
-        if download.written { kept.bytes = nil }  // on disk already
-        keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
-        return (download.takeWaiters(), startReady())
     }
 }
 
@@ -7868,8 +7842,8 @@ nonisolated extension ImageCache.Ledger {
         switch entries[key] {
         case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
             memory[slot].data = nil
-        case .loading(let download)? where download.load.storedAt == downloadedAt:
-            download.noteWritten()
+        case .decodingStore(let store)? where store.storedAt == downloadedAt:
+            store.noteWritten()
         default:
             break
         }
@@ -8170,8 +8144,8 @@ nonisolated extension ImageCache {
 // MARK: - Pipeline/Storing.swift
 
 // Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
-// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
-// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// Bytes are decoded on a decode worker while their key's entry is a store's decode that fetches join
+// (`StoreDecode`); an image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
 // entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
 // among the disk's work (`ImageStore`).
 
@@ -8182,7 +8156,7 @@ nonisolated extension ImageCache {
     fileprivate func store(_ data: Data, under key: Key) throws {
         let decoder = Decoder.image
         let limits = locked { $0.decodeLimits }
-        guard decoder.isCheap(limits) else { return try storeDecoding(data, under: key, decoder) }
+        guard decoder.isCheap(limits) else { return try decodeStored(data, under: key, decoder) }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -8198,38 +8172,6 @@ nonisolated extension ImageCache {
             return stopped
         }
         finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)), entryOf: key)
-    }
-
-    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
-    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
-    /// file is queued now, before any later look-up of the key on disk. The download counts as one
-    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
-    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
-        let now = currentTime()
-        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
-        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
-            let replaced = try ledger.replace(key, size: data.count)
-            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
-            let write = DiskWork.write(item, key: key, usedAt: now)
-            return (download, ledger.decodeStored(download, taking: replaced, write: write))
-        }
-        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
-        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
-    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
-    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
-    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
-        let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
-        var failed: (type: ObjectIdentifier?, error: Error)?
-        if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
-        let delivery = Delivery(payload: payload, source: .memory, failed: failed, limits: download.limits)
-        deliver(entryOf: download.key, to: settled.waiters, .success(delivery))
-        startNetwork(settled.started)
     }
 
     /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
@@ -8460,6 +8402,120 @@ nonisolated extension ImageCache {
             }
         }
         return runs
+    }
+}
+
+// MARK: - Pipeline/StoreDecode.swift
+
+// A store's decode: bytes `store(_:for:)` was given, decoded on a decode worker while their key's
+// entry is this job, which fetches of the key join (and the callers of the downloads it stopped
+// wait for). The job (`StoreDecode`), its steps, and what they do to the ledger, beside them.
+
+
+nonisolated extension ImageCache {
+    /// The decode of bytes a store gave, and the fetches waiting for it. It stays while no one
+    /// waits (a store is not cancelled with a fetch), holds no place in a lane, and is never
+    /// looked up, sent, or told of as an event. A cancelled fetch stays among its waiters, answered
+    /// no more, until it ends.
+    fileprivate final class StoreDecode: @unchecked Sendable {  // guarded by the cache's lock
+        let key: Key
+        let decoder: Decoder
+        let storedAt: TimeInterval  // when the bytes were given: the entry's download date
+        let limits: DecodeLimits  // the settings' when it was made
+        private(set) var waiters: [FetchTask] = []
+        private(set) var written = false  // the bytes are on disk (see `bytesAreOnDisk`)
+
+        init(_ key: Key, _ decoder: Decoder, at storedAt: TimeInterval, limits: DecodeLimits) {
+            (self.key, self.decoder, self.storedAt, self.limits) = (key, decoder, storedAt, limits)
+        }
+
+        /// Adds `task` to those waiting for it.
+        func add(_ task: FetchTask) { waiters.append(task) }
+
+        /// Its waiters, who all leave it: it ended, or was stopped.
+        func takeWaiters() -> [FetchTask] {
+            defer { waiters = [] }
+            return waiters
+        }
+
+        /// Notes that its bytes are on disk.
+        func noteWritten() { written = true }
+    }
+
+    /// Stores `data` to be decoded on a decode worker: the key's entry is a ``StoreDecode``
+    /// meanwhile, which fetches of the key join (and the callers of the downloads it stops wait
+    /// for), and the bytes' file is queued now, before any later look-up of the key on disk.
+    fileprivate func decodeStored(_ data: Data, under key: Key, _ decoder: Decoder) throws {
+        let now = currentTime()
+        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
+        let (store, stopped): (StoreDecode, [Stopped]) = try locked { ledger in
+            let replaced = try ledger.replace(key, size: data.count)
+            let store = StoreDecode(key, decoder, at: now, limits: ledger.decodeLimits)
+            let write = DiskWork.write(item, key: key, usedAt: now)
+            return (store, ledger.begin(store, taking: replaced, write: write))
+        }
+        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
+        decodes.async { self.decoded(store, decoder.decode(data, store.limits), data) }
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
+    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
+    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
+    private func decoded(_ store: StoreDecode, _ result: Result<Payload, Error>, _ data: Data) {
+        let now = currentTime()
+        var payload = (try? result.get()) ?? Payload(value: Box(data))
+        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        var failed: (type: ObjectIdentifier?, error: Error)?
+        if case .failure(let error) = result { failed = (store.decoder.type, error) }
+        guard let settled = locked({ $0.end(store, payload, size: data.count, now: now) }) else { return }
+        let delivery = Delivery(payload: payload, source: .memory, failed: failed, limits: store.limits)
+        deliver(entryOf: store.key, to: settled.waiters, .success(delivery))
+        startNetwork(settled.started)
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    typealias StoreDecode = ImageCache.StoreDecode
+
+    /// Makes `store` the entry of its key while its bytes decode: the waiters of the downloads
+    /// `stopped` wait for it instead (their transfers still stop), and `write` is queued now, before
+    /// any later look-up of the key on disk. It counts as a body waiting for a decode
+    /// (`Lanes.decoding`): past the workers' number, it holds a lane slot.
+    mutating func begin(_ store: StoreDecode, taking stopped: [ImageCache.Stopped],
+                        write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
+        let stopped = stopped.map { stopped in
+            for task in stopped.waiters { store.add(task) }
+            return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
+        }
+        lanes.storeDecode(+1)
+        entries[store.key] = .decodingStore(store)
+        queueOnDisk(write)
+        return stopped
+    }
+
+    /// True while `store` is the entry of its key: not removed or stored again meanwhile.
+    func isCurrent(_ store: StoreDecode) -> Bool {
+        if case .decodingStore(let entry)? = entries[store.key] { return entry === store }
+        return false
+    }
+
+    /// Ends a store's decode, unless its key was removed or stored again meanwhile (nil): the entry
+    /// goes to memory, and its waiters are returned.
+    mutating func end(_ store: StoreDecode, _ payload: Payload, size: Int,
+                      now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(store) else { return nil }
+        lanes.storeDecode(-1)
+        var kept = payload
+        if store.written { kept.bytes = nil }  // on disk already
+        keepOnDisk(insert(store.key, kept, size: size, downloadedAt: store.storedAt), usedAt: now)
+        return (store.takeWaiters(), startReady())
+    }
+
+    /// `task` waits for `store` too (whatever its options: the bytes are in hand).
+    mutating func join(_ task: FetchTask, _ store: StoreDecode) -> [Download] {
+        store.add(task)
+        counts.deduplicated &+= 1
+        return []
     }
 }
 

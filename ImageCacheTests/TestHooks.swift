@@ -79,9 +79,11 @@ extension ImageCache {
                     }
                 case .loading(let download):
                     if case .done = download.phase { problems.append("finished download still listed: \(key.string)") }
-                    if download.waiters.isEmpty, !download.load.isStore {
+                    if download.waiters.isEmpty {
                         problems.append("download without waiters: \(key.string)")
                     }
+                case .decodingStore:
+                    break  // it stays while no one waits
                 case .processing(let job):
                     if job.waiters.isEmpty { problems.append("variant's job without waiters: \(key.string)") }
                 case .failed:

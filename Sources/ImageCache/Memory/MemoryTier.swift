@@ -332,8 +332,8 @@ nonisolated extension ImageCache.Ledger {
         switch entries[key] {
         case .loaded(let slot)? where memory[slot].downloadedAt == downloadedAt:
             memory[slot].data = nil
-        case .loading(let download)? where download.load.storedAt == downloadedAt:
-            download.noteWritten()
+        case .decodingStore(let store)? where store.storedAt == downloadedAt:
+            store.noteWritten()
         default:
             break
         }

@@ -37,7 +37,6 @@ nonisolated extension ImageCache {
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
-        private(set) var written = false  // a store's bytes are on disk (see `bytesAreOnDisk`)
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -51,8 +50,7 @@ nonisolated extension ImageCache {
         /// The lifecycle: new -> checkingDisk -> queued | done; queued -> running (its task set once
         /// sent); running -> decoding | done | waitingToRetry (done at once when a cheap decoder ran
         /// where the bytes came); decoding -> done; waitingToRetry -> queued; and any -> done
-        /// (forgotten). A store's download goes from new to decoding at once: its bytes are in. A
-        /// phase may also stay as it is while the download changes lane. A decoding download's bytes
+        /// (forgotten). A phase may also stay as it is while the download changes lane. A decoding download's bytes
         /// are in: the next one may start (see `startReady`). `mayBecome` writes it as code, and the
         /// package's tests check every change `Lanes.move` makes against it.
         enum Phase {
@@ -65,7 +63,7 @@ nonisolated extension ImageCache {
             #if IMAGECACHE_TESTING
             func mayBecome(_ next: Phase) -> Bool {
                 switch (self, next) {
-                case (_, .done), (.new, .checkingDisk), (.new, .decoding), (.checkingDisk, .queued),
+                case (_, .done), (.new, .checkingDisk), (.checkingDisk, .queued),
                      (.queued, .running(nil)),
                      (.running(nil), .running), (.running, .decoding), (.running, .waitingToRetry),
                      (.waitingToRetry, .queued):
@@ -87,8 +85,7 @@ nonisolated extension ImageCache {
         let source: (any ImageSource)?
 
         var key: Key { load.key }
-        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made. A
-        /// store's download has none, and is never looked up, sent or told of as an event.
+        /// The URL it downloads: `Load.refusal(of:)` checked it before the download was made.
         var url: URL { load.url! }
         var decoder: Decoder { load.decoder }
 
@@ -106,11 +103,6 @@ nonisolated extension ImageCache {
         func add(_ task: FetchTask) {
             waiters.append(task)
             task.waits(for: self)
-        }
-
-        /// Adds the waiters of a download `store` replaced: they wait for this one now.
-        func adopt(_ tasks: [FetchTask]) {
-            for task in tasks { add(task) }
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
@@ -142,11 +134,6 @@ nonisolated extension ImageCache {
         func waitForReauthorization() {
             reauthorized = true
             attempts -= 1
-        }
-
-        /// Notes that a store's bytes are on disk.
-        func noteWritten() {
-            written = true
         }
 
         /// Takes the choices of a load that joins it (see `ignoresCache`).
@@ -185,7 +172,7 @@ nonisolated extension ImageCache {
         private(set) var runningSlow = 0  // not stalled
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
-        private(set) var decoding = 0  // downloads whose bytes are in, waiting for a decode or in one
+        private(set) var decoding = 0  // bodies in, waiting for a decode or in one (a store's too)
         var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
         #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
@@ -203,6 +190,12 @@ nonisolated extension ImageCache {
             download.lane = lane ?? download.lane
             if case .running = phase {} else { download.stalled = false }  // the next attempt starts afresh
             count(download, +1)
+        }
+
+        /// Counts a store's decode beginning (`+1`) or ending (`-1`): a body waiting for a decode, as
+        /// a decoding download's is.
+        mutating func storeDecode(_ sign: Int) {
+            decoding += sign
         }
 
         /// Marks a running download's transfer as stalled or not; false if that changes nothing.

@@ -117,12 +117,13 @@ nonisolated extension ImageCache {
         case loaded(Int)  // a slot in the memory tier (`Ledger.memory`)
         case loading(Download)
         case processing(VariantJob)  // a variant being made from its original
+        case decodingStore(StoreDecode)  // bytes a store gave, being decoded
         case failed(Error, serial: UInt64)
 
-        /// A download or a variant's job under way.
+        /// A download, a variant's job or a store's decode under way.
         var isUnderWay: Bool {
             switch self {
-            case .loading, .processing: return true
+            case .loading, .processing, .decodingStore: return true
             case .loaded, .failed: return false
             }
         }

@@ -94,8 +94,10 @@ nonisolated extension ImageCache {
             case .loaded(let slot)?:
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
                 memorySaid = reload ? .refusedByOption : .expired
-            case .loading(let download)? where !onlyFromCache || download.load.isStore:
+            case .loading(let download)? where !onlyFromCache:
                 return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .decodingStore(let store)?:
+                return .joined(started: join(task, store))
             case .processing(let job)? where !onlyFromCache:
                 return .joined(started: join(task, job, fast: load.lane == .fast))
             case .failed?:
@@ -126,7 +128,11 @@ nonisolated extension ImageCache {
             // One download per image at a time: a request for another of its keys (a binder's size,
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
-            if let shared = downloadSharing(key) { return .joined(started: join(task, shared, fast: load.lane == .fast)) }
+            switch sharing(key) {
+            case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
+            case .decodingStore(let shared)?: return .joined(started: join(task, shared))
+            default: break
+            }
             let download = Download(load, limits: decodeLimits, source: source)
             missedInMemory(download, memorySaid)
             download.add(task)
@@ -137,15 +143,18 @@ nonisolated extension ImageCache {
             return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
-        /// A download under way of the image that `key` names, for another of its keys: the whole
-        /// image's, or another size's (not a variant's job: it downloads nothing).
+        /// A download (or a store's decode) under way of the image that `key` names, for another of
+        /// its keys: the whole image's, or another size's (not a variant's job: it downloads nothing).
         ///
         /// - Complexity: O(the variants the key has had entries at).
-        private func downloadSharing(_ key: Key) -> Download? {
+        private func sharing(_ key: Key) -> Entry? {
             let variants = entries.variants(of: key.string)
             guard !key.isWhole || !variants.isEmpty else { return nil }
             for other in [Key(string: key.string)] + variants where other != key && other.processors.isEmpty {
-                if case .loading(let download)? = entries[other] { return download }
+                switch entries[other] {
+                case .loading?, .decodingStore?: return entries[other]
+                default: continue
+                }
             }
             return nil
         }
@@ -159,7 +168,7 @@ nonisolated extension ImageCache {
                                   now: TimeInterval) {
             guard case .loaded(let slot)? = entries[entry], let image, memory[slot].image == image else { return }
             switch entries[key] {
-            case .loaded?, .loading?, .processing?: return
+            case .loaded?, .loading?, .processing?, .decodingStore?: return
             case .failed?, nil: break
             }
             var kept = payload
@@ -206,7 +215,7 @@ nonisolated extension ImageCache {
                 let found = secondChance(key, now: now)?.image
                 counts.peekHits &+= found == nil ? 0 : 1
                 return found
-            case .loading?, .processing?, .failed?:
+            case .loading?, .processing?, .decodingStore?, .failed?:
                 return nil
             }
         }
@@ -231,7 +240,7 @@ nonisolated extension ImageCache {
             if let job = task.job { return (true, leave(job, task), isCurrent(job) ? relower(job, cancelled: task) : []) }
             guard let download = task.download, isCurrent(download) else { return (true, nil, []) }
             download.remove(task)
-            if download.waiters.isEmpty && !download.load.isStore { return (true, forget(download.key), []) }
+            if download.waiters.isEmpty { return (true, forget(download.key), []) }
             // The request that kept it fast for views that lowered theirs has gone: it goes behind
             // the visible ones too (and what that lets start, starts).
             guard wantedFast(task), download.waiters.contains(where: \.lowered) else { return (true, nil, []) }
@@ -309,7 +318,13 @@ nonisolated extension ImageCache {
         func isLoading(_ key: Key) -> Bool {
             if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
-            return downloadSharing(key)?.waiters.contains { $0.load.key == key } ?? false
+            let waiters: [FetchTask]
+            switch sharing(key) {
+            case .loading(let download)?: waiters = download.waiters
+            case .decodingStore(let store)?: waiters = store.waiters
+            default: return false
+            }
+            return waiters.contains { $0.load.key == key && $0.answer == .waiting }
         }
 
         /// Why the last load of `key` failed, if it did and nothing replaced it since.
@@ -405,6 +420,10 @@ nonisolated extension ImageCache {
                 let original = job.original
                 job.attach(nil)  // the request for the original holds the job
                 return Stopped(waiters: job.takeWaiters(), task: nil, original: original)
+            case .decodingStore(let store)?:
+                entries[key] = nil
+                lanes.storeDecode(-1)
+                return Stopped(waiters: store.takeWaiters(), task: nil)
             case .failed?:
                 entries[key] = nil
             case nil:

@@ -37,10 +37,6 @@ nonisolated extension ImageCache {
         var isPrefetch = false
         var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         var isOriginal = false  // a variant's job's request for its original (see `original`)
-        /// When `store(_:for:)` gave the bytes this load decodes; nil for a fetch. A store's
-        /// download has no URL, is never sent, and stays while no one waits for it.
-        var storedAt: TimeInterval?
-        var isStore: Bool { storedAt != nil }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -48,13 +44,6 @@ nonisolated extension ImageCache {
             (self.url, request) = (url, nil)
             self.key = Key(string: key ?? url.absoluteString)
             (lane, self.decoder) = (slow ? .slow : .fast, decoder)
-        }
-
-        /// The load of bytes `store(_:for:)` gave at `time`, decoded by `decoder` (see ``storedAt``).
-        init(storing key: Key, at time: TimeInterval, _ decoder: Decoder) {
-            (url, request) = (nil, nil)
-            self.key = key
-            (lane, self.decoder, storedAt) = (.fast, decoder, time)
         }
 
         /// A load of `request` as given: its headers, cache policy and timeout.
@@ -68,7 +57,6 @@ nonisolated extension ImageCache {
         /// processors and no hooks.
         var original: Load {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
-            original.storedAt = storedAt
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
             return original

@@ -85,7 +85,7 @@ nonisolated extension ImageCache.Ledger {
         guard let found else { return counts.failures &+= 1 }
         counts.diskHits &+= 1
         switch entries[key] {
-        case .loaded?, .loading?, .processing?: return
+        case .loaded?, .loading?, .processing?, .decodingStore?: return
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
@@ -237,7 +237,7 @@ nonisolated extension ImageCache.Ledger {
         for key in Set(download.waiters.map(\.load.key)) where key != download.key {
             switch entries[key] {
             case .failed?, nil: setFailed(key, error)
-            case .loaded?, .loading?, .processing?: break
+            case .loaded?, .loading?, .processing?, .decodingStore?: break
             }
         }
         guard let bytes else { return .failure(error) }
@@ -263,32 +263,5 @@ nonisolated extension ImageCache.Ledger {
                              now: TimeInterval) {
         keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
         queueOnDisk(disk)
-    }
-
-    /// Makes `download` the entry of its key while a store's bytes decode: the waiters of the
-    /// downloads `stopped` wait for it instead (their transfers still stop), and `write` is queued
-    /// now, before any later look-up of the key on disk.
-    mutating func decodeStored(_ download: Download, taking stopped: [ImageCache.Stopped],
-                               write: ImageCache.DiskWork) -> [ImageCache.Stopped] {
-        let stopped = stopped.map { stopped in
-            download.adopt(stopped.waiters)
-            return ImageCache.Stopped(waiters: [], task: stopped.task, original: stopped.original)
-        }
-        lanes.move(download, to: .decoding)
-        entries[download.key] = .loading(download)
-        queueOnDisk(write)
-        return stopped
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile (nil): the entry
-    /// goes to memory, and its waiters are returned.
-    mutating func storeDecoded(_ download: Download, _ payload: Payload, size: Int,
-                               now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
-        guard isCurrent(download) else { return nil }
-        lanes.move(download, to: .done)
-        var kept = payload
-        if download.written { kept.bytes = nil }  // on disk already
-        keepOnDisk(insert(download.key, kept, size: size, downloadedAt: download.load.storedAt ?? now), usedAt: now)
-        return (download.takeWaiters(), startReady())
     }
 }

@@ -1,6 +1,6 @@
 // Storing: what `store(_:for:)` puts in the cache, with the expensive work off the caller's thread.
-// Bytes are decoded on a decode worker while their key's entry is a download that fetches join; an
-// image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
+// Bytes are decoded on a decode worker while their key's entry is a store's decode that fetches join
+// (`StoreDecode`); an image goes to memory at once, and its bytes to disk after: its own, or the original bytes of the
 // entry memory holds it in, or an encoding made on a decode worker whose write keeps its place
 // among the disk's work (`ImageStore`).
 
@@ -27,7 +27,7 @@ nonisolated extension ImageCache {
     internal func store(_ data: Data, under key: Key) throws {
         let decoder = Decoder.image
         let limits = locked { $0.decodeLimits }
-        guard decoder.isCheap(limits) else { return try storeDecoding(data, under: key, decoder) }
+        guard decoder.isCheap(limits) else { return try decodeStored(data, under: key, decoder) }
         try store((try? decoder.decode(data, limits).get()) ?? Payload(bytes: data, value: Box(data)), under: key)
     }
 
@@ -43,38 +43,6 @@ nonisolated extension ImageCache {
             return stopped
         }
         finishStopped(stopped, with: .success(Delivery(payload: payload, source: .memory)), entryOf: key)
-    }
-
-    /// Stores `data` to be decoded on a decode worker: the key's entry is a download meanwhile, which
-    /// fetches of the key join (and the callers of the downloads it stops wait for), and the bytes'
-    /// file is queued now, before any later look-up of the key on disk. The download counts as one
-    /// whose bytes are in (`Lanes.decoding`): past the workers' number, it holds a lane slot.
-    private func storeDecoding(_ data: Data, under key: Key, _ decoder: Decoder) throws {
-        let now = currentTime()
-        let item = DiskStore.Item(url: key.string, data: data, size: data.count, downloadedAt: now, receivedAt: now)
-        let (download, stopped): (Download, [Stopped]) = try locked { ledger in
-            let replaced = try ledger.replace(key, size: data.count)
-            let download = Download(Load(storing: key, at: now, decoder), limits: ledger.decodeLimits)
-            let write = DiskWork.write(item, key: key, usedAt: now)
-            return (download, ledger.decodeStored(download, taking: replaced, write: write))
-        }
-        finishStopped(stopped)  // their transfers stop; their callers wait for this decode
-        decodes.async { self.decoded(download, decoder.decode(data, download.limits), data) }
-    }
-
-    /// Ends a store's decode, unless its key was removed or stored again meanwhile: the entry goes to
-    /// memory (an image if the bytes are one, else the bytes themselves), and the fetches that
-    /// joined it get it: an image fetch the decode's error if the bytes are not an image.
-    private func decoded(_ download: Download, _ result: Result<Payload, Error>, _ data: Data) {
-        let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
-        var failed: (type: ObjectIdentifier?, error: Error)?
-        if case .failure(let error) = result { failed = (download.decoder.type, error) }
-        guard let settled = locked({ $0.storeDecoded(download, payload, size: data.count, now: now) }) else { return }
-        let delivery = Delivery(payload: payload, source: .memory, failed: failed, limits: download.limits)
-        deliver(entryOf: download.key, to: settled.waiters, .success(delivery))
-        startNetwork(settled.started)
     }
 
     /// Stores `image` under `key` (see `store(_:for:)`): in memory at once (if memory keeps it), its
