@@ -3895,10 +3895,9 @@ nonisolated extension ImageCache {
 // MARK: - Pipeline/Requests.swift
 
 // The cache's side of a request: routed through the ledger (`Ledger.route`), then answered from
-// memory, joined to a download under way, or looked up on disk as a new download (the look-up, on
-// the disk queue, ends it or queues it for the network), or read from disk alone (`onlyFromCache`);
-// its cancellation or lowering (a view gone), and the end of the downloads that a cancellation or a
-// removal stopped.
+// memory, joined to a download under way, looked up on disk as a new download (`DiskLookUp`), read
+// from disk alone (`onlyFromCache`), or made by a variant's job (`VariantJob`); its cancellation or
+// lowering (a view gone), and the end of the downloads that a cancellation or a removal stopped.
 
 
 nonisolated extension ImageCache {
@@ -3919,10 +3918,8 @@ nonisolated extension ImageCache {
             deliver(task, result, event: event, handler: handler)
         case .joined(let started):
             startNetwork(started)
-        case .lookUp(let download, let maxBytes?):
-            diskQueue.async { self.lookUpOnDisk(download, maxBytes: maxBytes) }
-        case .lookUp(let download, nil):  // a reload: not read
-            lookedUpOnDisk(download, nil, now: now)
+        case .lookUp(let download, let maxBytes):
+            DiskLookUp(cache: self, download: download, maxBytes: maxBytes).start()
         case .readFromDisk(let maxBytes):
             diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
@@ -3963,53 +3960,97 @@ nonisolated extension ImageCache {
         }
         startNetwork(started)
     }
+}
 
-    /// Looks a download up on disk (on `diskQueue`); a hit ends it, a miss queues it on its lane; one
-    /// of a key whose stored image is being encoded waits for its file. The file is read here, and
-    /// decoded on a decode worker, so that no decode holds the disk queue's writes and look-ups; but
-    /// here when its decoder is cheap (Linux's check of an image), or when the workers already have a
-    /// backlog (the files read ahead, each holding its bytes, stay within `Decodes.width` times two).
-    /// A download no longer wanted is not decoded.
-    fileprivate func lookUpOnDisk(_ download: Download, maxBytes: Int) {
-        let now = currentTime()
-        let id = DiskStore.fileID(for: download.key.string)
-        // A stored image whose file is not written yet: the key's older file is not it.
-        if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(download, maxBytes: maxBytes) }
-        let found = disk.read(id, now: now, maxBytes: maxBytes)
-        learnSize(of: download.key, from: found?.data)
-        guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
-            return lookedUpOnDisk(download, found.map { decodeFromDisk($0, download) }, now: now)
+// MARK: - Pipeline/DiskLookUp.swift
+
+// A new download's look-up on disk (`DiskLookUp`): its file read on the disk queue and decoded on
+// a decode worker (or there, when that is cheap), then what it comes to in the ledger: a fresh entry
+// goes to memory and the waiters; anything else queues the download for the network, with an
+// expired entry to revalidate. Beside it, the read of a request that may not use the network
+// (`onlyFromCache`), which ends at the disk either way.
+
+
+nonisolated extension ImageCache {
+    /// The look-up on disk that every new download begins with (routed by `Ledger.route`). A
+    /// reload's (`maxBytes` nil) reads nothing and ends at once.
+    fileprivate struct DiskLookUp: @unchecked Sendable {  // its download is guarded by the cache's lock
+        let cache: ImageCache
+        let download: Download
+        let maxBytes: Int?  // the largest file read; nil: not read (a reload)
+
+        /// Begins it: on the disk queue, or at once for a reload.
+        func start() {
+            guard maxBytes != nil else { return end(nil, now: cache.currentTime()) }
+            cache.diskQueue.async { self.run() }
         }
-        decodes.async {
-            guard self.locked({ $0.isCheckingDisk(download) }) else {
-                return self.lookedUpOnDisk(download, nil, now: now)
+
+        /// Reads the file (on the disk queue); a hit ends the look-up, a miss queues the download on
+        /// its lane; a look-up of a key whose stored image is being encoded waits for its file (the
+        /// store runs it again then). The file is decoded on a decode worker, so that no decode holds
+        /// the disk queue's writes and look-ups; but here when its decoder is cheap (Linux's check of
+        /// an image), or when the workers already have a backlog (the files read ahead, each holding
+        /// its bytes, stay within `Decodes.width` times two). A download no longer wanted is not
+        /// decoded.
+        func run() {
+            let (disk, decodes, now) = (cache.disk, cache.decodes, cache.currentTime())
+            let id = DiskStore.fileID(for: download.key.string)
+            // A stored image whose file is not written yet: the key's older file is not it.
+            if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
+            let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
+            cache.learnSize(of: download.key, from: found?.data)
+            guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
+                return end(found.map(decode), now: now)
             }
-            self.lookedUpOnDisk(download, self.decodeFromDisk(found, download), now: now)
+            decodes.async {
+                guard cache.locked({ $0.isCheckingDisk(download) }) else { return end(nil, now: now) }
+                end(decode(found), now: now)
+            }
+        }
+
+        /// What a file read holds: a fresh entry, an expired one (kept for revalidation), or nothing
+        /// usable. A broken image (a torn write) is discarded; bytes of another kind stay until a
+        /// download replaces them.
+        private func decode(_ found: DiskStore.Found) -> FoundOnDisk {
+            switch download.decoder.decode(found.data, download.limits) {
+            case .success(let payload) where found.expired: return .stale(payload, found)
+            case .success(let payload):
+                return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
+            case .failure(let error):
+                switch error {
+                case .corruptImage, .emptyBody: cache.diskQueue.async { cache.disk.discard(found, because: "\(error)") }
+                default: break
+                }
+                return .unusable
+            }
+        }
+
+        /// Ends it: a fresh entry goes to memory and the waiters, anything else queues the download on
+        /// its lane (with an expired entry to revalidate).
+        private func end(_ found: FoundOnDisk?, now: TimeInterval) {
+            let (settled, handler) = cache.locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+            guard let settled else { return }
+            if case .fresh(let payload, _, _)? = found {
+                let delivery = Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)
+                cache.deliver(entryOf: download.key, to: settled.waiters, .success(delivery),
+                              event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0),
+                              handler: handler, downloaded: true)
+            }
+            cache.startNetwork(settled.started)
         }
     }
 
-    /// What a file read for `download` holds: a fresh entry, an expired one (kept for revalidation),
-    /// or nothing usable. A broken image (a torn write) is discarded; bytes of another kind stay
-    /// until a download replaces them.
-    private func decodeFromDisk(_ found: DiskStore.Found, _ download: Download) -> FoundOnDisk {
-        switch download.decoder.decode(found.data, download.limits) {
-        case .success(let payload) where found.expired: return .stale(payload, found)
-        case .success(let payload):
-            return .fresh(payload, downloadedAt: found.file.downloadedAt, receivedAt: found.receivedAt)
-        case .failure(let error):
-            switch error {
-            case .corruptImage, .emptyBody: diskQueue.async { self.disk.discard(found, because: "\(error)") }
-            default: break
-            }
-            return .unusable
-        }
+    fileprivate enum FoundOnDisk {
+        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
+        case stale(Payload, DiskStore.Found)
+        case unusable
     }
 
     /// Answers a request that may not use the network (`onlyFromCache`) from disk (on `diskQueue`):
     /// the file's entry, an expired one marked stale unless its server forbade that, kept in memory
     /// unless the request asks not or memory has the key meanwhile; else a failure, remembered
     /// nowhere. Decoded here: a request that chose not to wait for the network.
-    private func readOnly(_ task: FetchTask, maxBytes: Int) {
+    fileprivate func readOnly(_ task: FetchTask, maxBytes: Int) {
         let now = currentTime()
         let load = task.load
         let found = disk.read(DiskStore.fileID(for: load.key.string), now: now, maxBytes: maxBytes)
@@ -4027,25 +4068,57 @@ nonisolated extension ImageCache {
         deliver(task, .success(Delivery(payload: payload, source: .disk, isStale: found.expired, limits: limits)),
                 event: nil, handler: nil)
     }
+}
 
-    fileprivate enum FoundOnDisk {
-        case fresh(Payload, downloadedAt: TimeInterval, receivedAt: TimeInterval)
-        case stale(Payload, DiskStore.Found)
-        case unusable
+nonisolated extension ImageCache.Ledger {
+    /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
+    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
+    /// waiters. Nil when the download was forgotten or replaced meanwhile.
+    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
+                           now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
+        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
+            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
+            missedOnDisk(download, found)
+            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
+            return ([], startReady())
+        }
+        counts.diskHits &+= 1
+        log(download, from: .disk)
+        lanes.move(download, to: .done)
+        var kept = payload
+        kept.bytes = nil  // they are on disk
+        if download.keepsInMemory {
+            keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
+                              receivedAt: receivedAt), usedAt: now)
+        } else {
+            entries[download.key] = nil
+        }
+        return (download.takeWaiters(), startReady())
     }
 
-    /// Ends a look-up on disk: a fresh entry goes to memory and the waiters, anything else queues
-    /// the download on its lane (with an expired entry to revalidate).
-    private func lookedUpOnDisk(_ download: Download, _ found: FoundOnDisk?, now: TimeInterval) {
-        let (settled, handler) = locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
-        guard let settled else { return }
-        if case .fresh(let payload, _, _)? = found {
-            deliver(entryOf: download.key, to: settled.waiters,
-                    .success(Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)),
-                    event: .served(download.url, from: .disk, bytes: payload.bytes?.count ?? 0), handler: handler,
-                    downloaded: true)
+    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
+    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
+    /// download's, a store's).
+    mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
+                       keeps: Bool, now: TimeInterval) {
+        guard let found else { return counts.failures &+= 1 }
+        counts.diskHits &+= 1
+        switch entries[key] {
+        case .loaded?, .loading?, .processing?, .decodingStore?: return
+        case .failed?, nil: break
         }
-        startNetwork(settled.started)
+        guard keeps, !found.file.expired else { return }
+        var kept = found.payload
+        kept.bytes = nil  // they are on disk
+        keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
+                          receivedAt: found.file.receivedAt), usedAt: now)
+    }
+
+    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
+    func isCheckingDisk(_ download: Download) -> Bool {
+        guard isCurrent(download), case .checkingDisk = download.phase else { return false }
+        return true
     }
 }
 
@@ -7270,10 +7343,11 @@ nonisolated extension ImageCache {
 
 // MARK: - Pipeline/Settlement.swift
 
-// What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
-// lock: the entry kept in memory and queued for the disk, a retry, the stale entry served offline,
-// a failure. Each step returns what the cache does after unlocking (the waiters to deliver to, the
-// downloads that may start); the cache's side of each is in Downloads, Attempts and Storing.
+// What a network attempt and a store come to, settled in the ledger under the lock: the entry kept
+// in memory and queued for the disk, a retry, the stale entry served offline, a failure. Each step
+// returns what the cache does after unlocking (the waiters to deliver to, the downloads that may
+// start); the cache's side of each is in Attempts and Storing. (A look-up on disk, a variant's job
+// and a store's decode settle beside their own types.)
 
 
 nonisolated extension ImageCache {
@@ -7305,58 +7379,6 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Ledger {
-    // MARK: Look-ups on disk
-
-    /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
-    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
-    /// waiters. Nil when the download was forgotten or replaced meanwhile.
-    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
-                           now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
-        guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
-        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
-            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
-            missedOnDisk(download, found)
-            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
-            return ([], startReady())
-        }
-        counts.diskHits &+= 1
-        log(download, from: .disk)
-        lanes.move(download, to: .done)
-        var kept = payload
-        kept.bytes = nil  // they are on disk
-        if download.keepsInMemory {
-            keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                              receivedAt: receivedAt), usedAt: now)
-        } else {
-            entries[download.key] = nil
-        }
-        return (download.takeWaiters(), startReady())
-    }
-
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
-    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
-    /// download's, a store's).
-    mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
-                       keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.failures &+= 1 }
-        counts.diskHits &+= 1
-        switch entries[key] {
-        case .loaded?, .loading?, .processing?, .decodingStore?: return
-        case .failed?, nil: break
-        }
-        guard keeps, !found.file.expired else { return }
-        var kept = found.payload
-        kept.bytes = nil  // they are on disk
-        keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
-                          receivedAt: found.file.receivedAt), usedAt: now)
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    func isCheckingDisk(_ download: Download) -> Bool {
-        guard isCurrent(download), case .checkingDisk = download.phase else { return false }
-        return true
-    }
-
     // MARK: Network attempts
 
     /// Ends a network attempt of a download still current and running or decoding (nil if not):
@@ -8234,10 +8256,10 @@ nonisolated extension ImageCache {
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
         let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        private(set) var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+        private(set) var parked: [DiskLookUp] = []  // look-ups waiting for it
 
         /// Keeps a look-up of its key on disk waiting until its file is settled (see `settle`).
-        func park(_ download: Download, maxBytes: Int) { parked.append((download, maxBytes)) }
+        func park(_ lookUp: DiskLookUp) { parked.append(lookUp) }
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
              limit: Int, maxPixels: Int) {
@@ -8288,7 +8310,7 @@ nonisolated extension ImageCache {
     /// a removal) decides the file now, and the look-ups that waited for it go on.
     fileprivate func settle(_ id: UInt64) {
         guard let job = disk.endStoring(id) else { return }
-        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+        for lookUp in job.parked { lookUp.run() }
     }
 
     /// Where stored images are encoded, at a utility priority: a photo's encoding takes a while, and

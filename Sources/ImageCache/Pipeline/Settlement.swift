@@ -1,7 +1,8 @@
-// What a look-up on disk, a network attempt and a store come to, settled in the ledger under the
-// lock: the entry kept in memory and queued for the disk, a retry, the stale entry served offline,
-// a failure. Each step returns what the cache does after unlocking (the waiters to deliver to, the
-// downloads that may start); the cache's side of each is in Downloads, Attempts and Storing.
+// What a network attempt and a store come to, settled in the ledger under the lock: the entry kept
+// in memory and queued for the disk, a retry, the stale entry served offline, a failure. Each step
+// returns what the cache does after unlocking (the waiters to deliver to, the downloads that may
+// start); the cache's side of each is in Attempts and Storing. (A look-up on disk, a variant's job
+// and a store's decode settle beside their own types.)
 
 import Dispatch
 import Foundation
@@ -49,58 +50,6 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Ledger {
-    // MARK: Look-ups on disk
-
-    /// Ends a look-up on disk: a fresh entry goes to memory and its waiters are returned; anything
-    /// else queues the download on its lane (with an expired entry to revalidate) and returns no
-    /// waiters. Nil when the download was forgotten or replaced meanwhile.
-    mutating func lookedUp(_ download: Download, _ found: ImageCache.FoundOnDisk?,
-                           now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
-        guard isCurrent(download), case .checkingDisk = download.phase else { return nil }
-        guard case .fresh(let payload, let downloadedAt, let receivedAt)? = found, !download.ignoresCache else {
-            if case .stale(let payload, let file)? = found { download.revalidate(payload, file) }
-            missedOnDisk(download, found)
-            lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
-            return ([], startReady())
-        }
-        counts.diskHits &+= 1
-        log(download, from: .disk)
-        lanes.move(download, to: .done)
-        var kept = payload
-        kept.bytes = nil  // they are on disk
-        if download.keepsInMemory {
-            keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
-                              receivedAt: receivedAt), usedAt: now)
-        } else {
-            entries[download.key] = nil
-        }
-        return (download.takeWaiters(), startReady())
-    }
-
-    /// Counts what a request that may not use the network read from disk (`readOnly`): a hit, or
-    /// a failure (not a miss: nothing went to the network); a fresh hit is kept in memory if `keeps`, unless memory has `key` meanwhile (a
-    /// download's, a store's).
-    mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
-                       keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.failures &+= 1 }
-        counts.diskHits &+= 1
-        switch entries[key] {
-        case .loaded?, .loading?, .processing?, .decodingStore?: return
-        case .failed?, nil: break
-        }
-        guard keeps, !found.file.expired else { return }
-        var kept = found.payload
-        kept.bytes = nil  // they are on disk
-        keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
-                          receivedAt: found.file.receivedAt), usedAt: now)
-    }
-
-    /// Whether `download` is still current and looking on disk (not cancelled or replaced meanwhile).
-    func isCheckingDisk(_ download: Download) -> Bool {
-        guard isCurrent(download), case .checkingDisk = download.phase else { return false }
-        return true
-    }
-
     // MARK: Network attempts
 
     /// Ends a network attempt of a download still current and running or decoding (nil if not):

@@ -105,10 +105,10 @@ nonisolated extension ImageCache {
         let source: (key: String, downloadedAt: TimeInterval, size: Int)?
         let limit: Int  // `maxImageBytes` when it was stored
         let maxPixels: Int  // the longest side of a whole decode when it was stored: its encoding's
-        private(set) var parked: [(download: Download, maxBytes: Int)] = []  // look-ups waiting for it
+        private(set) var parked: [DiskLookUp] = []  // look-ups waiting for it
 
         /// Keeps a look-up of its key on disk waiting until its file is settled (see `settle`).
-        func park(_ download: Download, maxBytes: Int) { parked.append((download, maxBytes)) }
+        func park(_ lookUp: DiskLookUp) { parked.append(lookUp) }
 
         init(_ item: DiskStore.Item, _ image: Image, from source: (key: String, downloadedAt: TimeInterval, size: Int)?,
              limit: Int, maxPixels: Int) {
@@ -162,7 +162,7 @@ nonisolated extension ImageCache {
     /// a removal) decides the file now, and the look-ups that waited for it go on.
     internal func settle(_ id: UInt64) {
         guard let job = disk.endStoring(id) else { return }
-        for (download, maxBytes) in job.parked { lookUpOnDisk(download, maxBytes: maxBytes) }
+        for lookUp in job.parked { lookUp.run() }
     }
 
     /// Where stored images are encoded, at a utility priority: a photo's encoding takes a while, and
