@@ -11,8 +11,8 @@ final class DiskFiguresTests: CacheTestCase {
     /// A request of `url` decoded to a size, as a binder makes one.
     private func requestSized(_ cache: ImageCache, _ url: URL, _ side: UInt64,
                               _ done: XCTestExpectation) {
-        var load = ImageCache.Load(url, key: nil)
-        load.key = ImageCache.Key(string: url.absoluteString, size: side << 24 | side)
+        let base = ImageCache.Load(url, key: nil)
+        let load = base.sized(ImageCache.Key(string: url.absoluteString, size: side << 24 | side), base.decoder, scale: nil)
         _ = cache.request(load, queue: callbacks, completion: { _ in done.fulfill() })
     }
 

@@ -14,8 +14,8 @@ final class SharedDownloadTests: CacheTestCase {
                               decoder: ImageCache.Decoder = .image,
                               _ done: @escaping @Sendable (Result<ImageCache.Delivery, ImageCache.Error>) -> Void)
         -> ImageCache.FetchTask {
-        var load = ImageCache.Load(url, key: nil, decoder)
-        load.key = ImageCache.Key(string: url.absoluteString, size: side << 24 | side)
+        let base = ImageCache.Load(url, key: nil, decoder)
+        let load = base.sized(ImageCache.Key(string: url.absoluteString, size: side << 24 | side), base.decoder, scale: nil)
         return cache.request(load, queue: callbacks, completion: done)
     }
 

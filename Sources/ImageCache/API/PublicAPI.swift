@@ -226,16 +226,15 @@ nonisolated extension ImageCache {
 
     /// `load` with the public hooks, which run where its callback runs.
     private func hooked(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?) -> Load {
-        var load = load
+        var progress: (@Sendable (Int, Int?) -> Void)?
         if let onProgress {
-            load.onProgress = { received, expected in
-                Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) }
-            }
+            progress = { received, expected in Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) } }
         }
+        var retry: (@Sendable (Error, Int) -> Void)?
         if let onRetry {
-            load.onRetry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
+            retry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
         }
-        return load
+        return load.hooked(onProgress: progress, onRetry: retry)
     }
 
     private func image(_ load: Load) async throws -> Image {
@@ -257,9 +256,7 @@ nonisolated extension ImageCache {
     }
 
     private func prefetch(_ load: Load) {
-        var load = load
-        load.isPrefetch = true
-        _ = request(load, queue: Self.prefetchQueue) { _ in }
+        _ = request(load.asPrefetch, queue: Self.prefetchQueue) { _ in }
     }
 
     /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).

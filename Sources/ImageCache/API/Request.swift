@@ -180,18 +180,3 @@ nonisolated extension ImageCache.Request {
         ImageCache.pixels(ImageCache.pixelSize(points: points, scale: displayScale))
     }
 }
-
-nonisolated extension ImageCache.Load {
-    /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
-    /// fills its size.
-    init(_ request: ImageCache.Request) {
-        // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
-        self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
-                  lane: request.slow ? .slow : .fast, decoder: .image)
-        (options, scale) = (request.options, request.scale)
-        blurHash = request.blurHash
-        guard request.size != nil || !request.processors.isEmpty else { return }
-        if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
-        processors = request.processors
-    }
-}

@@ -22,11 +22,26 @@ nonisolated extension ImageCache {
     /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
     /// and an image or any other value.
     internal struct Payload {
-        var bytes: Data?
-        var image: Image?
-        var value: Box?
-        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-        var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
+        private(set) var bytes: Data?
+        private(set) var image: Image?
+        private(set) var value: Box?
+        private(set) var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+        private(set) var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
+
+        /// Itself with `bytes` for its bytes: nil once memory need not keep them (they are on disk,
+        /// or another entry has them).
+        func with(bytes: Data?) -> Payload {
+            var payload = self
+            payload.bytes = bytes
+            return payload
+        }
+
+        /// Itself with the file its bytes were streamed to (nil: none, once renamed into place).
+        func with(spool: Spool?) -> Payload {
+            var payload = self
+            payload.spool = spool
+            return payload
+        }
     }
 
     /// A decoded value that is not an image, with its type.

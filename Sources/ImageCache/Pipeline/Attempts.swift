@@ -171,11 +171,7 @@ nonisolated extension ImageCache {
                                             + POSIX.describe(POSIX.lastError()))), nil)
         }
         let decode: @Sendable () -> Void = {
-            let result = download.decoder.decode(body, file: spool.url, download.limits).map { payload in
-                var payload = payload
-                payload.spool = spool
-                return payload
-            }
+            let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
             finish(result, body)
         }
         guard !download.decoder.isCheap(download.limits) else { return decode() }

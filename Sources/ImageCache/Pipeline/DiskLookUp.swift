@@ -136,8 +136,7 @@ nonisolated extension ImageCache.Ledger {
         counts.diskHits &+= 1
         log(download, from: .disk)
         lanes.move(download, to: .done)
-        var kept = payload
-        kept.bytes = nil  // they are on disk
+        let kept = payload.with(bytes: nil)  // they are on disk
         if download.keepsInMemory {
             keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
                               receivedAt: receivedAt), usedAt: now)
@@ -159,8 +158,7 @@ nonisolated extension ImageCache.Ledger {
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
-        var kept = found.payload
-        kept.bytes = nil  // they are on disk
+        let kept = found.payload.with(bytes: nil)  // they are on disk
         keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
                           receivedAt: found.file.receivedAt), usedAt: now)
     }

@@ -171,8 +171,7 @@ nonisolated extension ImageCache {
             case .loaded?, .loading?, .processing?, .decodingStore?: return
             case .failed?, nil: break
             }
-            var kept = payload
-            kept.bytes = nil  // the entry it was made from has them
+            let kept = payload.with(bytes: nil)  // the entry it was made from has them
             let (size, dates) = (memory[slot].size, (memory[slot].downloadedAt, memory[slot].receivedAt))
             keepOnDisk(insert(key, kept, size: size, downloadedAt: dates.0, receivedAt: dates.1), usedAt: now)
             entries.noteVariant(key)

@@ -24,19 +24,19 @@ nonisolated extension ImageCache {
     internal struct Load {
         let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
         let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
-        var key: Key
-        var lane: Lane
-        var decoder: Decoder
+        private(set) var key: Key
+        private(set) var lane: Lane
+        private(set) var decoder: Decoder
         /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
         /// on its original, the load of the same key with none (`original`).
-        var processors: [Processor] = []
-        var options: Request.Options = []
-        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
-        var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
-        var onRetry: (@Sendable (Error, Int) -> Void)? = nil
-        var isPrefetch = false
-        var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
-        var isOriginal = false  // a variant's job's request for its original (see `original`)
+        private(set) var processors: [Processor] = []
+        private(set) var options: Request.Options = []
+        private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
+        private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
+        private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        private(set) var isPrefetch = false
+        private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
+        private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -64,6 +64,41 @@ nonisolated extension ImageCache {
 
         init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
             (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
+        }
+
+        /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
+        /// fills its size.
+        init(_ request: Request) {
+            // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
+            self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
+                      lane: request.slow ? .slow : .fast, decoder: .image)
+            (options, scale) = (request.options, request.scale)
+            blurHash = request.blurHash
+            guard request.size != nil || !request.processors.isEmpty else { return }
+            if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
+            processors = request.processors
+        }
+
+        /// Itself with these hooks in place of its own (nil leaves a hook as it is).
+        func hooked(onProgress: (@Sendable (Int, Int?) -> Void)?, onRetry: (@Sendable (Error, Int) -> Void)? = nil) -> Load {
+            var load = self
+            if let onProgress { load.onProgress = onProgress }
+            if let onRetry { load.onRetry = onRetry }
+            return load
+        }
+
+        /// Itself as a request of `prefetch`.
+        var asPrefetch: Load {
+            var load = self
+            load.isPrefetch = true
+            return load
+        }
+
+        /// Itself for a view: its image under `key`, decoded by `decoder` for a display `scale`.
+        func sized(_ key: Key, _ decoder: Decoder, scale: Double?) -> Load {
+            var load = self
+            (load.key, load.decoder, load.scale) = (key, decoder, scale)
+            return load
         }
 
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.

@@ -130,10 +130,9 @@ nonisolated extension ImageCache.Ledger {
         }
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
-            var kept = payload
             // On disk already, or about to be; or never to be written, so memory need not keep them.
-            if answer.notModified || payload.spool != nil || !download.writesToDisk { kept.bytes = nil }
-            kept.spool = nil
+            let onDisk = answer.notModified || payload.spool != nil || !download.writesToDisk
+            let kept = payload.with(bytes: onDisk ? nil : payload.bytes).with(spool: nil)
             keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now,
                               diskless: !download.writesToDisk), usedAt: now)
         } else {

@@ -70,8 +70,8 @@ nonisolated extension ImageCache {
     /// joined it get it: an image fetch the decode's error if the bytes are not an image.
     private func decoded(_ store: StoreDecode, _ result: Result<Payload, Error>, _ data: Data) {
         let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        // The bytes are what the file holds, for the waiters that read them.
+        let payload = ((try? result.get()) ?? Payload(value: Box(data))).with(bytes: data)
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (store.decoder.type, error) }
         guard let settled = locked({ $0.end(store, payload, size: data.count, now: now) }) else { return }
@@ -112,8 +112,7 @@ nonisolated extension ImageCache.Ledger {
                       now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(store) else { return nil }
         lanes.storeDecode(-1)
-        var kept = payload
-        if store.written { kept.bytes = nil }  // on disk already
+        let kept = store.written ? payload.with(bytes: nil) : payload  // on disk already
         keepOnDisk(insert(store.key, kept, size: size, downloadedAt: store.storedAt), usedAt: now)
         return (store.takeWaiters(), startReady())
     }

@@ -63,16 +63,14 @@ nonisolated extension ImageCache {
     /// with its last fetch (`Ledger.cancel` forgets the job, and `finishStopped` cancels this
     /// request). The request and the job hold each other until the job ends or is forgotten.
     internal func makeVariant(_ job: VariantJob) {
-        var load = job.load.original
-        load.onProgress = { [weak job] received, expected in
+        let load = job.load.original.hooked(onProgress: { [weak job] received, expected in
             if let job { self.tell(self.locked { $0.progressed(job.waiters, received: received) }, received, expected) }
-        }
-        load.onRetry = { [weak job] error, attempt in
+        }, onRetry: { [weak job] error, attempt in
             guard let job else { return }
             for task in self.locked({ _ in job.waiters }) where task.load.onRetry != nil {
                 task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
             }
-        }
+        })
         let original = request(load, queue: Self.variantQueue) { [weak job] result in
             guard let job else { return }
             let result = Unchecked(result)  // made for this job alone

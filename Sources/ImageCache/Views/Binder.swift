@@ -194,11 +194,11 @@ nonisolated extension ImageCache {
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
+            load = load.sized(memoryKey, decoder, scale: scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
-                load.onProgress = { [weak self] received, expected in
+                load = load.hooked(onProgress: { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
-                }
+                })
             }
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
