@@ -28,10 +28,13 @@
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
 //   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
-//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
-//              the lock guards, and the steps over more than one part), the entry table and keys,
-//              downloads and their lanes, network attempts, what each step comes to
-//              (`Settlement`), delivery, and stores.
+//   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
+//              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
+//              part), the entry table and keys, and the stages, one type per job, each with what it
+//              does to the ledger beside it: a download and its lanes (`Download`), the disk look-up
+//              (`DiskLookUp`), the network attempt (Attempts), a source's load (`SourceLoads`), a
+//              variant's job (`VariantJob`), a store's decode (`StoreDecode`) and the other stores
+//              (Storing); then delivery.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
 //   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
 //              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
@@ -56,12 +59,12 @@
 // work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
 // A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
-// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Requests)
-// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) its `DiskLookUp` reads no
+// file on the disk queue and `Ledger.lookedUp` (beside it) queues the download on its lane;
 // (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
 // the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
-// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
-// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// it decoded (`DecodeWorkers`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`, MemoryTier) and
 // its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
 // (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints this route as
 // it runs, function by function.)
@@ -163,7 +166,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     fileprivate let transport: Transport
     fileprivate let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
-    fileprivate let decodes: Decodes
+    fileprivate let decodes: DecodeWorkers
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     fileprivate let disk: DiskStore  // used only on `diskQueue`
     fileprivate let authorizer = Authorizer()  // guarded by `lock`
@@ -224,7 +227,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport = Transport(configuration, timeout: settings.requestTimeout)
         _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
-        decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
+        decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)
         transport.cache = self
@@ -523,16 +526,15 @@ nonisolated extension ImageCache {
 
     /// `load` with the public hooks, which run where its callback runs.
     private func hooked(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?) -> Load {
-        var load = load
+        var progress: (@Sendable (Int, Int?) -> Void)?
         if let onProgress {
-            load.onProgress = { received, expected in
-                Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) }
-            }
+            progress = { received, expected in Self.onCallbackActor((received, expected)) { onProgress($0.0, $0.1) } }
         }
+        var retry: (@Sendable (Error, Int) -> Void)?
         if let onRetry {
-            load.onRetry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
+            retry = { error, attempt in Self.onCallbackActor((error, attempt)) { onRetry($0.0, $0.1) } }
         }
-        return load
+        return load.hooked(onProgress: progress, onRetry: retry)
     }
 
     private func image(_ load: Load) async throws -> Image {
@@ -554,9 +556,7 @@ nonisolated extension ImageCache {
     }
 
     private func prefetch(_ load: Load) {
-        var load = load
-        load.isPrefetch = true
-        _ = request(load, queue: Self.prefetchQueue) { _ in }
+        _ = request(load.asPrefetch, queue: Self.prefetchQueue) { _ in }
     }
 
     /// Where a prefetch's answer goes: nowhere the app waits on (not the main queue).
@@ -916,21 +916,6 @@ nonisolated extension ImageCache.Request {
     /// `points` in whole pixels at its display scale (nil: not a size to fill).
     fileprivate func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {
         ImageCache.pixels(ImageCache.pixelSize(points: points, scale: displayScale))
-    }
-}
-
-nonisolated extension ImageCache.Load {
-    /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
-    /// fills its size.
-    init(_ request: ImageCache.Request) {
-        // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
-        self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
-                  lane: request.slow ? .slow : .fast, decoder: .image)
-        (options, scale) = (request.options, request.scale)
-        blurHash = request.blurHash
-        guard request.size != nil || !request.processors.isEmpty else { return }
-        if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
-        processors = request.processors
     }
 }
 
@@ -1996,7 +1981,7 @@ nonisolated extension ImageCache {
             return info.timing
         }
 
-        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// DecodeWorkers `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
         public init?(data: Data) {
             guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
@@ -2275,11 +2260,11 @@ nonisolated extension ImageCache {
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
             let decoder = Decoder.image(filling: size, scale: scale)
-            (load.key, load.decoder, load.scale) = (memoryKey, decoder, scale)
+            load = load.sized(memoryKey, decoder, scale: scale)
             if hooks.progress != nil {  // runs on `queue`, the task's
-                load.onProgress = { [weak self] received, expected in
+                load = load.hooked(onProgress: { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
-                }
+                })
             }
             task = cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
@@ -3273,7 +3258,7 @@ nonisolated extension ImageCache {
         private var outcomes: [String: Outcome] = [:]  // by `name(hash, size)`
         private var order: [String] = []  // oldest first
         private let queue = DispatchQueue(label: "ImageCache.placeholders", qos: .userInitiated)
-        /// Decodes made, for the tests.
+        /// DecodeWorkers made, for the tests.
         private(set) var decodes = 0
 
         /// The outcome of `hash` at `size` if it was decoded; never waits.
@@ -3281,7 +3266,7 @@ nonisolated extension ImageCache {
             lock.withLock { outcomes[Self.name(hash, size)] }
         }
 
-        /// Decodes `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
+        /// DecodeWorkers `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
         /// outcome, and hands it to `done` there.
         func decode(_ hash: String, _ size: (width: Int, height: Int), done: @escaping @Sendable (Outcome) -> Void) {
             queue.async {
@@ -3830,19 +3815,19 @@ nonisolated extension ImageCache {
     fileprivate struct Load {
         let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
         let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
-        var key: Key
-        var lane: Lane
-        var decoder: Decoder
+        private(set) var key: Key
+        private(set) var lane: Lane
+        private(set) var decoder: Decoder
         /// What makes the variant its key names, if it has any (see ``Processor``): a job runs them
         /// on its original, the load of the same key with none (`original`).
-        var processors: [Processor] = []
-        var options: Request.Options = []
-        var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
-        var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
-        var onRetry: (@Sendable (Error, Int) -> Void)? = nil
-        var isPrefetch = false
-        var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
-        var isOriginal = false  // a variant's job's request for its original (see `original`)
+        private(set) var processors: [Processor] = []
+        private(set) var options: Request.Options = []
+        private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
+        private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
+        private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        private(set) var isPrefetch = false
+        private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
+        private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -3870,6 +3855,41 @@ nonisolated extension ImageCache {
 
         init(url: URL?, request: URLRequest?, key: Key, lane: Lane, decoder: Decoder) {
             (self.url, self.request, self.key, self.lane, self.decoder) = (url, request, key, lane, decoder)
+        }
+
+        /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
+        /// fills its size.
+        init(_ request: Request) {
+            // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
+            self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
+                      lane: request.slow ? .slow : .fast, decoder: .image)
+            (options, scale) = (request.options, request.scale)
+            blurHash = request.blurHash
+            guard request.size != nil || !request.processors.isEmpty else { return }
+            if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
+            processors = request.processors
+        }
+
+        /// Itself with these hooks in place of its own (nil leaves a hook as it is).
+        func hooked(onProgress: (@Sendable (Int, Int?) -> Void)?, onRetry: (@Sendable (Error, Int) -> Void)? = nil) -> Load {
+            var load = self
+            if let onProgress { load.onProgress = onProgress }
+            if let onRetry { load.onRetry = onRetry }
+            return load
+        }
+
+        /// Itself as a request of `prefetch`.
+        var asPrefetch: Load {
+            var load = self
+            load.isPrefetch = true
+            return load
+        }
+
+        /// Itself for a view: its image under `key`, decoded by `decoder` for a display `scale`.
+        func sized(_ key: Key, _ decoder: Decoder, scale: Double?) -> Load {
+            var load = self
+            (load.key, load.decoder, load.scale) = (key, decoder, scale)
+            return load
         }
 
         /// Why `request` is not a load at all, if it is not: the cache sends GETs with no body.
@@ -3990,7 +4010,7 @@ nonisolated extension ImageCache {
         /// store runs it again then). The file is decoded on a decode worker, so that no decode holds
         /// the disk queue's writes and look-ups; but here when its decoder is cheap (Linux's check of
         /// an image), or when the workers already have a backlog (the files read ahead, each holding
-        /// its bytes, stay within `Decodes.width` times two). A download no longer wanted is not
+        /// its bytes, stay within `DecodeWorkers.width` times two). A download no longer wanted is not
         /// decoded.
         func run() {
             let (disk, decodes, now) = (cache.disk, cache.decodes, cache.currentTime())
@@ -3999,7 +4019,7 @@ nonisolated extension ImageCache {
             if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
             let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
             cache.learnSize(of: download.key, from: found?.data)
-            guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
+            guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < DecodeWorkers.width * 2 else {
                 return end(found.map(decode), now: now)
             }
             decodes.async {
@@ -4086,8 +4106,7 @@ nonisolated extension ImageCache.Ledger {
         counts.diskHits &+= 1
         log(download, from: .disk)
         lanes.move(download, to: .done)
-        var kept = payload
-        kept.bytes = nil  // they are on disk
+        let kept = payload.with(bytes: nil)  // they are on disk
         if download.keepsInMemory {
             keepOnDisk(insert(download.key, kept, size: payload.bytes?.count, downloadedAt: downloadedAt,
                               receivedAt: receivedAt), usedAt: now)
@@ -4109,8 +4128,7 @@ nonisolated extension ImageCache.Ledger {
         case .failed?, nil: break
         }
         guard keeps, !found.file.expired else { return }
-        var kept = found.payload
-        kept.bytes = nil  // they are on disk
+        let kept = found.payload.with(bytes: nil)  // they are on disk
         keepOnDisk(insert(key, kept, size: found.payload.bytes?.count, downloadedAt: found.file.file.downloadedAt,
                           receivedAt: found.file.receivedAt), usedAt: now)
     }
@@ -4173,16 +4191,14 @@ nonisolated extension ImageCache {
     /// with its last fetch (`Ledger.cancel` forgets the job, and `finishStopped` cancels this
     /// request). The request and the job hold each other until the job ends or is forgotten.
     fileprivate func makeVariant(_ job: VariantJob) {
-        var load = job.load.original
-        load.onProgress = { [weak job] received, expected in
+        let load = job.load.original.hooked(onProgress: { [weak job] received, expected in
             if let job { self.tell(self.locked { $0.progressed(job.waiters, received: received) }, received, expected) }
-        }
-        load.onRetry = { [weak job] error, attempt in
+        }, onRetry: { [weak job] error, attempt in
             guard let job else { return }
             for task in self.locked({ _ in job.waiters }) where task.load.onRetry != nil {
                 task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
             }
-        }
+        })
         let original = request(load, queue: Self.variantQueue) { [weak job] result in
             guard let job else { return }
             let result = Unchecked(result)  // made for this job alone
@@ -4331,10 +4347,11 @@ nonisolated extension ImageCache.Ledger {
 
 // The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
 // settings, the prefetches), and the steps that change more than one of them at once: routing a
-// request, joining and leaving a download, a variant's job, a view's lowered load, forgetting a key. What a look-up, an attempt or a store
-// comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
-// reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
-// never write its fields.
+// request, joining and leaving a download, a view's lowered load, forgetting a key. What a stage
+// comes to is settled beside the stage (DiskLookUp.swift, Attempts.swift, VariantJob.swift,
+// StoreDecode.swift, Storing.swift); memory's own steps are in MemoryTier.swift. The cache reaches
+// the ledger only through `ImageCache.locked`, and other files call its methods: they never write
+// its fields.
 
 
 nonisolated extension ImageCache {
@@ -4486,8 +4503,7 @@ nonisolated extension ImageCache {
             case .loaded?, .loading?, .processing?, .decodingStore?: return
             case .failed?, nil: break
             }
-            var kept = payload
-            kept.bytes = nil  // the entry it was made from has them
+            let kept = payload.with(bytes: nil)  // the entry it was made from has them
             let (size, dates) = (memory[slot].size, (memory[slot].downloadedAt, memory[slot].receivedAt))
             keepOnDisk(insert(key, kept, size: size, downloadedAt: dates.0, receivedAt: dates.1), usedAt: now)
             entries.noteVariant(key)
@@ -5180,7 +5196,7 @@ nonisolated extension ImageCache {
         /// So do stalled transfers beyond `maxStalled`.
         mutating func startReady(maxFast: Int, maxStalled: Int, maxSlow: Int = 1) -> [Download] {
             var started: [Download] = []
-            let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
+            let held = max(0, decoding - DecodeWorkers.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)
@@ -5283,9 +5299,10 @@ nonisolated extension ImageCache {
 
 // MARK: - Pipeline/Attempts.swift
 
-// The cache's side of a network attempt: its request sent through the transport, its progress and
-// stalls, and its end: the body checked and decoded, the attempt settled in the ledger
-// (`Ledger.attemptEnded`), then delivered, or retried after a delay.
+// A network attempt: its request sent through the transport, its progress and stalls, and its end:
+// the body checked and decoded, the attempt settled in the ledger (`Ledger.attemptEnded`, below:
+// the entry kept in memory and queued for the disk, a retry, the stale entry served offline, a
+// failure), then delivered, or retried after a delay.
 
 
 nonisolated extension ImageCache {
@@ -5380,7 +5397,7 @@ nonisolated extension ImageCache {
 
     /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
     /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``Decodes``: not on this delegate queue), or here
+    /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
     /// when the decoder is cheap.
     fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
         let download = transfer.download
@@ -5440,11 +5457,7 @@ nonisolated extension ImageCache {
                                             + POSIX.describe(POSIX.lastError()))), nil)
         }
         let decode: @Sendable () -> Void = {
-            let result = download.decoder.decode(body, file: spool.url, download.limits).map { payload in
-                var payload = payload
-                payload.spool = spool
-                return payload
-            }
+            let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
             finish(result, body)
         }
         guard !download.decoder.isCheap(download.limits) else { return decode() }
@@ -5504,6 +5517,177 @@ nonisolated extension ImageCache {
                         to: .queued)
         }
         startNetwork(started ?? [])
+    }
+}
+
+nonisolated extension ImageCache {
+    /// What a network attempt came to, decided by `Ledger.outcome(of:_:response:)`; each has one
+    /// handler.
+    fileprivate enum Outcome {
+        case downloaded(Payload)  // to memory and disk, and to the waiters
+        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
+        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
+        case failed(Error)
+    }
+
+    /// An attempt settled: its outcome, what its waiters get (nil: they wait for the next attempt),
+    /// and who they are.
+    fileprivate struct Settled {
+        let outcome: Outcome
+        let delivery: Result<Delivery, Error>?
+        let waiters: [FetchTask]
+    }
+
+    /// A network attempt's answer, as the transport hands it over: the response, when its request
+    /// was sent, and whether it is a `304` for the stale entry.
+    fileprivate struct Reply {
+        var response: URLResponse?
+        var sentAt: TimeInterval?
+        var notModified = false
+        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Ends a network attempt of a download still current and running or decoding (nil if not):
+    /// the entry goes to memory and disk and the waiters get it, or it waits to be retried, or it
+    /// failed. `whole` is the body's size (and the announced one), which the waiters with an
+    /// `onProgress` hear before their completion.
+    mutating func attemptEnded(_ download: Download, _ result: Result<Payload, Error>, bytes: Data?,
+                               _ answer: ImageCache.Reply, whole: (Int, Int?)?,
+                               now: TimeInterval) -> ImageCache.Settled? {
+        guard isCurrent(download) else { return nil }
+        switch download.phase {
+        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
+        default: return nil
+        }
+        if let whole {  // the body is whole, whatever its decoder made of it
+            for task in progressed(download.waiters, received: whole.0) { task.keepFinalProgress(whole) }
+        }
+        let outcome = outcome(of: download, result, response: answer.response)
+        var delivery: Result<Delivery, Error>?
+        switch outcome {
+        case .downloaded(let payload):
+            delivery = .success(keepDownloaded(download, payload, answer, now: now))
+        case .retry:
+            lanes.move(download, to: .waitingToRetry)
+        case .offline(let payload):
+            delivery = .success(serveOffline(download, payload))
+        case .failed(let error):
+            delivery = fail(download, error, bytes: bytes)
+        }
+        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
+    }
+
+    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
+    /// while the retry policy allows, then served stale from disk if the settings ask for that.
+    private func outcome(of download: Download, _ result: Result<Payload, Error>,
+                         response: URLResponse?) -> ImageCache.Outcome {
+        switch result {
+        case .success(let payload):
+            return .downloaded(payload)
+        case .failure(let error) where error.isFatal || error == .cancelled:
+            return .failed(error)
+        case .failure(let error):
+            let policy = settings.retryPolicy
+            if download.attempts <= policy.maxRetries {
+                return .retry(attempt: download.attempts,
+                              delay: policy.delay(attempt: download.attempts,
+                                                  retryAfter: ImageCache.HTTP.retryAfter(response)),
+                              error: error)
+            }
+            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
+            if settings.servesStaleWhenOffline, let stale = download.stale,
+               !ImageCache.HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
+                return .offline(stale.payload)
+            }
+            return .failed(error)
+        }
+    }
+
+    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
+    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
+    /// get.
+    private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
+                                         now: TimeInterval) -> Delivery {
+        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
+                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
+        lanes.move(download, to: .done)
+        let revalidated = answer.notModified ? download.stale?.found : nil
+        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
+        let size = payload.bytes?.count
+        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
+        guard !freshness.cacheControl.noStore else {
+            entries[download.key] = nil
+            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            return delivery
+        }
+        let downloadedAt = downloadDate(freshness, now: now)
+        if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
+            // On disk already, or about to be; or never to be written, so memory need not keep them.
+            let onDisk = answer.notModified || payload.spool != nil || !download.writesToDisk
+            let kept = payload.with(bytes: onDisk ? nil : payload.bytes).with(spool: nil)
+            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now,
+                              diskless: !download.writesToDisk), usedAt: now)
+        } else {
+            entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
+        }
+        guard download.writesToDisk else {
+            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            return delivery
+        }
+        if let revalidated {
+            queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
+        } else if !answer.notModified {
+            // A body streamed to disk is renamed into place, not written.
+            let item = ImageCache.DiskStore.Item(url: download.key.string,
+                                                 data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
+                                                 downloadedAt: downloadedAt, receivedAt: now,
+                                                 validators: ImageCache.Validators(answer.response), headers: headers)
+            queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
+        }
+        return delivery
+    }
+
+    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
+    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
+    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
+    /// `no-cache` (revalidated before every reuse), in both modes.
+    private func downloadDate(_ freshness: ImageCache.HTTP.Freshness, now: TimeInterval) -> TimeInterval {
+        let timeToLive = settings.timeToLive
+        guard !freshness.cacheControl.noCache else { return 0 }
+        guard settings.usesServerMaxAge else { return now }
+        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
+        return remaining > 0 ? now + remaining - timeToLive : 0
+    }
+
+    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
+    /// for memory (the disk keeps it).
+    private mutating func serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
+        lanes.move(download, to: .done)
+        entries[download.key] = nil
+        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
+    }
+
+    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
+    /// another type decode the bytes themselves.
+    private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
+        lanes.move(download, to: .done)
+        setFailed(download.key, error)
+        // Its waiters of another key of the image (a fetch that joined a view's download at a size)
+        // find the failure under their own key too, unless something has taken it meanwhile.
+        for key in Set(download.waiters.map(\.load.key)) where key != download.key {
+            switch entries[key] {
+            case .failed?, nil: setFailed(key, error)
+            case .loaded?, .loading?, .processing?, .decodingStore?: break
+            }
+        }
+        guard let bytes else { return .failure(error) }
+        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
+                                 failed: (download.decoder.type, error), limits: download.limits))
     }
 }
 
@@ -6640,7 +6824,7 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Decoding/Decodes.swift
+// MARK: - Decoding/DecodeWorkers.swift
 
 // The decode workers: where downloaded bytes are decoded, off the transport's delegate queue.
 
@@ -6651,7 +6835,7 @@ nonisolated extension ImageCache {
     /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
     /// A decode that ends takes the next waiting one in the same block. (Not an
     /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
-    fileprivate final class Decodes: @unchecked Sendable {
+    fileprivate final class DecodeWorkers: @unchecked Sendable {
         private let queue: DispatchQueue
         private let lock = NSLock()
         private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
@@ -6701,11 +6885,26 @@ nonisolated extension ImageCache {
     /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
     /// and an image or any other value.
     fileprivate struct Payload {
-        var bytes: Data?
-        var image: Image?
-        var value: Box?
-        var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-        var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
+        private(set) var bytes: Data?
+        private(set) var image: Image?
+        private(set) var value: Box?
+        private(set) var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+        private(set) var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
+
+        /// Itself with `bytes` for its bytes: nil once memory need not keep them (they are on disk,
+        /// or another entry has them).
+        func with(bytes: Data?) -> Payload {
+            var payload = self
+            payload.bytes = bytes
+            return payload
+        }
+
+        /// Itself with the file its bytes were streamed to (nil: none, once renamed into place).
+        func with(spool: Spool?) -> Payload {
+            var payload = self
+            payload.spool = spool
+            return payload
+        }
     }
 
     /// A decoded value that is not an image, with its type.
@@ -6729,7 +6928,7 @@ nonisolated extension ImageCache {
         /// bytes (mapped: their pages are read as it touches them).
         var decodeFile: (@Sendable (_ data: Data, _ file: URL, _ limits: DecodeLimits) -> Result<Payload, Error>)?
 
-        /// Decodes `data`, which `file` holds too if given (see `decodeFile`).
+        /// DecodeWorkers `data`, which `file` holds too if given (see `decodeFile`).
         func decode(_ data: Data, file: URL?, _ limits: DecodeLimits) -> Result<Payload, Error> {
             guard let file, let decodeFile else { return decode(data, limits) }
             return decodeFile(data, file, limits)
@@ -6801,7 +7000,7 @@ nonisolated extension ImageCache {
 
 
 nonisolated extension ImageCache {
-    /// Decodes an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
+    /// DecodeWorkers an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
     /// XL, an app's own). Given in ``Plugins/decoders``, decoders are asked in order, before the
     /// platform's, whether they decode an image's bytes; the first that says yes decodes it, on a
     /// decode worker (never on the main thread or under the cache's lock): for a download, a disk
@@ -7340,209 +7539,6 @@ nonisolated extension ImageCache {
     fileprivate static func bitmapRefusal(of image: Image) -> Error? { nil }
 }
 #endif
-
-// MARK: - Pipeline/Settlement.swift
-
-// What a network attempt and a store come to, settled in the ledger under the lock: the entry kept
-// in memory and queued for the disk, a retry, the stale entry served offline, a failure. Each step
-// returns what the cache does after unlocking (the waiters to deliver to, the downloads that may
-// start); the cache's side of each is in Attempts and Storing. (A look-up on disk, a variant's job
-// and a store's decode settle beside their own types.)
-
-
-nonisolated extension ImageCache {
-    /// What a network attempt came to, decided by `Ledger.outcome(of:_:response:)`; each has one
-    /// handler.
-    fileprivate enum Outcome {
-        case downloaded(Payload)  // to memory and disk, and to the waiters
-        case retry(attempt: Int, delay: TimeInterval, error: Error)  // the waiters stay for the next attempt
-        case offline(Payload)  // the expired entry from disk, marked stale (`servesStaleWhenOffline`)
-        case failed(Error)
-    }
-
-    /// An attempt settled: its outcome, what its waiters get (nil: they wait for the next attempt),
-    /// and who they are.
-    fileprivate struct Settled {
-        let outcome: Outcome
-        let delivery: Result<Delivery, Error>?
-        let waiters: [FetchTask]
-    }
-
-    /// A network attempt's answer, as the transport hands it over: the response, when its request
-    /// was sent, and whether it is a `304` for the stale entry.
-    fileprivate struct Reply {
-        var response: URLResponse?
-        var sentAt: TimeInterval?
-        var notModified = false
-        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
-    }
-}
-
-nonisolated extension ImageCache.Ledger {
-    // MARK: Network attempts
-
-    /// Ends a network attempt of a download still current and running or decoding (nil if not):
-    /// the entry goes to memory and disk and the waiters get it, or it waits to be retried, or it
-    /// failed. `whole` is the body's size (and the announced one), which the waiters with an
-    /// `onProgress` hear before their completion.
-    mutating func attemptEnded(_ download: Download, _ result: Result<Payload, Error>, bytes: Data?,
-                               _ answer: ImageCache.Reply, whole: (Int, Int?)?,
-                               now: TimeInterval) -> ImageCache.Settled? {
-        guard isCurrent(download) else { return nil }
-        switch download.phase {
-        case .running, .decoding, .waitingToRetry: break  // waiting: for a refresh (Authorization.swift)
-        default: return nil
-        }
-        if let whole {  // the body is whole, whatever its decoder made of it
-            for task in progressed(download.waiters, received: whole.0) { task.keepFinalProgress(whole) }
-        }
-        let outcome = outcome(of: download, result, response: answer.response)
-        var delivery: Result<Delivery, Error>?
-        switch outcome {
-        case .downloaded(let payload):
-            delivery = .success(keepDownloaded(download, payload, answer, now: now))
-        case .retry:
-            lanes.move(download, to: .waitingToRetry)
-        case .offline(let payload):
-            delivery = .success(serveOffline(download, payload))
-        case .failed(let error):
-            delivery = fail(download, error, bytes: bytes)
-        }
-        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
-        return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
-    }
-
-    /// What an attempt that ended with `result` comes to: a failure that is not fatal is retried
-    /// while the retry policy allows, then served stale from disk if the settings ask for that.
-    private func outcome(of download: Download, _ result: Result<Payload, Error>,
-                         response: URLResponse?) -> ImageCache.Outcome {
-        switch result {
-        case .success(let payload):
-            return .downloaded(payload)
-        case .failure(let error) where error.isFatal || error == .cancelled:
-            return .failed(error)
-        case .failure(let error):
-            let policy = settings.retryPolicy
-            if download.attempts <= policy.maxRetries {
-                return .retry(attempt: download.attempts,
-                              delay: policy.delay(attempt: download.attempts,
-                                                  retryAfter: ImageCache.HTTP.retryAfter(response)),
-                              error: error)
-            }
-            // Never one whose server forbade it (`no-cache`, `must-revalidate`), whatever the settings.
-            if settings.servesStaleWhenOffline, let stale = download.stale,
-               !ImageCache.HTTP.CacheControl(stale.found.headers?.cacheControl).forbidsStale {
-                return .offline(stale.payload)
-            }
-            return .failed(error)
-        }
-    }
-
-    /// A download's entry goes to memory while it is fresh and to disk (a `304` renews the file it
-    /// revalidated), unless the server said `no-store`: then to no tier. Returns what its waiters
-    /// get.
-    private mutating func keepDownloaded(_ download: Download, _ payload: Payload, _ answer: ImageCache.Reply,
-                                         now: TimeInterval) -> Delivery {
-        let delivery = Delivery(payload: payload, source: .network, limits: download.limits,
-                                misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
-        lanes.move(download, to: .done)
-        let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
-                                                  receivedAt: now)
-        let size = payload.bytes?.count
-        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
-            entries[download.key] = nil
-            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
-            return delivery
-        }
-        let downloadedAt = downloadDate(freshness, now: now)
-        if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
-            var kept = payload
-            // On disk already, or about to be; or never to be written, so memory need not keep them.
-            if answer.notModified || payload.spool != nil || !download.writesToDisk { kept.bytes = nil }
-            kept.spool = nil
-            keepOnDisk(insert(download.key, kept, size: size, downloadedAt: downloadedAt, receivedAt: now,
-                              diskless: !download.writesToDisk), usedAt: now)
-        } else {
-            entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
-        }
-        guard download.writesToDisk else {
-            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
-            return delivery
-        }
-        if let revalidated {
-            queueOnDisk(.renew(revalidated, downloadedAt: downloadedAt, receivedAt: now, headers))
-        } else if !answer.notModified {
-            // A body streamed to disk is renamed into place, not written.
-            let item = ImageCache.DiskStore.Item(url: download.key.string,
-                                                 data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
-                                                 downloadedAt: downloadedAt, receivedAt: now,
-                                                 validators: ImageCache.Validators(answer.response), headers: headers)
-            queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
-        }
-        return delivery
-    }
-
-    /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
-    /// when its freshness runs out: now, unless `usesServerMaxAge` lets the server's lifetime less
-    /// its age decide; 0 (1970, expired under any time to live) for one stale on arrival or marked
-    /// `no-cache` (revalidated before every reuse), in both modes.
-    private func downloadDate(_ freshness: ImageCache.HTTP.Freshness, now: TimeInterval) -> TimeInterval {
-        let timeToLive = settings.timeToLive
-        guard !freshness.cacheControl.noCache else { return 0 }
-        guard settings.usesServerMaxAge else { return now }
-        let remaining = (freshness.lifetime ?? timeToLive) - freshness.age
-        return remaining > 0 ? now + remaining - timeToLive : 0
-    }
-
-    /// The expired entry from disk, when the refetch failed for a reason that is not fatal: not
-    /// for memory (the disk keeps it).
-    private mutating func serveOffline(_ download: Download, _ payload: Payload) -> Delivery {
-        lanes.move(download, to: .done)
-        entries[download.key] = nil
-        return Delivery(payload: payload, source: .disk, isStale: true, limits: download.limits)
-    }
-
-    /// A failed download: remembered for `error(for:)`. If its decoder rejected `bytes`, waiters of
-    /// another type decode the bytes themselves.
-    private mutating func fail(_ download: Download, _ error: Error, bytes: Data?) -> Result<Delivery, Error> {
-        lanes.move(download, to: .done)
-        setFailed(download.key, error)
-        // Its waiters of another key of the image (a fetch that joined a view's download at a size)
-        // find the failure under their own key too, unless something has taken it meanwhile.
-        for key in Set(download.waiters.map(\.load.key)) where key != download.key {
-            switch entries[key] {
-            case .failed?, nil: setFailed(key, error)
-            case .loaded?, .loading?, .processing?, .decodingStore?: break
-            }
-        }
-        guard let bytes else { return .failure(error) }
-        return .success(Delivery(payload: Payload(bytes: bytes), source: .network,
-                                 failed: (download.decoder.type, error), limits: download.limits))
-    }
-
-    // MARK: Stores
-
-    /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
-    /// the key's downloads (and those of its variants) and its second chance. Returns what it stopped.
-    mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
-        let limit = settings.maxImageBytes
-        if let size, size > limit { throw Error.tooLarge(limit: limit) }
-        let stopped = forgetWithVariants(key)
-        shelf.removeObject(forKey: key)  // an older image of the key
-        return stopped
-    }
-
-    /// Puts `payload` in memory under `key` at `now`, and `item` on disk (bytes to write, or an
-    /// image whose bytes are made first).
-    mutating func keepStored(_ key: ImageCache.Key, _ payload: Payload, size: Int, _ disk: ImageCache.DiskWork,
-                             now: TimeInterval) {
-        keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
-        queueOnDisk(disk)
-    }
-}
 
 // MARK: - Memory/MemoryTier.swift
 
@@ -8427,6 +8423,26 @@ nonisolated extension ImageCache {
     }
 }
 
+nonisolated extension ImageCache.Ledger {
+    /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
+    /// the key's downloads (and those of its variants) and its second chance. Returns what it stopped.
+    mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
+        let limit = settings.maxImageBytes
+        if let size, size > limit { throw Error.tooLarge(limit: limit) }
+        let stopped = forgetWithVariants(key)
+        shelf.removeObject(forKey: key)  // an older image of the key
+        return stopped
+    }
+
+    /// Puts `payload` in memory under `key` at `now`, and `item` on disk (bytes to write, or an
+    /// image whose bytes are made first).
+    mutating func keepStored(_ key: ImageCache.Key, _ payload: Payload, size: Int, _ disk: ImageCache.DiskWork,
+                             now: TimeInterval) {
+        keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
+        queueOnDisk(disk)
+    }
+}
+
 // MARK: - Pipeline/StoreDecode.swift
 
 // A store's decode: bytes `store(_:for:)` was given, decoded on a decode worker while their key's
@@ -8485,8 +8501,8 @@ nonisolated extension ImageCache {
     /// joined it get it: an image fetch the decode's error if the bytes are not an image.
     private func decoded(_ store: StoreDecode, _ result: Result<Payload, Error>, _ data: Data) {
         let now = currentTime()
-        var payload = (try? result.get()) ?? Payload(value: Box(data))
-        payload.bytes = data  // what the file holds, for the waiters that read the bytes
+        // The bytes are what the file holds, for the waiters that read them.
+        let payload = ((try? result.get()) ?? Payload(value: Box(data))).with(bytes: data)
         var failed: (type: ObjectIdentifier?, error: Error)?
         if case .failure(let error) = result { failed = (store.decoder.type, error) }
         guard let settled = locked({ $0.end(store, payload, size: data.count, now: now) }) else { return }
@@ -8527,8 +8543,7 @@ nonisolated extension ImageCache.Ledger {
                       now: TimeInterval) -> (waiters: [FetchTask], started: [Download])? {
         guard isCurrent(store) else { return nil }
         lanes.storeDecode(-1)
-        var kept = payload
-        if store.written { kept.bytes = nil }  // on disk already
+        let kept = store.written ? payload.with(bytes: nil) : payload  // on disk already
         keepOnDisk(insert(store.key, kept, size: size, downloadedAt: store.storedAt), usedAt: now)
         return (store.takeWaiters(), startReady())
     }
@@ -10128,7 +10143,7 @@ nonisolated extension ImageCache {
 // The platform's decoding (ImageIO on Apple platforms), and what an image is in pixels and bytes.
 nonisolated extension ImageCache {
     #if canImport(ImageIO)
-    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
     /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
     /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
     /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
@@ -11283,14 +11298,14 @@ nonisolated extension ImageCache {
 
 
 nonisolated extension ImageCache {
-    /// Decodes an animation's frames one at a time, at the pixel size its view asks for, for an
+    /// DecodeWorkers an animation's frames one at a time, at the pixel size its view asks for, for an
     /// ``AnimationPlayer``. The source keeps what it decodes from (the bytes, or the file in the
     /// cache's folder), never the frames: those are the player's, within the shared budget.
     fileprivate protocol FrameSource: AnyObject {
         /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
         var timing: Timing { get }
 
-        /// Decodes frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
+        /// DecodeWorkers frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
         /// the queue its player runs on, with the frame or nil when it could not be decoded. The
         /// player asks for one frame at a time.
         func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),

@@ -4,10 +4,13 @@
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
 //   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
-//   Pipeline/  a load (`Load`), the cache's side of a request, the ledger (`Ledger`: all the state
-//              the lock guards, and the steps over more than one part), the entry table and keys,
-//              downloads and their lanes, network attempts, what each step comes to
-//              (`Settlement`), delivery, and stores.
+//   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
+//              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
+//              part), the entry table and keys, and the stages, one type per job, each with what it
+//              does to the ledger beside it: a download and its lanes (`Download`), the disk look-up
+//              (`DiskLookUp`), the network attempt (Attempts), a source's load (`SourceLoads`), a
+//              variant's job (`VariantJob`), a store's decode (`StoreDecode`) and the other stores
+//              (Storing); then delivery.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
 //   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
 //              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
@@ -32,12 +35,12 @@
 // work happens outside it, on the disk queue, the decode workers and URLSession's delegate queue.
 //
 // A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
-// ledger `route` it: nothing in memory, so a new `Download` is made; (2) `lookUpOnDisk` (Requests)
-// reads no file on the disk queue and `Ledger.lookedUp` queues the download on its lane;
+// ledger `route` it: nothing in memory, so a new `Download` is made; (2) its `DiskLookUp` reads no
+// file on the disk queue and `Ledger.lookedUp` (beside it) queues the download on its lane;
 // (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
 // the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
-// it decoded (`Decodes`); (5) `networkFinished` has the ledger settle the attempt
-// (`Ledger.attemptEnded`, Settlement): the entry goes to memory (`Ledger.insert`, MemoryTier) and
+// it decoded (`DecodeWorkers`); (5) `networkFinished` has the ledger settle the attempt
+// (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`, MemoryTier) and
 // its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
 // (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints this route as
 // it runs, function by function.)
@@ -139,7 +142,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     internal let transport: Transport
     internal let diskQueue: DispatchQueue
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
-    internal let decodes: Decodes
+    internal let decodes: DecodeWorkers
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
     internal let disk: DiskStore  // used only on `diskQueue`
     internal let authorizer = Authorizer()  // guarded by `lock`
@@ -208,7 +211,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport = Transport(configuration, timeout: settings.requestTimeout)
         _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
-        decodes = Decodes(label: "ImageCache.decode.\(uniqueName)")
+        decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)
         transport.cache = self

@@ -126,7 +126,7 @@ nonisolated extension ImageCache {
             return info.timing
         }
 
-        /// Decodes `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
+        /// DecodeWorkers `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
         public init?(data: Data) {
             guard case .success(let decoded) = ImageCache.decode(data) else { return nil }

@@ -20,14 +20,14 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// Decodes an animation's frames one at a time, at the pixel size its view asks for, for an
+    /// DecodeWorkers an animation's frames one at a time, at the pixel size its view asks for, for an
     /// ``AnimationPlayer``. The source keeps what it decodes from (the bytes, or the file in the
     /// cache's folder), never the frames: those are the player's, within the shared budget.
     internal protocol FrameSource: AnyObject {
         /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
         var timing: Timing { get }
 
-        /// Decodes frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
+        /// DecodeWorkers frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
         /// the queue its player runs on, with the frame or nil when it could not be decoded. The
         /// player asks for one frame at a time.
         func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),

@@ -65,7 +65,7 @@ nonisolated extension ImageCache {
         /// bytes (mapped: their pages are read as it touches them).
         var decodeFile: (@Sendable (_ data: Data, _ file: URL, _ limits: DecodeLimits) -> Result<Payload, Error>)?
 
-        /// Decodes `data`, which `file` holds too if given (see `decodeFile`).
+        /// DecodeWorkers `data`, which `file` holds too if given (see `decodeFile`).
         func decode(_ data: Data, file: URL?, _ limits: DecodeLimits) -> Result<Payload, Error> {
             guard let file, let decodeFile else { return decode(data, limits) }
             return decodeFile(data, file, limits)

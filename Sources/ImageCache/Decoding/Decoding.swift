@@ -283,7 +283,7 @@ nonisolated extension ImageCache {
 // The platform's decoding (ImageIO on Apple platforms), and what an image is in pixels and bytes.
 nonisolated extension ImageCache {
     #if canImport(ImageIO)
-    /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+    /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
     /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
     /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
     /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates

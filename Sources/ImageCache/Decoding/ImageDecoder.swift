@@ -20,7 +20,7 @@ import SwiftUI
 
 
 nonisolated extension ImageCache {
-    /// Decodes an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
+    /// DecodeWorkers an image format, for the formats the platform lacks (WebP on old systems, AVIF, JPEG
     /// XL, an app's own). Given in ``Plugins/decoders``, decoders are asked in order, before the
     /// platform's, whether they decode an image's bytes; the first that says yes decodes it, on a
     /// decode worker (never on the main thread or under the cache's lock): for a download, a disk

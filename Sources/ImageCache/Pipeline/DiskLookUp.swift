@@ -40,7 +40,7 @@ nonisolated extension ImageCache {
         /// store runs it again then). The file is decoded on a decode worker, so that no decode holds
         /// the disk queue's writes and look-ups; but here when its decoder is cheap (Linux's check of
         /// an image), or when the workers already have a backlog (the files read ahead, each holding
-        /// its bytes, stay within `Decodes.width` times two). A download no longer wanted is not
+        /// its bytes, stay within `DecodeWorkers.width` times two). A download no longer wanted is not
         /// decoded.
         func run() {
             let (disk, decodes, now) = (cache.disk, cache.decodes, cache.currentTime())
@@ -49,7 +49,7 @@ nonisolated extension ImageCache {
             if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
             let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
             cache.learnSize(of: download.key, from: found?.data)
-            guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < Decodes.width * 2 else {
+            guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < DecodeWorkers.width * 2 else {
                 return end(found.map(decode), now: now)
             }
             decodes.async {

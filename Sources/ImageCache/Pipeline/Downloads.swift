@@ -213,7 +213,7 @@ nonisolated extension ImageCache {
         /// So do stalled transfers beyond `maxStalled`.
         mutating func startReady(maxFast: Int, maxStalled: Int, maxSlow: Int = 1) -> [Download] {
             var started: [Download] = []
-            let held = max(0, decoding - Decodes.width) + max(0, stalled - maxStalled)
+            let held = max(0, decoding - DecodeWorkers.width) + max(0, stalled - maxStalled)
             while runningFast + held < maxFast, let download = fastQueue.pop(underWay) {
                 start(download)
                 started.append(download)

@@ -1,9 +1,10 @@
 // The ledger: everything the cache's lock guards (the entries, memory, the lanes, the counts, the
 // settings, the prefetches), and the steps that change more than one of them at once: routing a
-// request, joining and leaving a download, a variant's job, a view's lowered load, forgetting a key. What a look-up, an attempt or a store
-// comes to is settled in Settlement.swift; memory's own steps are in MemoryTier.swift. The cache
-// reaches the ledger only through `ImageCache.locked`, and other files call its methods: they
-// never write its fields.
+// request, joining and leaving a download, a view's lowered load, forgetting a key. What a stage
+// comes to is settled beside the stage (DiskLookUp.swift, Attempts.swift, VariantJob.swift,
+// StoreDecode.swift, Storing.swift); memory's own steps are in MemoryTier.swift. The cache reaches
+// the ledger only through `ImageCache.locked`, and other files call its methods: they never write
+// its fields.
 
 import Dispatch
 import Foundation

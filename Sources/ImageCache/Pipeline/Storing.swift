@@ -278,3 +278,23 @@ nonisolated extension ImageCache {
         return runs
     }
 }
+
+nonisolated extension ImageCache.Ledger {
+    /// The prologue of every store under `key`: refuses `size` bytes past the limit, then forgets
+    /// the key's downloads (and those of its variants) and its second chance. Returns what it stopped.
+    mutating func replace(_ key: ImageCache.Key, size: Int?) throws -> [ImageCache.Stopped] {
+        let limit = settings.maxImageBytes
+        if let size, size > limit { throw Error.tooLarge(limit: limit) }
+        let stopped = forgetWithVariants(key)
+        shelf.removeObject(forKey: key)  // an older image of the key
+        return stopped
+    }
+
+    /// Puts `payload` in memory under `key` at `now`, and `item` on disk (bytes to write, or an
+    /// image whose bytes are made first).
+    mutating func keepStored(_ key: ImageCache.Key, _ payload: Payload, size: Int, _ disk: ImageCache.DiskWork,
+                             now: TimeInterval) {
+        keepOnDisk(insert(key, payload, size: size, downloadedAt: now), usedAt: now)
+        queueOnDisk(disk)
+    }
+}

@@ -29,7 +29,7 @@ nonisolated extension ImageCache {
         private var outcomes: [String: Outcome] = [:]  // by `name(hash, size)`
         private var order: [String] = []  // oldest first
         private let queue = DispatchQueue(label: "ImageCache.placeholders", qos: .userInitiated)
-        /// Decodes made, for the tests.
+        /// DecodeWorkers made, for the tests.
         private(set) var decodes = 0
 
         /// The outcome of `hash` at `size` if it was decoded; never waits.
@@ -37,7 +37,7 @@ nonisolated extension ImageCache {
             lock.withLock { outcomes[Self.name(hash, size)] }
         }
 
-        /// Decodes `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
+        /// DecodeWorkers `hash` at `size` on the placeholders' queue (or finds it decoded), keeps the
         /// outcome, and hands it to `done` there.
         func decode(_ hash: String, _ size: (width: Int, height: Int), done: @escaping @Sendable (Outcome) -> Void) {
             queue.async {

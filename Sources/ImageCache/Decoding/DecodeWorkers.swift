@@ -23,7 +23,7 @@ nonisolated extension ImageCache {
     /// transfer's data; a cheap decoder, Linux's check of an image, runs there instead of hopping).
     /// A decode that ends takes the next waiting one in the same block. (Not an
     /// `OperationQueue`: its own machinery showed in a profile of small downloads; see CHANGELOG.)
-    internal final class Decodes: @unchecked Sendable {
+    internal final class DecodeWorkers: @unchecked Sendable {
         private let queue: DispatchQueue
         private let lock = NSLock()
         private var waiting = FIFO<@Sendable () -> Void>()  // guarded by `lock`
