@@ -46,7 +46,7 @@
 //              and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
 //              an app plugs in), the platform's decoding, the formats' structural check, and pixels
-//              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
+//              written as PNG (`PNGWriter`: on Linux, the images of a plugged decoder and of a BlurHash).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
 //              the budget all players share, where frames come from (`FrameSource`).
@@ -3286,7 +3286,7 @@ nonisolated extension ImageCache {
         static func image(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome {
             BlurHash.parse(hash).flatMap { blurHash in
                 let decoded = blurHash.pixels(width: size.width, height: size.height)
-                let png = ImageCache.png(rgb: decoded.rgb, width: decoded.width, height: decoded.height)
+                let png = ImageCache.PNGWriter.png(decoded.rgb, channels: 3, width: decoded.width, height: decoded.height)
                 guard let image = Image(data: png) else { return .failure(BlurHash.Malformed(reason: "no image of its pixels")) }
                 return .success(Unchecked(image))
             }
@@ -10679,7 +10679,7 @@ nonisolated extension ImageCache.Image {
         guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24,
               width.multipliedReportingOverflow(by: height).partialValue <= Int.max / 4,
               rgba.count == width * height * 4,
-              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba: rgba, width: width, height: height)) else {
+              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba, channels: 4, width: width, height: height)) else {
             return nil
         }
         self = image
@@ -10688,18 +10688,27 @@ nonisolated extension ImageCache.Image {
 #endif
 
 nonisolated extension ImageCache {
-    /// Writes RGBA pixels as a PNG: one IDAT of stored (uncompressed) deflate blocks.
+    /// Writes 8-bit pixels as a PNG: no filter, one IDAT of stored (uncompressed) deflate blocks (a
+    /// few dozen bytes more than the pixels, and no compressor needed), every chunk with its CRC.
+    /// Any PNG decoder reads it; on Linux ``Image`` holds it as is. The one PNG writer: a plugged
+    /// decoder's image (RGBA) and a BlurHash placeholder (RGB).
     fileprivate enum PNGWriter {
-        static func png(rgba: [UInt8], width: Int, height: Int) -> Data {
+        /// The PNG of `pixels`, `channels` bytes each (3: RGB, 4: RGBA), `width` x `height` of them
+        /// row by row.
+        static func png(_ pixels: [UInt8], channels: Int, width: Int, height: Int) -> Data {
+            precondition((channels == 3 || channels == 4) && width > 0 && height > 0
+                         && pixels.count == width * height * channels, "pixels for the size")
+            let rowBytes = width * channels
             var raw = [UInt8]()
-            raw.reserveCapacity(height * (width * 4 + 1))
+            raw.reserveCapacity(height * (rowBytes + 1))
             for row in 0..<height {
                 raw.append(0)  // filter: none
-                raw.append(contentsOf: rgba[(row * width * 4)..<((row + 1) * width * 4)])
+                raw.append(contentsOf: pixels[(row * rowBytes)..<((row + 1) * rowBytes)])
             }
             var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            let colorType: UInt8 = channels == 4 ? 6 : 2  // RGBA or RGB
             var header = [UInt8]()
-            header += be32(width) + be32(height) + [8, 6, 0, 0, 0]  // 8 bits, RGBA, no interlace
+            header += be32(width) + be32(height) + [8, colorType, 0, 0, 0]  // 8 bits, no interlace
             chunk("IHDR", header, into: &png)
             chunk("IDAT", zlibStored(raw), into: &png)
             chunk("IEND", [], into: &png)
@@ -11719,56 +11728,6 @@ nonisolated extension ImageCache {
         }
 
         private static func signedSquare(_ value: Double) -> Double { value < 0 ? -value * value : value * value }
-    }
-}
-
-nonisolated extension ImageCache {
-    /// The PNG of `rgb` (8-bit RGB, `width` x `height`, row by row): no filter, its deflate stream
-    /// in stored blocks (a few dozen bytes more than the pixels, and no compressor needed), every
-    /// chunk with its CRC. Any PNG decoder reads it; on Linux ``Image`` holds it as is.
-    fileprivate static func png(rgb: [UInt8], width: Int, height: Int) -> Data {
-        precondition(width > 0 && height > 0 && rgb.count == width * height * 3, "pixels for the size")
-        var raw = [UInt8]()
-        raw.reserveCapacity(height * (1 + width * 3))
-        for row in 0..<height {
-            raw.append(0)  // filter: none
-            raw.append(contentsOf: rgb[(row * width * 3)..<((row + 1) * width * 3)])
-        }
-        var zlib: [UInt8] = [0x78, 0x01]
-        var offset = 0
-        repeat {
-            let count = min(65_535, raw.count - offset)
-            let last: UInt8 = offset + count == raw.count ? 1 : 0
-            zlib += [last, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-            zlib += raw[offset..<(offset + count)]
-            offset += count
-        } while offset < raw.count
-        var (a, b): (UInt32, UInt32) = (1, 0)  // Adler-32
-        for byte in raw { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
-        zlib += bigEndian(b << 16 | a)
-        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        func chunk(_ type: String, _ body: [UInt8]) {
-            let typed = Array(type.utf8) + body
-            png += bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
-        }
-        chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
-        chunk("IDAT", zlib)
-        chunk("IEND", [])
-        return Data(png)
-    }
-
-    private static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    /// PNG's CRC-32 (zlib's), bit by bit: a placeholder's chunks are small.
-    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        return crc ^ 0xFFFF_FFFF
     }
 }
 

@@ -31,7 +31,7 @@ public func blurHashFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: Int) -
         Fuzz.require((1...BlurHash.maxSide).contains(decoded.width) && (1...BlurHash.maxSide).contains(decoded.height),
                      "decoded at \(decoded.width)x\(decoded.height) for \(asked)")
         Fuzz.require(decoded.rgb.count == decoded.width * decoded.height * 3, "\(decoded.rgb.count) bytes")
-        let png = ImageCache.png(rgb: decoded.rgb, width: decoded.width, height: decoded.height)
+        let png = ImageCache.PNGWriter.png(decoded.rgb, channels: 3, width: decoded.width, height: decoded.height)
         let raw = decoded.height * (1 + decoded.width * 3)
         Fuzz.require(png.count <= raw + 8 + 25 + 12 + 6 + 5 * (raw / 65_535 + 1) + 12, "a PNG of \(png.count) bytes")
         guard case .success(let info) = ImageCache.inspect(png) else {

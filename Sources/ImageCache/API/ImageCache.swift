@@ -22,7 +22,7 @@
 //              and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
 //              an app plugs in), the platform's decoding, the formats' structural check, and pixels
-//              written as PNG (`PNGWriter`: Linux's images of a plugged decoder).
+//              written as PNG (`PNGWriter`: on Linux, the images of a plugged decoder and of a BlurHash).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
 //   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
 //              the budget all players share, where frames come from (`FrameSource`).

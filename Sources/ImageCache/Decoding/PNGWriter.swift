@@ -30,7 +30,7 @@ nonisolated extension ImageCache.Image {
         guard width > 0, height > 0, width <= 1 << 24, height <= 1 << 24,
               width.multipliedReportingOverflow(by: height).partialValue <= Int.max / 4,
               rgba.count == width * height * 4,
-              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba: rgba, width: width, height: height)) else {
+              let image = ImageCache.Image(data: ImageCache.PNGWriter.png(rgba, channels: 4, width: width, height: height)) else {
             return nil
         }
         self = image
@@ -39,18 +39,27 @@ nonisolated extension ImageCache.Image {
 #endif
 
 nonisolated extension ImageCache {
-    /// Writes RGBA pixels as a PNG: one IDAT of stored (uncompressed) deflate blocks.
+    /// Writes 8-bit pixels as a PNG: no filter, one IDAT of stored (uncompressed) deflate blocks (a
+    /// few dozen bytes more than the pixels, and no compressor needed), every chunk with its CRC.
+    /// Any PNG decoder reads it; on Linux ``Image`` holds it as is. The one PNG writer: a plugged
+    /// decoder's image (RGBA) and a BlurHash placeholder (RGB).
     internal enum PNGWriter {
-        static func png(rgba: [UInt8], width: Int, height: Int) -> Data {
+        /// The PNG of `pixels`, `channels` bytes each (3: RGB, 4: RGBA), `width` x `height` of them
+        /// row by row.
+        static func png(_ pixels: [UInt8], channels: Int, width: Int, height: Int) -> Data {
+            precondition((channels == 3 || channels == 4) && width > 0 && height > 0
+                         && pixels.count == width * height * channels, "pixels for the size")
+            let rowBytes = width * channels
             var raw = [UInt8]()
-            raw.reserveCapacity(height * (width * 4 + 1))
+            raw.reserveCapacity(height * (rowBytes + 1))
             for row in 0..<height {
                 raw.append(0)  // filter: none
-                raw.append(contentsOf: rgba[(row * width * 4)..<((row + 1) * width * 4)])
+                raw.append(contentsOf: pixels[(row * rowBytes)..<((row + 1) * rowBytes)])
             }
             var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            let colorType: UInt8 = channels == 4 ? 6 : 2  // RGBA or RGB
             var header = [UInt8]()
-            header += be32(width) + be32(height) + [8, 6, 0, 0, 0]  // 8 bits, RGBA, no interlace
+            header += be32(width) + be32(height) + [8, colorType, 0, 0, 0]  // 8 bits, no interlace
             chunk("IHDR", header, into: &png)
             chunk("IDAT", zlibStored(raw), into: &png)
             chunk("IEND", [], into: &png)

@@ -57,7 +57,7 @@ nonisolated extension ImageCache {
         static func image(_ hash: String, _ size: (width: Int, height: Int)) -> Outcome {
             BlurHash.parse(hash).flatMap { blurHash in
                 let decoded = blurHash.pixels(width: size.width, height: size.height)
-                let png = ImageCache.png(rgb: decoded.rgb, width: decoded.width, height: decoded.height)
+                let png = ImageCache.PNGWriter.png(decoded.rgb, channels: 3, width: decoded.width, height: decoded.height)
                 guard let image = Image(data: png) else { return .failure(BlurHash.Malformed(reason: "no image of its pixels")) }
                 return .success(Unchecked(image))
             }
