@@ -15,10 +15,12 @@ final class BoundsChangeTests: BinderTestCase {
     func testAResizeRedecodesWhenASideGrowsByMoreThanATenthOrBothHalve() {
         let bound = (size: Optional((width: 300, height: 200)), scale: 2.0)
         func after(_ width: Int, _ height: Int, scale: Double = 2) -> Bool {
-            ImageCache.rebindsAfterResize(bound: bound, now: ((width, height), scale), decodeBound: 4_096)
+            ImageCache.rebindsAfterResize(bound: bound, now: (size: (width: width, height: height), scale: scale),
+                                          decodeBound: 4_096)
         }
         // A few pixels larger: a first layout would decode again, a resize does not (live resizing)
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((320, 210), 2), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: (size: (width: 320, height: 210), scale: 2),
+                                              decodeBound: 4_096))
         XCTAssertFalse(after(320, 210))
         XCTAssertFalse(after(330, 220))  // a tenth exactly
         // Rotated to landscape, or a window widened: decodes again
@@ -29,7 +31,8 @@ final class BoundsChangeTests: BinderTestCase {
         XCTAssertTrue(after(150, 100))
         // Another screen's scale, or a first layout (a whole decode so far), as `rebinds` says
         XCTAssertTrue(after(300, 200, scale: 3))
-        XCTAssertTrue(ImageCache.rebindsAfterResize(bound: (nil, 2), now: ((300, 200), 2), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.rebindsAfterResize(bound: (size: nil, scale: 2),
+                                                    now: (size: (width: 300, height: 200), scale: 2), decodeBound: 4_096))
         XCTAssertFalse(after(300, 200))
     }
 

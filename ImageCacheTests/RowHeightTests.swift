@@ -14,7 +14,7 @@ final class RowHeightTests: CacheTestCase {
         // A 400 x 300 image fills a 320-point row 240 high; turned a quarter (EXIF 6), 426.67
         XCTAssertEqual(ImageCache.ImageSize(width: 400, height: 300).height(forWidth: 320), 240, accuracy: 1e-9)
         XCTAssertEqual(ImageCache.ImageSize(width: 400, height: 300, orientation: 6).height(forWidth: 320),
-                       320 * 400 / 300, accuracy: 1e-9)
+                       CGFloat(320 * 400) / 300, accuracy: 1e-9)
     }
 
     func testARowReservesItsHeightOnceItsImageWasDecodedAndItsSizedRequestsToo() {
@@ -57,9 +57,9 @@ final class RowHeightTests: CacheTestCase {
 
         // Then every row reserves its image's height at its width (half of it at 150 points), and
         // nothing was loaded: no request, no decode, nothing in memory
-        XCTAssertEqual(rows.map { cache.reservedHeight(for: $0, width: 150) }, (0..<1_000).map { CGFloat(100 + $0) / 2 })
+        XCTAssertEqual(rows.map { cache.reservedHeight(for: $0, width: 150) }, (0..<1_000).map { Optional(CGFloat(100 + $0) / 2) })
         XCTAssertEqual(rows.map { cache.knownAspectRatio(ofKey: $0.cacheKey.string) },
-                       (0..<1_000).map { 300 / Double(100 + $0) })
+                       (0..<1_000).map { Optional(300 / Double(100 + $0)) })
         let statistics = cache.statistics()
         XCTAssertEqual(statistics.requests, 0)
         XCTAssertEqual(statistics.diskHits + statistics.memoryHits + statistics.misses, 0)
