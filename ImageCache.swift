@@ -1817,7 +1817,11 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1) from memory; one file opened and read from the disk queue otherwise.
     public func size(of request: Request, completion: @escaping SizeCallback) {
-        let key = request.cacheKey.string
+        size(ofKey: request.cacheKey.string, completion: completion)
+    }
+
+    /// The size of the image of `key` (a key's string), as ``size(of:completion:)`` finds it.
+    fileprivate func size(ofKey key: String, completion: @escaping SizeCallback) {
         let queue = Self.callbackActorQueue ?? callbackQueue
         if let known = sizes.size(of: key) {
             return queue.async { Self.onCallbackActor(known) { completion($0) } }
@@ -2277,10 +2281,12 @@ nonisolated extension ImageCache {
         /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
         /// binds again at this size, its own decode (not a whole image), keeping what the target
         /// shows until it comes. Bounds still empty change nothing.
-        fileprivate func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
+        /// `afterResize`: its bounds changed after it was laid out (ViewBounds.swift), so
+        /// ``ImageCache/rebindsAfterResize(bound:now:decodeBound:)`` decides.
+        fileprivate func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int, afterResize: Bool = false) {
             dispatchPrecondition(condition: .onQueue(queue))
             guard generation == self.generation, ImageCache.pixels(pixelSize) != nil else { return }
-            rebind(at: pixelSize, scale: scale)
+            rebind(at: pixelSize, scale: scale, afterResize: afterResize)
         }
 
         /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
@@ -2312,11 +2318,12 @@ nonisolated extension ImageCache {
 
         /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
         /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
-        private func rebind(at pixelSize: CGSize?, scale: Double?) {
+        private func rebind(at pixelSize: CGSize?, scale: Double?, afterResize: Bool = false) {
+            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.rebinds
             guard let binding, let load = binding.load,
-                  ImageCache.rebinds(bound: (binding.size, binding.scale),
-                                     now: (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
-                                     decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
+                  decides((binding.size, binding.scale),
+                          (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                          binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
             case .idle, .placeholder, .failed: return
@@ -2624,6 +2631,7 @@ extension ImageCache.ImageView {
             ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
         }
         if !sized {
+            watchBounds()  // ViewBounds.swift: a rotation, Split View, a window resized
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
                 MainActor.assumeIsolated {
@@ -2854,6 +2862,26 @@ extension ImageCache {
             return copy
         }
 
+        /// Gives the view the image's aspect ratio (as shown, the original's) with `contentMode`
+        /// before the image comes, when the cache knows its size (``ImageCache/peekSize(_:)``:
+        /// decoded or read before, in this launch), so that a row of a list does not jump when its
+        /// image arrives. Unknown, the view reads the size from the file's header on disk when it
+        /// appears (no decode) and takes it then; an image never cached takes it when it comes.
+        ///
+        /// ```swift
+        /// ImageCache.AsyncImage(url: url) { image in
+        ///     image.resizable()
+        /// } placeholder: {
+        ///     Color.gray
+        /// }
+        /// .reservesAspectRatio(.fit)
+        /// ```
+        public func reservesAspectRatio(_ contentMode: SwiftUI.ContentMode = .fit) -> Self {
+            var copy = self
+            copy.hooks.reserve = contentMode
+            return copy
+        }
+
         private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
                                          _ placeholder: @escaping () -> P) -> (AsyncImagePhase) -> Content
             where Content == _ConditionalContent<I, P> {
@@ -2932,6 +2960,14 @@ extension ImageCache {
             return copy
         }
 
+        /// Gives the view the image's aspect ratio before the image comes, as
+        /// ``AsyncImage/reservesAspectRatio(_:)`` says.
+        public func reservesAspectRatio(_ contentMode: SwiftUI.ContentMode = .fit) -> Self {
+            var copy = self
+            copy.hooks.reserve = contentMode
+            return copy
+        }
+
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
@@ -2978,6 +3014,20 @@ extension ImageCache {
         }
 
         var body: some View {
+            if let mode = hooks.reserve {
+                bound().aspectRatio(reservedRatio, contentMode: mode)
+            } else {
+                bound()
+            }
+        }
+
+        /// The aspect ratio the view reserves: the image's, once the cache knows its size (nil:
+        /// SwiftUI's, of the content's ideal size).
+        private var reservedRatio: CGFloat? {
+            (target.ratio ?? load.flatMap { cache.knownAspectRatio(ofKey: $0.key.string) }).map { CGFloat($0) }
+        }
+
+        private func bound() -> some View {
             drawn()
                 // A new size or scale gives this empty background a new identity: it appears, and
                 // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
@@ -2994,6 +3044,11 @@ extension ImageCache {
             target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
             if let listRow { listRow.prefetcher.register(target.binder, row: listRow.index) }
+            // A ratio to reserve, not known: the file's header on disk may say it before the image comes.
+            if hooks.reserve != nil, let key = load?.key.string, cache.knownAspectRatio(ofKey: key) == nil {
+                let model = target
+                cache.size(ofKey: key) { [weak model] size in model?.ratio = size?.aspectRatio }
+            }
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
@@ -3018,6 +3073,8 @@ extension ImageCache {
                 didSet { restep() }
             }
             var transaction = Transaction()
+            /// The image's aspect ratio, learned from its file's header (see `reservesAspectRatio`).
+            @Published var ratio: Double?
             lazy var binder = Binder(self)
             private var animation: (frames: Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
@@ -3079,6 +3136,7 @@ extension ImageCache {
         var progress = false
         var completion: (@MainActor (Result<Fetched<Image>, Error>) -> Void)?
         var disappear = DisappearPolicy.cancel
+        var reserve: SwiftUI.ContentMode?  // `reservesAspectRatio(_:)`'s
     }
 
     @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
@@ -3234,6 +3292,76 @@ nonisolated extension ImageCache {
         return seconds
     }
 }
+
+// MARK: - Views/ViewBounds.swift
+
+// Views: a UIKit or AppKit view bound to its bounds decodes again when they change enough after it
+// was laid out (a rotation, Split View, a window resized), as the SwiftUI views do on a new size.
+// The decision (`rebindsAfterResize`) and the binder's step (`boundsChanged`) are shared, where the
+// Linux tests reach them; the signal is key-value observation of the view's layer's bounds (UIKit)
+// or of its frame (AppKit), which works for any image view the binder binds.
+
+
+nonisolated extension ImageCache {
+    /// How much larger a side of a view must grow, as a fraction of the size its image was decoded
+    /// for, before it decodes again after a resize: below it, the image is at most this much softer,
+    /// which no one sees, and a live resize (a window dragged, Stage Manager) does not decode at
+    /// every step.
+    fileprivate static let resizeGrowth = 0.1
+
+    /// Whether a view bound to its bounds, its binding made for `bound` (its size in pixels, nil for
+    /// the whole image, and its display scale), binds again now that its bounds changed to `now`
+    /// after it was laid out: when ``rebinds(bound:now:decodeBound:)`` says so and, for a binding
+    /// already made at a size on this scale, a side grew by more than ``resizeGrowth`` of it
+    /// (blurry), or both sides shrank to half or less (four times the memory it needs). A first
+    /// layout (no size yet), another scale or bounds now empty are as `rebinds` says.
+    fileprivate static func rebindsAfterResize(bound: (size: (width: Int, height: Int)?, scale: Double),
+                                            now: (size: (width: Int, height: Int)?, scale: Double),
+                                            decodeBound: Int) -> Bool {
+        guard rebinds(bound: bound, now: now, decodeBound: decodeBound) else { return false }
+        guard let was = bound.size, let size = now.size, bound.scale == now.scale else { return true }
+        let limit = 1 + resizeGrowth
+        let grew = Double(size.width) > Double(was.width) * limit || Double(size.height) > Double(was.height) * limit
+        let oversized = was.width / 2 >= size.width && was.height / 2 >= size.height
+        return grew || oversized
+    }
+}
+
+nonisolated extension ImageCache.Binder {
+    /// Its target's bounds changed (a rotation, Split View, a window resized): a binding made to
+    /// the bounds (``ViewHooks/sizeNow`` set: not a size given) binds again at their size now, if
+    /// ``ImageCache/rebindsAfterResize(bound:now:decodeBound:)`` says so, keeping what the target
+    /// shows until the new decode comes. Any other binding is left alone.
+    fileprivate func boundsChanged() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let now = hooks.sizeNow?() else { return }
+        resized(to: now.pixels, scale: now.scale, binding: generation, afterResize: true)
+    }
+}
+
+#if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
+extension ImageCache.ImageView {
+    /// Observes the view's bounds, once per view, for as long as it lives: each change tells its
+    /// binder on the main queue's next turn (after the layout pass that made it; several in one
+    /// pass are looked at each, and all but a real change decide nothing).
+    fileprivate func watchBounds() {
+        guard objc_getAssociatedObject(self, Self.boundsKey) == nil else { return }
+        let changed: @Sendable (ImageCache.ImageView) -> Void = { view in
+            DispatchQueue.main.async { MainActor.assumeIsolated { view.imageBinder.boundsChanged() } }
+        }
+        #if canImport(UIKit)
+        // The layer's, which UIKit sets on every layout (a view's own `bounds` is not documented as
+        // observable); its handler is told on the thread that set them, the main one.
+        let observation = layer.observe(\.bounds, options: [.new]) { [weak self] _, _ in self.map(changed) }
+        #else
+        let observation = observe(\.frame, options: [.new]) { [weak self] _, _ in self.map(changed) }
+        #endif
+        objc_setAssociatedObject(self, Self.boundsKey, observation, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+    }
+
+    private static let boundsKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+}
+#endif
 
 // MARK: - Views/Placeholders.swift
 
@@ -3802,6 +3930,51 @@ extension ImageCache {
     }
 }
 #endif
+
+// MARK: - Prefetching/RowHeights.swift
+
+// Prefetching: rows that do not jump. The height a row reserves for its image before the image comes,
+// from the size the cache knows without decoding it (`peekSize`, API/ImageSize.swift): a UIKit list
+// asks `reservedHeight(for:width:)` in its layout; a SwiftUI view takes the aspect ratio with
+// `reservesAspectRatio(_:)` (SwiftUIViews.swift), which asks `knownAspectRatio(ofKey:)` here.
+
+
+nonisolated extension ImageCache.ImageSize {
+    /// The height the image takes shown whole at `width` (in any unit: points, pixels), as shown (a
+    /// quarter turn swaps its sides): `width / aspectRatio`. A row that shows its image at the
+    /// list's width reserves this height before the image comes.
+    public func height(forWidth width: CGFloat) -> CGFloat {
+        width * CGFloat(displayHeight) / CGFloat(displayWidth)
+    }
+}
+
+nonisolated extension ImageCache {
+    /// The height a row `width` wide (points) reserves for the image `request` loads, shown whole at
+    /// that width, if this process knows its size now (``peekSize(_:)``: decoded, read from disk, or
+    /// asked with ``size(of:completion:)``); nil otherwise (give your estimate: the row takes its
+    /// height when the image comes). The original's size: processors that change the shape (a crop,
+    /// a circle) are not counted. For `heightForRowAt`, a layout's item size, a cell's height
+    /// constraint; never reads the disk or waits.
+    ///
+    /// ```swift
+    /// func tableView(_ tableView: UITableView, heightForRowAt indexPath: IndexPath) -> CGFloat {
+    ///     ImageCache.shared.reservedHeight(for: rows[indexPath.row].photo, width: tableView.bounds.width) ?? 200
+    /// }
+    /// // Before the list's first layout in a new launch, learn its first rows' sizes from disk:
+    /// // ImageCache.shared.size(of: request) { _ in tableView.reloadData() }
+    /// ```
+    ///
+    /// - Complexity: O(1), as ``peekSize(_:)``.
+    public func reservedHeight(for request: Request, width: CGFloat) -> CGFloat? {
+        peekSize(request)?.height(forWidth: width)
+    }
+
+    /// The aspect ratio (width over height, as shown) of the image of `key` (a key's string) if
+    /// this process knows its size: what a SwiftUI view that reserves its aspect ratio takes.
+    fileprivate func knownAspectRatio(ofKey key: String) -> Double? {
+        sizes.size(of: key)?.aspectRatio
+    }
+}
 
 // MARK: - Pipeline/Load.swift
 
@@ -7902,11 +8075,10 @@ nonisolated extension ImageCache {
         }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
-        // shows), and each frame kept with it for the SwiftUI views. (Rows not read: an `NSImage`
-        // gives its bitmap's only by drawing it.)
+        // shows), and each frame kept with it for the SwiftUI views: their bitmaps' rows
+        // (BitmapCost.swift).
         let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
-            let size = pixelSize(of: image)
-            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: nil)
+            bytes + bitmapCost(of: bitmaps(of: image))
         }
         #else
         let bytes = Double(image.data.count)
@@ -7952,6 +8124,41 @@ nonisolated extension ImageCache {
             return size
         }
     }
+}
+
+// MARK: - Memory/BitmapCost.swift
+
+// What an AppKit image costs in memory: the bytes of the bitmaps behind its representations (each
+// `NSBitmapImageRep`'s CGImage: its rows as laid out, times its height), not 4 bytes a pixel of its
+// size. The arithmetic is here for every platform, where the Linux tests reach it; `memoryCost(of:)`
+// (MemoryTier.swift) asks it.
+
+
+nonisolated extension ImageCache {
+    /// One bitmap an image holds: its size in pixels and its rows' bytes (`CGImage.bytesPerRow`;
+    /// nil where it has no bitmap to read them from: a PDF's or an EPS's representation).
+    fileprivate typealias Bitmap = (width: Int, height: Int, bytesPerRow: Int?)
+
+    /// The bytes an image of `bitmaps` holds: each bitmap's rows as laid out times its height (8
+    /// bytes a pixel for a 16-bit one, padded rows counted), never less than 4 bytes a pixel, and 4
+    /// a pixel where the rows are not known (see ``bitmapBytes(width:height:bytesPerRow:)``); every
+    /// representation counts, since an `NSImage` keeps them all.
+    fileprivate static func bitmapCost(of bitmaps: [Bitmap]) -> Double {
+        bitmaps.reduce(0) { $0 + bitmapBytes(width: $1.width, height: $1.height, bytesPerRow: $1.bytesPerRow) }
+    }
+
+    #if canImport(AppKit) && !canImport(UIKit)
+    /// The bitmaps behind `image`'s representations: a bitmap representation's CGImage (its own,
+    /// not one drawn), else the representation's size in pixels.
+    fileprivate static func bitmaps(of image: NSImage) -> [Bitmap] {
+        image.representations.map { representation in
+            if let bitmap = (representation as? NSBitmapImageRep)?.cgImage {
+                return (bitmap.width, bitmap.height, bitmap.bytesPerRow)
+            }
+            return (representation.pixelsWide, representation.pixelsHigh, nil)
+        }
+    }
+    #endif
 }
 
 // MARK: - Pipeline/Delivery.swift

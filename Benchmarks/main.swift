@@ -32,6 +32,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("bigfolder", bigFolder),
     ("gzipbomb", gzipBombPeak),
     ("processedhit", processedMemoryHit),  // issue 39, after the rows the Performance article numbers
+    ("scrollback", scrollBackFromDisk),  // issue 53
 ]
 
 func usage() -> Never {

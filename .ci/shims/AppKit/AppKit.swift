@@ -130,6 +130,12 @@ open class NSView: NSResponder {
     public init(frame frameRect: NSRect) { super.init() }
     public required init?(coder: NSCoder) { fatalError("AppKit shim") }
 
+    /// `var frame: NSRect { get set }`: the view's frame rectangle in its superview's coordinates
+    /// (developer.apple.com/documentation/appkit/nsview/frame).
+    open var frame: NSRect {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
     open var bounds: NSRect {
         get { fatalError("AppKit shim") }
         set { fatalError("AppKit shim") }

@@ -2,6 +2,10 @@
 // Foundation re-exports on Apple platforms and swift-corelibs-foundation has not. The UIKit and
 // AppKit shims re-export it, so that code that imports either sees these functions as it would on
 // iOS or macOS. Compiled into a module named ObjectiveC by .ci/shims/build; nothing here ever runs.
+// It also holds Swift's key-value observation (`observe(_:options:changeHandler:)`), which Apple's
+// Foundation overlay gives NSObject and swift-corelibs-foundation has not.
+
+import Foundation
 
 public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
     case OBJC_ASSOCIATION_ASSIGN = 0
@@ -17,4 +21,48 @@ public func objc_setAssociatedObject(_ object: Any, _ key: UnsafeRawPointer, _ v
 
 public func objc_getAssociatedObject(_ object: Any, _ key: UnsafeRawPointer) -> Any? {
     fatalError("ObjectiveC shim")
+}
+
+// MARK: - Key-value observation (Apple's Foundation overlay)
+
+/// `protocol _KeyValueCodingAndObserving`, which `NSObject` adopts: the home of `observe`.
+public protocol _KeyValueCodingAndObserving {}
+
+extension NSObject: _KeyValueCodingAndObserving {}
+
+/// `struct NSKeyValueObservingOptions : OptionSet, Sendable`
+/// (developer.apple.com/documentation/foundation/nskeyvalueobservingoptions).
+public struct NSKeyValueObservingOptions: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    public static let new = NSKeyValueObservingOptions(rawValue: 0x01)
+    public static let old = NSKeyValueObservingOptions(rawValue: 0x02)
+    public static let initial = NSKeyValueObservingOptions(rawValue: 0x04)
+    public static let prior = NSKeyValueObservingOptions(rawValue: 0x08)
+}
+
+/// `struct NSKeyValueObservedChange<Value>`
+/// (developer.apple.com/documentation/foundation/nskeyvalueobservedchange).
+public struct NSKeyValueObservedChange<Value> {
+    public let newValue: Value?
+    public let oldValue: Value?
+}
+
+/// `@objc(_NSKeyValueObservation) class NSKeyValueObservation : NSObject`: observing until it is
+/// deinitialized or invalidated (developer.apple.com/documentation/foundation/nskeyvalueobservation).
+public class NSKeyValueObservation: NSObject {
+    /// `func invalidate()`
+    public func invalidate() { fatalError("ObjectiveC shim") }
+}
+
+extension _KeyValueCodingAndObserving {
+    /// `@preconcurrency func observe<Value>(_ keyPath: KeyPath<Self, Value>, options:
+    /// NSKeyValueObservingOptions = [], changeHandler: @escaping @Sendable (Self,
+    /// NSKeyValueObservedChange<Value>) -> Void) -> NSKeyValueObservation`
+    /// (developer.apple.com/documentation/objectivec/nsobject-swift.class/observe(_:options:changehandler:)).
+    @preconcurrency public func observe<Value>(_ keyPath: KeyPath<Self, Value>, options: NSKeyValueObservingOptions = [],
+                                               changeHandler: @escaping @Sendable (Self, NSKeyValueObservedChange<Value>) -> Void)
+        -> NSKeyValueObservation {
+        fatalError("ObjectiveC shim")
+    }
 }

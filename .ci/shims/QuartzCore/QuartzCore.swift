@@ -13,6 +13,12 @@ public typealias CFTimeInterval = Double
 /// isolated, not Sendable. SHIM: the conformances are left out.
 open class CALayer: NSObject {
     public override init() { super.init() }
+    /// `var bounds: CGRect { get set }`: the layer's bounds rectangle, animatable, key-value
+    /// observable as every layer property (developer.apple.com/documentation/quartzcore/calayer/bounds).
+    open var bounds: CGRect {
+        get { fatalError("QuartzCore shim") }
+        set { fatalError("QuartzCore shim") }
+    }
     /// `func add(_ anim: CAAnimation, forKey key: String?)`
     /// (developer.apple.com/documentation/quartzcore/calayer/add(_:forkey:)).
     open func add(_ anim: CAAnimation, forKey key: String?) { fatalError("QuartzCore shim") }

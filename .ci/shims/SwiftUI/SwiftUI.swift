@@ -257,6 +257,19 @@ extension View {
     /// (developer.apple.com/documentation/swiftui/view/background(_:alignment:)).
     nonisolated public func background<Background: View>(_ background: Background, alignment: Alignment = .center)
         -> some View { self }
+    /// `nonisolated func aspectRatio(_ aspectRatio: CGFloat? = nil, contentMode: ContentMode) -> some View`,
+    /// iOS 13, macOS 10.15, watchOS 6
+    /// (developer.apple.com/documentation/swiftui/view/aspectratio(_:contentmode:)).
+    nonisolated public func aspectRatio(_ aspectRatio: CGFloat? = nil, contentMode: ContentMode) -> some View { self }
+}
+
+/// `enum ContentMode`, Hashable, CaseIterable, Sendable, iOS 13, macOS 10.15, watchOS 6: how a view
+/// fills its parent with an aspect ratio (developer.apple.com/documentation/swiftui/contentmode).
+public enum ContentMode: Hashable, CaseIterable, Sendable {
+    /// Scales the content to fit the parent.
+    case fit
+    /// Scales the content to fill the parent.
+    case fill
 }
 
 // MARK: - State

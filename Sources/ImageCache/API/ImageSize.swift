@@ -60,7 +60,11 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(1) from memory; one file opened and read from the disk queue otherwise.
     public func size(of request: Request, completion: @escaping SizeCallback) {
-        let key = request.cacheKey.string
+        size(ofKey: request.cacheKey.string, completion: completion)
+    }
+
+    /// The size of the image of `key` (a key's string), as ``size(of:completion:)`` finds it.
+    internal func size(ofKey key: String, completion: @escaping SizeCallback) {
         let queue = Self.callbackActorQueue ?? callbackQueue
         if let known = sizes.size(of: key) {
             return queue.async { Self.onCallbackActor(known) { completion($0) } }

@@ -374,11 +374,10 @@ nonisolated extension ImageCache {
         }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
-        // shows), and each frame kept with it for the SwiftUI views. (Rows not read: an `NSImage`
-        // gives its bitmap's only by drawing it.)
+        // shows), and each frame kept with it for the SwiftUI views: their bitmaps' rows
+        // (BitmapCost.swift).
         let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
-            let size = pixelSize(of: image)
-            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: nil)
+            bytes + bitmapCost(of: bitmaps(of: image))
         }
         #else
         let bytes = Double(image.data.count)

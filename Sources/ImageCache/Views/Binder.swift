@@ -211,10 +211,12 @@ nonisolated extension ImageCache {
         /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
         /// binds again at this size, its own decode (not a whole image), keeping what the target
         /// shows until it comes. Bounds still empty change nothing.
-        internal func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int) {
+        /// `afterResize`: its bounds changed after it was laid out (ViewBounds.swift), so
+        /// ``ImageCache/rebindsAfterResize(bound:now:decodeBound:)`` decides.
+        internal func resized(to pixelSize: CGSize?, scale: Double?, binding generation: Int, afterResize: Bool = false) {
             dispatchPrecondition(condition: .onQueue(queue))
             guard generation == self.generation, ImageCache.pixels(pixelSize) != nil else { return }
-            rebind(at: pixelSize, scale: scale)
+            rebind(at: pixelSize, scale: scale, afterResize: afterResize)
         }
 
         /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
@@ -246,11 +248,12 @@ nonisolated extension ImageCache {
 
         /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
         /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
-        private func rebind(at pixelSize: CGSize?, scale: Double?) {
+        private func rebind(at pixelSize: CGSize?, scale: Double?, afterResize: Bool = false) {
+            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.rebinds
             guard let binding, let load = binding.load,
-                  ImageCache.rebinds(bound: (binding.size, binding.scale),
-                                     now: (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
-                                     decodeBound: binding.cache.wholeDecodeBound ?? .max) else { return }
+                  decides((binding.size, binding.scale),
+                          (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                          binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
             case .idle, .placeholder, .failed: return
@@ -561,6 +564,7 @@ extension ImageCache.ImageView {
             ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
         }
         if !sized {
+            watchBounds()  // ViewBounds.swift: a rotation, Split View, a window resized
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
             DispatchQueue.main.async { [weak self] in
                 MainActor.assumeIsolated {

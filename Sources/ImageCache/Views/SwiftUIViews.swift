@@ -189,6 +189,26 @@ extension ImageCache {
             return copy
         }
 
+        /// Gives the view the image's aspect ratio (as shown, the original's) with `contentMode`
+        /// before the image comes, when the cache knows its size (``ImageCache/peekSize(_:)``:
+        /// decoded or read before, in this launch), so that a row of a list does not jump when its
+        /// image arrives. Unknown, the view reads the size from the file's header on disk when it
+        /// appears (no decode) and takes it then; an image never cached takes it when it comes.
+        ///
+        /// ```swift
+        /// ImageCache.AsyncImage(url: url) { image in
+        ///     image.resizable()
+        /// } placeholder: {
+        ///     Color.gray
+        /// }
+        /// .reservesAspectRatio(.fit)
+        /// ```
+        public func reservesAspectRatio(_ contentMode: SwiftUI.ContentMode = .fit) -> Self {
+            var copy = self
+            copy.hooks.reserve = contentMode
+            return copy
+        }
+
         private static func either<I, P>(_ content: @escaping (SwiftUI.Image) -> I,
                                          _ placeholder: @escaping () -> P) -> (AsyncImagePhase) -> Content
             where Content == _ConditionalContent<I, P> {
@@ -267,6 +287,14 @@ extension ImageCache {
             return copy
         }
 
+        /// Gives the view the image's aspect ratio before the image comes, as
+        /// ``AsyncImage/reservesAspectRatio(_:)`` says.
+        public func reservesAspectRatio(_ contentMode: SwiftUI.ContentMode = .fit) -> Self {
+            var copy = self
+            copy.hooks.reserve = contentMode
+            return copy
+        }
+
         /// The view's content: see the type's description.
         public var body: some View {
             var animation: Animation?
@@ -313,6 +341,20 @@ extension ImageCache {
         }
 
         var body: some View {
+            if let mode = hooks.reserve {
+                bound().aspectRatio(reservedRatio, contentMode: mode)
+            } else {
+                bound()
+            }
+        }
+
+        /// The aspect ratio the view reserves: the image's, once the cache knows its size (nil:
+        /// SwiftUI's, of the content's ideal size).
+        private var reservedRatio: CGFloat? {
+            (target.ratio ?? load.flatMap { cache.knownAspectRatio(ofKey: $0.key.string) }).map { CGFloat($0) }
+        }
+
+        private func bound() -> some View {
             drawn()
                 // A new size or scale gives this empty background a new identity: it appears, and
                 // binds again. (Not `onChange(of:perform:)`, deprecated in iOS 17, whose successor
@@ -329,6 +371,11 @@ extension ImageCache {
             target.hear(hooks)
             target.binder.bindView(load, placeholder, failureImage, pixelSize, cache, scale: scale)
             if let listRow { listRow.prefetcher.register(target.binder, row: listRow.index) }
+            // A ratio to reserve, not known: the file's header on disk may say it before the image comes.
+            if hooks.reserve != nil, let key = load?.key.string, cache.knownAspectRatio(ofKey: key) == nil {
+                let model = target
+                cache.size(ofKey: key) { [weak model] size in model?.ratio = size?.aspectRatio }
+            }
         }
 
         /// What `content` draws: the target's image, or of an animated one the frame that shows now.
@@ -353,6 +400,8 @@ extension ImageCache {
                 didSet { restep() }
             }
             var transaction = Transaction()
+            /// The image's aspect ratio, learned from its file's header (see `reservesAspectRatio`).
+            @Published var ratio: Double?
             lazy var binder = Binder(self)
             private var animation: (frames: Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
@@ -414,6 +463,7 @@ extension ImageCache {
         var progress = false
         var completion: (@MainActor (Result<Fetched<Image>, Error>) -> Void)?
         var disappear = DisappearPolicy.cancel
+        var reserve: SwiftUI.ContentMode?  // `reservesAspectRatio(_:)`'s
     }
 
     @MainActor private static func swiftUIImage(_ image: Image) -> SwiftUI.Image {
