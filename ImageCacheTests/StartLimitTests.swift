@@ -8,37 +8,44 @@ import FoundationNetworking
 
 /// The slow lane's start limit (`maxSlowStartsPerSecond`), measured at the loopback server: the
 /// times its requests arrived. The tests wait on the deliveries, never on a duration; the limit
-/// itself takes real seconds (200 prefetches at 50 a second take about four), which is the
+/// itself takes real seconds (2,000 prefetches at 50 a second take at least 39), which is the
 /// behaviour under test.
 final class StartLimitTests: CacheTestCase {
-    func testTwoHundredPrefetchesAtFiftyASecondOpenNoMoreThanFiftyRequestsInAnySecondAndAllArrive() {
-        // Given a cache whose slow lane starts at most 50 downloads a second, and 200 images
+    func testTwoThousandPrefetchesAtFiftyASecondOpenNoMoreThanFiftyRequestsInAnySecondAndAllArrive() {
+        // Given a cache whose slow lane starts at most 50 downloads a second, and 2,000 images
         let cache = makeCache()
         XCTAssertNil(cache.maxSlowStartsPerSecond, "off by default")
         cache.maxSlowStartsPerSecond = 50
-        cache.imageMemoryMaxCount = 1_000  // memory keeps them all, for `peek` to say each arrived
         XCTAssertEqual(cache.maxSlowStartsPerSecond, 50)
-        let urls = (0..<200).map { serve("/burst/\($0).png") }
-        let served = expectation(description: "200 served")
-        served.expectedFulfillmentCount = 200
-        cache.onEvent = { if case .served(_, from: .network, _) = $0 { served.fulfill() } }
-        // When all 200 are prefetched at once
+        let count = 2_000
+        let urls = (0..<count).map { serve("/burst/\($0).png") }
+        let served = expectation(description: "\(count) served")
+        served.expectedFulfillmentCount = count
+        let delivered = Locked<Set<URL>>([])
+        cache.onEvent = { event in
+            guard case .served(let url, from: .network, _) = event else { return }
+            delivered.mutate { $0.insert(url) }
+            served.fulfill()
+        }
+        // When all 2,000 are prefetched at once
         cache.prefetch(urls)
         // Then every one is delivered, and the server saw no more than 50 requests in any second:
-        // the 51st request after any one arrived a second or more after it
-        wait(for: [served], timeout: 60)
+        // the 51st request after any one arrived a second or more after it. (No floor on the
+        // rate: on a loaded machine fewer than 50 a second is slow, not wrong.)
+        wait(for: [served], timeout: 600)
+        XCTAssertEqual(delivered.value, Set(urls))
         let arrivals = server.arrivals.sorted()
-        XCTAssertEqual(arrivals.count, 200)
+        XCTAssertEqual(arrivals.count, count, "one request per image")
         var mostInASecond = 0
+        var start = 0
         for (index, arrival) in arrivals.enumerated() {
-            let within = arrivals[index...].prefix { $0 < arrival + 1 }.count
-            mostInASecond = max(mostInASecond, within)
+            while arrivals[start] <= arrival - 1 { start += 1 }  // the arrivals in (arrival - 1 s, arrival]
+            mostInASecond = max(mostInASecond, index - start + 1)
         }
         print("StartLimitTests: \(mostInASecond) requests in the busiest second, "
               + "\(String(format: "%.2f", arrivals.last! - arrivals.first!)) s from first to last")
         XCTAssertLessThanOrEqual(mostInASecond, 50)
-        XCTAssertGreaterThanOrEqual(mostInASecond, 40, "the limit holds the burst back, not to a trickle")
-        for url in urls { XCTAssertNotNil(cache.peek(url), "\(url)") }
+        assertInvariants(cache)
     }
 
     func testAVisibleLoadDoesNotWaitForTheSlowLanesLimit() {

@@ -255,6 +255,25 @@ nonisolated extension ImageCache {
         set { change(\.authorization, to: newValue) }
     }
 
+    /// What answers the authentication challenges of the cache's `URLSession`: a server's trust
+    /// (to pin certificates), a client certificate, HTTP Basic credentials. Nil by default: the
+    /// system's handling (`.performDefaultHandling`), as before. A credential it gives answers
+    /// the challenge it was asked, for that challenge's host only. On Apple platforms it hears the
+    /// session's challenges, of the connection and of each task. On Linux, swift-corelibs-foundation
+    /// (6.3) raises a task's HTTP challenge only, after the whole 401 has been read, and sends a
+    /// credential to the task's first URL, whoever asked. So, with this set, a 401 asking for Basic
+    /// credentials of the URL first requested (not after a redirect) is read (its body, up to
+    /// 64 KiB, is not kept) and this answers it: a credential sends the request again with it;
+    /// anything else fails the load with ``Error/httpStatus(_:)`` 401, the system's handling
+    /// included (corelibs 6.3 proposes no stored credential, and never completes a task so handled:
+    /// the cache cancels the challenge instead). Any other 401
+    /// fails at its head, as without it, then goes to ``authorization`` if that is set. A
+    /// challenge is answered by the responder set when it comes.
+    public var challengeResponder: ChallengeResponder? {
+        get { setting(\.challengeResponder) }
+        set { change(\.challengeResponder, to: newValue) }
+    }
+
     /// How transient failures are retried; see ``RetryPolicy``.
     public var retryPolicy: RetryPolicy {
         get { setting(\.retryPolicy) }

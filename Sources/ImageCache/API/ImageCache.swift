@@ -293,5 +293,6 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var decoders: [any ImageDecoder] = []  // the plugged ones (`Plugins.decoders`), fixed at `init`
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
         var authorization: Authorization?
+        var challengeResponder: ChallengeResponder?
     }
 }

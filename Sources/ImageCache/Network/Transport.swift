@@ -49,6 +49,8 @@ nonisolated extension ImageCache {
         let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
         var redirects = 0  // followed so far
         var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
+        var awaitsChallenge = false  // a 401 read to its end for corelibs' challenge (ChallengeResponder.swift)
+        var credentialSent = false  // corelibs sent the request again with a challenge's credential
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -201,6 +203,11 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// The transfer of `task`, if it is under way.
+        func transfer(of task: URLSessionTask) -> Transfer? {
+            lock.withLock { transfers[ObjectIdentifier(task)] }
+        }
+
         /// Whether `transfer` is stalled now, and how long it was quiet when it stalled or resumed.
         internal func stallState(_ transfer: Transfer) -> (stalled: Bool, quiet: TimeInterval) {
             lock.withLock { (transfer.stalled, TimeInterval(transfer.quiet) / 1_000_000_000) }
@@ -214,6 +221,8 @@ nonisolated extension ImageCache {
                 return completionHandler(.cancel)
             }
             if resumed { cache?.stallChanged(transfer) }
+            guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
+            if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
             transfer.response = response
             let length = response.expectedContentLength
             let http = response as? HTTPURLResponse
@@ -223,6 +232,9 @@ nonisolated extension ImageCache {
             if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
             // A large body announced goes to disk from its first byte.
             if length > Int64(transfer.limits.streamedAbove), (200..<300).contains(status) { transfer.streamToDisk() }
+            #if canImport(FoundationNetworking)
+            if status == 401, let http, readsChallenge(transfer, http) { return completionHandler(.allow) }
+            #endif
             if !(200..<300).contains(status), status != 304 {
                 transfer.failure = .httpStatus(status)
             } else if length > Int64(transfer.limit) {
@@ -239,6 +251,7 @@ nonisolated extension ImageCache {
             guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
             if resumed { cache?.stallChanged(transfer) }
+            if transfer.awaitsChallenge { return droppedChallengeBody(transfer, data) }
             let received = transfer.received + data.count
             if received > transfer.limits.streamedAbove, transfer.spool == nil, transfer.limits.folder != nil {
                 transfer.streamToDisk()  // grown large: to disk from now on
@@ -269,7 +282,7 @@ nonisolated extension ImageCache {
         /// Cancels a transfer the transport failed itself. corelibs' `cancel()` waits while libcurl
         /// inflates the burst it is in; the delegate queue must go on dropping chunks meanwhile (a
         /// 149 KB gzip bomb piled up 170 MB), so not there, nor on a GCD worker that can starve it.
-        private func stop(_ transfer: Transfer, _ completionHandler: ((URLSession.ResponseDisposition) -> Void)?) {
+        func stop(_ transfer: Transfer, _ completionHandler: ((URLSession.ResponseDisposition) -> Void)?) {
             let task = transfer.task
             Thread.detachNewThread { task.cancel() }
             completionHandler?(.cancel)  // which corelibs ignores
@@ -286,6 +299,9 @@ nonisolated extension ImageCache {
         func urlSession(_ session: URLSession, task: URLSessionTask,
                         willPerformHTTPRedirection response: HTTPURLResponse,
                         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+            #if canImport(FoundationNetworking)
+            if refusesRedirect(task) { return completionHandler(nil) }
+            #endif
             let next = HTTP.redirect(response, request, from: task.originalRequest)
             if next != nil { lock.withLock { transfers[ObjectIdentifier(task)] }?.redirects += 1 }
             completionHandler(next)
