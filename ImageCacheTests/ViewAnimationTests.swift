@@ -60,6 +60,40 @@ final class ViewAnimationTests: BinderTestCase {
         XCTAssertEqual(callbacks.sync { target.history.count }, shownAfter, "no frame of the old binding")
     }
 
+    func testTwentyViewsPlayingShareTheCachesOneBudgetEachWithAFrameAhead() {
+        // Given a budget of 2 MB and twenty views of 100 x 100 pixels (40 KB a frame), each bound
+        // to an animation of 30 frames of 100 ms (a ring of them all would be 1.2 MB: 24 MB in all)
+        let cache = makeCache()
+        cache.animationMemoryMaxBytes = 2_000_000
+        let fake = FakeAnimation(images: (0..<30).map { image(width: Self.frameWidth + $0) })
+        let gif = serve("/many.gif", AnimatedImageTests.gif(width: 8, height: 8, frames: 30, delay: 10))
+        let views = (0..<20).map { _ in makeTarget(fake) }
+        for (target, binder) in views { bindAndWait(binder, target, gif, size: CGSize(width: 100, height: 100), cache: cache) }
+
+        // When they play for ten simulated seconds, every decode done by the next tick
+        var most = 0
+        callbacks.sync {
+            for _ in 0..<600 {
+                fake.advance(1.0 / 60)
+                fake.tick(); fake.finishDecodes()
+                most = max(most, cache.animationBudget.heldBytes)
+            }
+        }
+
+        // Then the twenty hold the one budget together (within 10%), each keeps a frame ahead
+        // (two frames of 40 KB fit in its 100 KB share), and each has shown its frames on time
+        XCTAssertEqual(callbacks.sync { cache.animationBudget.playingCount }, 20)
+        print("twenty views: at most \(most) bytes held")
+        XCTAssertLessThanOrEqual(Double(most), 2_000_000 * 1.1, "at most \(most) bytes held")
+        for (_, binder) in views {
+            let player = callbacks.sync { binder.animation.player! }
+            XCTAssertEqual(callbacks.sync { player.framesAhead }, 1)
+            XCTAssertGreaterThanOrEqual(callbacks.sync { player.framesHeldAhead }, 1)
+            let stats = callbacks.sync { player.statistics }
+            XCTAssertGreaterThanOrEqual(Double(stats.onTime), 0.9 * Double(stats.due), "\(stats)")
+        }
+    }
+
     func testAViewOffScreenDecodesNothingHoldsNoFrameAndResumesWhereItStopped() {
         // Given a binder playing an animation of ten 100 ms frames
         let cache = makeCache()

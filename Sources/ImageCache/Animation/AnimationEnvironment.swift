@@ -75,7 +75,7 @@ nonisolated extension ImageCache {
         }
     }
 
-    #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+    #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
     /// The bytes (and the file, if the decode read one) an animated image was decoded from, kept
     /// with it by the decode (`bitmap`) so that a view plays it frame by frame (``ImageIOFrameSource``).
     internal final class AnimationBytes: @unchecked Sendable {
@@ -130,4 +130,4 @@ nonisolated extension ImageCache {
     }
 }
 
-extension ImageCache.FrameClock: ImageCache.FrameTicking {}
+nonisolated extension ImageCache.FrameClock: ImageCache.FrameTicking {}

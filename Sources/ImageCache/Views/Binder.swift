@@ -69,7 +69,7 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         internal let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private(set) var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
+        internal private(set) var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
                               scale: Double)?
         private var task: FetchTask?
