@@ -504,7 +504,7 @@ nonisolated extension ImageCache {
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
         request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result).get().value) { callback?(url, $0) }
+            Self.onCallbackActor(try? Self.image(result, load.options).get().value) { callback?(url, $0) }
         }
     }
 
@@ -512,7 +512,7 @@ nonisolated extension ImageCache {
     private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
                        _ completion: @escaping Completion<Image>) -> FetchTask {
         request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(Self.image(result)) { completion($0) }
+            Self.onCallbackActor(Self.image(result, load.options)) { completion($0) }
         }
     }
 
@@ -545,7 +545,7 @@ nonisolated extension ImageCache {
                 (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
                 let task = request(load, queue: .global()) { result in
-                    continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
+                    continuation.resume(with: Self.image(result, load.options).map { Unchecked($0.value) }.mapError { $0 })
                 } onCancel: {
                     continuation.resume(throwing: Error.cancelled)
                 }
@@ -886,6 +886,13 @@ nonisolated extension ImageCache.Request {
         /// usual. Memory and disk keep only the final image. Of a download several loads share, the
         /// first load's options decide. A baseline JPEG or another format has none. Off by default.
         public static let progressivePreviews = Options(rawValue: 1 << 5)
+
+        /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
+        /// hands over is a still, and a view shows it without playing anything. On Linux, the image
+        /// keeps its bytes and says it has one frame (``ImageCache/Image/frameCount`` 1, no durations,
+        /// played once). Memory and disk keep the image as usual, so another load of it still
+        /// animates. A still is handed over as it is. Off by default.
+        public static let firstFrameOnly = Options(rawValue: 1 << 6)
 
         /// Why these options cannot go together, if they cannot.
         fileprivate var contradiction: String? {
@@ -2162,7 +2169,7 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         fileprivate let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
+        fileprivate private(set) var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
                               scale: Double)?
         private var task: FetchTask?
@@ -2178,14 +2185,24 @@ nonisolated extension ImageCache {
         fileprivate private(set) var progress: DownloadProgress?
         /// Whether the load under way was let go on behind others when its view disappeared.
         fileprivate private(set) var isLowered = false
+        /// The animation it plays in the target, if any (ViewAnimation.swift).
+        fileprivate let animation: ViewAnimation
+        /// Whether what it tells the target now is a frame of the animation it plays.
+        fileprivate private(set) var showsFrame = false
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
-        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+        public convenience init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            self.init(target, queue: queue, animation: .platform)
+        }
+
+        /// A binder whose animations are made of `animation` (the tests' fakes).
+        fileprivate init(_ target: ImageTarget, queue: DispatchQueue, animation: AnimationEnvironment) {
             #if canImport(UIKit) || canImport(AppKit)
             precondition(queue === DispatchQueue.main, "a binder's target is main-actor isolated: use the main queue")
             #endif
             (self.target, self.queue) = (target, queue)
+            self.animation = ViewAnimation(animation, queue: queue)
             observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
                                                               queue: nil) { [weak self] note in
                 guard let self, let cache = note.object as? ImageCache else { return }
@@ -2317,6 +2334,7 @@ nonisolated extension ImageCache {
         fileprivate func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
                                _ cache: ImageCache, scale: Double?) {
             dispatchPrecondition(condition: .onQueue(queue))
+            animation.setVisible(true)
             guard let binding, let load, let bound = binding.load, bound.key == load.key, bound.url == load.url,
                   bound.request == load.request, binding.cache === cache, ImageCache.same(binding.placeholder, placeholder),
                   ImageCache.same(binding.failureImage, failureImage) else {
@@ -2366,6 +2384,7 @@ nonisolated extension ImageCache {
         /// (``DisappearPolicy/lowerPriority``) and goes on, to be shown when it comes.
         fileprivate func disappeared(_ policy: DisappearPolicy) {
             dispatchPrecondition(condition: .onQueue(queue))
+            animation.setVisible(false)
             guard policy.keepsLoading else { return cancel() }
             lower(true)
         }
@@ -2424,6 +2443,7 @@ nonisolated extension ImageCache {
         }
 
         private func purged(_ cache: ImageCache) {
+            if binding?.cache === cache { animation.purge() }
             guard case .image = state, binding?.cache === cache, let target else { return }
             guard !ImageCache.onTargetActor(target, { $0.isDisplayed }) else { return }
             show(binding?.placeholder, .placeholder)
@@ -2449,12 +2469,23 @@ nonisolated extension ImageCache {
         fileprivate func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
             let again = key != nil && key == shownKey
+            if again && animation.plays(key) { return }  // the animation it plays goes on (a reload of a cell)
             shownKey = key
+            let image = animated(image, state, key: key)  // ViewAnimation.swift
             guard let target else { return }
             ImageCache.onTargetActor((target, image)) { pair in
                 guard !(again && ImageCache.showsAlready(pair.0.image, pair.1, transition: transition)) else { return }
                 pair.0.show(pair.1, transition: transition)
             }
+        }
+
+        /// Tells the target to show `frame`, the next frame of the animation it plays
+        /// (ViewAnimation.swift): at once, its state unchanged, ``showsFrame`` true meanwhile.
+        fileprivate func showFrame(_ frame: Image) {
+            guard let target else { return }
+            showsFrame = true
+            defer { showsFrame = false }
+            ImageCache.onTargetActor((target, frame)) { pair in pair.0.show(pair.1, transition: .none) }
         }
     }
 
@@ -2539,7 +2570,12 @@ extension ImageCache {
     /// it (and so its binder).
     @MainActor fileprivate final class ViewTarget: ImageTarget {
         weak var view: ImageView?
-        private(set) lazy var binder = Binder(self)
+        private(set) lazy var binder: Binder = {
+            let binder = Binder(self)
+            // An animation stops decoding while its view is in no window or hidden (ViewAnimation.swift).
+            binder.animation.onScreen = { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
+            return binder
+        }()
         #if canImport(UIKit)
         private var playing: (image: Image, last: Image)?  // an animation the view plays as its own, and the frame it ends on
         #endif
@@ -2562,6 +2598,9 @@ extension ImageCache {
         /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a
         /// memory warning rather than show its placeholder until it is bound again.
         var isDisplayed: Bool { true }
+
+        /// Whether its view is in a window and not hidden: its animation plays only then.
+        var isOnScreen: Bool { view.map { $0.window != nil && !$0.isHidden } ?? false }
 
         /// Sets the view's image; with a fade, as a cross-dissolve. A fade still running from the
         /// last image stops first, so it cannot play over this one.
@@ -3115,7 +3154,8 @@ extension ImageCache {
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                // A frame of an animation the binder plays (ViewAnimation.swift) is no arrival.
+                guard !binder.showsFrame, ImageCache.animatesArrival(state, replaces: binder.replaces) else {
                     return (self.image, self.state) = (image, state)
                 }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
@@ -3468,6 +3508,149 @@ nonisolated extension ImageCache.Binder {
         if let outcome = ImageCache.Placeholders.shared.cached(hash, pixels) { return shown(outcome) }
         let queue = self.queue
         ImageCache.Placeholders.shared.decode(hash, pixels) { outcome in queue.async { shown(outcome) } }
+    }
+}
+
+// MARK: - Views/ViewAnimation.swift
+
+// ViewAnimation: the animation a binder plays in its target, through an `AnimationPlayer` within the
+// cache's budget: when it starts and stops (a new binding, the placeholder, the view off screen or
+// gone, `isAnimating`, reduce motion, a load that asked for its first frame only), and a memory warning.
+
+
+nonisolated extension ImageCache {
+    /// The one animation a ``Binder`` plays in its target, if any: an animated image it shows is
+    /// played frame by frame by an ``AnimationPlayer`` (its frames decoded as they are shown, at the
+    /// target's pixels, within the cache's ``AnimationBudget``), the target showing each frame as a
+    /// still; the first frame is shown at once. What the target shows when it does not play: the
+    /// image's first frame (reduce motion, a load with ``Request/Options/firstFrameOnly``); the
+    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere).
+    ///
+    /// It stops, and its player gives every frame back, when the binder shows anything else (a new
+    /// binding, the placeholder, a failure); off screen (``setVisible(_:)``, or the binder's
+    /// `onScreen` check at each tick) it decodes nothing and holds no frame, and goes on from the
+    /// same time when it is back; ``isAnimating`` false pauses it on the frame it shows. A memory
+    /// warning (``purge()``) drops its frames; it decodes again on its next tick.
+    ///
+    /// Thread safety: none of its own: its binder's, on the binder's queue.
+    fileprivate final class ViewAnimation {
+        private let environment: AnimationEnvironment
+        private let queue: DispatchQueue
+        private var playing: (player: AnimationPlayer, ticker: FrameTicking, key: Key?)?
+        /// Whether its animations are asked to play (`Binder.isAnimating`); true at first.
+        private(set) var isAnimating = true
+        /// Whether the target is on screen, as its view last said (appeared, disappeared).
+        private(set) var isVisible = true
+        /// Asked at each tick while it plays, and each tick while it waits off screen: whether the
+        /// target is on screen now (a UIKit or AppKit view: in a window, not hidden). Nil: only
+        /// ``setVisible(_:)`` says.
+        var onScreen: (() -> Bool)?
+
+        /// An animation of `environment`'s frames, ticks and time, played on `queue`.
+        init(_ environment: AnimationEnvironment, queue: DispatchQueue) {
+            (self.environment, self.queue) = (environment, queue)
+        }
+
+        /// The player of the animation shown, if one plays (or is paused, or off screen).
+        var player: AnimationPlayer? { playing?.player }
+
+        /// Whether it plays the image of the memory entry `key` now (shown, paused or off screen).
+        func plays(_ key: Key?) -> Bool { key != nil && playing != nil && playing?.key == key }
+
+        /// What the target is to show of `image`, the entry `key`, shown at `pixels` (nil: the
+        /// image's own) and `scale`: for an animation that plays frame by frame, its first frame,
+        /// the player then showing each next one with `show`; with `firstFrameOnly` or reduce
+        /// motion, its first frame; else `image`. Stops the animation it played before.
+        func shows(_ image: Image, key: Key?, pixels: (width: Int, height: Int)?, scale: Double,
+                   budget: AnimationBudget, firstFrameOnly: Bool, show: @escaping (Image) -> Void) -> Image {
+            stop()
+            if firstFrameOnly || environment.reducesMotion() { return firstFrame(of: image) }
+            guard let source = environment.source(image, scale), source.timing.durations.count > 1 else { return image }
+            let player = AnimationPlayer(source: source, pixels: pixels ?? pixelSize(of: image), budget: budget,
+                                         now: environment.now, display: { frame in frame.image.map(show) })
+            let ticker = environment.ticker(queue) { [weak self] in self?.tick() ?? false }
+            playing = (player, ticker, key)
+            update()
+            return firstFrame(of: image)
+        }
+
+        /// Stops the animation, if one plays: its player gives its frames back and leaves the budget.
+        func stop() {
+            guard let (player, ticker, _) = playing else { return }
+            ticker.stop()
+            player.setVisible(false)  // gives its frames back and leaves the budget, whoever else holds it
+            playing = nil
+        }
+
+        /// Plays or pauses (`Binder.isAnimating`); paused, it keeps the frame it shows.
+        func setAnimating(_ animating: Bool) {
+            isAnimating = animating
+            update()
+        }
+
+        /// The target came on screen, or went off it (a SwiftUI view's appear and disappear).
+        func setVisible(_ visible: Bool) {
+            isVisible = visible
+            update()
+        }
+
+        /// Drops the player's frames (a memory warning): it decodes again on its next tick.
+        func purge() {
+            playing?.player.purge()
+        }
+
+        private var visibleNow: Bool { isVisible && (onScreen?() ?? true) }
+
+        /// Tells the player what it may do now, and starts or stops the ticks: they run while it
+        /// plays, and while it waits off screen for `onScreen` to say it is back.
+        private func update() {
+            guard let (player, ticker, _) = playing else { return }
+            player.setVisible(visibleNow)
+            player.setAnimating(isAnimating)
+            if player.isPlaying || (isAnimating && isVisible && onScreen != nil && !player.isVisible) {
+                ticker.start()
+            } else {
+                ticker.stop()
+            }
+        }
+
+        /// A tick: the player's, after looking whether the target is still on screen. Returns
+        /// whether the ticks go on.
+        private func tick() -> Bool {
+            guard let (player, _, _) = playing else { return false }
+            if onScreen != nil, player.isVisible != visibleNow { player.setVisible(visibleNow) }
+            guard player.isVisible else { return isAnimating && isVisible }  // off screen: waits, decoding nothing
+            return player.tick()
+        }
+    }
+}
+
+nonisolated extension ImageCache.Binder {
+    /// Whether the animated image it shows plays: true by default. False pauses it on the frame
+    /// it shows (its other frames given back); true again goes on from there. Applies to this
+    /// binding and the next ones, until set again. Call it on the binder's queue (the main queue
+    /// for views), as every other member. On Linux, where images are their bytes, nothing plays.
+    public var isAnimating: Bool {
+        get { animation.isAnimating }
+        set {
+            dispatchPrecondition(condition: .onQueue(queue))
+            animation.setAnimating(newValue)
+        }
+    }
+
+    /// What the target is to show of `image`, shown in `state` as the entry `key`: of an animated
+    /// image, what ``ImageCache/ViewAnimation`` says (its first frame, the player showing the
+    /// others); the placeholder and the failure image as they are. Stops the animation played before.
+    fileprivate func animated(_ image: ImageCache.Image?, _ state: State, key: ImageCache.Key?) -> ImageCache.Image? {
+        guard let image, case .image = state, let binding else {
+            animation.stop()
+            return image
+        }
+        let firstFrameOnly = binding.load?.options.contains(.firstFrameOnly) ?? false
+        return animation.shows(image, key: key, pixels: binding.size, scale: binding.scale,
+                               budget: binding.cache.animationBudget, firstFrameOnly: firstFrameOnly) { [weak self] frame in
+            self?.showFrame(frame)
+        }
     }
 }
 
@@ -10589,6 +10772,7 @@ nonisolated extension ImageCache {
             if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
                 objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
                                          .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                 return animated
             }
         }
@@ -10607,6 +10791,7 @@ nonisolated extension ImageCache {
             if let decoded = decodedFrames(source, frames, options, image) {
                 objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
+            keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
             return animated
         }
         // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
@@ -10615,6 +10800,7 @@ nonisolated extension ImageCache {
            let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
            let decoded = decodedFrames(source, frames, options, image) {
             objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            keepAnimationBytes(data, file: file, with: still)
             return still
         }
         #endif
@@ -11922,86 +12108,124 @@ nonisolated extension ImageCache {
 #endif
 }
 
-// MARK: - Animation/AnimationPlayback.swift
+// MARK: - Animation/AnimationEnvironment.swift
 
-// AnimationPlayback: an animation playing in a view on Apple platforms: its player, its frames from
-// ImageIO, its clock, reduce motion and a memory warning.
+// AnimationEnvironment: what a binder's animations are made of (where frames come from, what ticks,
+// the time, reduce motion), the platform's by default; and the bytes an animated image keeps for it.
 
 
-extension ImageCache {
-#if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
-    /// One animation playing in one view: an ``AnimationPlayer`` of the frames ImageIO decodes from
-    /// the bytes (or the cache's file) at the view's pixel size, within the cache's budget
-    /// (``ImageCache/animationMemoryMaxBytes``), ticked by a ``FrameClock`` on the main queue, each
-    /// frame handed to `show`. It plays while the view is visible (``setVisible(_:)``), ``isAnimating``
-    /// is true, reduce motion is off and the load did not ask for the first frame only; otherwise it
-    /// shows the frame it has. A memory purge of the cache (``ImageCache/purgeMemory()``, which a
-    /// memory warning runs) drops every animation's frames; playback resumes on the next tick.
-    @MainActor fileprivate final class AnimationPlayback {
-        private let player: AnimationPlayer
-        private let clock: FrameClock
-        private let firstFrameOnly: Bool
-        // The memory-purge observer, removed in `deinit` (not isolated: hence a Sendable box).
-        private let purges: Unchecked<NSObjectProtocol>
-        /// Whether it is asked to play (an `isAnimating`-style control); true at first.
-        private(set) var isAnimating = true
+nonisolated extension ImageCache {
+    /// What ticks an animation: ``start()`` has it call its tick on the binder's queue until
+    /// ``stop()`` (a ``FrameClock`` on every platform; a test's own, which the test ticks).
+    fileprivate protocol FrameTicking: AnyObject {
+        /// Starts ticking, if it is not already.
+        func start()
+        /// Stops ticking.
+        func stop()
+    }
 
-        /// A playback of `data`'s frames (or `file`'s) at `pixels`, at `scale`, through `cache`'s
-        /// budget, showing each frame with `show`; nil unless ImageIO finds more than one frame.
-        init?(data: Data, file: URL? = nil, pixels: (width: Int, height: Int), scale: Double, cache: ImageCache,
-              firstFrameOnly: Bool = false, show: @escaping @MainActor (Image) -> Void) {
-            guard let source = ImageIOFrameSource(data: data, file: file, scale: scale) else { return nil }
-            let player = AnimationPlayer(source: source, pixels: pixels, budget: cache.animationBudget,
-                                         now: { ProcessInfo.processInfo.systemUptime },
-                                         display: { frame in
-                                             guard let image = frame.image else { return }
-                                             MainActor.assumeIsolated { show(image) }
-                                         })
-            self.player = player
-            self.firstFrameOnly = firstFrameOnly
-            clock = FrameClock { [weak player] in player?.tick() ?? false }
-            // Each playback drops its own player's frames (the budget's `purge()` drops all of them).
-            let purged = Unchecked(player)
-            purges = Unchecked(NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: cache,
-                                                                      queue: .main) { _ in
-                MainActor.assumeIsolated { purged.value.purge() }
-            })
-            update()
+    /// What a binder's animations are made of: where an image's frames come from, what ticks them,
+    /// the time, and whether the system asks for less motion. ``platform`` by default (a binder's
+    /// public init); the tests give their own at a binder's init: a fake frame source whose decodes
+    /// they finish, a ticker they tick, a clock they move.
+    fileprivate struct AnimationEnvironment {
+        /// The frames of `image` decoded one at a time at the screen's `scale`, or nil when it does
+        /// not play frame by frame: a still, or where no frames are decoded (Linux, and an animated
+        /// image made elsewhere than by this cache's decode, which keeps no bytes for it).
+        var source: (_ image: Image, _ scale: Double) -> FrameSource?
+        /// What calls `tick` on `queue` once started, until stopped or `tick` returns false.
+        var ticker: (_ queue: DispatchQueue, _ tick: @escaping () -> Bool) -> FrameTicking
+        /// Seconds on a monotonic clock.
+        var now: () -> Double
+        /// Whether the system asks for less motion: then an animation shows its first frame.
+        var reducesMotion: () -> Bool
+
+        /// The platform's: ImageIO's frames of the bytes the decode kept with the image
+        /// (``animationBytes(of:)``), a ``FrameClock`` at 60 Hz, the uptime, and the accessibility
+        /// setting on Apple platforms; on Linux, no frames (an image is its bytes: it does not play).
+        static var platform: AnimationEnvironment {
+            AnimationEnvironment(source: { image, scale in platformSource(image, scale) },
+                                 ticker: { queue, tick in FrameClock(queue: queue, tick: tick) },
+                                 now: { ProcessInfo.processInfo.systemUptime },
+                                 reducesMotion: { platformReducesMotion })
         }
 
-        deinit {
-            NotificationCenter.default.removeObserver(purges.value)
-        }
-
-        /// Plays or pauses it; paused, it keeps the frame it shows.
-        func setAnimating(_ animating: Bool) {
-            isAnimating = animating
-            update()
-        }
-
-        /// Its view came on screen (or in a window), or went off (or away): off screen, it decodes
-        /// nothing and gives its frames back.
-        func setVisible(_ visible: Bool) {
-            player.setVisible(visible)
-            update()
-        }
-
-        /// Whether the system asks for less motion: then an animation shows one frame.
-        static var reducesMotion: Bool {
-            #if canImport(UIKit)
-            return UIAccessibility.isReduceMotionEnabled
+        private static func platformSource(_ image: Image, _ scale: Double) -> FrameSource? {
+            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            guard let bytes = ImageCache.animationBytes(of: image) else { return nil }
+            return ImageIOFrameSource(data: bytes.data, file: bytes.file, scale: scale)
             #else
-            return NSWorkspace.shared.accessibilityDisplayShouldReduceMotion
+            return nil
             #endif
         }
 
-        private func update() {
-            player.setAnimating(isAnimating && !firstFrameOnly && !Self.reducesMotion)
-            if player.isPlaying { clock.start() } else { clock.stop() }
+        private static var platformReducesMotion: Bool {
+            #if canImport(UIKit) && !os(watchOS)
+            return ImageCache.onTargetActor(()) { _ in UIAccessibility.isReduceMotionEnabled }
+            #elseif canImport(AppKit)
+            return ImageCache.onTargetActor(()) { _ in NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+            #else
+            return false
+            #endif
         }
     }
-#endif
+
+    #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+    /// The bytes (and the file, if the decode read one) an animated image was decoded from, kept
+    /// with it by the decode (`bitmap`) so that a view plays it frame by frame (``ImageIOFrameSource``).
+    fileprivate final class AnimationBytes: @unchecked Sendable {
+        /// The image's bytes (a large body's: mapped from its file).
+        let data: Data
+        /// The file that holds them, if the decode read one.
+        let file: URL?
+        init(data: Data, file: URL?) { (self.data, self.file) = (data, file) }
+    }
+
+    /// Keeps `data` (and `file`) with `image`, an animation this cache decoded.
+    fileprivate static func keepAnimationBytes(_ data: Data, file: URL?, with image: Image) {
+        objc_setAssociatedObject(image, animationBytesKey, AnimationBytes(data: data, file: file),
+                                 .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+    }
+
+    /// The bytes an animated image was decoded from, if this cache's decode kept them.
+    fileprivate static func animationBytes(of image: Image) -> AnimationBytes? {
+        objc_getAssociatedObject(image, animationBytesKey) as? AnimationBytes
+    }
+
+    // An address used only as the association's key, never read or written through: safe anywhere.
+    nonisolated(unsafe) private static let animationBytesKey =
+        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+    #endif
+
+    /// What shows of `image` when only its first frame may: the image itself for a still; on Linux
+    /// its bytes with a frame count of 1 (no durations, played once); on UIKit its first frame; on
+    /// AppKit the first of the frames kept with it, else the image (an `NSImage` shows its first).
+    fileprivate static func firstFrame(of image: Image) -> Image {
+        #if canImport(UIKit)
+        guard let first = image.images?.first else { return image }
+        return first.cgImage.map { UIImage(cgImage: $0, scale: image.scale, orientation: .up) } ?? first
+        #elseif canImport(AppKit)
+        return frames(of: image)?.images.first ?? image
+        #else
+        guard image.frameCount > 1 else { return image }
+        return Image(data: image.data, format: image.format, width: image.width, height: image.height, frameCount: 1)
+        #endif
+    }
+
+    /// What a load of `options` hands over of `result`'s image: its first frame only with
+    /// ``Request/Options/firstFrameOnly`` (see ``firstFrame(of:)``), else the image.
+    fileprivate static func image(_ result: Result<Delivery, Error>, _ options: Request.Options) -> Result<Fetched<Image>, Error> {
+        let fetched = image(result)
+        guard options.contains(.firstFrameOnly) else { return fetched }
+        return fetched.map { fetched in
+            var first = Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale)
+            (first.misses, first.metrics) = (fetched.misses, fetched.metrics)
+            return first
+        }
+    }
 }
+
+nonisolated extension ImageCache.FrameClock: ImageCache.FrameTicking {}
 
 // MARK: - Decoding/BlurHash.swift
 

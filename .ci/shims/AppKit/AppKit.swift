@@ -141,6 +141,11 @@ open class NSView: NSResponder {
         set { fatalError("AppKit shim") }
     }
     open var window: NSWindow? { fatalError("AppKit shim") }
+    /// `var isHidden: Bool { get set }` (developer.apple.com/documentation/appkit/nsview/ishidden).
+    open var isHidden: Bool {
+        get { fatalError("AppKit shim") }
+        set { fatalError("AppKit shim") }
+    }
     /// `var wantsLayer: Bool { get set }`: true gives the view a backing CALayer.
     open var wantsLayer: Bool {
         get { fatalError("AppKit shim") }

@@ -203,7 +203,7 @@ nonisolated extension ImageCache {
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
         request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result).get().value) { callback?(url, $0) }
+            Self.onCallbackActor(try? Self.image(result, load.options).get().value) { callback?(url, $0) }
         }
     }
 
@@ -211,7 +211,7 @@ nonisolated extension ImageCache {
     private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
                        _ completion: @escaping Completion<Image>) -> FetchTask {
         request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(Self.image(result)) { completion($0) }
+            Self.onCallbackActor(Self.image(result, load.options)) { completion($0) }
         }
     }
 
@@ -244,7 +244,7 @@ nonisolated extension ImageCache {
                 (continuation: CheckedContinuation<Unchecked<Image>, Swift.Error>) in
                 // The continuation resumes on a global queue: the main queue may not be running.
                 let task = request(load, queue: .global()) { result in
-                    continuation.resume(with: Self.image(result).map { Unchecked($0.value) }.mapError { $0 })
+                    continuation.resume(with: Self.image(result, load.options).map { Unchecked($0.value) }.mapError { $0 })
                 } onCancel: {
                     continuation.resume(throwing: Error.cancelled)
                 }

@@ -148,6 +148,13 @@ nonisolated extension ImageCache.Request {
         /// first load's options decide. A baseline JPEG or another format has none. Off by default.
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
+        /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
+        /// hands over is a still, and a view shows it without playing anything. On Linux, the image
+        /// keeps its bytes and says it has one frame (``ImageCache/Image/frameCount`` 1, no durations,
+        /// played once). Memory and disk keep the image as usual, so another load of it still
+        /// animates. A still is handed over as it is. Off by default.
+        public static let firstFrameOnly = Options(rawValue: 1 << 6)
+
         /// Why these options cannot go together, if they cannot.
         internal var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {

@@ -322,6 +322,7 @@ nonisolated extension ImageCache {
             if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
                 objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
                                          .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                 return animated
             }
         }
@@ -340,6 +341,7 @@ nonisolated extension ImageCache {
             if let decoded = decodedFrames(source, frames, options, image) {
                 objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
+            keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
             return animated
         }
         // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
@@ -348,6 +350,7 @@ nonisolated extension ImageCache {
            let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
            let decoded = decodedFrames(source, frames, options, image) {
             objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            keepAnimationBytes(data, file: file, with: still)
             return still
         }
         #endif

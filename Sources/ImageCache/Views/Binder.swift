@@ -69,7 +69,7 @@ nonisolated extension ImageCache {
         public private(set) var state = State.idle
         internal let queue: DispatchQueue
         private weak var target: ImageTarget?
-        private var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
+        internal private(set) var binding: (load: Load?, placeholder: Image?, failureImage: Image?, cache: ImageCache,
                               memoryKey: Key?, transition: Transition, size: (width: Int, height: Int)?,
                               scale: Double)?
         private var task: FetchTask?
@@ -88,14 +88,24 @@ nonisolated extension ImageCache {
         internal private(set) var progress: DownloadProgress?
         /// Whether the load under way was let go on behind others when its view disappeared.
         internal private(set) var isLowered = false
+        /// The animation it plays in the target, if any (ViewAnimation.swift).
+        internal let animation: ViewAnimation
+        /// Whether what it tells the target now is a frame of the animation it plays.
+        internal private(set) var showsFrame = false
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
-        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+        public convenience init(_ target: ImageTarget, queue: DispatchQueue = .main) {
+            self.init(target, queue: queue, animation: .platform)
+        }
+
+        /// A binder whose animations are made of `animation` (the tests' fakes).
+        internal init(_ target: ImageTarget, queue: DispatchQueue, animation: AnimationEnvironment) {
             #if canImport(UIKit) || canImport(AppKit)
             precondition(queue === DispatchQueue.main, "a binder's target is main-actor isolated: use the main queue")
             #endif
             (self.target, self.queue) = (target, queue)
+            self.animation = ViewAnimation(animation, queue: queue)
             observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
                                                               queue: nil) { [weak self] note in
                 guard let self, let cache = note.object as? ImageCache else { return }
@@ -227,6 +237,7 @@ nonisolated extension ImageCache {
         internal func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
                                _ cache: ImageCache, scale: Double?) {
             dispatchPrecondition(condition: .onQueue(queue))
+            animation.setVisible(true)
             guard let binding, let load, let bound = binding.load, bound.key == load.key, bound.url == load.url,
                   bound.request == load.request, binding.cache === cache, ImageCache.same(binding.placeholder, placeholder),
                   ImageCache.same(binding.failureImage, failureImage) else {
@@ -276,6 +287,7 @@ nonisolated extension ImageCache {
         /// (``DisappearPolicy/lowerPriority``) and goes on, to be shown when it comes.
         internal func disappeared(_ policy: DisappearPolicy) {
             dispatchPrecondition(condition: .onQueue(queue))
+            animation.setVisible(false)
             guard policy.keepsLoading else { return cancel() }
             lower(true)
         }
@@ -337,6 +349,7 @@ nonisolated extension ImageCache {
         }
 
         private func purged(_ cache: ImageCache) {
+            if binding?.cache === cache { animation.purge() }
             guard case .image = state, binding?.cache === cache, let target else { return }
             guard !ImageCache.onTargetActor(target, { $0.isDisplayed }) else { return }
             show(binding?.placeholder, .placeholder)
@@ -362,12 +375,23 @@ nonisolated extension ImageCache {
         internal func show(_ image: Image?, _ state: State, transition: Transition = .none, key: Key? = nil) {
             self.state = state
             let again = key != nil && key == shownKey
+            if again && animation.plays(key) { return }  // the animation it plays goes on (a reload of a cell)
             shownKey = key
+            let image = animated(image, state, key: key)  // ViewAnimation.swift
             guard let target else { return }
             ImageCache.onTargetActor((target, image)) { pair in
                 guard !(again && ImageCache.showsAlready(pair.0.image, pair.1, transition: transition)) else { return }
                 pair.0.show(pair.1, transition: transition)
             }
+        }
+
+        /// Tells the target to show `frame`, the next frame of the animation it plays
+        /// (ViewAnimation.swift): at once, its state unchanged, ``showsFrame`` true meanwhile.
+        internal func showFrame(_ frame: Image) {
+            guard let target else { return }
+            showsFrame = true
+            defer { showsFrame = false }
+            ImageCache.onTargetActor((target, frame)) { pair in pair.0.show(pair.1, transition: .none) }
         }
     }
 
@@ -452,7 +476,12 @@ extension ImageCache {
     /// it (and so its binder).
     @MainActor internal final class ViewTarget: ImageTarget {
         weak var view: ImageView?
-        private(set) lazy var binder = Binder(self)
+        private(set) lazy var binder: Binder = {
+            let binder = Binder(self)
+            // An animation stops decoding while its view is in no window or hidden (ViewAnimation.swift).
+            binder.animation.onScreen = { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
+            return binder
+        }()
         #if canImport(UIKit)
         private var playing: (image: Image, last: Image)?  // an animation the view plays as its own, and the frame it ends on
         #endif
@@ -475,6 +504,9 @@ extension ImageCache {
         /// under another, a tab not selected, a prefetched cell), so a view keeps its image on a
         /// memory warning rather than show its placeholder until it is bound again.
         var isDisplayed: Bool { true }
+
+        /// Whether its view is in a window and not hidden: its animation plays only then.
+        var isOnScreen: Bool { view.map { $0.window != nil && !$0.isHidden } ?? false }
 
         /// Sets the view's image; with a fade, as a cross-dissolve. A fade still running from the
         /// last image stops first, so it cannot play over this one.

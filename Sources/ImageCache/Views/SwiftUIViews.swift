@@ -422,7 +422,8 @@ extension ImageCache {
 
             func show(_ image: Image?, transition: Transition) {
                 let state = binder.state  // set before the binder shows it
-                guard ImageCache.animatesArrival(state, replaces: binder.replaces) else {
+                // A frame of an animation the binder plays (ViewAnimation.swift) is no arrival.
+                guard !binder.showsFrame, ImageCache.animatesArrival(state, replaces: binder.replaces) else {
                     return (self.image, self.state) = (image, state)
                 }
                 withTransaction(transaction) { (self.image, self.state) = (image, state) }
