@@ -36,7 +36,8 @@
 //   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
 //              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
 //              runs them for a download.
-//   Memory/    the CLOCK list, its limits and the second chance.
+//   Memory/    the CLOCK list, its limits and the second chance; the index of sizes; stand-ins
+//              (`StandIn`: the best image of a load memory holds, shown until its own comes).
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
@@ -2261,6 +2262,12 @@ nonisolated extension ImageCache {
                 }
                 meanwhile = true
             }
+            // Else the best image of it memory holds (StandIn.swift), unless the target shows one as good.
+            if !meanwhile, let standIn = cache.standIn(for: memoryKey, processors: load.processors,
+                                                       shown: shownPixels(of: memoryKey)) {
+                show(standIn.image, .image(.memory), key: standIn.key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
@@ -2426,6 +2433,13 @@ nonisolated extension ImageCache {
             guard case .image = state else { return false }
             purged(cache)
             return true
+        }
+
+        /// The pixels of the image the target shows if the binder showed it as an image of `key`'s
+        /// (another size or variant of it, or its original); else nil.
+        private func shownPixels(of key: Key) -> (width: Int, height: Int)? {
+            guard let target, shownKey?.string == key.string else { return nil }
+            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.pixelSize(of:)) }
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
@@ -6754,12 +6768,24 @@ nonisolated extension ImageCache {
         /// What the processor does, with the parameters that change its output: part of the key
         /// of every variant it makes.
         public let identifier: String
+        /// Whether it only scales the image (and crops it to the shape asked, at most): the picture
+        /// stays, so that while a view waits for a variant its processors all make this way, it may
+        /// show the original from memory at once, scaled by the view. True for `resize(toFill:)` and
+        /// `resize(toFit:)`; false by default (a circle is never stood in for by a square photo).
+        public let resizesOnly: Bool
         private let process: @Sendable (Image) throws -> Image?
 
         /// A processor named `identifier` that makes a variant of an image with `process`, which
         /// runs on a decode worker; it throws, or returns nil, to fail the variant.
         public init(_ identifier: String, process: @escaping @Sendable (Image) throws -> Image?) {
-            self.identifier = identifier
+            self.init(identifier, resizesOnly: false, process: process)
+        }
+
+        /// A processor named `identifier` that makes a variant of an image with `process`, as
+        /// `init(_:process:)` makes one, and that only scales the image if `resizesOnly` says so
+        /// (see ``resizesOnly``): a thumbnailer's, say.
+        public init(_ identifier: String, resizesOnly: Bool, process: @escaping @Sendable (Image) throws -> Image?) {
+            (self.identifier, self.resizesOnly) = (identifier, resizesOnly)
             self.process = process
         }
 
@@ -6937,14 +6963,14 @@ nonisolated extension ImageCache.Processor {
     /// Scales the image down, never up, to fill `size` (points at the image's scale), and crops
     /// what is left over about its centre: a thumbnail of exactly that shape.
     public static func resize(toFill size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fill?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fill?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fill(pixels, $0) }
         }
     }
 
     /// Scales the image down, never up, to fit within `size` (points at the image's scale), whole.
     public static func resize(toFit size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fit?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fit?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fit(pixels, $0) }
         }
     }
@@ -6974,10 +7000,10 @@ nonisolated extension ImageCache.Processor {
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
     /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
-    private static func drawing(_ id: String, required: Bool = false,
+    private static func drawing(_ id: String, required: Bool = false, resizesOnly: Bool = false,
                                 _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
-        ImageCache.Processor(id) { image in
+        ImageCache.Processor(id, resizesOnly: resizesOnly) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
             guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
@@ -7539,6 +7565,9 @@ nonisolated extension ImageCache {
         private var secondChances = FIFO<(key: Key, serial: UInt64, cost: Int)>()
         private(set) var secondChanceBytes = 0  // the costs in `secondChances`
         private var serial: UInt64 = 0  // of the second chances, to tell live records from old ones
+        // The slots of each variant's sizes (keyed by the variant's key without a size), for stand-ins
+        // (StandIn.swift): only sized entries, so that a whole image's insert costs nothing more.
+        private var sizedSlots: [Key: [Int]] = [:]
 
         var count: Int { slots.count - free.count }
         var secondChanceCount: Int { secondChances.count }
@@ -7578,8 +7607,12 @@ nonisolated extension ImageCache {
             }
             link(index)
             bytes += slot.cost
+            if slot.key.size != 0 { sizedSlots[slot.key.withoutSize, default: []].append(index) }
             return index
         }
+
+        /// The slots that hold sizes of the variant `whole` (a key without a size) in memory.
+        func sizedSlots(of whole: Key) -> [Int] { sizedSlots[whole] ?? [] }
 
         /// Moves the slot out (no copy, so no reference counting), leaving an empty one.
         @discardableResult
@@ -7589,7 +7622,14 @@ nonisolated extension ImageCache {
             swap(&slot, &slots[index])
             free.append(index)
             bytes -= slot.cost
+            if slot.key.size != 0 { forgetSized(index, of: slot.key.withoutSize) }
             return slot
+        }
+
+        private mutating func forgetSized(_ index: Int, of whole: Key) {
+            guard var indices = sizedSlots[whole], let at = indices.firstIndex(of: index) else { return }
+            indices.remove(at: at)
+            sizedSlots[whole] = indices.isEmpty ? nil : indices
         }
 
         /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal
@@ -7874,6 +7914,120 @@ nonisolated extension ImageCache {
             }
             return size
         }
+    }
+}
+
+// MARK: - Memory/StandIn.swift
+
+// Stand-ins: while a load's own image is not in memory, the best image of it that memory holds
+// (another size of its variant, or its original when its processors only resize), which the views
+// show at once and replace with the load's own; which images a load allows, and which is best
+// (`StandIn`); the ledger's look-up; and `peekStandIn(for:)`, the same look-up for apps.
+
+
+nonisolated extension ImageCache {
+    /// The rules of a stand-in: an image memory holds that a view shows at once, scaled, while it
+    /// waits for its load's own. Only an image of the same picture: another size of the load's own
+    /// variant (the whole image is one), or the original's sizes when every processor of the load
+    /// only resizes (``Processor/resizesOnly``); never another variant (a square photo where a
+    /// circle was asked for). The best is the one that fills the load's size with the least
+    /// scaling up, then the one with the fewest pixels; and none is shown over a picture that
+    /// shows as well or better already, so a view never goes from a sharper image to a blurrier one.
+    fileprivate enum StandIn {
+        /// The variants (keys without a size) whose images may stand in for `key`'s: its own, and
+        /// its original when it has processors that all only resize.
+        static func variants(for key: Key, resizesOnly: Bool) -> [Key] {
+            let own = key.withoutSize
+            guard resizesOnly, !key.processors.isEmpty else { return [own] }
+            return [own, Key(string: key.string)]
+        }
+
+        /// How well an image of `pixels` shows at `target` pixels: 1 when it fills the target (it
+        /// is scaled down, or not at all), else the inverse of the factor it is scaled up by; with
+        /// no target (a whole image asked for), its pixel count.
+        static func quality(_ pixels: (width: Int, height: Int), for target: (width: Int, height: Int)?) -> Double {
+            guard pixels.width > 0, pixels.height > 0 else { return 0 }
+            guard let target, target.width > 0, target.height > 0 else { return Double(pixels.width * pixels.height) }
+            return min(1, Double(pixels.width) / Double(target.width), Double(pixels.height) / Double(target.height))
+        }
+
+        /// Which of `candidates` (their pixels) is best at `target`: the highest ``quality(_:for:)``,
+        /// then the fewest pixels. Nil if there is none, or if it shows no better than `shown` (the
+        /// pixels of the picture the view shows now; nil: it shows none).
+        static func best(of candidates: [(width: Int, height: Int)], for target: (width: Int, height: Int)?,
+                         shown: (width: Int, height: Int)?) -> Int? {
+            let scored = candidates.indices.map { (index: $0, quality: quality(candidates[$0], for: target)) }
+            guard let best = scored.filter({ $0.quality > 0 }).max(by: { a, b in
+                a.quality != b.quality ? a.quality < b.quality
+                    : candidates[a.index].width * candidates[a.index].height
+                        > candidates[b.index].width * candidates[b.index].height
+            }) else { return nil }
+            if let shown, quality(shown, for: target) >= best.quality { return nil }
+            return best.index
+        }
+
+        /// The pixels a key's size asks to fill (see ``ImageCache/memoryKey(_:filling:scale:processors:)``);
+        /// nil for a key without a size.
+        static func target(of key: Key) -> (width: Int, height: Int)? {
+            guard key.size != 0 else { return nil }
+            return (Int(key.size >> 24 & 0xFF_FFFF), Int(key.size & 0xFF_FFFF))
+        }
+    }
+
+    /// The image memory holds for `key`, else the best stand-in for it (see ``StandIn``) that shows
+    /// better than `shown` (the pixels of the picture a view shows now), with the key of its entry.
+    /// `processors` are the load's, which say whether its original may stand in.
+    fileprivate func standIn(for key: Key, processors: [Processor], shown: (width: Int, height: Int)?)
+        -> (key: Key, image: Image)? {
+        let now = currentTime()
+        let resizesOnly = processors.allSatisfy(\.resizesOnly)
+        return locked { $0.standIn(for: key, resizesOnly: resizesOnly, shown: shown, now: now) }
+    }
+
+    /// An image that may stand in for what `request` describes until it comes: its own if memory
+    /// has it (as ``peek(_:)-(Request)`` finds it), else the best other image of it that memory
+    /// holds: another size of its variant, or its original when its processors only resize
+    /// (``Processor/resizesOnly``), never another variant; the one that fills the request's size
+    /// with the least scaling up, then the smallest. Nil when memory has none. It is what
+    /// ``Binder``, `setImage(with:)` and the SwiftUI views show at once while the request's own
+    /// loads; show it scaled to the view's size. Never touches the disk or waits for it.
+    ///
+    /// - Complexity: O(k) in the sizes of the image memory holds, under one lock.
+    public func peekStandIn(for request: Request) -> Image? {
+        let key = request.cacheKey
+        return peek(key) ?? standIn(for: key, processors: request.processors, shown: nil)?.image
+    }
+}
+
+nonisolated extension ImageCache.Key {
+    /// The key of the same variant without a size (the whole image's, or the whole variant's).
+    var withoutSize: ImageCache.Key {
+        size == 0 ? self : ImageCache.Key(string: string, processors: processors)
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// The best stand-in for `key` in memory (see ``ImageCache/StandIn``), fresh, not `key`'s own
+    /// entry, and better than `shown`; it counts as a use. Not the second chance's: a stand-in is
+    /// worth no insert.
+    mutating func standIn(for key: Key, resizesOnly: Bool, shown: (width: Int, height: Int)?,
+                          now: TimeInterval) -> (key: Key, image: Image)? {
+        var found: [(slot: Int, image: Image)] = []
+        for variant in ImageCache.StandIn.variants(for: key, resizesOnly: resizesOnly) {
+            var slots = memory.sizedSlots(of: variant)
+            if case .loaded(let whole)? = entries[variant] { slots.append(whole) }
+            for slot in slots where memory[slot].key != key {
+                guard let image = memory[slot].image, memory[slot].value == nil,
+                      isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
+                              now: now) else { continue }
+                found.append((slot, image))
+            }
+        }
+        guard !found.isEmpty, let best = ImageCache.StandIn.best(
+            of: found.map { ImageCache.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
+            shown: shown) else { return nil }
+        memory.markUsed(found[best].slot)
+        return (memory[found[best].slot].key, found[best].image)
     }
 }
 
