@@ -39,7 +39,8 @@
 //   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
 //              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
 //              runs them for a download.
-//   Memory/    the CLOCK list, its limits and the second chance.
+//   Memory/    the CLOCK list, its limits and the second chance; the index of sizes; stand-ins
+//              (`StandIn`: the best image of a load memory holds, shown until its own comes).
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
@@ -883,8 +884,10 @@ nonisolated extension ImageCache.Request {
         /// (at most 4 a second, each with more scans than the last, none once the body is whole),
         /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
         /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
-        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
-        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
+        /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
+        /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
+        /// that is not interlaced, or another format has none. Off by default.
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
@@ -1744,7 +1747,9 @@ nonisolated extension ImageCache {
             /// downloads has more complete scans: ``Notice/data`` holds the bytes up to the end of the
             /// last complete one and an end-of-image marker (a whole JPEG of the scans so far), and
             /// ``Notice/scans`` their count. At most 4 a second, each with more scans than the last,
-            /// none once the body is whole; the final image follows as usual.
+            /// none once the body is whole; the final image follows as usual. An interlaced PNG
+            /// (Adam7) has them too: its `data` ends with the IDAT chunk that completed its last
+            /// complete pass and an IEND chunk, and its `scans` count its passes (1 to 7).
             public static let preview = Kind("preview")
 
             /// The kind's name, as written here.
@@ -2290,6 +2295,12 @@ nonisolated extension ImageCache {
                 }
                 meanwhile = true
             }
+            // Else the best image of it memory holds (StandIn.swift), unless the target shows one as good.
+            if !meanwhile, let standIn = cache.standIn(for: memoryKey, processors: load.processors,
+                                                       shown: shownPixels(of: memoryKey)) {
+                show(standIn.image, .image(.memory), key: standIn.key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
@@ -2461,6 +2472,13 @@ nonisolated extension ImageCache {
             guard case .image = state else { return false }
             purged(cache)
             return true
+        }
+
+        /// The pixels of the image the target shows if the binder showed it as an image of `key`'s
+        /// (another size or variant of it, or its original); else nil.
+        private func shownPixels(of key: Key) -> (width: Int, height: Int)? {
+            guard let target, shownKey?.string == key.string else { return nil }
+            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.pixelSize(of:)) }
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
@@ -6082,6 +6100,7 @@ nonisolated extension ImageCache {
     fileprivate func received(_ transfer: Transfer) {
         let load = transfer.download.load
         guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
         transfer.scans.read(transfer.data)
         let scans = transfer.scans
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
@@ -6089,6 +6108,18 @@ nonisolated extension ImageCache {
               let bytes = scans.preview(of: transfer.data) else { return }
         notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
                       data: bytes, scans: scans.scans))
+    }
+
+    /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
+    /// complete (see ``InterlacedPasses``), by the same schedule; its `scans` are the passes.
+    private func receivedPNG(_ transfer: Transfer, url: URL) {
+        transfer.passes.read(transfer.data)
+        let passes = transfer.passes
+        guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
+              transfer.previews.isDue(scans: passes.passes, at: currentTime()),
+              let bytes = passes.preview(of: transfer.data) else { return }
+        notify(Notice(.preview, url: url, detail: "\(passes.passes) passes, \(bytes.count) bytes",
+                      data: bytes, scans: passes.passes))
     }
 }
 
@@ -6117,6 +6148,7 @@ nonisolated extension ImageCache {
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
+        var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
@@ -7668,12 +7700,24 @@ nonisolated extension ImageCache {
         /// What the processor does, with the parameters that change its output: part of the key
         /// of every variant it makes.
         public let identifier: String
+        /// Whether it only scales the image (and crops it to the shape asked, at most): the picture
+        /// stays, so that while a view waits for a variant its processors all make this way, it may
+        /// show the original from memory at once, scaled by the view. True for `resize(toFill:)` and
+        /// `resize(toFit:)`; false by default (a circle is never stood in for by a square photo).
+        public let resizesOnly: Bool
         private let process: @Sendable (Image) throws -> Image?
 
         /// A processor named `identifier` that makes a variant of an image with `process`, which
         /// runs on a decode worker; it throws, or returns nil, to fail the variant.
         public init(_ identifier: String, process: @escaping @Sendable (Image) throws -> Image?) {
-            self.identifier = identifier
+            self.init(identifier, resizesOnly: false, process: process)
+        }
+
+        /// A processor named `identifier` that makes a variant of an image with `process`, as
+        /// `init(_:process:)` makes one, and that only scales the image if `resizesOnly` says so
+        /// (see ``resizesOnly``): a thumbnailer's, say.
+        public init(_ identifier: String, resizesOnly: Bool, process: @escaping @Sendable (Image) throws -> Image?) {
+            (self.identifier, self.resizesOnly) = (identifier, resizesOnly)
             self.process = process
         }
 
@@ -7851,14 +7895,14 @@ nonisolated extension ImageCache.Processor {
     /// Scales the image down, never up, to fill `size` (points at the image's scale), and crops
     /// what is left over about its centre: a thumbnail of exactly that shape.
     public static func resize(toFill size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fill?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fill?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fill(pixels, $0) }
         }
     }
 
     /// Scales the image down, never up, to fit within `size` (points at the image's scale), whole.
     public static func resize(toFit size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fit?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fit?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fit(pixels, $0) }
         }
     }
@@ -7888,10 +7932,10 @@ nonisolated extension ImageCache.Processor {
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
     /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
-    private static func drawing(_ id: String, required: Bool = false,
+    private static func drawing(_ id: String, required: Bool = false, resizesOnly: Bool = false,
                                 _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
-        ImageCache.Processor(id) { image in
+        ImageCache.Processor(id, resizesOnly: resizesOnly) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
             guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }
@@ -8172,6 +8216,9 @@ nonisolated extension ImageCache {
         private var secondChances = FIFO<(key: Key, serial: UInt64, cost: Int)>()
         private(set) var secondChanceBytes = 0  // the costs in `secondChances`
         private var serial: UInt64 = 0  // of the second chances, to tell live records from old ones
+        // The slots of each variant's sizes (keyed by the variant's key without a size), for stand-ins
+        // (StandIn.swift): only sized entries, so that a whole image's insert costs nothing more.
+        private var sizedSlots: [Key: [Int]] = [:]
 
         var count: Int { slots.count - free.count }
         var secondChanceCount: Int { secondChances.count }
@@ -8211,8 +8258,12 @@ nonisolated extension ImageCache {
             }
             link(index)
             bytes += slot.cost
+            if slot.key.size != 0 { sizedSlots[slot.key.withoutSize, default: []].append(index) }
             return index
         }
+
+        /// The slots that hold sizes of the variant `whole` (a key without a size) in memory.
+        func sizedSlots(of whole: Key) -> [Int] { sizedSlots[whole] ?? [] }
 
         /// Moves the slot out (no copy, so no reference counting), leaving an empty one.
         @discardableResult
@@ -8222,7 +8273,14 @@ nonisolated extension ImageCache {
             swap(&slot, &slots[index])
             free.append(index)
             bytes -= slot.cost
+            if slot.key.size != 0 { forgetSized(index, of: slot.key.withoutSize) }
             return slot
+        }
+
+        private mutating func forgetSized(_ index: Int, of whole: Key) {
+            guard var indices = sizedSlots[whole], let at = indices.firstIndex(of: index) else { return }
+            indices.remove(at: at)
+            sizedSlots[whole] = indices.isEmpty ? nil : indices
         }
 
         /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal
@@ -8542,6 +8600,120 @@ nonisolated extension ImageCache {
         }
     }
     #endif
+}
+
+// MARK: - Memory/StandIn.swift
+
+// Stand-ins: while a load's own image is not in memory, the best image of it that memory holds
+// (another size of its variant, or its original when its processors only resize), which the views
+// show at once and replace with the load's own; which images a load allows, and which is best
+// (`StandIn`); the ledger's look-up; and `peekStandIn(for:)`, the same look-up for apps.
+
+
+nonisolated extension ImageCache {
+    /// The rules of a stand-in: an image memory holds that a view shows at once, scaled, while it
+    /// waits for its load's own. Only an image of the same picture: another size of the load's own
+    /// variant (the whole image is one), or the original's sizes when every processor of the load
+    /// only resizes (``Processor/resizesOnly``); never another variant (a square photo where a
+    /// circle was asked for). The best is the one that fills the load's size with the least
+    /// scaling up, then the one with the fewest pixels; and none is shown over a picture that
+    /// shows as well or better already, so a view never goes from a sharper image to a blurrier one.
+    fileprivate enum StandIn {
+        /// The variants (keys without a size) whose images may stand in for `key`'s: its own, and
+        /// its original when it has processors that all only resize.
+        static func variants(for key: Key, resizesOnly: Bool) -> [Key] {
+            let own = key.withoutSize
+            guard resizesOnly, !key.processors.isEmpty else { return [own] }
+            return [own, Key(string: key.string)]
+        }
+
+        /// How well an image of `pixels` shows at `target` pixels: 1 when it fills the target (it
+        /// is scaled down, or not at all), else the inverse of the factor it is scaled up by; with
+        /// no target (a whole image asked for), its pixel count.
+        static func quality(_ pixels: (width: Int, height: Int), for target: (width: Int, height: Int)?) -> Double {
+            guard pixels.width > 0, pixels.height > 0 else { return 0 }
+            guard let target, target.width > 0, target.height > 0 else { return Double(pixels.width * pixels.height) }
+            return min(1, Double(pixels.width) / Double(target.width), Double(pixels.height) / Double(target.height))
+        }
+
+        /// Which of `candidates` (their pixels) is best at `target`: the highest ``quality(_:for:)``,
+        /// then the fewest pixels. Nil if there is none, or if it shows no better than `shown` (the
+        /// pixels of the picture the view shows now; nil: it shows none).
+        static func best(of candidates: [(width: Int, height: Int)], for target: (width: Int, height: Int)?,
+                         shown: (width: Int, height: Int)?) -> Int? {
+            let scored = candidates.indices.map { (index: $0, quality: quality(candidates[$0], for: target)) }
+            guard let best = scored.filter({ $0.quality > 0 }).max(by: { a, b in
+                a.quality != b.quality ? a.quality < b.quality
+                    : candidates[a.index].width * candidates[a.index].height
+                        > candidates[b.index].width * candidates[b.index].height
+            }) else { return nil }
+            if let shown, quality(shown, for: target) >= best.quality { return nil }
+            return best.index
+        }
+
+        /// The pixels a key's size asks to fill (see ``ImageCache/memoryKey(_:filling:scale:processors:)``);
+        /// nil for a key without a size.
+        static func target(of key: Key) -> (width: Int, height: Int)? {
+            guard key.size != 0 else { return nil }
+            return (Int(key.size >> 24 & 0xFF_FFFF), Int(key.size & 0xFF_FFFF))
+        }
+    }
+
+    /// The image memory holds for `key`, else the best stand-in for it (see ``StandIn``) that shows
+    /// better than `shown` (the pixels of the picture a view shows now), with the key of its entry.
+    /// `processors` are the load's, which say whether its original may stand in.
+    fileprivate func standIn(for key: Key, processors: [Processor], shown: (width: Int, height: Int)?)
+        -> (key: Key, image: Image)? {
+        let now = currentTime()
+        let resizesOnly = processors.allSatisfy(\.resizesOnly)
+        return locked { $0.standIn(for: key, resizesOnly: resizesOnly, shown: shown, now: now) }
+    }
+
+    /// An image that may stand in for what `request` describes until it comes: its own if memory
+    /// has it (as ``peek(_:)-(Request)`` finds it), else the best other image of it that memory
+    /// holds: another size of its variant, or its original when its processors only resize
+    /// (``Processor/resizesOnly``), never another variant; the one that fills the request's size
+    /// with the least scaling up, then the smallest. Nil when memory has none. It is what
+    /// ``Binder``, `setImage(with:)` and the SwiftUI views show at once while the request's own
+    /// loads; show it scaled to the view's size. Never touches the disk or waits for it.
+    ///
+    /// - Complexity: O(k) in the sizes of the image memory holds, under one lock.
+    public func peekStandIn(for request: Request) -> Image? {
+        let key = request.cacheKey
+        return peek(key) ?? standIn(for: key, processors: request.processors, shown: nil)?.image
+    }
+}
+
+nonisolated extension ImageCache.Key {
+    /// The key of the same variant without a size (the whole image's, or the whole variant's).
+    var withoutSize: ImageCache.Key {
+        size == 0 ? self : ImageCache.Key(string: string, processors: processors)
+    }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// The best stand-in for `key` in memory (see ``ImageCache/StandIn``), fresh, not `key`'s own
+    /// entry, and better than `shown`; it counts as a use. Not the second chance's: a stand-in is
+    /// worth no insert.
+    mutating func standIn(for key: Key, resizesOnly: Bool, shown: (width: Int, height: Int)?,
+                          now: TimeInterval) -> (key: Key, image: Image)? {
+        var found: [(slot: Int, image: Image)] = []
+        for variant in ImageCache.StandIn.variants(for: key, resizesOnly: resizesOnly) {
+            var slots = memory.sizedSlots(of: variant)
+            if case .loaded(let whole)? = entries[variant] { slots.append(whole) }
+            for slot in slots where memory[slot].key != key {
+                guard let image = memory[slot].image, memory[slot].value == nil,
+                      isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
+                              now: now) else { continue }
+                found.append((slot, image))
+            }
+        }
+        guard !found.isEmpty, let best = ImageCache.StandIn.best(
+            of: found.map { ImageCache.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
+            shown: shown) else { return nil }
+        memory.markUsed(found[best].slot)
+        return (memory[found[best].slot].key, found[best].image)
+    }
 }
 
 // MARK: - Pipeline/Delivery.swift
@@ -12590,6 +12762,371 @@ nonisolated extension ImageCache {
             guard scans > shownScans, now - shownAt >= Self.interval else { return false }
             (shownScans, shownAt, count) = (scans, now, count + 1)
             return true
+        }
+    }
+}
+
+// MARK: - Decoding/Inflater.swift
+
+// A zlib stream inflated as it arrives, only to count what it makes: how many bytes its deflate
+// blocks put out so far. The interlaced PNG passes (InterlacedPasses.swift) end at offsets of that
+// output. Shared code on untrusted bytes: every read is checked, a broken stream stops it.
+
+
+nonisolated extension ImageCache {
+    /// Inflates a zlib stream (RFC 1950/1951) fed in pieces, keeping only the last 32 KiB it made
+    /// (what back-references reach) and the count of bytes made. It goes as far as the bytes go and
+    /// stops before the first symbol (or block header) not wholly arrived: nothing is emitted until
+    /// a symbol's bits are all read (a stored block's bytes are emitted as they come), so the next
+    /// piece resumes there, and each byte is read about once, whatever the pieces. It stops at
+    /// `limit` bytes made (the caller needs no more).
+    ///
+    /// Untrusted bytes: a bad header, an over-subscribed code, a distance before the start or a
+    /// stored block's wrong length make it ``isBroken`` for good; nothing traps, and the memory it
+    /// holds is the window, the block's codes and the input not read yet.
+    fileprivate struct Inflater: Sendable {
+        private enum Mode: Sendable {
+            case header  // the zlib header
+            case block  // at a block's header
+            case codes(Huffman, Huffman, last: Bool)  // inside a compressed block
+            case stored(left: Int, last: Bool)  // inside a stored block, with this many bytes to come
+        }
+        private enum Stop: Swift.Error { case needMore, broken, ended }
+
+        /// Bytes made so far.
+        private(set) var made = 0
+        private(set) var isBroken = false
+        /// Whether the stream's last block has ended, or `limit` bytes were made.
+        private(set) var hasEnded = false
+        private let limit: Int
+        private var input: [UInt8] = []
+        private var bit = 0  // in `input`
+        private var window = [UInt8](repeating: 0, count: 32_768)
+        private var mode = Mode.header
+
+        /// An inflater that stops once it made `limit` bytes.
+        init(limit: Int) { self.limit = max(0, limit) }
+
+        /// Inflates `bytes` after those fed before, as far as they go.
+        mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+            guard !isBroken, !hasEnded else { return }
+            input.append(contentsOf: bytes)
+            while true {
+                let start = bit
+                do {
+                    try step()
+                } catch Stop.needMore {
+                    bit = start  // nothing was emitted: read it again when more has come
+                    trim()
+                    return
+                } catch Stop.ended {
+                    hasEnded = true
+                    return
+                } catch {
+                    isBroken = true
+                    return
+                }
+            }
+        }
+
+        /// Drops the input already read, now and then.
+        private mutating func trim() {
+            let byte = bit / 8
+            guard byte >= 4_096 else { return }
+            input.removeFirst(byte)
+            bit -= byte * 8
+        }
+
+        /// One step: the zlib header, a block's header, one symbol, or what has come of a stored block.
+        private mutating func step() throws {
+            switch mode {
+            case .header:
+                let (cmf, flg) = (try bits(8), try bits(8))
+                guard cmf & 0x0F == 8, cmf >> 4 <= 7, (cmf << 8 | flg) % 31 == 0, flg & 0x20 == 0 else {
+                    throw Stop.broken
+                }
+                mode = .block
+            case .block:
+                let last = try bits(1) == 1
+                switch try bits(2) {
+                case 0:
+                    bit = (bit + 7) & ~7
+                    let length = try bits(16), complement = try bits(16)
+                    guard length == ~complement & 0xFFFF else { throw Stop.broken }
+                    mode = .stored(left: length, last: last)
+                case 1: mode = .codes(Self.fixed.lengths, Self.fixed.distances, last: last)
+                case 2:
+                    let (lengths, distances) = try dynamicTables()
+                    mode = .codes(lengths, distances, last: last)
+                default: throw Stop.broken
+                }
+            case .codes(let lengths, let distances, let last):
+                try symbol(lengths, distances, last: last)
+            case .stored(let left, let last):
+                try stored(left: left, last: last)
+            }
+        }
+
+        private mutating func bits(_ count: Int) throws -> Int {
+            guard bit + count <= input.count * 8 else { throw Stop.needMore }
+            var value = 0
+            for index in 0..<count {
+                let at = bit + index
+                value |= Int(input[at >> 3] >> UInt8(at & 7) & 1) << index
+            }
+            bit += count
+            return value
+        }
+
+        private mutating func emit(_ byte: UInt8) throws {
+            window[made & 0x7FFF] = byte
+            made += 1
+            if made >= limit { throw Stop.ended }
+        }
+
+        /// What has come of a stored block's `left` bytes (each is final as it comes).
+        private mutating func stored(left: Int, last: Bool) throws {
+            guard left > 0 else {
+                mode = .block
+                if last { throw Stop.ended }
+                return
+            }
+            let first = bit / 8, count = min(left, input.count - bit / 8)
+            guard count > 0 else { throw Stop.needMore }
+            bit += count * 8
+            mode = .stored(left: left - count, last: last)
+            for index in first..<(first + count) { try emit(input[index]) }
+        }
+
+        /// One symbol of a compressed block: a literal, a copy (emitted once its bits are all read),
+        /// or the block's end.
+        private mutating func symbol(_ lengths: Huffman, _ distances: Huffman, last: Bool) throws {
+            let symbol = try decode(lengths)
+            if symbol < 256 { return try emit(UInt8(symbol)) }
+            if symbol == 256 {
+                mode = .block
+                if last { throw Stop.ended }
+                return
+            }
+            let index = symbol - 257
+            guard index < 29 else { throw Stop.broken }
+            let length = Self.lengthBase[index] + (try bits(Self.lengthExtra[index]))
+            let code = try decode(distances)
+            guard code < 30 else { throw Stop.broken }
+            let distance = Self.distanceBase[code] + (try bits(Self.distanceExtra[code]))
+            guard distance <= made else { throw Stop.broken }
+            for _ in 0..<length { try emit(window[(made - distance) & 0x7FFF]) }
+        }
+
+        private mutating func dynamicTables() throws -> (Huffman, Huffman) {
+            let lengthCount = try bits(5) + 257, distanceCount = try bits(5) + 1, codeCount = try bits(4) + 4
+            guard lengthCount <= 286, distanceCount <= 30 else { throw Stop.broken }
+            var codeLengths = [Int](repeating: 0, count: 19)
+            for index in 0..<codeCount { codeLengths[Self.order[index]] = try bits(3) }
+            let lengthCode = try Huffman(codeLengths)
+            var lengths: [Int] = []
+            while lengths.count < lengthCount + distanceCount {
+                let symbol = try decode(lengthCode)
+                switch symbol {
+                case 0...15: lengths.append(symbol)
+                case 16:
+                    guard let previous = lengths.last else { throw Stop.broken }
+                    lengths += repeatElement(previous, count: 3 + (try bits(2)))
+                case 17: lengths += repeatElement(0, count: 3 + (try bits(3)))
+                default: lengths += repeatElement(0, count: 11 + (try bits(7)))
+                }
+            }
+            guard lengths.count == lengthCount + distanceCount, lengths[256] != 0 else { throw Stop.broken }
+            return (try Huffman(Array(lengths[..<lengthCount])), try Huffman(Array(lengths[lengthCount...])))
+        }
+
+        /// One symbol of `code`, read a bit at a time (canonical codes, as zlib's `puff` reads them).
+        private mutating func decode(_ code: Huffman) throws -> Int {
+            var (value, first, index) = (0, 0, 0)
+            for length in 1...15 {
+                value |= try bits(1)
+                let count = code.counts[length]
+                if value - first < count { return code.symbols[index + value - first] }
+                index += count
+                first = (first + count) << 1
+                value <<= 1
+            }
+            throw Stop.broken
+        }
+
+        /// A canonical Huffman code: how many codes of each length, and the symbols in code order.
+        private struct Huffman: Sendable {
+            let counts: [Int]
+            let symbols: [Int]
+
+            init(_ lengths: [Int]) throws {
+                var counts = [Int](repeating: 0, count: 16)
+                for length in lengths { counts[length] += 1 }
+                var left = 1
+                for length in 1...15 {
+                    left = left << 1 - counts[length]
+                    guard left >= 0 else { throw Stop.broken }  // over-subscribed
+                }
+                var offsets = [Int](repeating: 0, count: 16)
+                for length in 1..<15 { offsets[length + 1] = offsets[length] + counts[length] }
+                var symbols = [Int](repeating: 0, count: lengths.count)
+                for (symbol, length) in lengths.enumerated() where length != 0 {
+                    symbols[offsets[length]] = symbol
+                    offsets[length] += 1
+                }
+                counts[0] = 0
+                (self.counts, self.symbols) = (counts, symbols)
+            }
+        }
+
+        private static let fixed: (lengths: Huffman, distances: Huffman) = {
+            let lengths = Array(repeating: 8, count: 144) + Array(repeating: 9, count: 112)
+                + Array(repeating: 7, count: 24) + Array(repeating: 8, count: 8)
+            // Both are complete codes: they cannot be over-subscribed.
+            guard let litlen = try? Huffman(lengths), let distance = try? Huffman(Array(repeating: 5, count: 30)) else {
+                preconditionFailure("the fixed codes")
+            }
+            return (litlen, distance)
+        }()
+        private static let order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
+        private static let lengthBase = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59,
+                                         67, 83, 99, 115, 131, 163, 195, 227, 258]
+        private static let lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+                                          5, 5, 5, 5, 0]
+        private static let distanceBase = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385,
+                                           513, 769, 1_025, 1_537, 2_049, 3_073, 4_097, 6_145, 8_193, 12_289,
+                                           16_385, 24_577]
+        private static let distanceExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10,
+                                            10, 11, 11, 12, 12, 13, 13]
+    }
+}
+
+// MARK: - Decoding/InterlacedPasses.swift
+
+// Interlaced PNG (Adam7) as it downloads: how many of its 7 passes are complete in the bytes so
+// far, read by inflating its IDAT chunks as they arrive (Inflater.swift), and where the chunk that
+// completed the last of them ends. Shared code: the Linux tests reach every decision.
+
+
+nonisolated extension ImageCache {
+    /// The passes of an interlaced PNG found so far in a body that grows: fed all the bytes so far
+    /// each time more arrive, it reads each chunk once, when the whole chunk has come, and inflates
+    /// each IDAT chunk's data as it comes. Pass *n* is complete when the inflated image data holds
+    /// its rows (each a filter byte and its pixels); the preview's bytes end with the IDAT chunk
+    /// that completed the last complete pass. A PNG that is not interlaced, bytes that are not a
+    /// PNG, or an image of more than ``maxPixels`` pixels have none: ``isInterlaced`` stays false.
+    ///
+    /// Untrusted bytes: every read is inside the bytes given; a broken stream (a chunk out of
+    /// place, a bad header, bad zlib data) stops the count where it breaks (``isBroken``), never
+    /// traps. It inflates at most the image data the header announces.
+    fileprivate struct InterlacedPasses: Sendable {
+        /// Images past this many pixels get no previews: their inflated size, which bounds the work,
+        /// would be too large.
+        static let maxPixels = 1 << 26
+        /// Adam7's passes: the first column and row, and the steps between them.
+        private static let adam7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4),
+                                    (1, 0, 2, 2), (0, 1, 1, 2)]
+
+        private var offset = 8  // after the signature: the next chunk's start
+        private var passEnds: [Int] = []  // in the inflated data, each pass's end (an empty pass: the previous end)
+        private var inflater: Inflater?
+        /// Passes complete so far (0...7), and the offset where the IDAT chunk that completed the
+        /// last of them ends.
+        private(set) var passes = 0
+        private(set) var end = 0
+        /// Whether the stream broke its structure: nothing more is read.
+        private(set) var isBroken = false
+        /// Whether the image data has ended (a chunk after the IDATs, or every pass complete): no
+        /// preview is due.
+        private(set) var hasEnded = false
+        /// Whether the header says Adam7 interlace (and the image is within ``maxPixels``).
+        var isInterlaced: Bool { inflater != nil }
+
+        /// Reads the chunks of `data` not read yet (`data` holds all the bytes so far: it only grows).
+        mutating func read(_ data: Data) {
+            guard !isBroken, !hasEnded else { return }
+            data.withUnsafeBytes { raw in read(raw.bindMemory(to: UInt8.self)) }
+        }
+
+        private mutating func read(_ bytes: UnsafeBufferPointer<UInt8>) {
+            if offset == 8 {
+                guard bytes.count >= 8 else { return }
+                guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { return broke() }
+            }
+            while !isBroken, !hasEnded, offset + 8 <= bytes.count {
+                let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
+                    | Int(bytes[offset + 3])
+                guard length <= 0x7FFF_FFFF else { return broke() }
+                let type = bytes[(offset + 4)..<(offset + 8)]
+                let dataEnd = offset + 8 + length
+                if offset == 8 {  // the header, first and whole before anything else
+                    guard type.elementsEqual("IHDR".utf8), length == 13 else { return broke() }
+                    guard dataEnd + 4 <= bytes.count else { return }
+                    header(bytes[(offset + 8)..<dataEnd])
+                    guard isInterlaced else { hasEnded = true; return }  // nothing more to read
+                } else if type.elementsEqual("IDAT".utf8) {
+                    // A chunk's data is inflated as it arrives; its end counts once its CRC follows.
+                    sawData = true
+                    inflate(bytes[min(offset + 8, bytes.count)..<min(dataEnd, bytes.count)])
+                    guard !isBroken, dataEnd + 4 <= bytes.count else { return }
+                    count(upTo: dataEnd + 4)
+                    fed = 0
+                } else if sawData {
+                    hasEnded = true  // a chunk after the image data: it has ended
+                    return
+                } else {
+                    guard dataEnd + 4 <= bytes.count else { return }
+                }
+                offset = dataEnd + 4
+            }
+        }
+
+        private var fed = 0  // bytes of the IDAT chunk under way already inflated
+        private var sawData = false  // an IDAT chunk began
+
+        private mutating func inflate(_ data: Slice<UnsafeBufferPointer<UInt8>>) {
+            guard data.count > fed else { return }
+            inflater?.feed(data.dropFirst(fed))
+            fed = data.count
+            if inflater?.isBroken == true { broke() }
+        }
+
+        /// Counts the passes complete now that the IDAT chunk ending at `chunkEnd` has come.
+        private mutating func count(upTo chunkEnd: Int) {
+            guard let made = inflater?.made else { return }
+            let complete = passEnds.prefix { $0 <= made }.count
+            if complete > passes { (passes, end) = (complete, chunkEnd) }
+            if complete == passEnds.count { hasEnded = true }
+        }
+
+        /// Reads IHDR: an Adam7 image's pass ends, and an inflater that stops after the last.
+        private mutating func header(_ fields: Slice<UnsafeBufferPointer<UInt8>>) {
+            let field = Array(fields)
+            let width = Int(field[0]) << 24 | Int(field[1]) << 16 | Int(field[2]) << 8 | Int(field[3])
+            let height = Int(field[4]) << 24 | Int(field[5]) << 16 | Int(field[6]) << 8 | Int(field[7])
+            let (depth, color, interlace) = (Int(field[8]), Int(field[9]), field[12])
+            let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][color]
+            guard interlace == 1, let channels, [1, 2, 4, 8, 16].contains(depth), width > 0, height > 0,
+                  width <= Self.maxPixels, height <= Self.maxPixels, width * height <= Self.maxPixels else { return }
+            let bitsPerPixel = channels * depth
+            var total = 0
+            for (x0, y0, dx, dy) in Self.adam7 {
+                let columns = width > x0 ? (width - x0 + dx - 1) / dx : 0
+                let rows = height > y0 ? (height - y0 + dy - 1) / dy : 0
+                if columns > 0, rows > 0 { total += rows * (1 + (columns * bitsPerPixel + 7) / 8) }
+                passEnds.append(total)
+            }
+            inflater = Inflater(limit: total)
+        }
+
+        private mutating func broke() { isBroken = true }
+
+        /// The bytes of `data` up to the end of the IDAT chunk that completed the last complete
+        /// pass, and an IEND chunk: a whole PNG that a decoder reads as far as its data goes (the
+        /// preview's bytes); nil while no pass is complete.
+        func preview(of data: Data) -> Data? {
+            guard passes > 0, end <= data.count else { return nil }
+            return data.prefix(end) + Data([0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82])
         }
     }
 }

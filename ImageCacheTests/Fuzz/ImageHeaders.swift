@@ -11,7 +11,10 @@
 // - `ImageSize(header:)` of any input gives nil or a positive size with an orientation of 1...8; of
 //   a PNG, GIF or WebP that inspects, the size inspect reads (a JPEG's is its first frame header's);
 // - `ProgressiveScans` finds the same scans and the same end in the input read whole as read in two
-//   parts (cut where the first byte says), the end inside the input, and none unless progressive.
+//   parts (cut where the first byte says), the end inside the input, and none unless progressive;
+// - `InterlacedPasses` likewise: the same passes, end and state read whole as in two parts, at most
+//   7 passes, none unless interlaced, the end inside the input, and a preview of exactly the bytes
+//   up to the end and an IEND chunk.
 
 import Foundation
 
@@ -25,6 +28,19 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
     Fuzz.require(whole.scans == parts.scans && whole.end == parts.end && whole.isBroken == parts.isBroken,
                  "scans \(whole) read whole, \(parts) in two parts")
     Fuzz.require(whole.end <= data.count && (whole.scans == 0 || whole.isProgressive), "scans \(whole)")
+    var wholePasses = ImageCache.InterlacedPasses(), partPasses = ImageCache.InterlacedPasses()
+    wholePasses.read(data)
+    partPasses.read(data.prefix(Int(data.first ?? 0) * data.count / 256))
+    partPasses.read(data)
+    Fuzz.require(wholePasses.passes == partPasses.passes && wholePasses.end == partPasses.end
+                 && wholePasses.isBroken == partPasses.isBroken && wholePasses.hasEnded == partPasses.hasEnded,
+                 "passes \(wholePasses) read whole, \(partPasses) in two parts")
+    Fuzz.require(wholePasses.passes <= 7 && wholePasses.end <= data.count
+                 && (wholePasses.passes == 0 || wholePasses.isInterlaced), "passes \(wholePasses)")
+    if let preview = wholePasses.preview(of: data) {
+        Fuzz.require(preview.count == wholePasses.end + 12 && preview.prefix(wholePasses.end) == data.prefix(wholePasses.end),
+                     "a preview of \(preview.count) bytes for \(wholePasses)")
+    }
     let header = ImageCache.ImageSize(header: data)
     if let header {
         Fuzz.require(header.width > 0 && header.height > 0 && (1...8).contains(header.orientation), "header \(header)")

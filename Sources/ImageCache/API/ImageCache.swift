@@ -15,7 +15,8 @@
 //   Loading/   where bytes come from besides HTTP(S): the `ImageSource` protocol an app implements,
 //              and the built-ins (`FileSource`, opt-in; `DataURLSource`); `SourceLoads` (Pipeline/)
 //              runs them for a download.
-//   Memory/    the CLOCK list, its limits and the second chance.
+//   Memory/    the CLOCK list, its limits and the second chance; the index of sizes; stand-ins
+//              (`StandIn`: the best image of a load memory holds, shown until its own comes).
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),

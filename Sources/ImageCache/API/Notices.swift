@@ -25,7 +25,9 @@ nonisolated extension ImageCache {
             /// downloads has more complete scans: ``Notice/data`` holds the bytes up to the end of the
             /// last complete one and an end-of-image marker (a whole JPEG of the scans so far), and
             /// ``Notice/scans`` their count. At most 4 a second, each with more scans than the last,
-            /// none once the body is whole; the final image follows as usual.
+            /// none once the body is whole; the final image follows as usual. An interlaced PNG
+            /// (Adam7) has them too: its `data` ends with the IDAT chunk that completed its last
+            /// complete pass and an IEND chunk, and its `scans` count its passes (1 to 7).
             public static let preview = Kind("preview")
 
             /// The kind's name, as written here.

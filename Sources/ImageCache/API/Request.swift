@@ -144,8 +144,10 @@ nonisolated extension ImageCache.Request {
         /// (at most 4 a second, each with more scans than the last, none once the body is whole),
         /// ``ImageCache/onNotice`` hears a ``ImageCache/Notice`` of kind `preview` with the bytes so
         /// far (a whole JPEG of the complete scans) and the scan count; then the final image comes as
-        /// usual. Memory and disk keep only the final image. Of a download several loads share, the
-        /// first load's options decide. A baseline JPEG or another format has none. Off by default.
+        /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
+        /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
+        /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
+        /// that is not interlaced, or another format has none. Off by default.
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load

@@ -88,6 +88,9 @@ nonisolated extension ImageCache {
         private var secondChances = FIFO<(key: Key, serial: UInt64, cost: Int)>()
         private(set) var secondChanceBytes = 0  // the costs in `secondChances`
         private var serial: UInt64 = 0  // of the second chances, to tell live records from old ones
+        // The slots of each variant's sizes (keyed by the variant's key without a size), for stand-ins
+        // (StandIn.swift): only sized entries, so that a whole image's insert costs nothing more.
+        private var sizedSlots: [Key: [Int]] = [:]
 
         var count: Int { slots.count - free.count }
         var secondChanceCount: Int { secondChances.count }
@@ -127,8 +130,12 @@ nonisolated extension ImageCache {
             }
             link(index)
             bytes += slot.cost
+            if slot.key.size != 0 { sizedSlots[slot.key.withoutSize, default: []].append(index) }
             return index
         }
+
+        /// The slots that hold sizes of the variant `whole` (a key without a size) in memory.
+        func sizedSlots(of whole: Key) -> [Int] { sizedSlots[whole] ?? [] }
 
         /// Moves the slot out (no copy, so no reference counting), leaving an empty one.
         @discardableResult
@@ -138,7 +145,14 @@ nonisolated extension ImageCache {
             swap(&slot, &slots[index])
             free.append(index)
             bytes -= slot.cost
+            if slot.key.size != 0 { forgetSized(index, of: slot.key.withoutSize) }
             return slot
+        }
+
+        private mutating func forgetSized(_ index: Int, of whole: Key) {
+            guard var indices = sizedSlots[whole], let at = indices.firstIndex(of: index) else { return }
+            indices.remove(at: at)
+            sizedSlots[whole] = indices.isEmpty ? nil : indices
         }
 
         /// The entry holding `image` (the same object; on Linux, where an image is a value, an equal

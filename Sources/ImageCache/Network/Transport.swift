@@ -37,6 +37,7 @@ nonisolated extension ImageCache {
         var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
         var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
         var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
+        var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
         var failure: Error?  // set when the transport stopped the transfer itself
         var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled

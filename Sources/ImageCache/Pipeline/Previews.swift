@@ -16,6 +16,7 @@ nonisolated extension ImageCache {
     internal func received(_ transfer: Transfer) {
         let load = transfer.download.load
         guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
         transfer.scans.read(transfer.data)
         let scans = transfer.scans
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
@@ -23,5 +24,17 @@ nonisolated extension ImageCache {
               let bytes = scans.preview(of: transfer.data) else { return }
         notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
                       data: bytes, scans: scans.scans))
+    }
+
+    /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
+    /// complete (see ``InterlacedPasses``), by the same schedule; its `scans` are the passes.
+    private func receivedPNG(_ transfer: Transfer, url: URL) {
+        transfer.passes.read(transfer.data)
+        let passes = transfer.passes
+        guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
+              transfer.previews.isDue(scans: passes.passes, at: currentTime()),
+              let bytes = passes.preview(of: transfer.data) else { return }
+        notify(Notice(.preview, url: url, detail: "\(passes.passes) passes, \(bytes.count) bytes",
+                      data: bytes, scans: passes.passes))
     }
 }

@@ -145,14 +145,14 @@ nonisolated extension ImageCache.Processor {
     /// Scales the image down, never up, to fill `size` (points at the image's scale), and crops
     /// what is left over about its centre: a thumbnail of exactly that shape.
     public static func resize(toFill size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fill?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fill?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fill(pixels, $0) }
         }
     }
 
     /// Scales the image down, never up, to fit within `size` (points at the image's scale), whole.
     public static func resize(toFit size: CGSize) -> ImageCache.Processor {
-        drawing("resize-fit?w=\(size.width)&h=\(size.height)") { pixels, scale in
+        drawing("resize-fit?w=\(size.width)&h=\(size.height)", resizesOnly: true) { pixels, scale in
             ImageCache.Processor.pixels(size, scale: scale).map { fit(pixels, $0) }
         }
     }
@@ -182,10 +182,10 @@ nonisolated extension ImageCache.Processor {
 
     /// A built-in that draws what `plan` says for an image of its pixels and scale (nil: the image
     /// as it is, or no image if the plan is `required`). An animation's first frame stands for it.
-    private static func drawing(_ id: String, required: Bool = false,
+    private static func drawing(_ id: String, required: Bool = false, resizesOnly: Bool = false,
                                 _ plan: @escaping @Sendable ((width: Int, height: Int), Double) -> Drawing?)
         -> ImageCache.Processor {
-        ImageCache.Processor(id) { image in
+        ImageCache.Processor(id, resizesOnly: resizesOnly) { image in
             guard let cgImage = ImageCache.cgImage(of: image) else { return nil }
             let scale = ImageCache.scale(of: image)
             guard let drawing = plan((cgImage.width, cgImage.height), scale) else { return required ? nil : image }

@@ -59,12 +59,24 @@ nonisolated extension ImageCache {
         /// What the processor does, with the parameters that change its output: part of the key
         /// of every variant it makes.
         public let identifier: String
+        /// Whether it only scales the image (and crops it to the shape asked, at most): the picture
+        /// stays, so that while a view waits for a variant its processors all make this way, it may
+        /// show the original from memory at once, scaled by the view. True for `resize(toFill:)` and
+        /// `resize(toFit:)`; false by default (a circle is never stood in for by a square photo).
+        public let resizesOnly: Bool
         private let process: @Sendable (Image) throws -> Image?
 
         /// A processor named `identifier` that makes a variant of an image with `process`, which
         /// runs on a decode worker; it throws, or returns nil, to fail the variant.
         public init(_ identifier: String, process: @escaping @Sendable (Image) throws -> Image?) {
-            self.identifier = identifier
+            self.init(identifier, resizesOnly: false, process: process)
+        }
+
+        /// A processor named `identifier` that makes a variant of an image with `process`, as
+        /// `init(_:process:)` makes one, and that only scales the image if `resizesOnly` says so
+        /// (see ``resizesOnly``): a thumbnailer's, say.
+        public init(_ identifier: String, resizesOnly: Bool, process: @escaping @Sendable (Image) throws -> Image?) {
+            (self.identifier, self.resizesOnly) = (identifier, resizesOnly)
             self.process = process
         }
 

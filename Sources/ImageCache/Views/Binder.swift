@@ -193,6 +193,12 @@ nonisolated extension ImageCache {
                 }
                 meanwhile = true
             }
+            // Else the best image of it memory holds (StandIn.swift), unless the target shows one as good.
+            if !meanwhile, let standIn = cache.standIn(for: memoryKey, processors: load.processors,
+                                                       shown: shownPixels(of: memoryKey)) {
+                show(standIn.image, .image(.memory), key: standIn.key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
@@ -367,6 +373,13 @@ nonisolated extension ImageCache {
             guard case .image = state else { return false }
             purged(cache)
             return true
+        }
+
+        /// The pixels of the image the target shows if the binder showed it as an image of `key`'s
+        /// (another size or variant of it, or its original); else nil.
+        private func shownPixels(of key: Key) -> (width: Int, height: Int)? {
+            guard let target, shownKey?.string == key.string else { return nil }
+            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.pixelSize(of:)) }
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
