@@ -27,12 +27,13 @@
 //   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
-//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Views/     the targets (`ImageTarget`; an image view's `ViewTarget` and `setImage(with:)`), the
+//              binder (`Binder`), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
 //              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
 //              part), the entry table and keys, and the stages, one type per job, each with what it
 //              does to the ledger beside it: a download and its lanes (`Download`), the disk look-up
-//              (`DiskLookUp`), the network attempt (Attempts), a source's load (`SourceLoads`), a
+//              (`DiskLookUp`), the network attempt (`NetworkAttempt`, Attempts.swift), a source's load (`SourceLoads`), a
 //              variant's job (`VariantJob`), a store's decode (`StoreDecode`) and the other stores
 //              (Storing); then delivery.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
@@ -62,13 +63,13 @@
 // A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
 // ledger `route` it: nothing in memory, so a new `Download` is made; (2) its `DiskLookUp` reads no
 // file on the disk queue and `Ledger.lookedUp` (beside it) queues the download on its lane;
-// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
-// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
-// it decoded (`DecodeWorkers`); (5) `networkFinished` has the ledger settle the attempt
-// (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`, MemoryTier) and
-// its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
-// (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints this route as
-// it runs, function by function.)
+// (3) `startNetwork` (Attempts) sends it as a `NetworkAttempt` through the `Transport`; (4) the
+// transport's delegate keeps the bytes and hands the ended transfer to the attempt's `transferred`,
+// which checks the body and has it decoded (`DecodeWorkers`); (5) its `finished` has the ledger
+// settle it (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`,
+// MemoryTier) and its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and
+// `complete` (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints
+// this route as it runs, function by function.)
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk
@@ -2114,10 +2115,10 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Views/Binder.swift
+// MARK: - Views/ImageTarget.swift
 
-// Views: `ImageTarget`, `Binder` and `setImage(with:)` on UIKit and AppKit image views. What the
-// SwiftUI views (SwiftUIViews.swift) decide from a binder lives in ViewLoads.swift.
+// What a binder shows images in: `ImageTarget` (any class of the app's), how an image arrives
+// (`Transition`), and the target's default `show`.
 
 
 nonisolated extension ImageCache {
@@ -2145,7 +2146,32 @@ nonisolated extension ImageCache {
         /// A cross-dissolve from what the target shows, over this many seconds.
         case fade(TimeInterval)
     }
+}
 
+#if canImport(UIKit) || canImport(AppKit)
+@MainActor extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+#else
+nonisolated extension ImageCache.ImageTarget {
+    /// Sets ``ImageCache/ImageTarget/image``: no transition.
+    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
+        self.image = image
+    }
+}
+#endif
+
+// MARK: - Views/Binder.swift
+
+// The binder: `Binder` shows the image of one URL in one `ImageTarget` (ImageTarget.swift; an image
+// view's is ViewTarget.swift), owns its state and request, and the decisions every target shares.
+// What the SwiftUI views (SwiftUIViews.swift) decide from a binder lives in ViewLoads.swift.
+
+
+nonisolated extension ImageCache {
     /// Shows the image of one URL in one ``ImageTarget``, and owns the target's state and request: a
     /// new binding replaces the request, and no callback of an earlier one touches the target; an
     /// image in memory is set at once, inside `bind`, without the placeholder; a failure leaves the
@@ -2559,21 +2585,11 @@ nonisolated extension ImageCache {
     }
 }
 
-#if canImport(UIKit) || canImport(AppKit)
-@MainActor extension ImageCache.ImageTarget {
-    /// Sets ``ImageCache/ImageTarget/image``: no transition.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        self.image = image
-    }
-}
-#else
-nonisolated extension ImageCache.ImageTarget {
-    /// Sets ``ImageCache/ImageTarget/image``: no transition.
-    public func show(_ image: ImageCache.Image?, transition: ImageCache.Transition) {
-        self.image = image
-    }
-}
-#endif
+// MARK: - Views/ViewTarget.swift
+
+// UIKit's and AppKit's image views as targets: `ViewTarget` (a view's binder and how it shows an
+// image: a fade, an animation the view plays as its own), and `setImage(with:)` on the views.
+
 
 #if (canImport(UIKit) && !os(watchOS)) || canImport(AppKit)
 #if canImport(UIKit)
@@ -5700,9 +5716,9 @@ nonisolated extension ImageCache {
 
 
 nonisolated extension ImageCache {
-    /// Sends the first request of each download (or its next attempt): the load's request with the
-    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
-    /// refuses fails its download at once, and what that frees is started in the same loop.
+    /// Starts each download the lanes let start (or its next attempt): a source's load (see
+    /// ``ImageSource``) or a network attempt. A request it refuses fails its download at once, and
+    /// what that frees is started in the same loop.
     fileprivate func startNetwork(_ downloads: [Download]) {
         var batch = downloads
         while !batch.isEmpty {
@@ -5715,67 +5731,16 @@ nonisolated extension ImageCache {
                     startSource(download, source)
                     continue
                 }
-                switch request(for: download, settings, stale?.found.validators) {
-                case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal))
-                case .success(var request):
-                    let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
-                    let task: URLSessionDataTask? = locked { ledger in
-                        guard case .running(nil) = download.phase else { return nil }
-                        let limits = BodyLimits(inMemory: settings.maxImageBytes,
-                                                onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
-                                                folder: disk.folder, partial: partial)
-                        let task = transport.send(request, for: download, limits: limits,
-                                                  seconds: ledger.settings.downloadTimeLimit,
-                                                  stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                                  sentAt: currentTime())
-                        ledger.sent(download, task)
-                        download.sent(withCredentials: credentials)
-                        return task
-                    }
-                    if let task { transport.resume(task) }
-                }
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
             }
             batch = freed
         }
     }
 
-    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
-    /// be sent. The modifier runs here, outside the lock: it is the app's code.
-    private func request(for download: Download, _ settings: Settings,
-                         _ validators: Validators?) -> Result<URLRequest, Error> {
-        // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
-        // request, they cost more than the rest of this function (FoundationNetworking's headers).
-        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                                          timeoutInterval: settings.requestTimeout)
-        validators?.ask(&request)
-        guard let modifier = settings.requestModifier else { return .success(request) }
-        guard let modified = modifier(request) else {
-            return .failure(.invalidRequest("the request modifier returned nil"))
-        }
-        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
-            return .failure(refusal)
-        }
-        return .success(modified)
-    }
-
-    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
-    /// its download gives up its lane slot or takes one back, the statistics count it, and
-    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
-    fileprivate func stallChanged(_ transfer: Transfer) {
-        let download = transfer.download
-        let started = locked { ledger in
-            let (stalled, quiet) = transport.stallState(transfer)
-            return ledger.stall(download, task: transfer.task, stalled,
-                                event: stalled ? .stalled(download.url, seconds: quiet)
-                                    : .resumed(download.url, seconds: quiet))
-        }
-        startNetwork(started)
-    }
-
-    /// Tells the waiters of `download` that have an `onProgress` how far it is (see `tell`).
-    fileprivate func progress(_ download: Download, received: Int, expected: Int?) {
-        tell(locked { $0.progressed(download.waiters, received: received) }, received, expected)
+    /// The attempt `transfer` carries, for the transport's delegate to hand it its progress, stalls
+    /// and end.
+    fileprivate func attempt(_ transfer: Transfer) -> NetworkAttempt {
+        NetworkAttempt(cache: self, download: transfer.download)
     }
 
     /// Tells `tasks` how far their download is, each on its queue, unless it was answered or
@@ -5788,129 +5753,205 @@ nonisolated extension ImageCache {
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
+}
 
-    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
-    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
-    /// when the decoder is cheap.
-    fileprivate func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
-        let download = transfer.download
-        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
-            && transfer.stale != nil
-        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
-        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            // A body streamed to disk that failed leaves no file but a part it can resume from
-            // (`PartialBody`), before anyone hears of the failure.
-            if case .failure = result { PartialBody.keep(transfer) }
-            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
-            if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
-            let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
-                              metrics: metrics)
-            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
+nonisolated extension ImageCache {
+    /// One attempt of a download over HTTP(S), from its request to what it comes to: sent through
+    /// the transport, its progress and stalls, its body checked and decoded, then settled in the
+    /// ledger (`Ledger.attemptEnded`, below) and delivered, or retried after a delay. A source's
+    /// load ends as an attempt does (`finished`).
+    fileprivate struct NetworkAttempt: @unchecked Sendable {  // its download is guarded by the cache's lock
+        let cache: ImageCache
+        let download: Download
+
+        /// Sends it: the load's request with the cache's headers and the revalidation's, as
+        /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
+        /// refreshes ended before the modifier ran). Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+                  credentials: UInt64) -> [Download] {
+            let (download, transport, disk) = (self.download, cache.transport, cache.disk)
+            switch request(settings, stale?.found.validators) {
+            case .failure(let refusal):
+                return finished(.failure(refusal))
+            case .success(var request):
+                let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
+                let task: URLSessionDataTask? = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return nil }
+                    let limits = BodyLimits(inMemory: settings.maxImageBytes,
+                                            onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
+                                            folder: disk.folder, partial: partial)
+                    let task = transport.send(request, for: download, limits: limits,
+                                              seconds: ledger.settings.downloadTimeLimit,
+                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
+                                              sentAt: cache.currentTime())
+                    ledger.sent(download, task)
+                    download.sent(withCredentials: credentials)
+                    return task
+                }
+                if let task { transport.resume(task) }
+                return []
+            }
         }
-        if let stopped { return finish(.failure(stopped), nil) }
-        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
-        if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
-        case .failure(let error):
-            finish(.failure(error), nil)
-        case .success(let body):
-            // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
-            // hop to a worker, or a lock taken to free the slot first, would cost more.
-            guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
-            // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started = locked { ledger in
+
+        /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
+        /// be sent. The modifier runs here, outside the lock: it is the app's code.
+        private func request(_ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
+            // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
+            // request, they cost more than the rest of this function (FoundationNetworking's headers).
+            var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                              timeoutInterval: settings.requestTimeout)
+            validators?.ask(&request)
+            guard let modifier = settings.requestModifier else { return .success(request) }
+            guard let modified = modifier(request) else {
+                return .failure(.invalidRequest("the request modifier returned nil"))
+            }
+            if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
+                return .failure(refusal)
+            }
+            return .success(modified)
+        }
+
+        /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+        /// its download gives up its lane slot or takes one back, the statistics count it, and
+        /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+        func stallChanged(_ transfer: Transfer) {
+            let transport = cache.transport
+            let started = cache.locked { ledger in
+                let (stalled, quiet) = transport.stallState(transfer)
+                return ledger.stall(download, task: transfer.task, stalled,
+                                    event: stalled ? .stalled(download.url, seconds: quiet)
+                                        : .resumed(download.url, seconds: quiet))
+            }
+            cache.startNetwork(started)
+        }
+
+        /// Tells its waiters that have an `onProgress` how far it is (see `ImageCache.tell`).
+        func progressed(received: Int, expected: Int?) {
+            cache.tell(cache.locked { $0.progressed(download.waiters, received: received) }, received, expected)
+        }
+
+        /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+        /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+        /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
+        /// when the decoder is cheap.
+        func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
+            let (download, cache) = (self.download, self.cache)
+            let metrics = TransferMetrics(transfer)  // at its end, not after a decode
+            let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+                && transfer.stale != nil
+            // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+            let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+                // A body streamed to disk that failed leaves no file but a part it can resume from
+                // (`PartialBody`), before anyone hears of the failure.
+                if case .failure = result { PartialBody.keep(transfer) }
+                guard let result = cache.authorizing(download, result) else { return }  // waits for a refresh
+                if case .success(let payload) = result { cache.learnSize(of: download.key, from: payload.bytes) }
+                let whole = body.map { _ in (transfer.received, transfer.expected) }
+                let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                                  metrics: metrics)
+                cache.startNetwork(finished(result, bytes: body, reply, whole: whole))
+            }
+            if let stopped { return finish(.failure(stopped), nil) }
+            if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+            if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+            case .failure(let error):
+                finish(.failure(error), nil)
+            case .success(let body):
+                // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
+                // hop to a worker, or a lock taken to free the slot first, would cost more.
+                guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
+                decodeOnWorker { finish(download.decoder.decode(body, download.limits), body) }
+            }
+        }
+
+        /// Runs `decode` on a decode worker, the download's slot given to the next one meanwhile (its
+        /// bytes are in); not at all for a download forgotten meanwhile (nobody waits for it), nor
+        /// for one forgotten while it waited for a worker (a cell scrolled away).
+        private func decodeOnWorker(_ decode: @escaping @Sendable () -> Void) {
+            let (download, cache) = (self.download, self.cache)
+            let started = cache.locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
                             to: .decoding)
             }
-            guard let started else { return }  // forgotten meanwhile: nobody waits for it
-            startNetwork(started)
-            decodes.async {
-                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.locked({ $0.isCurrent(download) }) else { return }
-                finish(download.decoder.decode(body, download.limits), body)
+            guard let started else { return }
+            cache.startNetwork(started)
+            cache.decodes.async {
+                guard cache.locked({ $0.isCurrent(download) }) else { return }
+                decode()
             }
         }
-    }
 
-    /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
-    /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
-    /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
-    /// disk queue renames into place as the entry's file. On any failure the spool, no longer
-    /// referenced, deletes its file.
-    private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
-                          _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-        let download = transfer.download
-        if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
-            return finish(.failure(failure), nil)
+        /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
+        /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
+        /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
+        /// disk queue renames into place as the entry's file. On any failure the spool, no longer
+        /// referenced, deletes its file.
+        private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
+                              _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+                return finish(.failure(failure), nil)
+            }
+            guard let body = spool.mapped() else {
+                return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
+                                                + POSIX.describe(POSIX.lastError()))), nil)
+            }
+            let download = self.download
+            let decode: @Sendable () -> Void = {
+                let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
+                finish(result, body)
+            }
+            guard !download.decoder.isCheap(download.limits) else { return decode() }
+            decodeOnWorker(decode)
         }
-        guard let body = spool.mapped() else {
-            return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
-                                            + POSIX.describe(POSIX.lastError()))), nil)
-        }
-        let decode: @Sendable () -> Void = {
-            let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
-            finish(result, body)
-        }
-        guard !download.decoder.isCheap(download.limits) else { return decode() }
-        let started = locked { ledger in
-            ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
-        }
-        guard let started else { return }  // forgotten meanwhile: nobody waits for it
-        startNetwork(started)
-        decodes.async {
-            guard self.locked({ $0.isCurrent(download) }) else { return }
-            decode()
-        }
-    }
 
-    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
-    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
-    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
-    /// start now, for the caller to start (here it would nest one call per queued download that
-    /// fails at once).
-    fileprivate func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
-        let now = currentTime()
-        let (settled, started, handler) = locked { ledger in
-            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
-            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+        /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
+        /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
+        /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
+        /// start now, for the caller to start (here it would nest one call per queued download that
+        /// fails at once).
+        func finished(_ result: Result<Payload, Error>, bytes: Data? = nil, _ reply: Reply = Reply(),
+                      whole: (Int, Int?)? = nil) -> [Download] {
+            let now = cache.currentTime()
+            let (settled, started, handler) = cache.locked { ledger in
+                let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
+                return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+            }
+            guard let settled else { return [] }  // forgotten, or ended meanwhile
+            if let delivery = settled.delivery {
+                let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+                let source = (try? delivery.get().source) ?? .network
+                let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+                let event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                cache.deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
+            } else if case .retry(let attempt, let delay, let error) = settled.outcome {
+                scheduleRetry(settled.waiters, attempt: attempt, delay: delay, error: error)
+            }
+            return started
         }
-        guard let settled else { return [] }  // forgotten, or ended meanwhile
-        if let delivery = settled.delivery {
-            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-            let source = (try? delivery.get().source) ?? .network
-            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
-        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
-            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
-        }
-        return started
-    }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
-    /// once, as `progress` does) and puts the download
-    /// back on its lane after `delay`.
-    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
-                               error: Error) {
-        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
-        for task in waiters where task.load.onRetry != nil {
-            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
-            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+        /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+        /// once, as `progress` does) and puts the download
+        /// back on its lane after `delay`.
+        private func scheduleRetry(_ waiters: [FetchTask], attempt: Int, delay: TimeInterval, error: Error) {
+            cache.emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
+            for task in waiters where task.load.onRetry != nil {
+                if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
+                task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue() }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
-    }
 
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    fileprivate func requeue(_ download: Download) {
-        let started = locked { ledger in
-            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
-                        to: .queued)
+        /// Puts its download, which waited to retry, back on its lane (unless it was cancelled
+        /// meanwhile).
+        func requeue() {
+            let download = self.download
+            let started = cache.locked { ledger in
+                ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                            to: .queued)
+            }
+            cache.startNetwork(started ?? [])
         }
-        startNetwork(started ?? [])
     }
 }
 
@@ -6325,7 +6366,7 @@ nonisolated extension ImageCache {
             guard let (transfer, resumed) = heard(dataTask, at: DispatchTime.now().uptimeNanoseconds) else {
                 return completionHandler(.cancel)
             }
-            if resumed { cache?.stallChanged(transfer) }
+            if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
             transfer.response = response
@@ -6355,7 +6396,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now().uptimeNanoseconds
             guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
-            if resumed { cache?.stallChanged(transfer) }
+            if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             if transfer.awaitsChallenge { return droppedChallengeBody(transfer, data) }
             let received = transfer.received + data.count
             if received > transfer.limits.streamedAbove, transfer.spool == nil, transfer.limits.folder != nil {
@@ -6380,7 +6421,7 @@ nonisolated extension ImageCache {
             cache?.received(transfer)  // a progressive JPEG's preview, if due (Pipeline/Previews.swift)
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
-                cache?.progress(transfer.download, received: received, expected: transfer.expected)
+                cache?.attempt(transfer).progressed(received: received, expected: transfer.expected)
             }
         }
 
@@ -6398,7 +6439,7 @@ nonisolated extension ImageCache {
                 transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
             }) else { return }
             // The time limit stopped it only if it did not complete meanwhile.
-            cache?.transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
+            cache?.attempt(transfer).transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask,
@@ -6459,7 +6500,7 @@ nonisolated extension ImageCache {
                 return (late, stalled)
             }
             for task in late { task.cancel() }
-            for transfer in stalled { cache?.stallChanged(transfer) }
+            for transfer in stalled { cache?.attempt(transfer).stallChanged(transfer) }
         }
     }
 }
@@ -6774,12 +6815,12 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// Starts the load of a download whose URL a source loads (see ``ImageSource``): its bytes are
     /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
-    /// then the attempt ends as a network attempt does (`networkFinished`).
+    /// then the attempt ends as a network attempt does (`NetworkAttempt.finished`).
     fileprivate func startSource(_ download: Download, _ source: any ImageSource) {
         let limit: Int? = locked { ledger in ledger.handedToSource(download) ? ledger.settings.maxImageBytes : nil }
         guard let limit else { return }  // cancelled meanwhile
         sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
-            self?.progress(download, received: received, expected: expected)
+            if let self { NetworkAttempt(cache: self, download: download).progressed(received: received, expected: expected) }
         }, ended: { [self] result in
             let checked = result.flatMap { data -> Result<Data, Error> in
                 if data.isEmpty { return .failure(.emptyBody) }
@@ -6787,7 +6828,7 @@ nonisolated extension ImageCache {
             }
             let finish: @Sendable (Result<Payload, Error>, Data?) -> Void = { result, body in
                 let whole = body.map { ($0.count, Optional($0.count)) }
-                self.startNetwork(self.networkFinished(download, result, bytes: body, whole: whole))
+                self.startNetwork(NetworkAttempt(cache: self, download: download).finished(result, bytes: body, whole: whole))
             }
             switch checked {
             case .failure(let error):
@@ -7180,7 +7221,7 @@ nonisolated extension ImageCache {
         case .step(let step, let authorization, let started):
             startNetwork(started)
             switch step {
-            case .retry: requeue(download)
+            case .retry: NetworkAttempt(cache: self, download: download).requeue()
             case .refresh: Task { await self.refresh(authorization, url: download.url, status: status) }
             case .wait, .fail: break
             }
@@ -7200,9 +7241,9 @@ nonisolated extension ImageCache {
         let waiting = locked { _ in authorizer.refreshed(failure) }
         for download in waiting {
             if let failure {
-                startNetwork(networkFinished(download, .failure(failure)))
+                startNetwork(NetworkAttempt(cache: self, download: download).finished(.failure(failure)))
             } else {
-                requeue(download)
+                NetworkAttempt(cache: self, download: download).requeue()
             }
         }
     }

@@ -3,12 +3,13 @@
 //   API/       this class (the coordinator: it holds the parts and the lock, and routes a load
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
-//   Views/     the binder (`setImage(with:)`, targets), the SwiftUI views, the screen.
+//   Views/     the targets (`ImageTarget`; an image view's `ViewTarget` and `setImage(with:)`), the
+//              binder (`Binder`), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
 //              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
 //              part), the entry table and keys, and the stages, one type per job, each with what it
 //              does to the ledger beside it: a download and its lanes (`Download`), the disk look-up
-//              (`DiskLookUp`), the network attempt (Attempts), a source's load (`SourceLoads`), a
+//              (`DiskLookUp`), the network attempt (`NetworkAttempt`, Attempts.swift), a source's load (`SourceLoads`), a
 //              variant's job (`VariantJob`), a store's decode (`StoreDecode`) and the other stores
 //              (Storing); then delivery.
 //   Network/   the transport (URLSession and its delegate, deadlines, stalls) and HTTP's rules.
@@ -38,13 +39,13 @@
 // A miss, step by step: (1) `fetch` builds a `Load` and calls `request` (Requests), which has the
 // ledger `route` it: nothing in memory, so a new `Download` is made; (2) its `DiskLookUp` reads no
 // file on the disk queue and `Ledger.lookedUp` (beside it) queues the download on its lane;
-// (3) `startNetwork` (Attempts) sends it through the `Transport`; (4) the transport's delegate keeps
-// the bytes and hands the ended transfer to `transferred` (Attempts), which checks the body and has
-// it decoded (`DecodeWorkers`); (5) `networkFinished` has the ledger settle the attempt
-// (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`, MemoryTier) and
-// its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and `complete`
-// (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints this route as
-// it runs, function by function.)
+// (3) `startNetwork` (Attempts) sends it as a `NetworkAttempt` through the `Transport`; (4) the
+// transport's delegate keeps the bytes and hands the ended transfer to the attempt's `transferred`,
+// which checks the body and has it decoded (`DecodeWorkers`); (5) its `finished` has the ledger
+// settle it (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`,
+// MemoryTier) and its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and
+// `complete` (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints
+// this route as it runs, function by function.)
 //
 // Words: to *forget* a key is to take it out of the bookkeeping (memory, downloads, failures);
 // memory *evicts* an entry its limits do not keep (to the second chance, and to disk); the disk

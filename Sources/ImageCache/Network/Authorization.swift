@@ -119,7 +119,7 @@ nonisolated extension ImageCache {
         case .step(let step, let authorization, let started):
             startNetwork(started)
             switch step {
-            case .retry: requeue(download)
+            case .retry: NetworkAttempt(cache: self, download: download).requeue()
             case .refresh: Task { await self.refresh(authorization, url: download.url, status: status) }
             case .wait, .fail: break
             }
@@ -139,9 +139,9 @@ nonisolated extension ImageCache {
         let waiting = locked { _ in authorizer.refreshed(failure) }
         for download in waiting {
             if let failure {
-                startNetwork(networkFinished(download, .failure(failure)))
+                startNetwork(NetworkAttempt(cache: self, download: download).finished(.failure(failure)))
             } else {
-                requeue(download)
+                NetworkAttempt(cache: self, download: download).requeue()
             }
         }
     }

@@ -221,7 +221,7 @@ nonisolated extension ImageCache {
             guard let (transfer, resumed) = heard(dataTask, at: DispatchTime.now().uptimeNanoseconds) else {
                 return completionHandler(.cancel)
             }
-            if resumed { cache?.stallChanged(transfer) }
+            if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
             transfer.response = response
@@ -251,7 +251,7 @@ nonisolated extension ImageCache {
             let now = DispatchTime.now().uptimeNanoseconds
             guard let (transfer, resumed) = heard(dataTask, at: now),
                   transfer.failure == nil else { return }  // cancelled already; libcurl may hand over more
-            if resumed { cache?.stallChanged(transfer) }
+            if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             if transfer.awaitsChallenge { return droppedChallengeBody(transfer, data) }
             let received = transfer.received + data.count
             if received > transfer.limits.streamedAbove, transfer.spool == nil, transfer.limits.folder != nil {
@@ -276,7 +276,7 @@ nonisolated extension ImageCache {
             cache?.received(transfer)  // a progressive JPEG's preview, if due (Pipeline/Previews.swift)
             if now >= transfer.nextProgress {
                 transfer.nextProgress = now + 50_000_000  // at most 20 calls a second
-                cache?.progress(transfer.download, received: received, expected: transfer.expected)
+                cache?.attempt(transfer).progressed(received: received, expected: transfer.expected)
             }
         }
 
@@ -294,7 +294,7 @@ nonisolated extension ImageCache {
                 transfers.removeValue(forKey: ObjectIdentifier(task)).map { ($0, $0.timedOut) }
             }) else { return }
             // The time limit stopped it only if it did not complete meanwhile.
-            cache?.transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
+            cache?.attempt(transfer).transferred(transfer, stopped: transfer.failure ?? (error == nil ? nil : timedOut), error: error)
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask,
@@ -355,7 +355,7 @@ nonisolated extension ImageCache {
                 return (late, stalled)
             }
             for task in late { task.cancel() }
-            for transfer in stalled { cache?.stallChanged(transfer) }
+            for transfer in stalled { cache?.attempt(transfer).stallChanged(transfer) }
         }
     }
 }

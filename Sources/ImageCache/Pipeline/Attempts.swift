@@ -21,9 +21,9 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// Sends the first request of each download (or its next attempt): the load's request with the
-    /// cache's headers and the revalidation's, as ``requestModifier`` makes it. A request it
-    /// refuses fails its download at once, and what that frees is started in the same loop.
+    /// Starts each download the lanes let start (or its next attempt): a source's load (see
+    /// ``ImageSource``) or a network attempt. A request it refuses fails its download at once, and
+    /// what that frees is started in the same loop.
     internal func startNetwork(_ downloads: [Download]) {
         var batch = downloads
         while !batch.isEmpty {
@@ -36,67 +36,16 @@ nonisolated extension ImageCache {
                     startSource(download, source)
                     continue
                 }
-                switch request(for: download, settings, stale?.found.validators) {
-                case .failure(let refusal):
-                    freed += networkFinished(download, .failure(refusal))
-                case .success(var request):
-                    let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
-                    let task: URLSessionDataTask? = locked { ledger in
-                        guard case .running(nil) = download.phase else { return nil }
-                        let limits = BodyLimits(inMemory: settings.maxImageBytes,
-                                                onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
-                                                folder: disk.folder, partial: partial)
-                        let task = transport.send(request, for: download, limits: limits,
-                                                  seconds: ledger.settings.downloadTimeLimit,
-                                                  stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                                  sentAt: currentTime())
-                        ledger.sent(download, task)
-                        download.sent(withCredentials: credentials)
-                        return task
-                    }
-                    if let task { transport.resume(task) }
-                }
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
             }
             batch = freed
         }
     }
 
-    /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
-    /// be sent. The modifier runs here, outside the lock: it is the app's code.
-    private func request(for download: Download, _ settings: Settings,
-                         _ validators: Validators?) -> Result<URLRequest, Error> {
-        // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
-        // request, they cost more than the rest of this function (FoundationNetworking's headers).
-        var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                                          timeoutInterval: settings.requestTimeout)
-        validators?.ask(&request)
-        guard let modifier = settings.requestModifier else { return .success(request) }
-        guard let modified = modifier(request) else {
-            return .failure(.invalidRequest("the request modifier returned nil"))
-        }
-        if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
-            return .failure(refusal)
-        }
-        return .success(modified)
-    }
-
-    /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
-    /// its download gives up its lane slot or takes one back, the statistics count it, and
-    /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
-    internal func stallChanged(_ transfer: Transfer) {
-        let download = transfer.download
-        let started = locked { ledger in
-            let (stalled, quiet) = transport.stallState(transfer)
-            return ledger.stall(download, task: transfer.task, stalled,
-                                event: stalled ? .stalled(download.url, seconds: quiet)
-                                    : .resumed(download.url, seconds: quiet))
-        }
-        startNetwork(started)
-    }
-
-    /// Tells the waiters of `download` that have an `onProgress` how far it is (see `tell`).
-    internal func progress(_ download: Download, received: Int, expected: Int?) {
-        tell(locked { $0.progressed(download.waiters, received: received) }, received, expected)
+    /// The attempt `transfer` carries, for the transport's delegate to hand it its progress, stalls
+    /// and end.
+    internal func attempt(_ transfer: Transfer) -> NetworkAttempt {
+        NetworkAttempt(cache: self, download: transfer.download)
     }
 
     /// Tells `tasks` how far their download is, each on its queue, unless it was answered or
@@ -109,129 +58,205 @@ nonisolated extension ImageCache {
             task.queue.async { if task.isWaiting { task.load.onProgress?(received, expected) } }
         }
     }
+}
 
-    /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
-    /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
-    /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
-    /// when the decoder is cheap.
-    internal func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
-        let download = transfer.download
-        let metrics = TransferMetrics(transfer)  // at its end, not after a decode
-        let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
-            && transfer.stale != nil
-        // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
-        let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-            // A body streamed to disk that failed leaves no file but a part it can resume from
-            // (`PartialBody`), before anyone hears of the failure.
-            if case .failure = result { PartialBody.keep(transfer) }
-            guard let result = self.authorizing(download, result) else { return }  // waits for a refresh
-            if case .success(let payload) = result { self.learnSize(of: download.key, from: payload.bytes) }
-            let whole = body.map { _ in (transfer.received, transfer.expected) }
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
-                              metrics: metrics)
-            self.startNetwork(self.networkFinished(download, result, bytes: body, reply, whole: whole))
+nonisolated extension ImageCache {
+    /// One attempt of a download over HTTP(S), from its request to what it comes to: sent through
+    /// the transport, its progress and stalls, its body checked and decoded, then settled in the
+    /// ledger (`Ledger.attemptEnded`, below) and delivered, or retried after a delay. A source's
+    /// load ends as an attempt does (`finished`).
+    internal struct NetworkAttempt: @unchecked Sendable {  // its download is guarded by the cache's lock
+        let cache: ImageCache
+        let download: Download
+
+        /// Sends it: the load's request with the cache's headers and the revalidation's, as
+        /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
+        /// refreshes ended before the modifier ran). Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+                  credentials: UInt64) -> [Download] {
+            let (download, transport, disk) = (self.download, cache.transport, cache.disk)
+            switch request(settings, stale?.found.validators) {
+            case .failure(let refusal):
+                return finished(.failure(refusal))
+            case .success(var request):
+                let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
+                let task: URLSessionDataTask? = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return nil }
+                    let limits = BodyLimits(inMemory: settings.maxImageBytes,
+                                            onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
+                                            folder: disk.folder, partial: partial)
+                    let task = transport.send(request, for: download, limits: limits,
+                                              seconds: ledger.settings.downloadTimeLimit,
+                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
+                                              sentAt: cache.currentTime())
+                    ledger.sent(download, task)
+                    download.sent(withCredentials: credentials)
+                    return task
+                }
+                if let task { transport.resume(task) }
+                return []
+            }
         }
-        if let stopped { return finish(.failure(stopped), nil) }
-        if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
-        if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-        switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
-        case .failure(let error):
-            finish(.failure(error), nil)
-        case .success(let body):
-            // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
-            // hop to a worker, or a lock taken to free the slot first, would cost more.
-            guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
-            // The bytes are in: the download's slot goes to the next one while this one decodes.
-            let started = locked { ledger in
+
+        /// The request of a download's next attempt, or why ``requestModifier`` made it one that cannot
+        /// be sent. The modifier runs here, outside the lock: it is the app's code.
+        private func request(_ settings: Settings, _ validators: Validators?) -> Result<URLRequest, Error> {
+            // `Accept` and `Accept-Encoding` come from the session (`Transport.headers`): set on each
+            // request, they cost more than the rest of this function (FoundationNetworking's headers).
+            var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                                              timeoutInterval: settings.requestTimeout)
+            validators?.ask(&request)
+            guard let modifier = settings.requestModifier else { return .success(request) }
+            guard let modified = modifier(request) else {
+                return .failure(.invalidRequest("the request modifier returned nil"))
+            }
+            if let refusal = Load.refusal(of: modified) ?? modified.url.flatMap(Load.refusal(of:)) {
+                return .failure(refusal)
+            }
+            return .success(modified)
+        }
+
+        /// A transfer stalled or resumed (the transport says which it is now, as the calls may cross):
+        /// its download gives up its lane slot or takes one back, the statistics count it, and
+        /// `onEvent` hears it, queued under the lock so that a download's events keep their order.
+        func stallChanged(_ transfer: Transfer) {
+            let transport = cache.transport
+            let started = cache.locked { ledger in
+                let (stalled, quiet) = transport.stallState(transfer)
+                return ledger.stall(download, task: transfer.task, stalled,
+                                    event: stalled ? .stalled(download.url, seconds: quiet)
+                                        : .resumed(download.url, seconds: quiet))
+            }
+            cache.startNetwork(started)
+        }
+
+        /// Tells its waiters that have an `onProgress` how far it is (see `ImageCache.tell`).
+        func progressed(received: Int, expected: Int?) {
+            cache.tell(cache.locked { $0.progressed(download.waiters, received: received) }, received, expected)
+        }
+
+        /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
+        /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
+        /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
+        /// when the decoder is cheap.
+        func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
+            let (download, cache) = (self.download, self.cache)
+            let metrics = TransferMetrics(transfer)  // at its end, not after a decode
+            let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
+                && transfer.stale != nil
+            // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
+            let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
+                // A body streamed to disk that failed leaves no file but a part it can resume from
+                // (`PartialBody`), before anyone hears of the failure.
+                if case .failure = result { PartialBody.keep(transfer) }
+                guard let result = cache.authorizing(download, result) else { return }  // waits for a refresh
+                if case .success(let payload) = result { cache.learnSize(of: download.key, from: payload.bytes) }
+                let whole = body.map { _ in (transfer.received, transfer.expected) }
+                let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                                  metrics: metrics)
+                cache.startNetwork(finished(result, bytes: body, reply, whole: whole))
+            }
+            if let stopped { return finish(.failure(stopped), nil) }
+            if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
+            if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+            case .failure(let error):
+                finish(.failure(error), nil)
+            case .success(let body):
+                // A cheap decoder (Linux's check of an image) runs here, and the attempt ends at once: a
+                // hop to a worker, or a lock taken to free the slot first, would cost more.
+                guard !download.decoder.isCheap(download.limits) else { return finish(download.decoder.decode(body, download.limits), body) }
+                decodeOnWorker { finish(download.decoder.decode(body, download.limits), body) }
+            }
+        }
+
+        /// Runs `decode` on a decode worker, the download's slot given to the next one meanwhile (its
+        /// bytes are in); not at all for a download forgotten meanwhile (nobody waits for it), nor
+        /// for one forgotten while it waited for a worker (a cell scrolled away).
+        private func decodeOnWorker(_ decode: @escaping @Sendable () -> Void) {
+            let (download, cache) = (self.download, self.cache)
+            let started = cache.locked { ledger in
                 ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } },
                             to: .decoding)
             }
-            guard let started else { return }  // forgotten meanwhile: nobody waits for it
-            startNetwork(started)
-            decodes.async {
-                // One forgotten while it waited for a worker (a cell scrolled away) is not decoded.
-                guard self.locked({ $0.isCurrent(download) }) else { return }
-                finish(download.decoder.decode(body, download.limits), body)
+            guard let started else { return }
+            cache.startNetwork(started)
+            cache.decodes.async {
+                guard cache.locked({ $0.isCurrent(download) }) else { return }
+                decode()
             }
         }
-    }
 
-    /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
-    /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
-    /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
-    /// disk queue renames into place as the entry's file. On any failure the spool, no longer
-    /// referenced, deletes its file.
-    private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
-                          _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-        let download = transfer.download
-        if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
-            return finish(.failure(failure), nil)
+        /// The end of a transfer whose body was streamed to disk (`spool`): checked as a body in memory
+        /// is, then mapped from its file and decoded on `decodes` (an image on Apple platforms from the
+        /// file itself, by ImageIO, at a bounded size), and handed to `finish` with its spool, which the
+        /// disk queue renames into place as the entry's file. On any failure the spool, no longer
+        /// referenced, deletes its file.
+        private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
+                              _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+                return finish(.failure(failure), nil)
+            }
+            guard let body = spool.mapped() else {
+                return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
+                                                + POSIX.describe(POSIX.lastError()))), nil)
+            }
+            let download = self.download
+            let decode: @Sendable () -> Void = {
+                let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
+                finish(result, body)
+            }
+            guard !download.decoder.isCheap(download.limits) else { return decode() }
+            decodeOnWorker(decode)
         }
-        guard let body = spool.mapped() else {
-            return finish(.failure(.network(.cannotOpenFile, "cannot map the body's file \(spool.url.path): "
-                                            + POSIX.describe(POSIX.lastError()))), nil)
-        }
-        let decode: @Sendable () -> Void = {
-            let result = download.decoder.decode(body, file: spool.url, download.limits).map { $0.with(spool: spool) }
-            finish(result, body)
-        }
-        guard !download.decoder.isCheap(download.limits) else { return decode() }
-        let started = locked { ledger in
-            ledger.move(download, ifIn: { if case .running = $0 { return true } else { return false } }, to: .decoding)
-        }
-        guard let started else { return }  // forgotten meanwhile: nobody waits for it
-        startNetwork(started)
-        decodes.async {
-            guard self.locked({ $0.isCurrent(download) }) else { return }
-            decode()
-        }
-    }
 
-    /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
-    /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
-    /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
-    /// start now, for the caller to start (here it would nest one call per queued download that
-    /// fails at once).
-    internal func networkFinished(_ download: Download, _ result: Result<Payload, Error>, bytes: Data? = nil,
-                                 _ reply: Reply = Reply(), whole: (Int, Int?)? = nil) -> [Download] {
-        let now = currentTime()
-        let (settled, started, handler) = locked { ledger in
-            let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
-            return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+        /// Ends a network attempt (see `Ledger.attemptEnded`): the waiters get the entry or the
+        /// failure, or the download waits to be retried. `whole` is the body's size (and the announced
+        /// one), which the waiters with an `onProgress` hear before their completion. Returns what may
+        /// start now, for the caller to start (here it would nest one call per queued download that
+        /// fails at once).
+        func finished(_ result: Result<Payload, Error>, bytes: Data? = nil, _ reply: Reply = Reply(),
+                      whole: (Int, Int?)? = nil) -> [Download] {
+            let now = cache.currentTime()
+            let (settled, started, handler) = cache.locked { ledger in
+                let settled = ledger.attemptEnded(download, result, bytes: bytes, reply, whole: whole, now: now)
+                return (settled, settled == nil ? [] : ledger.startReady(), ledger.settings.onEvent)
+            }
+            guard let settled else { return [] }  // forgotten, or ended meanwhile
+            if let delivery = settled.delivery {
+                let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+                let source = (try? delivery.get().source) ?? .network
+                let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+                let event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                cache.deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
+            } else if case .retry(let attempt, let delay, let error) = settled.outcome {
+                scheduleRetry(settled.waiters, attempt: attempt, delay: delay, error: error)
+            }
+            return started
         }
-        guard let settled else { return [] }  // forgotten, or ended meanwhile
-        if let delivery = settled.delivery {
-            let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-            let source = (try? delivery.get().source) ?? .network
-            let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-            let event = Self.event(outcome, download.url, from: source, bytes: size)
-            deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
-        } else if case .retry(let attempt, let delay, let error) = settled.outcome {
-            scheduleRetry(download, settled.waiters, attempt: attempt, delay: delay, error: error)
-        }
-        return started
-    }
 
-    /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
-    /// once, as `progress` does) and puts the download
-    /// back on its lane after `delay`.
-    private func scheduleRetry(_ download: Download, _ waiters: [FetchTask], attempt: Int, delay: TimeInterval,
-                               error: Error) {
-        emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
-        for task in waiters where task.load.onRetry != nil {
-            if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
-            task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+        /// Tells of a retry (an event, and each waiter's `onRetry` on its queue, a job's request's at
+        /// once, as `progress` does) and puts the download
+        /// back on its lane after `delay`.
+        private func scheduleRetry(_ waiters: [FetchTask], attempt: Int, delay: TimeInterval, error: Error) {
+            cache.emit(.retrying(download.url, attempt: attempt, delay: delay, error: error))
+            for task in waiters where task.load.onRetry != nil {
+                if task.load.isOriginal { task.load.onRetry?(error, attempt); continue }
+                task.queue.async { if task.isWaiting { task.load.onRetry?(error, attempt) } }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue() }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { self.requeue(download) }
-    }
 
-    /// Puts a download that waited to retry back on its lane (unless it was cancelled meanwhile).
-    internal func requeue(_ download: Download) {
-        let started = locked { ledger in
-            ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
-                        to: .queued)
+        /// Puts its download, which waited to retry, back on its lane (unless it was cancelled
+        /// meanwhile).
+        func requeue() {
+            let download = self.download
+            let started = cache.locked { ledger in
+                ledger.move(download, ifIn: { if case .waitingToRetry = $0 { return true } else { return false } },
+                            to: .queued)
+            }
+            cache.startNetwork(started ?? [])
         }
-        startNetwork(started ?? [])
     }
 }
 

@@ -67,12 +67,12 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// Starts the load of a download whose URL a source loads (see ``ImageSource``): its bytes are
     /// checked (none: `emptyBody`; over ``maxImageBytes``: `tooLarge`) and decoded as a body is,
-    /// then the attempt ends as a network attempt does (`networkFinished`).
+    /// then the attempt ends as a network attempt does (`NetworkAttempt.finished`).
     internal func startSource(_ download: Download, _ source: any ImageSource) {
         let limit: Int? = locked { ledger in ledger.handedToSource(download) ? ledger.settings.maxImageBytes : nil }
         guard let limit else { return }  // cancelled meanwhile
         sourceLoads.start(download, from: source, progress: { [weak self] received, expected in
-            self?.progress(download, received: received, expected: expected)
+            if let self { NetworkAttempt(cache: self, download: download).progressed(received: received, expected: expected) }
         }, ended: { [self] result in
             let checked = result.flatMap { data -> Result<Data, Error> in
                 if data.isEmpty { return .failure(.emptyBody) }
@@ -80,7 +80,7 @@ nonisolated extension ImageCache {
             }
             let finish: @Sendable (Result<Payload, Error>, Data?) -> Void = { result, body in
                 let whole = body.map { ($0.count, Optional($0.count)) }
-                self.startNetwork(self.networkFinished(download, result, bytes: body, whole: whole))
+                self.startNetwork(NetworkAttempt(cache: self, download: download).finished(result, bytes: body, whole: whole))
             }
             switch checked {
             case .failure(let error):
