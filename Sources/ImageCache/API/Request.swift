@@ -152,7 +152,7 @@ nonisolated extension ImageCache.Request {
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
         /// hands over is a still, and a view shows it without playing anything. On Linux, the image
-        /// keeps its bytes and says it has one frame (``ImageCache/Image/frameCount`` 1, no durations,
+        /// keeps its bytes and says it has one frame (its `frameCount` 1, no durations,
         /// played once). Memory and disk keep the image as usual, so another load of it still
         /// animates. A still is handed over as it is. Off by default.
         public static let firstFrameOnly = Options(rawValue: 1 << 6)
