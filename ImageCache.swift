@@ -2217,28 +2217,29 @@ nonisolated extension ImageCache {
         /// Whether the load under way was let go on behind others when its view disappeared.
         fileprivate private(set) var isLowered = false
         /// The animation it plays in the target, if any (ViewAnimation.swift).
-        fileprivate let animation: ViewAnimation
+        fileprivate private(set) var animation: ViewAnimation
         /// Whether what it tells the target now is a frame of the animation it plays.
         fileprivate private(set) var showsFrame = false
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
-        public convenience init(_ target: ImageTarget, queue: DispatchQueue = .main) {
-            self.init(target, queue: queue, animation: .platform)
-        }
-
-        /// A binder whose animations are made of `animation` (the tests' fakes).
-        fileprivate init(_ target: ImageTarget, queue: DispatchQueue, animation: AnimationEnvironment) {
+        public init(_ target: ImageTarget, queue: DispatchQueue = .main) {
             #if canImport(UIKit) || canImport(AppKit)
             precondition(queue === DispatchQueue.main, "a binder's target is main-actor isolated: use the main queue")
             #endif
             (self.target, self.queue) = (target, queue)
-            self.animation = ViewAnimation(animation, queue: queue)
+            animation = ViewAnimation(.platform, queue: queue)
             observer = NotificationCenter.default.addObserver(forName: ImageCache.memoryPurged, object: nil,
                                                               queue: nil) { [weak self] note in
                 guard let self, let cache = note.object as? ImageCache else { return }
                 queue.async { self.purged(cache) }
             }
+        }
+
+        /// A binder whose animations are made of `animation` (the tests' fakes).
+        fileprivate convenience init(_ target: ImageTarget, queue: DispatchQueue, animation: AnimationEnvironment) {
+            self.init(target, queue: queue)
+            self.animation = ViewAnimation(animation, queue: queue)
         }
 
         deinit {
