@@ -28,7 +28,7 @@
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
 //   Views/     the targets (`ImageTarget`; an image view's `ViewTarget` and `setImage(with:)`), the
-//              binder (`Binder`), the SwiftUI views, the screen.
+//              binder (`Binder`) and when it binds again (`Rebinding`), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
 //              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
 //              part), the entry table and keys, and the stages, one type per job, each with what it
@@ -46,12 +46,14 @@
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
 //              and system calls by qualified names (`POSIX`).
-//   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
-//              an app plugs in), the platform's decoding, the formats' structural check, and pixels
+//   Decoding/  the decode workers, decoders (the internal `Decoder` making a `Payload`, and
+//              `ImageDecoder`, the protocol an app plugs in), the platform's (`PlatformDecoder`) within
+//              `DecodeLimits`, sizes and scales (`Sizing`), the formats' structural check, and pixels
 //              written as PNG (`PNGWriter`: on Linux, the images of a plugged decoder and of a BlurHash).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
-//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
-//              the budget all players share, where frames come from (`FrameSource`).
+//   Animation/ a file's frame timing (`FrameTiming`); frames decoded as they are shown: a player
+//              per view (`AnimationPlayer`), its timeline, the budget all players share, where
+//              frames come from (`FrameSource`).
 //   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
 //              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
 //              UIKit glue.
@@ -922,8 +924,8 @@ nonisolated extension ImageCache.Request {
         ImageCache.Key(string: key ?? url?.absoluteString ?? "", processors: variant)
     }
 
-    /// The display scale its size is decoded at (see ``ImageCache/displayScale(_:screen:)``).
-    private var displayScale: Double { ImageCache.displayScale(scale, screen: ImageCache.screenScale) }
+    /// The display scale its size is decoded at (see ``ImageCache/Sizing/displayScale(_:screen:)``).
+    private var displayScale: Double { ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale) }
 
     /// `points` in whole pixels at its display scale (nil: not a size to fill).
     fileprivate func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {
@@ -1239,7 +1241,7 @@ nonisolated extension ImageCache {
     /// until it is read, and where there is none to read (Linux, visionOS, an app extension with no
     /// scene). `Int.max` decodes at full size; values below 1 are clamped to 1. Applies to requests
     /// made after it changes. On Linux an image is its
-    /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    /// bytes, and this decides nothing but `Sizing.decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
@@ -1312,6 +1314,16 @@ nonisolated extension ImageCache {
     public var onEvent: (@Sendable (Event) -> Void)? {
         get { setting(\.onEvent) }
         set { change(\.onEvent, to: newValue) }
+    }
+
+    /// The longest side of a whole decode (see ``Rebinding/Rebinding.replacesWhole(_:for:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    fileprivate var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return locked { $0.decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
     }
 }
 
@@ -2013,15 +2025,15 @@ nonisolated extension ImageCache {
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.
         public var playCount: Int { timing.plays }
 
-        private var timing: Timing {
-            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return Timing() }
+        private var timing: FrameTiming {
+            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return FrameTiming() }
             return info.timing
         }
 
         /// DecodeWorkers `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
         public init?(data: Data) {
-            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(data) else { return nil }
             self = decoded.image
         }
 
@@ -2276,13 +2288,13 @@ nonisolated extension ImageCache {
         public func bind(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: Transition = .none) -> FetchTask? {
-            let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+            let scale = ImageCache.Sizing.displayScale(request.scale, screen: ImageCache.screenScale)
             let pixels = request.size.map { ImageCache.pixelSize(points: $0, scale: scale) } ?? pixelSize
             return bind(Load(request), placeholder, failureImage, pixels, cache, transition, scale: request.scale)
         }
 
         /// `scale`: the display scale of the target's screen (a view's), which the image carries;
-        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        /// nil for the main screen's (see ``ImageCache/Sizing/displayScale(_:screen:)``).
         /// `keepsShowing`: the image shown stays until this binding's comes (a new size of the same
         /// image).
         @discardableResult
@@ -2291,7 +2303,7 @@ nonisolated extension ImageCache {
                            keepsShowing: Bool = false) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
-            let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+            let scale = ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)
             let memoryKey = load.map {
                 ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
             }
@@ -2316,7 +2328,7 @@ nonisolated extension ImageCache {
             let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
             if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
                 show(whole, .image(.memory), key: wholeKey)
-                guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
+                guard ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
                                                decodeBound: cache.wholeDecodeBound) else {
                     return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
                 }
@@ -2353,7 +2365,7 @@ nonisolated extension ImageCache {
 
         /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
         /// the binding `generation` is still the latest, loading or shown, and was made for a size
-        /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
+        /// or scale that ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
         /// binds again at this size, its own decode (not a whole image), keeping what the target
         /// shows until it comes. Bounds still empty change nothing.
         /// `afterResize`: its bounds changed after it was laid out (ViewBounds.swift), so
@@ -2366,7 +2378,7 @@ nonisolated extension ImageCache {
 
         /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
         /// (its target stays): of the image it is bound to, loading or shown, at a new size or
-        /// scale, it binds again only as ``ImageCache/rebinds(bound:now:decodeBound:)`` says, keeping
+        /// scale, it binds again only as ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says, keeping
         /// what the target shows until the new one comes; at the same ones, it lets a load under way
         /// go on. Any other binds anew, as `bind` does.
         fileprivate func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
@@ -2380,7 +2392,7 @@ nonisolated extension ImageCache {
                 return
             }
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
-                && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
+                && ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
             case .loading:
                 lower(false)  // it appears again, at its size or another
@@ -2393,12 +2405,12 @@ nonisolated extension ImageCache {
         }
 
         /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
-        /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
+        /// loading or shown and ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says so.
         private func rebind(at pixelSize: CGSize?, scale: Double?, afterResize: Bool = false) {
-            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.rebinds
+            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.Rebinding.rebinds
             guard let binding, let load = binding.load,
                   decides((binding.size, binding.scale),
-                          (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                          (ImageCache.pixels(pixelSize), ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)),
                           binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
@@ -2505,7 +2517,7 @@ nonisolated extension ImageCache {
         /// (another size or variant of it, or its original); else nil.
         private func shownPixels(of key: Key) -> (width: Int, height: Int)? {
             guard let target, shownKey?.string == key.string else { return nil }
-            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.pixelSize(of:)) }
+            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.Sizing.pixelSize(of:)) }
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure
@@ -2648,7 +2660,7 @@ extension ImageCache {
             playing = nil
             // An animation that plays a number of times (a UIImage plays forever) runs as the view's
             // own, and its last frame stays.
-            if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
+            if let image, let plays = ImageCache.PlatformDecoder.plays(of: image), plays > 0, let frames = image.images {
                 (view.animationImages, view.animationDuration) = (frames, image.duration)
                 view.animationRepeatCount = plays
                 view.startAnimating()
@@ -2752,7 +2764,7 @@ extension ImageCache.ImageView {
         #else
         let scale = window?.backingScaleFactor ?? 0
         #endif
-        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
+        return ImageCache.Sizing.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
     /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
@@ -3152,12 +3164,12 @@ extension ImageCache {
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame from
         /// the view's `onAppear` to its `onDisappear`, from when it was set, each frame for its own
-        /// delay and as many times as the file says (``ImageCache/frame(at:durations:plays:)``),
+        /// delay and as many times as the file says (``ImageCache/FrameTiming/frame(at:durations:plays:)``),
         /// then its last frame.
         @MainActor private final class Target: ObservableObject, ImageTarget {
             /// What the binder shows; setting it starts an animated one from its first frame.
             var image: Image? {
-                didSet { animation = image.flatMap(ImageCache.frames(of:)).map { ($0, Self.now) }; restep() }
+                didSet { animation = image.flatMap(ImageCache.PlatformDecoder.frames(of:)).map { ($0, Self.now) }; restep() }
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
@@ -3170,7 +3182,7 @@ extension ImageCache {
             /// The image's aspect ratio, learned from its file's header (see `reservesAspectRatio`).
             @Published var ratio: Double?
             lazy var binder = Binder(self)
-            private var animation: (frames: Frames, start: TimeInterval)?
+            private var animation: (frames: ImageCache.PlatformDecoder.Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
 
             /// Has the binder tell this target the progress, if `hooks` asks for it, and the view's
@@ -3208,7 +3220,7 @@ extension ImageCache {
             private func step(due: TimeInterval = 0) {
                 guard let (frames, start) = animation else { return shown = image }
                 let elapsed = max(Self.now - start, due)
-                let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
+                let now = ImageCache.FrameTiming.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
                 if shown !== frames.images[now.index] { shown = frames.images[now.index] }
                 guard isDisplayed, let until = now.until else { return }
                 let tick = ticks
@@ -3406,14 +3418,14 @@ nonisolated extension ImageCache {
 
     /// Whether a view bound to its bounds, its binding made for `bound` (its size in pixels, nil for
     /// the whole image, and its display scale), binds again now that its bounds changed to `now`
-    /// after it was laid out: when ``rebinds(bound:now:decodeBound:)`` says so and, for a binding
+    /// after it was laid out: when ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says so and, for a binding
     /// already made at a size on this scale, a side grew by more than ``resizeGrowth`` of it
     /// (blurry), or both sides shrank to half or less (four times the memory it needs). A first
     /// layout (no size yet), another scale or bounds now empty are as `rebinds` says.
     fileprivate static func rebindsAfterResize(bound: (size: (width: Int, height: Int)?, scale: Double),
                                             now: (size: (width: Int, height: Int)?, scale: Double),
                                             decodeBound: Int) -> Bool {
-        guard rebinds(bound: bound, now: now, decodeBound: decodeBound) else { return false }
+        guard Rebinding.rebinds(bound: bound, now: now, decodeBound: decodeBound) else { return false }
         guard let was = bound.size, let size = now.size, bound.scale == now.scale else { return true }
         let limit = 1 + resizeGrowth
         let grew = Double(size.width) > Double(was.width) * limit || Double(size.height) > Double(was.height) * limit
@@ -3457,6 +3469,55 @@ extension ImageCache.ImageView {
     private static let boundsKey = UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
 }
 #endif
+
+// MARK: - Views/Rebinding.swift
+
+// Rebinding: when an image bound for one size is replaced by a decode for another.
+
+
+nonisolated extension ImageCache {
+    /// When a view's image, bound for one size, is replaced by a decode for another.
+    fileprivate enum Rebinding {
+        /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
+        /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
+        /// download under way: no second download). It is when it is at least twice the target on both
+        /// sides (four times the memory and more, which a view would keep after the cache let it go:
+        /// a prefetched photo in a small cell), or when a bounded decode made it smaller than its
+        /// original (its longest side reached `decodeBound`, the longest side of a whole decode; nil
+        /// where images are not decoded, so a whole one is its original) and it does not fill the
+        /// target (blurry). Else it is as sharp as the target's decode would be, at most four times its
+        /// memory, and stays.
+        fileprivate static func replacesWhole(_ whole: (width: Int, height: Int), for target: (width: Int, height: Int),
+                                           decodeBound: Int?) -> Bool {
+            if whole.width / 2 >= target.width && whole.height / 2 >= target.height { return true }
+            guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
+            return whole.width < target.width || whole.height < target.height
+        }
+
+        /// Whether a binding made for `bound` pixels (nil: none, a view not laid out: a whole decode,
+        /// whose longest side is at most `decodeBound`) is wrong for the `laidOut` size it has now, so
+        /// that it binds again: it is smaller on a side (blurry), or at least twice as large on both
+        /// (four times the memory and more).
+        fileprivate static func redecodes(bound: (width: Int, height: Int)?, laidOut: (width: Int, height: Int),
+                                       decodeBound: Int) -> Bool {
+            let bound = bound ?? (decodeBound, decodeBound)
+            let blurry = bound.width < laidOut.width || bound.height < laidOut.height
+            let oversized = bound.width / 2 >= laidOut.width && bound.height / 2 >= laidOut.height
+            return blurry || oversized
+        }
+
+        /// Whether a binding made for `bound` (its size in pixels, nil for the whole image, and its
+        /// display scale) binds again for a view `now` of another size or scale: a sized one on a screen
+        /// of another scale does (its image's size is in points); one of a size ``ImageCache/Rebinding/redecodes(bound:laidOut:decodeBound:)``
+        /// says is wrong does; one that asks for the whole image now does, unless it did already.
+        fileprivate static func rebinds(bound: (size: (width: Int, height: Int)?, scale: Double),
+                                     now: (size: (width: Int, height: Int)?, scale: Double), decodeBound: Int) -> Bool {
+            guard let laidOut = now.size else { return bound.size != nil }
+            if bound.size != nil, bound.scale != now.scale { return true }
+            return Rebinding.redecodes(bound: bound.size, laidOut: laidOut, decodeBound: decodeBound)
+        }
+    }
+}
 
 // MARK: - Views/Placeholders.swift
 
@@ -3601,7 +3662,7 @@ nonisolated extension ImageCache {
             stop()
             if firstFrameOnly || environment.reducesMotion() { return firstFrame(of: image) }
             guard let source = environment.source(image, scale), source.timing.durations.count > 1 else { return image }
-            let player = AnimationPlayer(source: source, pixels: pixels ?? pixelSize(of: image), budget: budget,
+            let player = AnimationPlayer(source: source, pixels: pixels ?? Sizing.pixelSize(of: image), budget: budget,
                                          now: environment.now, display: { frame in frame.image.map(show) })
             let ticker = environment.ticker(queue) { [weak self] in self?.tick() ?? false }
             playing = (player, ticker, key)
@@ -7507,46 +7568,11 @@ nonisolated extension ImageCache {
 
 // MARK: - Decoding/Decoder.swift
 
-// How bytes become an entry: the decoder a load asks for (the platform image, or a value of an
-// app's type) and what it makes (`Payload`, with a `Box` for a value that is not an image).
+// Decoder: how bytes become an entry: the decoder a load asks for (the platform image, a plugged-in
+// decoder's, or a value of an app's type), making a `Payload`.
 
 
 nonisolated extension ImageCache {
-    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
-    /// and an image or any other value.
-    fileprivate struct Payload {
-        private(set) var bytes: Data?
-        private(set) var image: Image?
-        private(set) var value: Box?
-        private(set) var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-        private(set) var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
-
-        /// Itself with `bytes` for its bytes: nil once memory need not keep them (they are on disk,
-        /// or another entry has them).
-        func with(bytes: Data?) -> Payload {
-            var payload = self
-            payload.bytes = bytes
-            return payload
-        }
-
-        /// Itself with the file its bytes were streamed to (nil: none, once renamed into place).
-        func with(spool: Spool?) -> Payload {
-            var payload = self
-            payload.spool = spool
-            return payload
-        }
-    }
-
-    /// A decoded value that is not an image, with its type.
-    fileprivate final class Box {
-        let value: Any
-        let type: ObjectIdentifier
-        init<Value>(_ value: Value) {
-            self.value = value
-            type = ObjectIdentifier(Value.self)
-        }
-    }
-
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     fileprivate struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
@@ -7599,12 +7625,12 @@ nonisolated extension ImageCache {
         /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
-                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.Sizing.decodeScale(scale, screen: ImageCache.screenScale)
                 if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
                     return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
                         .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
                 }
-                return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
+                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
             var decoder = Decoder(type: nil) { decode($0, nil, $1) }
@@ -7620,6 +7646,49 @@ nonisolated extension ImageCache {
         }
 
         func made(_ payload: Payload) -> Bool { type == payload.value?.type && (type != nil || payload.image != nil) }
+    }
+}
+
+// MARK: - Decoding/Payload.swift
+
+// Payload: an entry as a decoder made it (bytes, and an image or a `Box` for a value that is not an
+// image).
+
+
+nonisolated extension ImageCache {
+    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
+    /// and an image or any other value.
+    fileprivate struct Payload {
+        private(set) var bytes: Data?
+        private(set) var image: Image?
+        private(set) var value: Box?
+        private(set) var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
+        private(set) var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
+
+        /// Itself with `bytes` for its bytes: nil once memory need not keep them (they are on disk,
+        /// or another entry has them).
+        func with(bytes: Data?) -> Payload {
+            var payload = self
+            payload.bytes = bytes
+            return payload
+        }
+
+        /// Itself with the file its bytes were streamed to (nil: none, once renamed into place).
+        func with(spool: Spool?) -> Payload {
+            var payload = self
+            payload.spool = spool
+            return payload
+        }
+    }
+
+    /// A decoded value that is not an image, with its type.
+    fileprivate final class Box {
+        let value: Any
+        let type: ObjectIdentifier
+        init<Value>(_ value: Value) {
+            self.value = value
+            type = ObjectIdentifier(Value.self)
+        }
     }
 }
 
@@ -7785,7 +7854,7 @@ nonisolated extension ImageCache {
         /// variant, or the failure of the first that threw or made nothing, named.
         fileprivate static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
             var image: Image
-            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            switch ImageCache.prepared(input, displayScale: ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)) {
             case .success(let prepared): image = prepared
             case .failure(let error): return .failure(error)
             }
@@ -8035,7 +8104,7 @@ nonisolated extension ImageCache {
         #if canImport(UIKit)
         return Double(image.scale)
         #else
-        let pixels = pixelSize(of: image)
+        let pixels = Sizing.pixelSize(of: image)
         return image.size.width > 0 ? Double(pixels.width) / Double(image.size.width) : 1
         #endif
     }
@@ -8045,7 +8114,7 @@ nonisolated extension ImageCache {
         #if canImport(UIKit)
         return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
         #else
-        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        return NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
 }
@@ -8244,7 +8313,7 @@ nonisolated extension ImageCache {
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
-                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)),
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.PlatformDecoder.downloadedBytes(of:)),
                                size: size, downloadedAt: downloadedAt, receivedAt: receivedAt)
             }
         }
@@ -8547,20 +8616,20 @@ nonisolated extension ImageCache.Ledger {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation, each by ``bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
+    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         // Frames, not the references to them: a frame shown for several units is repeated.
         let frames = image.images.map { runs($0).map(\.frame) } ?? [image]
         let bytes = frames.reduce(0.0) { bytes, frame in
-            let size = pixelSize(of: frame)
-            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
+            let size = Sizing.pixelSize(of: frame)
+            return bytes + Sizing.bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
         }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
         // shows), and each frame kept with it for the SwiftUI views: their bitmaps' rows
         // (BitmapCost.swift).
-        let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
+        let bytes = ([image] + (PlatformDecoder.frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
             bytes + bitmapCost(of: bitmaps(of: image))
         }
         #else
@@ -8624,10 +8693,10 @@ nonisolated extension ImageCache {
 
     /// The bytes an image of `bitmaps` holds: each bitmap's rows as laid out times its height (8
     /// bytes a pixel for a 16-bit one, padded rows counted), never less than 4 bytes a pixel, and 4
-    /// a pixel where the rows are not known (see ``bitmapBytes(width:height:bytesPerRow:)``); every
+    /// a pixel where the rows are not known (see ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``); every
     /// representation counts, since an `NSImage` keeps them all.
     fileprivate static func bitmapCost(of bitmaps: [Bitmap]) -> Double {
-        bitmaps.reduce(0) { $0 + bitmapBytes(width: $1.width, height: $1.height, bytesPerRow: $1.bytesPerRow) }
+        bitmaps.reduce(0) { $0 + Sizing.bitmapBytes(width: $1.width, height: $1.height, bytesPerRow: $1.bytesPerRow) }
     }
 
     #if canImport(AppKit) && !canImport(UIKit)
@@ -8751,7 +8820,7 @@ nonisolated extension ImageCache.Ledger {
             }
         }
         guard !found.isEmpty, let best = ImageCache.StandIn.best(
-            of: found.map { ImageCache.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
+            of: found.map { ImageCache.Sizing.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
             shown: shown) else { return nil }
         memory.markUsed(found[best].slot)
         return (memory[found[best].slot].key, found[best].image)
@@ -8780,7 +8849,7 @@ nonisolated extension ImageCache {
     fileprivate static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
         if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
         let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(PlatformDecoder.downloadedBytes(of:)) ?? Data(),
                              delivery.limits)
         return payload.flatMap { payload in
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
@@ -8794,7 +8863,7 @@ nonisolated extension ImageCache {
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
     /// with a request for another type). No generic cast where it holds one. An image whose scale
     /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
-    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
+    /// the main thread, where callbacks run on Apple platforms (see ``ImageCache/Sizing/deliveryScale(standIn:screen:)``).
     fileprivate static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
@@ -8806,8 +8875,8 @@ nonisolated extension ImageCache {
     /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
     private static func shown(_ payload: Payload) -> Image? {
         guard let image = payload.image, payload.scaleStandsIn,
-              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
-        return rescaled(image, to: scale)
+              let scale = Sizing.deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return PlatformDecoder.rescaled(image, to: scale)
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
@@ -8855,7 +8924,7 @@ nonisolated extension ImageCache {
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:))
+        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(PlatformDecoder.downloadedBytes(of:))
         var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
         for task in tasks {
             guard task.load.key != key, bytes != nil || !task.load.processors.isEmpty else {
@@ -9039,7 +9108,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        if plugins.encoder == nil, let own = PlatformDecoder.downloadedBytes(of: image) { return StoredBytes(data: own) }
         guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
@@ -9165,7 +9234,7 @@ nonisolated extension ImageCache {
             stills.append((cgImage, exifOrientation(uiKit: frame.imageOrientation.rawValue),
                            runs.count > 1 ? unit * Double(repeats) : nil))
         }
-        return imageIOBytes(stills, plays: runs.count > 1 ? Self.plays(of: image) ?? 0 : nil, maxPixels: maxPixels)
+        return imageIOBytes(stills, plays: runs.count > 1 ? PlatformDecoder.plays(of: image) ?? 0 : nil, maxPixels: maxPixels)
         #elseif canImport(AppKit)
         guard let cgImage = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:))?.cgImage else { return nil }
         return imageIOBytes([(cgImage, 1, nil)], plays: nil, maxPixels: maxPixels)
@@ -9213,7 +9282,7 @@ nonisolated extension ImageCache {
     }
 
     /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
-    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    /// it longer, see ``ImageCache/FrameTiming/schedule(_:maxShown:)``): each distinct frame once, with its repeats.
     fileprivate static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
         var runs: [(frame: Frame, repeats: Int)] = []
         for frame in frames {
@@ -10676,60 +10745,262 @@ nonisolated extension ImageCache {
     }
 }
 
-// MARK: - Decoding/Decoding.swift
+// MARK: - Decoding/PlatformDecoder.swift
 
-// Decoding: an image checked and decoded for the platform, the decisions about sizes, scales and
-// frames that every platform shares, and ImageIO's decoding on Apple platforms.
+// PlatformDecoder: an image checked and decoded for the platform (ImageIO on Apple platforms,
+// the structural check on Linux), its frames and plays, and its scale changed.
 
 
 nonisolated extension ImageCache {
-
-    /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
-    ///
-    /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
-    /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
-    /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
-    ///
-    /// Where the platform decodes (ImageIO), the bitmap is made at
-    /// ``decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
-    /// `scale` (see ``displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
-    /// if ``animates(frames:width:height:within:)`` says so.
-    ///
-    /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
-    /// mapping): ImageIO reads the image from the file.
-    fileprivate static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
-                       limits: DecodeLimits = DecodeLimits(),
-                       scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
-        let checked = inspect(data)
-        #if canImport(ImageIO)
-        // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
-        // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
-        if case .failure(.notAnImage) = checked,
-           let image = bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
-            return .success((image, data))
-        }
-        #endif
-        return checked.flatMap { info in
-            // A copy, not a slice: a slice would keep the padding's memory alive. But a large body's
-            // slice: it is mapped from its file (a copy would bring it into memory whole), or, held in
-            // memory (a store), within `maxImageBytes` anyway.
-            let trimmed = info.end >= data.count ? data
-                : data.count > streamedAbove ? data.prefix(info.end) : Data(data.prefix(info.end))
+    /// The platform's image decoder: ImageIO on Apple platforms, the structural check of
+    /// ``ImageCache/inspect(_:)`` on Linux (where an image is its bytes); and what the platform's
+    /// images keep beside their pixels (frames, plays, bytes).
+    fileprivate enum PlatformDecoder {
+        /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
+        ///
+        /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
+        /// a server adds, or the video a motion photo appends to its JPEG. The result's `data` is the
+        /// image's own bytes (`data` itself when nothing follows): what the cache keeps and delivers.
+        ///
+        /// Where the platform decodes (ImageIO), the bitmap is made at
+        /// ``ImageCache/Sizing/decodedSize(width:height:orientation:filling:maxPixels:)`` within `limits.maxPixels`, carrying
+        /// `scale` (see ``ImageCache/Sizing/displayScale(_:screen:)``: its `size` is in points), and a GIF or APNG animates
+        /// if ``DecodeLimits/animates(frames:width:height:alsoKept:)`` says so.
+        ///
+        /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
+        /// mapping): ImageIO reads the image from the file.
+        fileprivate static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
+                           limits: DecodeLimits = DecodeLimits(),
+                           scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
+            let checked = inspect(data)
             #if canImport(ImageIO)
-            // From the file only when it is the image (nothing follows it): else from the bytes.
-            guard let image = bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
-                                     limits: limits, frames: info.frames, format: info.format,
-                                     scale: scale) else {
-                return .failure(.corruptImage(info.format, "the system decoder rejected it"))
+            // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
+            // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
+            if case .failure(.notAnImage) = checked,
+               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
+                return .success((image, data))
+            }
+            #endif
+            return checked.flatMap { info in
+                // A copy, not a slice: a slice would keep the padding's memory alive. But a large body's
+                // slice: it is mapped from its file (a copy would bring it into memory whole), or, held in
+                // memory (a store), within `maxImageBytes` anyway.
+                let trimmed = info.end >= data.count ? data
+                    : data.count > streamedAbove ? data.prefix(info.end) : Data(data.prefix(info.end))
+                #if canImport(ImageIO)
+                // From the file only when it is the image (nothing follows it): else from the bytes.
+                guard let image = PlatformDecoder.bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
+                                         limits: limits, frames: info.frames, format: info.format,
+                                         scale: scale) else {
+                    return .failure(.corruptImage(info.format, "the system decoder rejected it"))
+                }
+                #else
+                let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
+                                  frameCount: info.frames)
+                #endif
+                return .success((image, trimmed))
+            }
+        }
+
+        /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
+        /// a GIF's only. Any other (an APNG) is decoded as a still, its first frame, with its frames kept
+        /// for the SwiftUI views, which play them.
+        fileprivate static func appKitPlays(_ format: Format?) -> Bool {
+            format == .gif
+        }
+
+        #if canImport(ImageIO)
+        /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+        /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
+        /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
+        /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
+        /// if ``DecodeLimits/animates(frames:width:height:alsoKept:)`` says so: on UIKit every frame is scaled like a
+        /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
+        /// as `NSImageView` animates it, and its frames scaled like stills are kept with it for the
+        /// SwiftUI views (``ImageCache/PlatformDecoder/frames(of:)``), so the rule counts full frames and one more (the frame the
+        /// `NSImage`'s bitmap holds).
+        ///
+        /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
+        /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
+        /// whole; the thumbnail is made at the same bounded size.
+        fileprivate static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
+                                   limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
+            let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
+            guard let source,
+                  let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
+                  let width = header[kCGImagePropertyPixelWidth] as? Int,
+                  let height = header[kCGImagePropertyPixelHeight] as? Int
+            else { return nil }
+            let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
+            let fit = Sizing.decodedSize(width: width, height: height, orientation: orientation, filling: size,
+                                  maxPixels: limits.maxPixels)
+            let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
+                                            kCGImageSourceShouldCacheImmediately: true,
+                                            kCGImageSourceCreateThumbnailWithTransform: true,
+                                            kCGImageSourceThumbnailMaxPixelSize: Sizing.thumbnailPixels(fit)]
+            let frames = min(frames, CGImageSourceGetCount(source))
+            #if canImport(UIKit)
+            let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
+            if limits.animates(frames: frames, width: fit.width, height: fit.height),
+               let decoded = decodedFrames(source, frames, options, image) {
+                // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
+                let schedule = FrameTiming.schedule(decoded.durations)
+                let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+                if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
+                    objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
+                                             .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                    keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
+                    return animated
+                }
             }
             #else
-            let image = Image(data: trimmed, format: info.format, width: info.width, height: info.height,
-                              frameCount: info.frames)
+            let image = { (cgImage: CGImage) in
+                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            }
+            // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
+            // longest side a decode may have, sized in points like a still.
+            if PlatformDecoder.appKitPlays(format), limits.animates(frames: frames, width: width, height: height, alsoKept: 1),
+               max(width, height) <= limits.maxPixels,
+               let animated = NSImage(data: data) {
+                animated.size = Sizing.pointSize(width: width, height: height, scale: scale)
+                // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
+                // like a still, kept with the image (and counted in its memory cost).
+                if let decoded = decodedFrames(source, frames, options, image) {
+                    objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                }
+                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
+                return animated
+            }
+            // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
+            // a still, with its frames for the SwiftUI views.
+            if limits.animates(frames: frames, width: fit.width, height: fit.height, alsoKept: 1),
+               let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
+               let decoded = decodedFrames(source, frames, options, image) {
+                objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+                keepAnimationBytes(data, file: file, with: still)
+                return still
+            }
             #endif
-            return .success((image, trimmed))
+            return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+        }
+
+        /// The first `frames` frames of `source`, each decoded with `options` and made an image by
+        /// `image`, with their durations (``ImageCache/FrameTiming/duration(delay:)``) and plays; nil unless every frame
+        /// could be decoded.
+        private static func decodedFrames(_ source: CGImageSource, _ frames: Int, _ options: [CFString: Any],
+                                          _ image: (CGImage) -> Image) -> Frames? {
+            let images = (0..<frames).compactMap {
+                CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+            }
+            guard images.count == frames else { return nil }
+            return Frames(images: images, durations: (0..<frames).map { FrameTiming.duration(delay: delay(source, at: $0)) },
+                          plays: plays(source))
+        }
+
+        /// An animation as the SwiftUI views play it: its distinct frames, how long each shows, and how
+        /// many times the whole plays (0: forever). Immutable.
+        fileprivate final class Frames: @unchecked Sendable {
+            let images: [Image], durations: [Double], plays: Int
+
+            init(images: [Image], durations: [Double], plays: Int) {
+                (self.images, self.durations, self.plays) = (images, durations, plays)
+            }
+        }
+
+        #if canImport(UIKit)
+        /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
+        /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
+        fileprivate static func plays(of image: Image) -> Int? {
+            guard image.images != nil else { return nil }
+            return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
+        }
+
+        /// The frames of an animated `image` (nil for a still): each distinct frame once, for as long as
+        /// it is repeated (see `bitmap`), as many plays as its file says (forever for one made elsewhere).
+        fileprivate static func frames(of image: Image) -> Frames? {
+            guard let shown = image.images, shown.count > 1, image.duration > 0 else { return nil }
+            let runs = ImageCache.runs(shown), unit = image.duration / Double(shown.count)
+            return Frames(images: runs.map(\.frame), durations: runs.map { Double($0.repeats) * unit },
+                          plays: PlatformDecoder.plays(of: image) ?? 0)
+        }
+
+        // An address used only as the association's key, never read or written through: safe anywhere.
+        nonisolated(unsafe) private static let playsKey =
+            UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+        #else
+        /// The frames of an animated `image` decoded here (nil for a still, and for one made elsewhere,
+        /// which `NSImageView` plays but the SwiftUI views show still), kept with it by `bitmap`.
+        fileprivate static func frames(of image: Image) -> Frames? {
+            objc_getAssociatedObject(image, framesKey) as? Frames
+        }
+
+        // An address used only as the association's key, never read or written through: safe anywhere.
+        nonisolated(unsafe) private static let framesKey =
+            UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
+        #endif
+
+        /// How many times the animation in `source` plays (0: forever): GIF's by ``ImageCache/FrameTiming/plays(gifLoopCount:)``,
+        /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
+        private static func plays(_ source: CGImageSource) -> Int {
+            ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
+        }
+
+        /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
+        /// (unclamped where the format says it).
+        private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
+            ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
+        }
+        #endif
+
+        /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
+        /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
+        /// made again of them with its duration and play count; on AppKit a copy with its size in points
+        /// at that scale, and so are the frames kept with it.
+        fileprivate static func rescaled(_ image: Image, to scale: Double) -> Image {
+            #if canImport(UIKit)
+            func rewrapped(_ frame: Image) -> Image {
+                guard let cgImage = frame.cgImage else { return frame }
+                return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
+            }
+            guard let frames = image.images else { return rewrapped(image) }
+            let shown = ImageCache.runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
+            guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
+            if let plays = PlatformDecoder.plays(of: image) {
+                objc_setAssociatedObject(animated, playsKey, plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            }
+            return animated
+            #elseif canImport(AppKit)
+            guard let copy = image.copy() as? NSImage else { return image }
+            let pixels = Sizing.pixelSize(of: image)
+            copy.size = Sizing.pointSize(width: pixels.width, height: pixels.height, scale: scale)
+            if let frames = PlatformDecoder.frames(of: image) {  // a copy has none of the original's associations
+                let stills = Frames(images: frames.images.map { PlatformDecoder.rescaled($0, to: scale) }, durations: frames.durations,
+                                    plays: frames.plays)
+                objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            }
+            return copy
+            #else
+            return image  // an image is its bytes here: no scale
+            #endif
+        }
+
+        /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
+        fileprivate static func downloadedBytes(of image: Image) -> Data? {
+            #if canImport(UIKit) || canImport(AppKit)
+            return nil
+            #else
+            return image.data
+            #endif
         }
     }
+}
 
+// MARK: - Decoding/DecodeLimits.swift
+
+// DecodeLimits: what bounds a decode, and whether an animation is within them.
+
+
+nonisolated extension ImageCache {
     /// What bounds a decode: the settings when its request was made.
     fileprivate struct DecodeLimits: Sendable {
         /// The longest side of an image decoded with no size to fill (``ImageCache/maxDecodedPixelSize``).
@@ -10740,417 +11011,103 @@ nonisolated extension ImageCache {
         var memoryMaxBytes = Int.max
         /// The decoders the app plugged in (``ImageCache/Plugins/decoders``), asked before the platform's.
         var decoders: [any ImageDecoder] = []
-    }
 
-    /// Whether AppKit's `NSImageView` plays an animation of `format` itself from its `NSImage(data:)`:
-    /// a GIF's only. Any other (an APNG) is decoded as a still, its first frame, with its frames kept
-    /// for the SwiftUI views, which play them.
-    fileprivate static func appKitPlays(_ format: Format?) -> Bool {
-        format == .gif
-    }
-
-    /// What a bitmap of `width` x `height` pixels costs in memory, in bytes: its rows as the platform
-    /// laid them out (`bytesPerRow`: 8 bytes a pixel for a 16-bit or extended-range image, 4 for
-    /// most), never less than 4 bytes a pixel, and 4 a pixel where the rows are not known.
-    fileprivate static func bitmapBytes(width: Int, height: Int, bytesPerRow: Int?) -> Double {
-        max(Double(width) * 4, Double(bytesPerRow ?? 0)) * Double(height)
-    }
-
-    /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
-    /// animated: it has more than one frame, at most `limits.maxAnimatedFrames`, and its frames cost
-    /// (4 bytes a pixel) at most a quarter of `limits.memoryMaxBytes`, the most that one image kept in
-    /// memory may cost, counting `alsoKept` frames of that size kept beside them (AppKit keeps its
-    /// `NSImage`'s frame beside the frames for SwiftUI). Otherwise its first frame is shown.
-    fileprivate static func animates(frames: Int, width: Int, height: Int, within limits: DecodeLimits,
-                                  alsoKept: Int = 0) -> Bool {
-        frames > 1 && frames <= limits.maxAnimatedFrames
-            && (Double(frames) + Double(alsoKept)) * Double(width) * Double(height) * 4
-                <= Double(limits.memoryMaxBytes) / 4
-    }
-
-    /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
-    /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.
-    fileprivate static func frameDuration(delay: Double?) -> Double {
-        guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
-        return delay
-    }
-
-    /// An animation's timing as its file says it: how long each frame shows (by
-    /// ``frameDuration(delay:)``) and how many times it plays (0: forever).
-    fileprivate struct Timing: Sendable, Hashable {
-        var durations: [Double] = []
-        var plays = 1
-    }
-
-    /// How many times an animated GIF plays, from its NETSCAPE2.0 loop count (nil: the file has
-    /// none): once without one, forever for 0, else the count plus one, as browsers read it (the
-    /// count is of the repetitions after the first play). An APNG's `num_plays` is its plays.
-    fileprivate static func plays(gifLoopCount: Int?) -> Int {
-        guard let count = gifLoopCount else { return 1 }
-        return count == 0 ? 0 : count + 1
-    }
-
-    /// How to show frames of their own `durations` (seconds) where a platform shows every frame
-    /// for the same time (`UIImage.animatedImage(with:duration:)`): each frame repeated `repeats`
-    /// times, each time for `unit` seconds, so that every frame keeps its own duration (a frame of
-    /// 2 s between frames of 20 ms shows for 2 s). `unit` is their greatest common divisor in whole
-    /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
-    /// cost a pointer each; the frames are not copied); every frame shows at least once.
-    fileprivate static func frameSchedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
-        frameSchedule(durations, maxShown: maxShown, in: Int.self)
-    }
-
-    /// ``frameSchedule(_:maxShown:)`` in the integers of `Word`, the platform's `Int` (32 bits on
-    /// watchOS): a frame's milliseconds fit in 32 bits (each is at most the longest delay a file can
-    /// state, an APNG's 65,535 s), and their sum, which need not (40 such frames), is a `Double`,
-    /// exact far beyond any number of frames.
-    fileprivate static func frameSchedule<Word: FixedWidthInteger>(_ durations: [Double], maxShown: Int,
-                                                                in _: Word.Type) -> (unit: Double, repeats: [Int]) {
-        let longest = 65_535_000.0
-        let milliseconds = durations.map { duration -> Word in
-            let milliseconds = (duration * 1_000).rounded()
-            return milliseconds.isFinite ? Word(min(longest, max(1, milliseconds))) : 1
+        /// Whether an image of `frames` frames, each decoded at `width` x `height` pixels, is shown
+        /// animated: it has more than one frame, at most `maxAnimatedFrames`, and its frames cost
+        /// (4 bytes a pixel) at most a quarter of `memoryMaxBytes`, the most that one image kept in
+        /// memory may cost, counting `alsoKept` frames of that size kept beside them (AppKit keeps its
+        /// `NSImage`'s frame beside the frames for SwiftUI). Otherwise its first frame is shown.
+        func animates(frames: Int, width: Int, height: Int, alsoKept: Int = 0) -> Bool {
+            frames > 1 && frames <= maxAnimatedFrames
+                && (Double(frames) + Double(alsoKept)) * Double(width) * Double(height) * 4
+                    <= Double(memoryMaxBytes) / 4
         }
-        guard let first = milliseconds.first else { return (0.1, []) }
-        func gcd(_ a: Word, _ b: Word) -> Word { b == 0 ? a : gcd(b, a % b) }
-        let total = milliseconds.reduce(0.0) { $0 + Double($1) }
-        var unit = milliseconds.reduce(first, gcd)
-        if (total / Double(unit)).rounded(.down) > Double(max(1, maxShown)) {
-            unit = Word(min(longest, (total / Double(max(1, maxShown))).rounded(.up)))
-        }
-        let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
-        return (Double(unit) / 1_000, repeats)
-    }
-
-    /// Which frame an animation shows `elapsed` seconds after it started, where frame `i` shows for
-    /// `durations[i]` seconds and the whole plays `plays` times (0: forever), its last frame staying
-    /// once it has played; and `until`, when (in seconds from the start) the next frame replaces it,
-    /// nil once none will. What a SwiftUI view of an animated image shows, and when it shows the next.
-    fileprivate static func frame(at elapsed: Double, durations: [Double], plays: Int) -> (index: Int, until: Double?) {
-        let total = durations.reduce(0, +)
-        guard durations.count > 1, total > 0, total.isFinite, elapsed.isFinite else { return (0, nil) }
-        let elapsed = max(0, elapsed)
-        // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, and frame
-        // `i` ends at `p * total` plus the durations up to it (the last at `(p + 1) * total`): each
-        // end is decided and returned as the same number, so that a step taken at the `until` it
-        // was given always shows the next frame, however the sums round.
-        var play = (elapsed / total).rounded(.down)  // plays done so far, in Double: no overflow
-        if elapsed < play * total { play -= 1 }
-        if elapsed >= (play + 1) * total { play += 1 }
-        if plays > 0, play >= Double(plays) { return (durations.count - 1, nil) }
-        var offset = 0.0
-        for (index, duration) in durations.enumerated() {
-            offset += duration
-            let last = index == durations.count - 1
-            let end = last ? (play + 1) * total : play * total + offset
-            guard elapsed < end else { continue }
-            return (index, last && plays > 0 && play + 1 >= Double(plays) ? nil : end)
-        }
-        return (durations.count - 1, nil)  // not reached: `elapsed` < `(play + 1) * total`, the last end
-    }
-
-    /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
-    /// upright: turned by its EXIF `orientation` (5 to 8 swap the sides, as a camera held upright
-    /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
-    /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
-    /// A target larger than `maxPixels` is what its caller asked for, and is kept.
-    fileprivate static func decodedSize(width: Int, height: Int, orientation: Int = 1,
-                                     filling size: (width: Int, height: Int)?,
-                            maxPixels: Int = .max) -> (width: Int, height: Int) {
-        let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
-        guard width > 0, height > 0 else { return (width, height) }
-        let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
-            ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
-        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
-    }
-
-    /// The longest side ImageIO is asked for (`kCGImageSourceThumbnailMaxPixelSize`) to make a
-    /// bitmap of `fit` (``decodedSize(width:height:orientation:filling:maxPixels:)``): its longer side.
-    /// So a large image's thumbnail, decoded from its file, is bounded by the target or by
-    /// `maxDecodedPixelSize`, whatever the size of the file.
-    fileprivate static func thumbnailPixels(_ fit: (width: Int, height: Int)) -> Int {
-        max(fit.width, fit.height)
-    }
-
-    /// Whether a whole image of `whole` pixels, found in memory for a binding to fill `target`
-    /// pixels, is shown only meanwhile and replaced by the target's own decode (from the file, or the
-    /// download under way: no second download). It is when it is at least twice the target on both
-    /// sides (four times the memory and more, which a view would keep after the cache let it go:
-    /// a prefetched photo in a small cell), or when a bounded decode made it smaller than its
-    /// original (its longest side reached `decodeBound`, the longest side of a whole decode; nil
-    /// where images are not decoded, so a whole one is its original) and it does not fill the
-    /// target (blurry). Else it is as sharp as the target's decode would be, at most four times its
-    /// memory, and stays.
-    fileprivate static func replacesWhole(_ whole: (width: Int, height: Int), for target: (width: Int, height: Int),
-                                       decodeBound: Int?) -> Bool {
-        if whole.width / 2 >= target.width && whole.height / 2 >= target.height { return true }
-        guard let decodeBound, max(whole.width, whole.height) >= decodeBound else { return false }
-        return whole.width < target.width || whole.height < target.height
-    }
-
-    /// Whether a binding made for `bound` pixels (nil: none, a view not laid out: a whole decode,
-    /// whose longest side is at most `decodeBound`) is wrong for the `laidOut` size it has now, so
-    /// that it binds again: it is smaller on a side (blurry), or at least twice as large on both
-    /// (four times the memory and more).
-    fileprivate static func redecodes(bound: (width: Int, height: Int)?, laidOut: (width: Int, height: Int),
-                                   decodeBound: Int) -> Bool {
-        let bound = bound ?? (decodeBound, decodeBound)
-        let blurry = bound.width < laidOut.width || bound.height < laidOut.height
-        let oversized = bound.width / 2 >= laidOut.width && bound.height / 2 >= laidOut.height
-        return blurry || oversized
-    }
-
-    /// Whether a binding made for `bound` (its size in pixels, nil for the whole image, and its
-    /// display scale) binds again for a view `now` of another size or scale: a sized one on a screen
-    /// of another scale does (its image's size is in points); one of a size ``redecodes(bound:laidOut:decodeBound:)``
-    /// says is wrong does; one that asks for the whole image now does, unless it did already.
-    fileprivate static func rebinds(bound: (size: (width: Int, height: Int)?, scale: Double),
-                                 now: (size: (width: Int, height: Int)?, scale: Double), decodeBound: Int) -> Bool {
-        guard let laidOut = now.size else { return bound.size != nil }
-        if bound.size != nil, bound.scale != now.scale { return true }
-        return redecodes(bound: bound.size, laidOut: laidOut, decodeBound: decodeBound)
-    }
-
-    /// The scale an image decoded for the screen carries, so that its `size` is in points and
-    /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
-    /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
-    fileprivate static func displayScale(_ scale: Double?, screen: Double?) -> Double {
-        decodeScale(scale, screen: screen).scale
-    }
-
-    /// ``displayScale(_:screen:)``, and whether its 1 only stands in for the main screen's scale,
-    /// not read yet (`screen` nil: a cache made off the main thread, before the main queue's next
-    /// turn). An image decoded so is not kept in memory, and is given the screen's scale when it is
-    /// delivered (``deliveryScale(standIn:screen:)``); the next request decodes it at that scale.
-    fileprivate static func decodeScale(_ scale: Double?, screen: Double?) -> (scale: Double, standsIn: Bool) {
-        if let scale, (1...16).contains(scale) { return (scale, false) }
-        if let screen, (1...16).contains(screen) { return (screen, false) }
-        return (1, screen == nil)
-    }
-
-    /// The scale to give, when it is delivered, an image decoded at a stand-in scale (see
-    /// ``decodeScale(_:screen:)``): the screen's, if it is known by then and is another; nil to leave
-    /// the image as it is.
-    fileprivate static func deliveryScale(standIn: Double, screen: Double?) -> Double? {
-        guard let screen, (1...16).contains(screen), screen != standIn else { return nil }
-        return screen
-    }
-
-    /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
-    /// scale, not rounded (301 pixels at 2x are 150.5 points, as `UIImage` says), so that the size
-    /// times the scale is the pixels again.
-    fileprivate static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
-        CGSize(width: Double(width) / scale, height: Double(height) / scale)
     }
 }
 
-// The platform's decoding (ImageIO on Apple platforms), and what an image is in pixels and bytes.
+// MARK: - Decoding/Sizing.swift
+
+// Sizing: the size and scale an image is decoded at and shown at, and what its bitmap costs.
+
+
 nonisolated extension ImageCache {
-    #if canImport(ImageIO)
-    /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
-    /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
-    /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
-    /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
-    /// if ``animates(frames:width:height:within:)`` says so: on UIKit every frame is scaled like a
-    /// still (if one cannot be made, the first frame is shown); on AppKit the `NSImage` stays whole,
-    /// as `NSImageView` animates it, and its frames scaled like stills are kept with it for the
-    /// SwiftUI views (``frames(of:)``), so the rule counts full frames and one more (the frame the
-    /// `NSImage`'s bitmap holds).
-    ///
-    /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
-    /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
-    /// whole; the thumbnail is made at the same bounded size.
-    fileprivate static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
-                               limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
-        let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
-        guard let source,
-              let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
-              let width = header[kCGImagePropertyPixelWidth] as? Int,
-              let height = header[kCGImagePropertyPixelHeight] as? Int
-        else { return nil }
-        let orientation = header[kCGImagePropertyOrientation] as? Int ?? 1
-        let fit = decodedSize(width: width, height: height, orientation: orientation, filling: size,
-                              maxPixels: limits.maxPixels)
-        let options: [CFString: Any] = [kCGImageSourceCreateThumbnailFromImageAlways: true,
-                                        kCGImageSourceShouldCacheImmediately: true,
-                                        kCGImageSourceCreateThumbnailWithTransform: true,
-                                        kCGImageSourceThumbnailMaxPixelSize: thumbnailPixels(fit)]
-        let frames = min(frames, CGImageSourceGetCount(source))
-        #if canImport(UIKit)
-        let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
-        if animates(frames: frames, width: fit.width, height: fit.height, within: limits),
-           let decoded = decodedFrames(source, frames, options, image) {
-            // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
-            let schedule = frameSchedule(decoded.durations)
-            let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
-            if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
-                                         .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
-                return animated
-            }
+    /// The size and scale an image is decoded at and shown at, shared by every platform, and what
+    /// a bitmap costs.
+    fileprivate enum Sizing {
+        /// The size, in pixels, that an image of `width` x `height` pixels as stored is decoded at,
+        /// upright: turned by its EXIF `orientation` (5 to 8 swap the sides, as a camera held upright
+        /// writes them), then scaled down, never up, until one side fits `size` (a binder's target,
+        /// in the same orientation), or, with no target, until its longest side is at most `maxPixels`.
+        /// A target larger than `maxPixels` is what its caller asked for, and is kept.
+        fileprivate static func decodedSize(width: Int, height: Int, orientation: Int = 1,
+                                         filling size: (width: Int, height: Int)?,
+                                maxPixels: Int = .max) -> (width: Int, height: Int) {
+            let (width, height) = (5...8).contains(orientation) ? (height, width) : (width, height)
+            guard width > 0, height > 0 else { return (width, height) }
+            let scale = size.map { min(1, max(Double($0.width) / Double(width), Double($0.height) / Double(height))) }
+                ?? min(1, Double(max(1, maxPixels)) / Double(max(width, height)))
+            return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
         }
-        #else
-        let image = { (cgImage: CGImage) in
-            NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+
+        /// The longest side ImageIO is asked for (`kCGImageSourceThumbnailMaxPixelSize`) to make a
+        /// bitmap of `fit` (``ImageCache/Sizing/decodedSize(width:height:orientation:filling:maxPixels:)``): its longer side.
+        /// So a large image's thumbnail, decoded from its file, is bounded by the target or by
+        /// `maxDecodedPixelSize`, whatever the size of the file.
+        fileprivate static func thumbnailPixels(_ fit: (width: Int, height: Int)) -> Int {
+            max(fit.width, fit.height)
         }
-        // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
-        // longest side a decode may have, sized in points like a still.
-        if appKitPlays(format), animates(frames: frames, width: width, height: height, within: limits, alsoKept: 1),
-           max(width, height) <= limits.maxPixels,
-           let animated = NSImage(data: data) {
-            animated.size = pointSize(width: width, height: height, scale: scale)
-            // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
-            // like a still, kept with the image (and counted in its memory cost).
-            if let decoded = decodedFrames(source, frames, options, image) {
-                objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-            }
-            keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
-            return animated
+
+        /// The scale an image decoded for the screen carries, so that its `size` is in points and
+        /// `size` x `scale` is its bitmap in pixels: `scale` (a view's `displayScale`) if it is one, else
+        /// `screen` (the main screen's, ``screenScale``), else 1. A view not in a window says 0.
+        fileprivate static func displayScale(_ scale: Double?, screen: Double?) -> Double {
+            Sizing.decodeScale(scale, screen: screen).scale
         }
-        // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
-        // a still, with its frames for the SwiftUI views.
-        if animates(frames: frames, width: fit.width, height: fit.height, within: limits, alsoKept: 1),
-           let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
-           let decoded = decodedFrames(source, frames, options, image) {
-            objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-            keepAnimationBytes(data, file: file, with: still)
-            return still
+
+        /// ``ImageCache/Sizing/displayScale(_:screen:)``, and whether its 1 only stands in for the main screen's scale,
+        /// not read yet (`screen` nil: a cache made off the main thread, before the main queue's next
+        /// turn). An image decoded so is not kept in memory, and is given the screen's scale when it is
+        /// delivered (``ImageCache/Sizing/deliveryScale(standIn:screen:)``); the next request decodes it at that scale.
+        fileprivate static func decodeScale(_ scale: Double?, screen: Double?) -> (scale: Double, standsIn: Bool) {
+            if let scale, (1...16).contains(scale) { return (scale, false) }
+            if let screen, (1...16).contains(screen) { return (screen, false) }
+            return (1, screen == nil)
         }
-        #endif
-        return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
-    }
 
-    /// The first `frames` frames of `source`, each decoded with `options` and made an image by
-    /// `image`, with their durations (``frameDuration(delay:)``) and plays; nil unless every frame
-    /// could be decoded.
-    private static func decodedFrames(_ source: CGImageSource, _ frames: Int, _ options: [CFString: Any],
-                                      _ image: (CGImage) -> Image) -> Frames? {
-        let images = (0..<frames).compactMap {
-            CGImageSourceCreateThumbnailAtIndex(source, $0, options as CFDictionary).map(image)
+        /// The scale to give, when it is delivered, an image decoded at a stand-in scale (see
+        /// ``ImageCache/Sizing/decodeScale(_:screen:)``): the screen's, if it is known by then and is another; nil to leave
+        /// the image as it is.
+        fileprivate static func deliveryScale(standIn: Double, screen: Double?) -> Double? {
+            guard let screen, (1...16).contains(screen), screen != standIn else { return nil }
+            return screen
         }
-        guard images.count == frames else { return nil }
-        return Frames(images: images, durations: (0..<frames).map { frameDuration(delay: delay(source, at: $0)) },
-                      plays: plays(source))
-    }
 
-    /// An animation as the SwiftUI views play it: its distinct frames, how long each shows, and how
-    /// many times the whole plays (0: forever). Immutable.
-    fileprivate final class Frames: @unchecked Sendable {
-        let images: [Image], durations: [Double], plays: Int
-
-        init(images: [Image], durations: [Double], plays: Int) {
-            (self.images, self.durations, self.plays) = (images, durations, plays)
+        /// The size in points of a bitmap of `width` x `height` pixels at `scale`: the pixels over the
+        /// scale, not rounded (301 pixels at 2x are 150.5 points, as `UIImage` says), so that the size
+        /// times the scale is the pixels again.
+        fileprivate static func pointSize(width: Int, height: Int, scale: Double) -> CGSize {
+            CGSize(width: Double(width) / scale, height: Double(height) / scale)
         }
-    }
 
-    #if canImport(UIKit)
-    /// How many times an animated image decoded here plays (0: forever), which a `UIImage` cannot
-    /// say itself: kept with it (see `bitmap`), read by an image view's binder. Nil for a still.
-    fileprivate static func plays(of image: Image) -> Int? {
-        guard image.images != nil else { return nil }
-        return (objc_getAssociatedObject(image, playsKey) as? NSNumber)?.intValue
-    }
-
-    /// The frames of an animated `image` (nil for a still): each distinct frame once, for as long as
-    /// it is repeated (see `bitmap`), as many plays as its file says (forever for one made elsewhere).
-    fileprivate static func frames(of image: Image) -> Frames? {
-        guard let shown = image.images, shown.count > 1, image.duration > 0 else { return nil }
-        let runs = runs(shown), unit = image.duration / Double(shown.count)
-        return Frames(images: runs.map(\.frame), durations: runs.map { Double($0.repeats) * unit },
-                      plays: plays(of: image) ?? 0)
-    }
-
-    // An address used only as the association's key, never read or written through: safe anywhere.
-    nonisolated(unsafe) private static let playsKey =
-        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
-    #else
-    /// The frames of an animated `image` decoded here (nil for a still, and for one made elsewhere,
-    /// which `NSImageView` plays but the SwiftUI views show still), kept with it by `bitmap`.
-    fileprivate static func frames(of image: Image) -> Frames? {
-        objc_getAssociatedObject(image, framesKey) as? Frames
-    }
-
-    // An address used only as the association's key, never read or written through: safe anywhere.
-    nonisolated(unsafe) private static let framesKey =
-        UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
-    #endif
-
-    /// How many times the animation in `source` plays (0: forever): GIF's by ``plays(gifLoopCount:)``,
-    /// APNG's, WebP's and HEICS's as their files say (``ImageIOFrameSource``).
-    private static func plays(_ source: CGImageSource) -> Int {
-        ImageIOFrameSource.plays(in: CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:])
-    }
-
-    /// The delay, in seconds, that ImageIO reads for frame `index` of a GIF, APNG, WebP or HEICS
-    /// (unclamped where the format says it).
-    private static func delay(_ source: CGImageSource, at index: Int) -> Double? {
-        ImageIOFrameSource.delay(in: CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:])
-    }
-    #endif
-
-    /// `image` with another `scale` (its `size` in points changes, its bitmap stays, not copied): on
-    /// UIKit each distinct frame re-wrapped (`UIImage(cgImage:scale:orientation:)`), an animation
-    /// made again of them with its duration and play count; on AppKit a copy with its size in points
-    /// at that scale, and so are the frames kept with it.
-    fileprivate static func rescaled(_ image: Image, to scale: Double) -> Image {
-        #if canImport(UIKit)
-        func rewrapped(_ frame: Image) -> Image {
-            guard let cgImage = frame.cgImage else { return frame }
-            return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
+        /// What a bitmap of `width` x `height` pixels costs in memory, in bytes: its rows as the platform
+        /// laid them out (`bytesPerRow`: 8 bytes a pixel for a 16-bit or extended-range image, 4 for
+        /// most), never less than 4 bytes a pixel, and 4 a pixel where the rows are not known.
+        fileprivate static func bitmapBytes(width: Int, height: Int, bytesPerRow: Int?) -> Double {
+            max(Double(width) * 4, Double(bytesPerRow ?? 0)) * Double(height)
         }
-        guard let frames = image.images else { return rewrapped(image) }
-        let shown = runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
-        guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
-        if let plays = plays(of: image) {
-            objc_setAssociatedObject(animated, playsKey, plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+
+        /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
+        /// representation's), its header's on Linux.
+        fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
+            #if canImport(UIKit)
+            return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
+            #elseif canImport(AppKit)
+            let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
+            return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
+            #else
+            return (image.width, image.height)
+            #endif
         }
-        return animated
-        #elseif canImport(AppKit)
-        guard let copy = image.copy() as? NSImage else { return image }
-        let pixels = pixelSize(of: image)
-        copy.size = pointSize(width: pixels.width, height: pixels.height, scale: scale)
-        if let frames = frames(of: image) {  // a copy has none of the original's associations
-            let stills = Frames(images: frames.images.map { rescaled($0, to: scale) }, durations: frames.durations,
-                                plays: frames.plays)
-            objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-        }
-        return copy
-        #else
-        return image  // an image is its bytes here: no scale
-        #endif
-    }
-
-    /// An image's size in pixels: its bitmap's where the platform decodes (AppKit: its largest
-    /// representation's), its header's on Linux.
-    fileprivate static func pixelSize(of image: Image) -> (width: Int, height: Int) {
-        #if canImport(UIKit)
-        return (Int((image.size.width * image.scale).rounded()), Int((image.size.height * image.scale).rounded()))
-        #elseif canImport(AppKit)
-        let largest = image.representations.max { $0.pixelsWide * $0.pixelsHigh < $1.pixelsWide * $1.pixelsHigh }
-        return (largest?.pixelsWide ?? 0, largest?.pixelsHigh ?? 0)
-        #else
-        return (image.width, image.height)
-        #endif
-    }
-
-    /// The longest side of a whole decode (see ``replacesWhole(_:for:decodeBound:)``): the setting or
-    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
-    fileprivate var wholeDecodeBound: Int? {
-        #if canImport(ImageIO)
-        return locked { $0.decodeLimits.maxPixels }
-        #else
-        return nil
-        #endif
-    }
-
-    /// The downloaded bytes an image holds itself: all of them on Linux, none where it is decoded.
-    fileprivate static func downloadedBytes(of image: Image) -> Data? {
-        #if canImport(UIKit) || canImport(AppKit)
-        return nil
-        #else
-        return image.data
-        #endif
     }
 }
 
@@ -11173,7 +11130,7 @@ nonisolated extension ImageCache {
     /// `IEND`; WebP: chunks inside the RIFF, image data after a VP8X header): so the bytes up to
     /// `end` inspect again to the same result.
     fileprivate static func inspect(_ data: Data)
-        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
+        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: FrameTiming), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -11191,7 +11148,7 @@ nonisolated extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: FrameTiming), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -11228,7 +11185,7 @@ nonisolated extension ImageCache {
             var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
             var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
-            var timing = Timing()
+            var timing = FrameTiming()
             while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
                 let length = Int(be32(offset))
                 let end = offset + 12 + length
@@ -11263,7 +11220,7 @@ nonisolated extension ImageCache {
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
                     let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
-                    timing.durations.append(frameDuration(delay: delay))
+                    timing.durations.append(FrameTiming.duration(delay: delay))
                 }
                 offset = end
             }
@@ -11313,7 +11270,7 @@ nonisolated extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
-                    return .success((.jpeg, width, height, offset + 2, 1, Timing()))
+                    return .success((.jpeg, width, height, offset + 2, 1, FrameTiming()))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -11352,7 +11309,7 @@ nonisolated extension ImageCache {
             var frames = 0
             var (delays, delay, loopCount): ([Double], Double?, Int?) = ([], nil, nil)
             func whole(_ end: Int) -> Info {
-                let timing = frames > 1 ? Timing(durations: delays, plays: plays(gifLoopCount: loopCount)) : Timing()
+                let timing = frames > 1 ? FrameTiming(durations: delays, plays: FrameTiming.plays(gifLoopCount: loopCount)) : FrameTiming()
                 return .success((.gif, width, height, end, frames, timing))
             }
             while offset < count {
@@ -11377,7 +11334,7 @@ nonisolated extension ImageCache {
                     guard let end = skipSubBlocks(offset + 1) else { return truncatedGIF() }
                     offset = end
                     frames += 1
-                    delays.append(frameDuration(delay: delay))
+                    delays.append(FrameTiming.duration(delay: delay))
                     delay = nil
                 default:
                     return corrupt(.gif, "unknown block at byte \(offset)")
@@ -11444,7 +11401,7 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
+            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, FrameTiming())) }
             // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
             switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
             case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))
@@ -11577,7 +11534,7 @@ nonisolated extension ImageCache {
     /// does not lie inside the canvas; a frame's chunk (`ALPH`, `VP8 `, `VP8L`, ...) that runs past
     /// its `ANMF` chunk; a frame without `VP8 ` or `VP8L` data whose header is whole.
     ///
-    /// Durations follow ``ImageCache/frameDuration(delay:)`` (a delay under 20 ms shows for 100 ms);
+    /// Durations follow ``ImageCache/FrameTiming/duration(delay:)`` (a delay under 20 ms shows for 100 ms);
     /// the loop count is the number of plays, 0 for forever (as libwebp and browsers read it).
     fileprivate struct WebPAnimation {
         /// Why the chunks are not an animation a decoder would accept.
@@ -11595,7 +11552,7 @@ nonisolated extension ImageCache {
         /// The frames and timing of the extended WebP whose chunks run from byte 12 (its `VP8X`
         /// chunk) to `end`, with a canvas of `canvas` pixels. A file whose `VP8X` header says it is
         /// not animated, and has no `ANMF` chunk, is one frame.
-        fileprivate func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: Timing), Refusal> {
+        fileprivate func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: FrameTiming), Refusal> {
             let animated = byte(20) & 0x02 != 0  // the VP8X flags' animation bit
             var (offset, plays, durations): (Int, Int?, [Double]) = (12, nil, [])
             while end - offset >= 8 {
@@ -11607,13 +11564,13 @@ nonisolated extension ImageCache {
                     guard animated else { return refuse("an ANMF frame in a WebP whose VP8X header is not animated") }
                     guard plays != nil else { return refuse("the ANMF frame at byte \(offset) comes before any ANIM chunk") }
                     if let reason = frameProblem(start, length, durations.count + 1, canvas) { return refuse(reason) }
-                    durations.append(frameDuration(delay: Double(le24(start + 12)) / 1_000))
+                    durations.append(FrameTiming.duration(delay: Double(le24(start + 12)) / 1_000))
                 }
                 offset = start + length + (length & 1)
             }
             if animated && durations.isEmpty { return refuse("the VP8X header says animated, but no ANMF frame follows") }
-            guard durations.count > 1 else { return .success((1, Timing())) }
-            return .success((durations.count, Timing(durations: durations, plays: plays ?? 0)))
+            guard durations.count > 1 else { return .success((1, FrameTiming())) }
+            return .success((durations.count, FrameTiming(durations: durations, plays: plays ?? 0)))
         }
 
         /// What is wrong with the frame (number `number`, from 1) whose `ANMF` payload is the
@@ -11645,7 +11602,7 @@ nonisolated extension ImageCache {
             return image ? nil : "frame \(number) has no VP8 or VP8L data"
         }
 
-        private func refuse(_ reason: String) -> Result<(frames: Int, timing: Timing), Refusal> {
+        private func refuse(_ reason: String) -> Result<(frames: Int, timing: FrameTiming), Refusal> {
             .failure(Refusal(reason: reason))
         }
 
@@ -11779,7 +11736,7 @@ nonisolated extension ImageCache {
         }
 
         /// What one frame costs at the view's pixels: 4 bytes a pixel.
-        var frameBytes: Int { Int(min(Double(Int.max / 2), bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
+        var frameBytes: Int { Int(min(Double(Int.max / 2), Sizing.bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
 
         /// How many frames it may hold after the one shown, by its share of the budget.
         var framesAhead: Int { budget.framesAhead(frameBytes: frameBytes, frameCount: timeline.frameCount) }
@@ -11942,7 +11899,7 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// Which frame an animation shows at a time since it started, and the frames after it: frame
-    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/frameDuration(delay:)``, the
+    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/FrameTiming/duration(delay:)``, the
     /// browsers' rule for delays under 20 ms), and the whole plays `plays` times (0: forever), its
     /// last frame staying once it has played. A frame shown is a ``Slot``: the frame's index in the
     /// file, and its ordinal, the how-manieth frame shown since the start, counted across plays.
@@ -12021,6 +11978,94 @@ nonisolated extension ImageCache {
             let play = Double(plays - 1)
             return Slot(ordinal: ordinal(play, frameCount - 1), index: frameCount - 1,
                         start: play * total + starts[frameCount - 1], end: .infinity)
+        }
+    }
+}
+
+// MARK: - Animation/FrameTiming.swift
+
+// FrameTiming: an animation's timing as its file says it, and which frame shows when.
+
+
+nonisolated extension ImageCache {
+    /// An animation's timing as its file says it: how long each frame shows (by
+    /// ``duration(delay:)``) and how many times it plays (0: forever); and which frame shows when.
+    fileprivate struct FrameTiming: Sendable, Hashable {
+        var durations: [Double] = []
+        var plays = 1
+
+        /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
+        /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.
+        fileprivate static func duration(delay: Double?) -> Double {
+            guard let delay, delay >= 0.02, delay.isFinite else { return 0.1 }
+            return delay
+        }
+
+        /// How many times an animated GIF plays, from its NETSCAPE2.0 loop count (nil: the file has
+        /// none): once without one, forever for 0, else the count plus one, as browsers read it (the
+        /// count is of the repetitions after the first play). An APNG's `num_plays` is its plays.
+        fileprivate static func plays(gifLoopCount: Int?) -> Int {
+            guard let count = gifLoopCount else { return 1 }
+            return count == 0 ? 0 : count + 1
+        }
+
+        /// How to show frames of their own `durations` (seconds) where a platform shows every frame
+        /// for the same time (`UIImage.animatedImage(with:duration:)`): each frame repeated `repeats`
+        /// times, each time for `unit` seconds, so that every frame keeps its own duration (a frame of
+        /// 2 s between frames of 20 ms shows for 2 s). `unit` is their greatest common divisor in whole
+        /// milliseconds, coarsened so that the frames shown number at most `maxShown` (the references
+        /// cost a pointer each; the frames are not copied); every frame shows at least once.
+        fileprivate static func schedule(_ durations: [Double], maxShown: Int = 1_000) -> (unit: Double, repeats: [Int]) {
+            schedule(durations, maxShown: maxShown, in: Int.self)
+        }
+
+        /// ``schedule(_:maxShown:)`` in the integers of `Word`, the platform's `Int` (32 bits on
+        /// watchOS): a frame's milliseconds fit in 32 bits (each is at most the longest delay a file can
+        /// state, an APNG's 65,535 s), and their sum, which need not (40 such frames), is a `Double`,
+        /// exact far beyond any number of frames.
+        fileprivate static func schedule<Word: FixedWidthInteger>(_ durations: [Double], maxShown: Int,
+                                                                    in _: Word.Type) -> (unit: Double, repeats: [Int]) {
+            let longest = 65_535_000.0
+            let milliseconds = durations.map { duration -> Word in
+                let milliseconds = (duration * 1_000).rounded()
+                return milliseconds.isFinite ? Word(min(longest, max(1, milliseconds))) : 1
+            }
+            guard let first = milliseconds.first else { return (0.1, []) }
+            func gcd(_ a: Word, _ b: Word) -> Word { b == 0 ? a : gcd(b, a % b) }
+            let total = milliseconds.reduce(0.0) { $0 + Double($1) }
+            var unit = milliseconds.reduce(first, gcd)
+            if (total / Double(unit)).rounded(.down) > Double(max(1, maxShown)) {
+                unit = Word(min(longest, (total / Double(max(1, maxShown))).rounded(.up)))
+            }
+            let repeats = milliseconds.map { max(1, Int((Double($0) / Double(unit)).rounded())) }
+            return (Double(unit) / 1_000, repeats)
+        }
+
+        /// Which frame an animation shows `elapsed` seconds after it started, where frame `i` shows for
+        /// `durations[i]` seconds and the whole plays `plays` times (0: forever), its last frame staying
+        /// once it has played; and `until`, when (in seconds from the start) the next frame replaces it,
+        /// nil once none will. What a SwiftUI view of an animated image shows, and when it shows the next.
+        fileprivate static func frame(at elapsed: Double, durations: [Double], plays: Int) -> (index: Int, until: Double?) {
+            let total = durations.reduce(0, +)
+            guard durations.count > 1, total > 0, total.isFinite, elapsed.isFinite else { return (0, nil) }
+            let elapsed = max(0, elapsed)
+            // Play `p` runs from `p * total` to `(p + 1) * total`, by these very expressions, and frame
+            // `i` ends at `p * total` plus the durations up to it (the last at `(p + 1) * total`): each
+            // end is decided and returned as the same number, so that a step taken at the `until` it
+            // was given always shows the next frame, however the sums round.
+            var play = (elapsed / total).rounded(.down)  // plays done so far, in Double: no overflow
+            if elapsed < play * total { play -= 1 }
+            if elapsed >= (play + 1) * total { play += 1 }
+            if plays > 0, play >= Double(plays) { return (durations.count - 1, nil) }
+            var offset = 0.0
+            for (index, duration) in durations.enumerated() {
+                offset += duration
+                let last = index == durations.count - 1
+                let end = last ? (play + 1) * total : play * total + offset
+                guard elapsed < end else { continue }
+                return (index, last && plays > 0 && play + 1 >= Double(plays) ? nil : end)
+            }
+            return (durations.count - 1, nil)  // not reached: `elapsed` < `(play + 1) * total`, the last end
         }
     }
 }
@@ -12119,7 +12164,7 @@ nonisolated extension ImageCache {
     /// cache's folder), never the frames: those are the player's, within the shared budget.
     fileprivate protocol FrameSource: AnyObject {
         /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
-        var timing: Timing { get }
+        var timing: FrameTiming { get }
 
         /// DecodeWorkers frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
         /// the queue its player runs on, with the frame or nil when it could not be decoded. The
@@ -12138,7 +12183,7 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// One frame of an animation decoded for a view: its image (nil where there is no platform
     /// image to make, as for the scheduler's tests) and the bytes its bitmap holds, which the
-    /// shared budget counts (``ImageCache/bitmapBytes(width:height:bytesPerRow:)``).
+    /// shared budget counts (``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``).
     fileprivate struct DecodedFrame: @unchecked Sendable {
         /// The frame as the view shows it. Immutable once made (a `UIImage`, an `NSImage`).
         let image: Image?
@@ -12216,7 +12261,7 @@ nonisolated extension ImageCache {
     ///
     /// Thread safety: made and asked on the main queue; the decodes run on its queue.
     fileprivate final class ImageIOFrameSource: FrameSource, @unchecked Sendable {
-        let timing: Timing
+        let timing: FrameTiming
         private let source: CGImageSource
         private let scale: Double
         private let queue = DispatchQueue(label: "ImageCache.ImageIOFrameSource", qos: .userInitiated)
@@ -12242,7 +12287,7 @@ nonisolated extension ImageCache {
             queue.async {
                 let frame = CGImageSourceCreateThumbnailAtIndex(source.value, index, dictionary.value).map { cgImage in
                     DecodedFrame(image: Self.image(cgImage, scale: scale),
-                                 bytes: Int(bitmapBytes(width: cgImage.width, height: cgImage.height,
+                                 bytes: Int(Sizing.bitmapBytes(width: cgImage.width, height: cgImage.height,
                                                         bytesPerRow: cgImage.bytesPerRow)))
                 }
                 let decoded = Unchecked(frame)
@@ -12254,21 +12299,21 @@ nonisolated extension ImageCache {
             #if canImport(UIKit)
             return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
             #else
-            return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            return NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
             #endif
         }
 
-        /// How long each frame of `source` shows (by ``ImageCache/frameDuration(delay:)``) and how many
+        /// How long each frame of `source` shows (by ``ImageCache/FrameTiming/duration(delay:)``) and how many
         /// times the whole plays (0: forever), from its format's dictionary: GIF's (its loop count
-        /// read as browsers do, ``ImageCache/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
-        static func timing(of source: CGImageSource) -> Timing {
+        /// read as browsers do, ``ImageCache/FrameTiming/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
+        static func timing(of source: CGImageSource) -> FrameTiming {
             let count = CGImageSourceGetCount(source)
             let durations = (0..<count).map { index -> Double in
                 let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
-                return frameDuration(delay: delay(in: properties))
+                return FrameTiming.duration(delay: delay(in: properties))
             }
             let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
-            return Timing(durations: durations, plays: plays(in: properties))
+            return FrameTiming(durations: durations, plays: plays(in: properties))
         }
 
         /// A frame's delay in seconds from its properties: each format's unclamped delay, else its delay.
@@ -12286,7 +12331,7 @@ nonisolated extension ImageCache {
         /// loop count read as browsers do, the others' as the number of plays, else once.
         fileprivate static func plays(in properties: [CFString: Any]) -> Int {
             if let gif = properties[kCGImagePropertyGIFDictionary] as? [CFString: Any] {
-                return ImageCache.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
+                return ImageCache.FrameTiming.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
             }
             for (dictionary, loopCount) in loopKeys {
                 if let format = properties[dictionary] as? [CFString: Any], let plays = format[loopCount] as? Int {
@@ -12419,7 +12464,7 @@ nonisolated extension ImageCache {
         guard let first = image.images?.first else { return image }
         return first.cgImage.map { UIImage(cgImage: $0, scale: image.scale, orientation: .up) } ?? first
         #elseif canImport(AppKit)
-        return frames(of: image)?.images.first ?? image
+        return PlatformDecoder.frames(of: image)?.images.first ?? image
         #else
         guard image.frameCount > 1 else { return image }
         return Image(data: image.data, format: image.format, width: image.width, height: image.height, frameCount: 1)
@@ -13181,7 +13226,7 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// The main screen's scale, once read: what an image decoded for no view in particular (a
     /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
-    /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
+    /// carries 1 in its place (see ``ImageCache/Sizing/decodeScale(_:screen:)``), and its image is given the scale at
     /// delivery. 1 where there is no screen (Linux), or the read found none.
     ///
     /// Read where Apple allows it with no view at hand, never through the deprecated `UIScreen.main`:

@@ -30,7 +30,7 @@ final class AnimatedImageTests: CacheTestCase {
         }
     }
 
-    // MARK: Timing
+    // MARK: FrameTiming
 
     func testAGIFsFramesKeepTheirOwnDelaysAndItsLoopCount() {
         // Given a GIF whose frames say 20 ms, 2 s and nothing usable (0), played once more after the first
@@ -50,9 +50,9 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: nil))?.playCount, 1)
         XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: 0))?.playCount, 0)
         XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 2, loopCount: 4))?.playCount, 5)
-        XCTAssertEqual(ImageCache.plays(gifLoopCount: nil), 1)
-        XCTAssertEqual(ImageCache.plays(gifLoopCount: 0), 0)
-        XCTAssertEqual(ImageCache.plays(gifLoopCount: 65_535), 65_536)
+        XCTAssertEqual(ImageCache.FrameTiming.plays(gifLoopCount: nil), 1)
+        XCTAssertEqual(ImageCache.FrameTiming.plays(gifLoopCount: 0), 0)
+        XCTAssertEqual(ImageCache.FrameTiming.plays(gifLoopCount: 65_535), 65_536)
     }
 
     func testAnAPNGsFramesKeepTheirDelaysAndItsPlays() {
@@ -85,12 +85,12 @@ final class AnimatedImageTests: CacheTestCase {
 
     func testFramesShownEvenlyAreRepeatedToKeepTheirOwnDurations() {
         // A frame of 2 s between frames of 20 ms shows for 2 s, not for the average
-        let schedule = ImageCache.frameSchedule([0.02, 2, 0.02])
+        let schedule = ImageCache.FrameTiming.schedule([0.02, 2, 0.02])
         XCTAssertEqual(schedule.unit, 0.02, accuracy: 1e-9)
         XCTAssertEqual(schedule.repeats, [1, 100, 1])
 
         // Equal durations are shown once each
-        let even = ImageCache.frameSchedule([0.1, 0.1, 0.1])
+        let even = ImageCache.FrameTiming.schedule([0.1, 0.1, 0.1])
         XCTAssertEqual(even.unit, 0.1, accuracy: 1e-9)
         XCTAssertEqual(even.repeats, [1, 1, 1])
     }
@@ -100,7 +100,7 @@ final class AnimatedImageTests: CacheTestCase {
         let image = ImageCache.Image(data: Self.apng(claiming: 2, plays: 3, delays: [(1, 50), (150, 0)]))!
         XCTAssertEqual(image.frameDurations, [0.02, 1.5])
         let frame = { (seconds: Double) in
-            ImageCache.frame(at: seconds, durations: image.frameDurations, plays: image.playCount).index
+            ImageCache.FrameTiming.frame(at: seconds, durations: image.frameDurations, plays: image.playCount).index
         }
 
         // Then the first frame shows for its 20 ms, the second for its 1.5 s, three times over
@@ -122,7 +122,7 @@ final class AnimatedImageTests: CacheTestCase {
         var steps: [(at: Double, frame: Int)] = []
         var at: Double? = 0
         while let now = at, steps.count < 100 {
-            let shown = ImageCache.frame(at: now, durations: image.frameDurations, plays: image.playCount)
+            let shown = ImageCache.FrameTiming.frame(at: now, durations: image.frameDurations, plays: image.playCount)
             steps.append((now, shown.index))
             at = shown.until
         }
@@ -133,7 +133,7 @@ final class AnimatedImageTests: CacheTestCase {
         for (step, time) in zip(steps, expected) { XCTAssertEqual(step.at, time, accuracy: 1e-9) }
 
         // And a step that comes late (a busy main thread) shows the frame for its time, not the next in turn
-        let late = ImageCache.frame(at: 1.6, durations: image.frameDurations, plays: image.playCount)
+        let late = ImageCache.FrameTiming.frame(at: 1.6, durations: image.frameDurations, plays: image.playCount)
         XCTAssertEqual(late.index, 1)
         XCTAssertEqual(late.until ?? 0, 3.04, accuracy: 1e-9)
     }
@@ -147,7 +147,7 @@ final class AnimatedImageTests: CacheTestCase {
             // When each step is taken exactly at the `until` the one before gave
             var (at, shown): (Double?, [Int]) = (0, [])
             while let now = at, shown.count < steps {
-                let frame = ImageCache.frame(at: now, durations: image.frameDurations, plays: image.playCount)
+                let frame = ImageCache.FrameTiming.frame(at: now, durations: image.frameDurations, plays: image.playCount)
                 shown.append(frame.index)
                 if let until = frame.until { XCTAssertGreaterThan(until, now) }
                 at = frame.until
@@ -163,10 +163,10 @@ final class AnimatedImageTests: CacheTestCase {
         let limits = ImageCache.DecodeLimits(maxAnimatedFrames: 200, memoryMaxBytes: 8 * 1_024 * 1_024)
         // Then two frames animate alone, but not with one more kept beside them (AppKit's NSImage),
         // which would cost more than a quarter and never be kept in memory
-        XCTAssertTrue(ImageCache.animates(frames: 2, width: 512, height: 512, within: limits))
-        XCTAssertFalse(ImageCache.animates(frames: 2, width: 512, height: 512, within: limits, alsoKept: 1))
+        XCTAssertTrue(limits.animates(frames: 2, width: 512, height: 512))
+        XCTAssertFalse(limits.animates(frames: 2, width: 512, height: 512, alsoKept: 1))
         // And the frame limit counts the file's frames only
-        XCTAssertTrue(ImageCache.animates(frames: 200, width: 1, height: 1, within: limits, alsoKept: 1))
+        XCTAssertTrue(limits.animates(frames: 200, width: 1, height: 1, alsoKept: 1))
     }
 
     func testATimelineOfAnImageThatLoopsForeverNeverStops() {
@@ -174,7 +174,7 @@ final class AnimatedImageTests: CacheTestCase {
         let image = ImageCache.Image(data: fixture("animated.gif"))!
         XCTAssertEqual(image.playCount, 0)
         let frame = { (seconds: Double) in
-            ImageCache.frame(at: seconds, durations: image.frameDurations, plays: image.playCount)
+            ImageCache.FrameTiming.frame(at: seconds, durations: image.frameDurations, plays: image.playCount)
         }
 
         // Then it cycles through its frames, a year later too, always with a next step
@@ -187,8 +187,8 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(frame(-1).until ?? 0, 0.1, accuracy: 1e-9)
         XCTAssertEqual(frame(.infinity).index, 0)
         XCTAssertNil(frame(.infinity).until)
-        XCTAssertEqual(ImageCache.frame(at: 5, durations: [0.1], plays: 0).index, 0, "a still")
-        XCTAssertNil(ImageCache.frame(at: 5, durations: [0.1], plays: 0).until, "a still never steps")
+        XCTAssertEqual(ImageCache.FrameTiming.frame(at: 5, durations: [0.1], plays: 0).index, 0, "a still")
+        XCTAssertNil(ImageCache.FrameTiming.frame(at: 5, durations: [0.1], plays: 0).until, "a still never steps")
     }
 
     func testAScheduleShowsAtMostItsBoundAndEveryFrameAtLeastOnce() {
@@ -196,7 +196,7 @@ final class AnimatedImageTests: CacheTestCase {
         let durations = (0..<200).map { $0.isMultiple(of: 2) ? 0.017 : 1.001 }
 
         // When they are scheduled within 1,000 frames shown
-        let schedule = ImageCache.frameSchedule(durations, maxShown: 1_000)
+        let schedule = ImageCache.FrameTiming.schedule(durations, maxShown: 1_000)
 
         // Then at most about 1,000 are shown (each rounded), every frame at least once, and each
         // frame's time is its own within half a unit (or the one unit a short frame gets)
@@ -205,24 +205,24 @@ final class AnimatedImageTests: CacheTestCase {
         for (duration, repeats) in zip(durations, schedule.repeats) {
             XCTAssertEqual(Double(repeats) * schedule.unit, duration, accuracy: max(schedule.unit / 2, schedule.unit - duration) + 1e-9)
         }
-        XCTAssertEqual(ImageCache.frameSchedule([]).repeats, [])
+        XCTAssertEqual(ImageCache.FrameTiming.schedule([]).repeats, [])
     }
 
     /// NSImageView plays a GIF itself, not an APNG (issue 42): an APNG on AppKit is a still, its
     /// first frame decoded off the main thread, with its frames for the SwiftUI views.
     func testAppKitPlaysOnlyAGIFItselfAndAnAPNGIsDecodedAsAStillWithItsFrames() {
-        XCTAssertTrue(ImageCache.appKitPlays(.gif))
-        XCTAssertFalse(ImageCache.appKitPlays(.png))
-        XCTAssertFalse(ImageCache.appKitPlays(.webp))
-        XCTAssertFalse(ImageCache.appKitPlays(nil))  // a format only ImageIO knows
+        XCTAssertTrue(ImageCache.PlatformDecoder.appKitPlays(.gif))
+        XCTAssertFalse(ImageCache.PlatformDecoder.appKitPlays(.png))
+        XCTAssertFalse(ImageCache.PlatformDecoder.appKitPlays(.webp))
+        XCTAssertFalse(ImageCache.PlatformDecoder.appKitPlays(nil))  // a format only ImageIO knows
     }
 
     /// A bitmap costs its rows: a 16-bit or extended-range one twice what 4 bytes a pixel say (issue 42).
     func testABitmapCostsItsRowsAndAtLeastFourBytesAPixel() {
-        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: nil), 20_000)
-        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 800), 40_000)  // 16-bit RGBA
-        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 416), 20_800)  // rows padded
-        XCTAssertEqual(ImageCache.bitmapBytes(width: 100, height: 50, bytesPerRow: 100), 20_000)  // never less
+        XCTAssertEqual(ImageCache.Sizing.bitmapBytes(width: 100, height: 50, bytesPerRow: nil), 20_000)
+        XCTAssertEqual(ImageCache.Sizing.bitmapBytes(width: 100, height: 50, bytesPerRow: 800), 40_000)  // 16-bit RGBA
+        XCTAssertEqual(ImageCache.Sizing.bitmapBytes(width: 100, height: 50, bytesPerRow: 416), 20_800)  // rows padded
+        XCTAssertEqual(ImageCache.Sizing.bitmapBytes(width: 100, height: 50, bytesPerRow: 100), 20_000)  // never less
     }
 
     // MARK: Hostile input
@@ -236,8 +236,8 @@ final class AnimatedImageTests: CacheTestCase {
 
         // When it is decoded and its frames are scheduled, in 32-bit and 64-bit integers
         let durations = image?.frameDurations ?? []
-        let watchOS = ImageCache.frameSchedule(durations, maxShown: 1_000, in: Int32.self)
-        let others = ImageCache.frameSchedule(durations, maxShown: 1_000, in: Int64.self)
+        let watchOS = ImageCache.FrameTiming.schedule(durations, maxShown: 1_000, in: Int32.self)
+        let others = ImageCache.FrameTiming.schedule(durations, maxShown: 1_000, in: Int64.self)
 
         // Then each frame shows once for its 65,535 s, on both
         XCTAssertEqual(image?.frameCount, 40)
@@ -248,7 +248,7 @@ final class AnimatedImageTests: CacheTestCase {
         XCTAssertEqual(others.repeats, watchOS.repeats)
         // And one coarsened to its bound stays within 32 bits too: 40 frames of 65,535 s and one of
         // 1 ms, shown at most 10 times, take a unit no longer than the longest frame, each shown once
-        let coarse = ImageCache.frameSchedule(durations + [0.001], maxShown: 10, in: Int32.self)
+        let coarse = ImageCache.FrameTiming.schedule(durations + [0.001], maxShown: 10, in: Int32.self)
         XCTAssertEqual(coarse.unit, 65_535)
         XCTAssertEqual(coarse.repeats, Array(repeating: 1, count: 41))
     }
@@ -262,16 +262,16 @@ final class AnimatedImageTests: CacheTestCase {
 
         // Then one walk counts every frame, and the rule shows its first frame only
         XCTAssertEqual(image?.frameCount, 65_535)
-        XCTAssertFalse(ImageCache.animates(frames: 65_535, width: 1, height: 1, within: ImageCache.DecodeLimits()))
+        XCTAssertFalse(ImageCache.DecodeLimits().animates(frames: 65_535, width: 1, height: 1))
     }
 
     func testZeroAndTinyDelaysShowForATenthOfASecond() {
         XCTAssertEqual(ImageCache.Image(data: Self.gif(frames: 3, delay: 0))?.frameCount, 3, "zero delays count")
         for delay in [nil, 0, 0.01, 0.019, -1, .nan, .infinity] as [Double?] {
-            XCTAssertEqual(ImageCache.frameDuration(delay: delay), 0.1, "\(String(describing: delay))")
+            XCTAssertEqual(ImageCache.FrameTiming.duration(delay: delay), 0.1, "\(String(describing: delay))")
         }
-        XCTAssertEqual(ImageCache.frameDuration(delay: 0.02), 0.02, "20 ms and more are kept")
-        XCTAssertEqual(ImageCache.frameDuration(delay: 0.5), 0.5)
+        XCTAssertEqual(ImageCache.FrameTiming.duration(delay: 0.02), 0.02, "20 ms and more are kept")
+        XCTAssertEqual(ImageCache.FrameTiming.duration(delay: 0.5), 0.5)
     }
 
     func testAFrameLargerThanTheCanvasKeepsTheCanvasSize() {
@@ -291,8 +291,8 @@ final class AnimatedImageTests: CacheTestCase {
         let cut = whole.dropLast(2)
 
         // Then it is corrupt, and says why
-        guard case .corruptImage(.gif, let reason)? = ImageCache.decode(cut).failure else {
-            return XCTFail("\(ImageCache.decode(cut))")
+        guard case .corruptImage(.gif, let reason)? = ImageCache.PlatformDecoder.decode(cut).failure else {
+            return XCTFail("\(ImageCache.PlatformDecoder.decode(cut))")
         }
         XCTAssertTrue(reason.contains("truncated"), reason)
         // while the same GIF whole, without the trailer, has its three frames
@@ -311,17 +311,17 @@ final class AnimatedImageTests: CacheTestCase {
 
     func testAnAnimationAnimatesWithinItsFrameAndMemoryLimits() {
         let limits = ImageCache.DecodeLimits(maxAnimatedFrames: 200, memoryMaxBytes: 400 * 1_024 * 1_024)
-        XCTAssertFalse(ImageCache.animates(frames: 1, width: 100, height: 100, within: limits), "a still")
-        XCTAssertTrue(ImageCache.animates(frames: 2, width: 100, height: 100, within: limits))
-        XCTAssertTrue(ImageCache.animates(frames: 200, width: 100, height: 100, within: limits), "at the frame limit")
-        XCTAssertFalse(ImageCache.animates(frames: 201, width: 100, height: 100, within: limits), "past it")
+        XCTAssertFalse(limits.animates(frames: 1, width: 100, height: 100), "a still")
+        XCTAssertTrue(limits.animates(frames: 2, width: 100, height: 100))
+        XCTAssertTrue(limits.animates(frames: 200, width: 100, height: 100), "at the frame limit")
+        XCTAssertFalse(limits.animates(frames: 201, width: 100, height: 100), "past it")
         // 100 frames of 512 x 512 cost exactly 100 MiB, a quarter of the budget; one more row is too much.
-        XCTAssertTrue(ImageCache.animates(frames: 100, width: 512, height: 512, within: limits))
-        XCTAssertFalse(ImageCache.animates(frames: 100, width: 512, height: 513, within: limits))
-        XCTAssertFalse(ImageCache.animates(frames: .max, width: .max, height: .max, within: limits), "no overflow")
+        XCTAssertTrue(limits.animates(frames: 100, width: 512, height: 512))
+        XCTAssertFalse(limits.animates(frames: 100, width: 512, height: 513))
+        XCTAssertFalse(limits.animates(frames: .max, width: .max, height: .max), "no overflow")
 
         let oneFrame = ImageCache.DecodeLimits(maxAnimatedFrames: 1)
-        XCTAssertFalse(ImageCache.animates(frames: 2, width: 1, height: 1, within: oneFrame))
+        XCTAssertFalse(oneFrame.animates(frames: 2, width: 1, height: 1))
     }
 
     func testMaxAnimatedFramesIs200AndAtLeast1() {
@@ -345,8 +345,8 @@ final class AnimatedImageTests: CacheTestCase {
         let limits = cache.decodeLimits
         XCTAssertTrue(limits == (300, 12, 4_000_000), "\(limits)")
         let decodeLimits = ImageCache.DecodeLimits(maxPixels: 300, maxAnimatedFrames: 12, memoryMaxBytes: 4_000_000)
-        XCTAssertTrue(ImageCache.animates(frames: 10, width: 250, height: 100, within: decodeLimits))
-        XCTAssertFalse(ImageCache.animates(frames: 10, width: 250, height: 101, within: decodeLimits))
+        XCTAssertTrue(decodeLimits.animates(frames: 10, width: 250, height: 100))
+        XCTAssertFalse(decodeLimits.animates(frames: 10, width: 250, height: 101))
     }
 
     // MARK: Generators

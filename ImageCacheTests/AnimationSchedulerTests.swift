@@ -18,7 +18,7 @@ final class AnimationSchedulerTests: XCTestCase {
         for _ in 0..<2_000 {
             let time = random.next(in: 0...5)
             let slot = timeline.slot(at: time)
-            let rule = ImageCache.frame(at: time, durations: durations, plays: 2)
+            let rule = ImageCache.FrameTiming.frame(at: time, durations: durations, plays: 2)
             XCTAssertEqual(slot.index, rule.index, "at \(time)")
             XCTAssertEqual(slot.end == .infinity ? nil : slot.end, rule.until, "at \(time)")
             XCTAssertTrue(slot.start <= time || time < 0.02, "at \(time)")
@@ -237,7 +237,7 @@ private final class Simulation {
 
     /// A player of frames of `durations`, on screen and playing from now.
     func player(durations: [Double], plays: Int = 0, pixels: (Int, Int) = (64, 64)) -> ImageCache.AnimationPlayer {
-        let source = Source(simulation: self, timing: ImageCache.Timing(durations: durations, plays: plays))
+        let source = Source(simulation: self, timing: ImageCache.FrameTiming(durations: durations, plays: plays))
         let player = ImageCache.AnimationPlayer(source: source, pixels: pixels, budget: budget,
                                                 now: { [unowned self] in time }, display: { _ in })
         sources[ObjectIdentifier(player)] = source
@@ -284,12 +284,12 @@ private final class Simulation {
     }
 
     fileprivate final class Source: ImageCache.FrameSource {
-        let timing: ImageCache.Timing
+        let timing: ImageCache.FrameTiming
         private unowned let simulation: Simulation
         private(set) var asked = 0
         private(set) var decoding = false
 
-        init(simulation: Simulation, timing: ImageCache.Timing) {
+        init(simulation: Simulation, timing: ImageCache.FrameTiming) {
             self.simulation = simulation
             self.timing = timing
         }

@@ -230,27 +230,27 @@ final class BinderTests: BinderTestCase {
     /// not reached; on Linux always) and no larger, stays, with no request.
     func testAWholeImageIsShownMeanwhileAndReplacedWhenADecodeShrankItOrItIsTwiceTheSize() {
         // Shrunk to the bound of 4,096 and smaller than the target: replaced
-        XCTAssertTrue(ImageCache.replacesWhole((4_096, 3_072), for: (5_000, 5_000), decodeBound: 4_096))
-        XCTAssertTrue(ImageCache.replacesWhole((2_048, 1_536), for: (2_049, 10), decodeBound: 2_048))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole((4_096, 3_072), for: (5_000, 5_000), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole((2_048, 1_536), for: (2_049, 10), decodeBound: 2_048))
         // Twice the target or more on both sides: replaced, whether shrunk or not, decoded or not.
         // (Before issue 42 this first one stayed: a prefetched photo kept at 2,556 px in a 300 px cell.)
-        XCTAssertTrue(ImageCache.replacesWhole((4_096, 3_072), for: (300, 300), decodeBound: 4_096))
-        XCTAssertTrue(ImageCache.replacesWhole((2_556, 1_917), for: (300, 300), decodeBound: 2_556))
-        XCTAssertTrue(ImageCache.replacesWhole((600, 600), for: (300, 300), decodeBound: nil))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole((4_096, 3_072), for: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole((2_556, 1_917), for: (300, 300), decodeBound: 2_556))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole((600, 600), for: (300, 300), decodeBound: nil))
         // Fills the target, within twice it on a side: stays
-        XCTAssertFalse(ImageCache.replacesWhole((4_096, 3_072), for: (2_100, 1_000), decodeBound: 4_096))
-        XCTAssertFalse(ImageCache.replacesWhole((599, 1_000), for: (300, 300), decodeBound: nil))
+        XCTAssertFalse(ImageCache.Rebinding.replacesWhole((4_096, 3_072), for: (2_100, 1_000), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.replacesWhole((599, 1_000), for: (300, 300), decodeBound: nil))
         // Under the bound, so its original: no decode would be sharper
-        XCTAssertFalse(ImageCache.replacesWhole((1_000, 750), for: (2_000, 2_000), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.replacesWhole((1_000, 750), for: (2_000, 2_000), decodeBound: 4_096))
         // Not decoded at all (Linux): the original
-        XCTAssertFalse(ImageCache.replacesWhole((64, 48), for: (300, 300), decodeBound: nil))
+        XCTAssertFalse(ImageCache.Rebinding.replacesWhole((64, 48), for: (300, 300), decodeBound: nil))
         // What it saves: a 4,032 x 3,024 photo decoded whole within a 2,556 px screen, and for a
         // 100-point cell at 3x (4 bytes a pixel)
-        let whole = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_556)
-        let own = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: (300, 300))
+        let whole = ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_556)
+        let own = ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, filling: (300, 300))
         XCTAssertEqual(whole.width * whole.height * 4, 19_599_408)
         XCTAssertEqual(own.width * own.height * 4, 480_000)
-        XCTAssertTrue(ImageCache.replacesWhole(whole, for: (300, 300), decodeBound: 2_556))
+        XCTAssertTrue(ImageCache.Rebinding.replacesWhole(whole, for: (300, 300), decodeBound: 2_556))
         XCTAssertNil(makeCache().wholeDecodeBound, "Linux keeps images whole")
     }
 
@@ -493,13 +493,13 @@ final class BinderTests: BinderTestCase {
 
     func testAnImageWithNoTargetIsDecodedWithinTheBound() {
         // A 12-megapixel photo fetched with no size: its longest side comes down to the bound
-        XCTAssertTrue(ImageCache.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_796) == (2_796, 2_097))
-        XCTAssertTrue(ImageCache.decodedSize(width: 3_024, height: 4_032, filling: nil, maxPixels: 4_096) == (3_024, 4_032),
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, filling: nil, maxPixels: 2_796) == (2_796, 2_097))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 3_024, height: 4_032, filling: nil, maxPixels: 4_096) == (3_024, 4_032),
                       "within the bound: as it is")
-        XCTAssertTrue(ImageCache.decodedSize(width: 10_000, height: 100, filling: nil, maxPixels: 1) == (1, 1), "at least a pixel")
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 10_000, height: 100, filling: nil, maxPixels: 1) == (1, 1), "at least a pixel")
         // A target larger than the bound is what the caller asked for
-        XCTAssertTrue(ImageCache.decodedSize(width: 8_000, height: 6_000, filling: (6_000, 6_000), maxPixels: 2_000) == (8_000, 6_000))
-        XCTAssertTrue(ImageCache.decodedSize(width: 8_000, height: 6_000, filling: (4_000, 3_000), maxPixels: 2_000) == (4_000, 3_000))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 8_000, height: 6_000, filling: (6_000, 6_000), maxPixels: 2_000) == (8_000, 6_000))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 8_000, height: 6_000, filling: (4_000, 3_000), maxPixels: 2_000) == (4_000, 3_000))
         // The setting: 4,096 by default, at least 1
         let cache = makeCache()
         XCTAssertEqual(cache.maxDecodedPixelSize, 4_096)
@@ -515,28 +515,28 @@ final class BinderTests: BinderTestCase {
             let upright = orientation >= 5 ? (width: 3_024, height: 4_032) : (width: 4_032, height: 3_024)
             // filling a target of the shape it is shown at: exactly the target, no larger, no blurrier
             let target = (width: upright.width / 10, height: upright.height / 10)
-            let fit = ImageCache.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: target)
+            let fit = ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: target)
             XCTAssertTrue(fit == (target.width, target.height), "orientation \(orientation): \(fit) for \(target)")
             // and with no target, bounded on its longest side, in the shape it is shown at
-            let bounded = ImageCache.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: nil, maxPixels: 2_016)
+            let bounded = ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, orientation: orientation, filling: nil, maxPixels: 2_016)
             XCTAssertTrue(bounded == (orientation >= 5 ? (1_512, 2_016) : (2_016, 1_512)), "orientation \(orientation): \(bounded)")
         }
         // Out-of-range orientations are taken as upright
-        XCTAssertTrue(ImageCache.decodedSize(width: 40, height: 30, orientation: 0, filling: nil) == (40, 30))
-        XCTAssertTrue(ImageCache.decodedSize(width: 40, height: 30, orientation: 9, filling: nil) == (40, 30))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 40, height: 30, orientation: 0, filling: nil) == (40, 30))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 40, height: 30, orientation: 9, filling: nil) == (40, 30))
     }
 
     func testTheDecodedSizeFillsTheTargetAndIsNeverLarger() {
         // A 4000x3000 photo filling a 100-point square cell at 3x (300x300 pixels) is decoded at
         // 400x300: 480 KB of bitmap instead of 48 MB.
-        let photo = ImageCache.decodedSize(width: 4_000, height: 3_000, filling: (300, 300))
+        let photo = ImageCache.Sizing.decodedSize(width: 4_000, height: 3_000, filling: (300, 300))
         XCTAssertTrue(photo == (400, 300), "\(photo)")
         XCTAssertEqual(photo.width * photo.height * 4, 480_000)
-        let tall = ImageCache.decodedSize(width: 1_000, height: 4_000, filling: (300, 200))
+        let tall = ImageCache.Sizing.decodedSize(width: 1_000, height: 4_000, filling: (300, 200))
         XCTAssertTrue(tall == (300, 1_200), "\(tall)")
         // Never up: an image smaller than its target, or without one, is decoded at its size.
-        XCTAssertTrue(ImageCache.decodedSize(width: 200, height: 100, filling: (300, 300)) == (200, 100))
-        XCTAssertTrue(ImageCache.decodedSize(width: 200, height: 100, filling: nil) == (200, 100))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 200, height: 100, filling: (300, 300)) == (200, 100))
+        XCTAssertTrue(ImageCache.Sizing.decodedSize(width: 200, height: 100, filling: nil) == (200, 100))
         // Target sizes: whole pixels, rounded up; none for an empty, absurd or missing size.
         XCTAssertTrue(ImageCache.pixels(CGSize(width: 99.2, height: 100)).map { $0 == (100, 100) } ?? false)
         XCTAssertNil(ImageCache.pixels(CGSize(width: 0, height: 100)))
@@ -618,16 +618,16 @@ final class BinderTests: BinderTestCase {
     /// when it was decoded for a wrong one: smaller (blurry) or twice as large and more.
     func testAWrongSizeIsDecodedAgainAtTheLaidOutSizeAndOnlyThen() {
         // Smaller on a side: blurry
-        XCTAssertTrue(ImageCache.redecodes(bound: (50, 50), laidOut: (300, 300), decodeBound: 4_096))
-        XCTAssertTrue(ImageCache.redecodes(bound: (300, 299), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.redecodes(bound: (50, 50), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.redecodes(bound: (300, 299), laidOut: (300, 300), decodeBound: 4_096))
         // Twice as large on both sides: four times the memory
-        XCTAssertTrue(ImageCache.redecodes(bound: (600, 600), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.redecodes(bound: (600, 600), laidOut: (300, 300), decodeBound: 4_096))
         // No size (bounds zero): a whole decode, of up to the bound
-        XCTAssertTrue(ImageCache.redecodes(bound: nil, laidOut: (180, 180), decodeBound: 2_796))
-        XCTAssertFalse(ImageCache.redecodes(bound: nil, laidOut: (3_000, 3_000), decodeBound: 4_096))
+        XCTAssertTrue(ImageCache.Rebinding.redecodes(bound: nil, laidOut: (180, 180), decodeBound: 2_796))
+        XCTAssertFalse(ImageCache.Rebinding.redecodes(bound: nil, laidOut: (3_000, 3_000), decodeBound: 4_096))
         // Right, or within twice: stays
-        XCTAssertFalse(ImageCache.redecodes(bound: (300, 300), laidOut: (300, 300), decodeBound: 4_096))
-        XCTAssertFalse(ImageCache.redecodes(bound: (590, 600), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.redecodes(bound: (300, 300), laidOut: (300, 300), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.redecodes(bound: (590, 600), laidOut: (300, 300), decodeBound: 4_096))
     }
 
     func testABinderResizedAfterLayoutBindsAgainAtTheNewSizeKeepingItsImage() {

@@ -19,7 +19,7 @@ final class BoundsChangeTests: BinderTestCase {
                                           decodeBound: 4_096)
         }
         // A few pixels larger: a first layout would decode again, a resize does not (live resizing)
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: (size: (width: 320, height: 210), scale: 2),
+        XCTAssertTrue(ImageCache.Rebinding.rebinds(bound: bound, now: (size: (width: 320, height: 210), scale: 2),
                                               decodeBound: 4_096))
         XCTAssertFalse(after(320, 210))
         XCTAssertFalse(after(330, 220))  // a tenth exactly

@@ -3,29 +3,29 @@ import XCTest
 @_spi(Testing) @testable import ImageCache
 
 /// Points, not pixels: the rule that decides the scale an image decoded for the screen carries and
-/// the size in points it then reports (`displayScale(_:screen:)`, `pointSize(width:height:scale:)`),
+/// the size in points it then reports (`Sizing.displayScale(_:screen:)`, `Sizing.pointSize(width:height:scale:)`),
 /// which UIKit's `UIImage(cgImage:scale:orientation:)` and AppKit's `NSImage(cgImage:size:)` get.
 final class DisplayScaleTests: CacheTestCase {
     func testAViewsScaleWinsOverTheScreens() {
         // Given a 3x main screen, a view on a 2x screen (an external display) and one on the 3x
-        XCTAssertEqual(ImageCache.displayScale(2, screen: 3), 2)
-        XCTAssertEqual(ImageCache.displayScale(3, screen: 2), 3)
-        XCTAssertEqual(ImageCache.displayScale(1, screen: 3), 1, "a 1x display is one")
+        XCTAssertEqual(ImageCache.Sizing.displayScale(2, screen: 3), 2)
+        XCTAssertEqual(ImageCache.Sizing.displayScale(3, screen: 2), 3)
+        XCTAssertEqual(ImageCache.Sizing.displayScale(1, screen: 3), 1, "a 1x display is one")
     }
 
     func testAViewInNoWindowOrNoViewTakesTheMainScreensScale() {
         // A view not in a window says 0; a fetch or your own target says nothing
-        XCTAssertEqual(ImageCache.displayScale(0, screen: 3), 3)
-        XCTAssertEqual(ImageCache.displayScale(nil, screen: 2), 2)
+        XCTAssertEqual(ImageCache.Sizing.displayScale(0, screen: 3), 3)
+        XCTAssertEqual(ImageCache.Sizing.displayScale(nil, screen: 2), 2)
     }
 
     func testAScaleThatIsNoneFallsBackToTheScreensThenToOne() {
         for nonsense in [-2, 0.5, .nan, .infinity, -.infinity, 100] as [Double] {
-            XCTAssertEqual(ImageCache.displayScale(nonsense, screen: 3), 3, "\(nonsense)")
-            XCTAssertEqual(ImageCache.displayScale(nonsense, screen: nonsense), 1, "\(nonsense) twice")
+            XCTAssertEqual(ImageCache.Sizing.displayScale(nonsense, screen: 3), 3, "\(nonsense)")
+            XCTAssertEqual(ImageCache.Sizing.displayScale(nonsense, screen: nonsense), 1, "\(nonsense) twice")
         }
-        XCTAssertEqual(ImageCache.displayScale(nil, screen: 0), 1, "a screen that says no scale")
-        XCTAssertEqual(ImageCache.displayScale(nil, screen: nil), 1, "a screen not read yet")
+        XCTAssertEqual(ImageCache.Sizing.displayScale(nil, screen: 0), 1, "a screen that says no scale")
+        XCTAssertEqual(ImageCache.Sizing.displayScale(nil, screen: nil), 1, "a screen not read yet")
     }
 
     func testTheMainScreensScaleIsOneWhereThereIsNoScreen() {
@@ -38,24 +38,24 @@ final class DisplayScaleTests: CacheTestCase {
 
     func testADecodeBeforeTheScreenIsReadTakesOneInItsPlace() {
         // A view's scale, or the screen's once read: the scale itself
-        XCTAssertTrue(ImageCache.decodeScale(2, screen: nil) == (2, false))
-        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 3) == (3, false))
-        XCTAssertTrue(ImageCache.decodeScale(0, screen: 3) == (3, false), "a view in no window")
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(2, screen: nil) == (2, false))
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(nil, screen: 3) == (3, false))
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(0, screen: 3) == (3, false), "a view in no window")
         // Neither: 1, standing in for the screen's, not read yet (a cache made off the main thread)
-        XCTAssertTrue(ImageCache.decodeScale(nil, screen: nil) == (1, true))
-        XCTAssertTrue(ImageCache.decodeScale(0, screen: nil) == (1, true))
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(nil, screen: nil) == (1, true))
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(0, screen: nil) == (1, true))
         // A screen read as no scale at all (a trait collection that does not know says 0) stands in no longer
-        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 0) == (1, false))
-        XCTAssertTrue(ImageCache.decodeScale(nil, screen: 1) == (1, false), "a 1x screen is one")
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(nil, screen: 0) == (1, false))
+        XCTAssertTrue(ImageCache.Sizing.decodeScale(nil, screen: 1) == (1, false), "a 1x screen is one")
     }
 
     func testAStandInScaleIsReplacedAtDeliveryOnceTheScreensIsKnown() {
-        XCTAssertEqual(ImageCache.deliveryScale(standIn: 1, screen: 3), 3)
-        XCTAssertEqual(ImageCache.deliveryScale(standIn: 1, screen: 2), 2)
-        XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: nil), "still not read: left as it is")
-        XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: 1), "the same scale: nothing to re-wrap")
+        XCTAssertEqual(ImageCache.Sizing.deliveryScale(standIn: 1, screen: 3), 3)
+        XCTAssertEqual(ImageCache.Sizing.deliveryScale(standIn: 1, screen: 2), 2)
+        XCTAssertNil(ImageCache.Sizing.deliveryScale(standIn: 1, screen: nil), "still not read: left as it is")
+        XCTAssertNil(ImageCache.Sizing.deliveryScale(standIn: 1, screen: 1), "the same scale: nothing to re-wrap")
         for nonsense in [0, -1, .nan, .infinity, 100] as [Double] {
-            XCTAssertNil(ImageCache.deliveryScale(standIn: 1, screen: nonsense), "\(nonsense)")
+            XCTAssertNil(ImageCache.Sizing.deliveryScale(standIn: 1, screen: nonsense), "\(nonsense)")
         }
     }
 
@@ -127,16 +127,16 @@ final class DisplayScaleTests: CacheTestCase {
 
     func testThePointSizeIsThePixelsOverTheScale() {
         // The case: a 300x300-pixel thumbnail for a 100-point view on a 3x screen is 100x100 points
-        XCTAssertEqual(ImageCache.pointSize(width: 300, height: 300, scale: 3), CGSize(width: 100, height: 100))
-        XCTAssertEqual(ImageCache.pointSize(width: 640, height: 480, scale: 1), CGSize(width: 640, height: 480))
+        XCTAssertEqual(ImageCache.Sizing.pointSize(width: 300, height: 300, scale: 3), CGSize(width: 100, height: 100))
+        XCTAssertEqual(ImageCache.Sizing.pointSize(width: 640, height: 480, scale: 1), CGSize(width: 640, height: 480))
         // Not rounded: an odd side at 2x is half a point, as UIImage reports it
-        XCTAssertEqual(ImageCache.pointSize(width: 301, height: 201, scale: 2), CGSize(width: 150.5, height: 100.5))
+        XCTAssertEqual(ImageCache.Sizing.pointSize(width: 301, height: 201, scale: 2), CGSize(width: 150.5, height: 100.5))
     }
 
     func testThePointSizeTimesTheScaleIsTheDecodedPixels() {
         for scale in [1, 2, 3] as [Double] {
             for (width, height) in [(1, 1), (301, 199), (2_796, 1_290), (4_032, 3_024), (100, 7)] {
-                let points = ImageCache.pointSize(width: width, height: height, scale: scale)
+                let points = ImageCache.Sizing.pointSize(width: width, height: height, scale: scale)
                 XCTAssertEqual((points.width * scale).rounded(), Double(width), "\(width) at \(scale)x")
                 XCTAssertEqual((points.height * scale).rounded(), Double(height), "\(height) at \(scale)x")
                 XCTAssertEqual(abs(points.width * scale - Double(width)), 0, accuracy: 1e-9)
@@ -147,11 +147,11 @@ final class DisplayScaleTests: CacheTestCase {
 
     func testAPhotoForAViewFillsItInPoints() {
         // Given a 100x100-point view on a 3x screen: setImage asks for 300x300 pixels
-        let scale = ImageCache.displayScale(3, screen: 2)
+        let scale = ImageCache.Sizing.displayScale(3, screen: 2)
         let target = (width: Int(100 * scale), height: Int(100 * scale))
         // When a 4,032x3,024 photo is decoded to fill it
-        let pixels = ImageCache.decodedSize(width: 4_032, height: 3_024, filling: target)
-        let points = ImageCache.pointSize(width: pixels.width, height: pixels.height, scale: scale)
+        let pixels = ImageCache.Sizing.decodedSize(width: 4_032, height: 3_024, filling: target)
+        let points = ImageCache.Sizing.pointSize(width: pixels.width, height: pixels.height, scale: scale)
         // Then its short side is the view's 100 points, and its bitmap 400x300 pixels
         XCTAssertTrue(pixels == (400, 300))
         XCTAssertEqual(points.height, 100)
@@ -161,7 +161,7 @@ final class DisplayScaleTests: CacheTestCase {
     func testLinuxKeepsThePixelsWhateverTheScale() {
         // The Linux image is its bytes: width and height stay in pixels
         let png = fixture("photo.png")
-        guard case .success(let plain) = ImageCache.decode(png), case .success(let scaled) = ImageCache.decode(png, scale: 3) else {
+        guard case .success(let plain) = ImageCache.PlatformDecoder.decode(png), case .success(let scaled) = ImageCache.PlatformDecoder.decode(png, scale: 3) else {
             return XCTFail("not decoded")
         }
         #if !canImport(UIKit) && !canImport(AppKit)

@@ -45,7 +45,7 @@ final class FormatTests: CacheTestCase {
             for _ in 0..<50 {
                 var data = fixture(name).prefix(40)
                 data.append(contentsOf: (0..<3000).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
-                guard case .failure(let error) = ImageCache.decode(data) else { return XCTFail("\(name) + garbage decoded") }
+                guard case .failure(let error) = ImageCache.PlatformDecoder.decode(data) else { return XCTFail("\(name) + garbage decoded") }
                 guard case .corruptImage = error else { return XCTFail("\(error)") }
             }
         }
@@ -61,7 +61,7 @@ final class FormatTests: CacheTestCase {
                     let index = Int(generator.next() % UInt64(data.count))
                     data[index] = UInt8(truncatingIfNeeded: generator.next())
                 }
-                _ = ImageCache.decode(data)  // must return, never trap
+                _ = ImageCache.PlatformDecoder.decode(data)  // must return, never trap
             }
         }
     }
@@ -77,7 +77,7 @@ final class FormatTests: CacheTestCase {
         for name in everyFixture {
             let original = fixture(name)
             for count in [4 * 1024, padding.count] {
-                guard case .success(let decoded) = ImageCache.decode(original + padding.prefix(count)) else {
+                guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(original + padding.prefix(count)) else {
                     return XCTFail("\(name) + \(count) bytes rejected")
                 }
                 XCTAssertEqual(decoded.data, original, "\(name) + \(count) bytes")
@@ -92,7 +92,7 @@ final class FormatTests: CacheTestCase {
         let jpeg = fixture("photo.jpg")
         let mp4 = Data([0, 0, 0, 0x18]) + Data("ftypmp42".utf8) + Data([0, 0, 0, 0]) + Data("isommp42".utf8)
             + Data([0, 0, 0x10, 0x08]) + Data("mdat".utf8) + randomBytes(4096, &generator)
-        guard case .success(let decoded) = ImageCache.decode(jpeg + mp4) else { return XCTFail("motion photo rejected") }
+        guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(jpeg + mp4) else { return XCTFail("motion photo rejected") }
         XCTAssertEqual(decoded.data, jpeg)
         XCTAssertEqual(decoded.image.format, .jpeg)
         XCTAssertEqual(decoded.image.width, 120)
@@ -117,7 +117,7 @@ final class FormatTests: CacheTestCase {
 
     func testAGIFWithoutTrailerEndsAtItsLastWholeFrame() {
         let gif = fixture("palette.gif").dropLast()  // without its trailer, 0x3B
-        guard case .success(let decoded) = ImageCache.decode(gif) else { return XCTFail("GIF without trailer rejected") }
+        guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(gif) else { return XCTFail("GIF without trailer rejected") }
         XCTAssertEqual(decoded.data, gif)
     }
 
@@ -125,8 +125,8 @@ final class FormatTests: CacheTestCase {
         // RIFF pads an odd size with one byte. Shorten the RIFF size by one: the old last byte is now that pad.
         let webp = fixture("lossy.webp")
         let odd = patched(webp, at: 4, UInt32(webp.count - 9), bigEndian: false)
-        XCTAssertEqual(ImageCache.decode(odd + Data([1, 2, 3])).success?.data, odd, "the pad byte is kept")
-        XCTAssertEqual(ImageCache.decode(odd).success?.data, odd, "and may be missing at the very end")
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(odd + Data([1, 2, 3])).success?.data, odd, "the pad byte is kept")
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(odd).success?.data, odd, "and may be missing at the very end")
     }
 
     private func randomBytes(_ count: Int, _ generator: inout SplitMix) -> Data {
@@ -142,8 +142,8 @@ final class FormatTests: CacheTestCase {
         for offset in [33, original.count - 12] {  // the chunk after IHDR, and IEND
             for length: UInt32 in [0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 0xFFFF_FFF0] {
                 let data = patched(original, at: offset, length, bigEndian: true)
-                guard case .corruptImage(.png, let reason)? = ImageCache.decode(data).failure else {
-                    return XCTFail("chunk length \(length) at \(offset): \(ImageCache.decode(data))")
+                guard case .corruptImage(.png, let reason)? = ImageCache.PlatformDecoder.decode(data).failure else {
+                    return XCTFail("chunk length \(length) at \(offset): \(ImageCache.PlatformDecoder.decode(data))")
                 }
                 XCTAssertTrue(reason.contains("ends before IEND"), reason)
             }
@@ -153,8 +153,8 @@ final class FormatTests: CacheTestCase {
     func testWebPRIFFSizesNear2To31And2To32AreCorrupt() {
         for size: UInt32 in [0x7FFF_FFF8, 0xFFFF_FFF8, 0xFFFF_FFFF] {
             let data = patched(fixture("lossy.webp"), at: 4, size, bigEndian: false)
-            guard case .corruptImage(.webp, let reason)? = ImageCache.decode(data).failure else {
-                return XCTFail("RIFF size \(size): \(ImageCache.decode(data))")
+            guard case .corruptImage(.webp, let reason)? = ImageCache.PlatformDecoder.decode(data).failure else {
+                return XCTFail("RIFF size \(size): \(ImageCache.PlatformDecoder.decode(data))")
             }
             XCTAssertEqual(reason, "RIFF says \(UInt64(size) + 8) bytes, got 1460 (truncated)")
         }
@@ -163,8 +163,8 @@ final class FormatTests: CacheTestCase {
     func testPNGSizesPastTheFormatsLimitAreCorrupt() {
         for (offset, value): (Int, UInt32) in [(16, 0xFFFF_FFFF), (20, 0xFFFF_FFFF), (16, 0x8000_0000), (20, 0)] {
             let data = patched(fixture("photo.png"), at: offset, value, bigEndian: true)
-            guard case .corruptImage(.png, let reason)? = ImageCache.decode(data).failure else {
-                return XCTFail("\(value) at \(offset): \(ImageCache.decode(data))")
+            guard case .corruptImage(.png, let reason)? = ImageCache.PlatformDecoder.decode(data).failure else {
+                return XCTFail("\(value) at \(offset): \(ImageCache.PlatformDecoder.decode(data))")
             }
             XCTAssertTrue(reason.contains("out of range"), reason)
         }
@@ -187,7 +187,7 @@ final class FormatTests: CacheTestCase {
                     let value = near[Int(generator.next() % UInt64(near.count))] &- UInt32(generator.next() % 16)
                     data = patched(data, at: offset, value, bigEndian: generator.next() % 2 == 0)
                 }
-                if case .success(let decoded) = ImageCache.decode(data) {  // returns, never traps
+                if case .success(let decoded) = ImageCache.PlatformDecoder.decode(data) {  // returns, never traps
                     XCTAssertEqual(decoded.data, data.prefix(decoded.data.count), "the image is a prefix of the bytes")
                 }
             }
@@ -222,11 +222,11 @@ final class FormatTests: CacheTestCase {
     }
 
     func testDescribesWhatIsNotAnImage() {
-        XCTAssertEqual(ImageCache.decode(Data("{\"error\": 1}".utf8)).failure, .notAnImage("JSON-like text"))
-        XCTAssertEqual(ImageCache.decode(Data("  <html><body>".utf8)).failure, .notAnImage("an HTML page"))
-        XCTAssertEqual(ImageCache.decode(Data("plain words".utf8)).failure, .notAnImage("text starting \"plain words\""))
-        XCTAssertEqual(ImageCache.decode(Data([0, 1, 2, 0xFE])).failure, .notAnImage("unknown bytes 00 01 02 FE"))
-        XCTAssertEqual(ImageCache.decode(Data()).failure, .emptyBody)
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data("{\"error\": 1}".utf8)).failure, .notAnImage("JSON-like text"))
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data("  <html><body>".utf8)).failure, .notAnImage("an HTML page"))
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data("plain words".utf8)).failure, .notAnImage("text starting \"plain words\""))
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data([0, 1, 2, 0xFE])).failure, .notAnImage("unknown bytes 00 01 02 FE"))
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data()).failure, .emptyBody)
     }
 }
 

@@ -326,11 +326,11 @@ final class LargeBodyTests: CacheTestCase {
 
     func testAThumbnailOfAHugeImageIsAskedForWithinTheBound() {
         // The size ImageIO is asked for when a large image is decoded from its file (shared code)
-        XCTAssertEqual(ImageCache.thumbnailPixels(ImageCache.decodedSize(width: 40_000, height: 30_000, filling: nil,
+        XCTAssertEqual(ImageCache.Sizing.thumbnailPixels(ImageCache.Sizing.decodedSize(width: 40_000, height: 30_000, filling: nil,
                                                                          maxPixels: 4_096)), 4_096)
-        XCTAssertEqual(ImageCache.thumbnailPixels(ImageCache.decodedSize(width: 40_000, height: 30_000,
+        XCTAssertEqual(ImageCache.Sizing.thumbnailPixels(ImageCache.Sizing.decodedSize(width: 40_000, height: 30_000,
                                                                          filling: (300, 200), maxPixels: 4_096)), 300)
-        XCTAssertEqual(ImageCache.thumbnailPixels(ImageCache.decodedSize(width: 30_000, height: 40_000, orientation: 6,
+        XCTAssertEqual(ImageCache.Sizing.thumbnailPixels(ImageCache.Sizing.decodedSize(width: 30_000, height: 40_000, orientation: 6,
                                                                          filling: nil, maxPixels: 2_000)), 2_000)
     }
 }

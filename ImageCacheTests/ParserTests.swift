@@ -15,8 +15,8 @@ final class ParserTests: CacheTestCase {
     /// `bytes` inspected, and if they are taken for an image, the bytes kept for it inspected again.
     private func assertRefused(_ bytes: [UInt8], _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
         let data = Data(bytes)
-        guard case .failure(.corruptImage(_, let said)) = ImageCache.decode(data) else {
-            return XCTFail("accepted: \(ImageCache.decode(data))", file: file, line: line)
+        guard case .failure(.corruptImage(_, let said)) = ImageCache.PlatformDecoder.decode(data) else {
+            return XCTFail("accepted: \(ImageCache.PlatformDecoder.decode(data))", file: file, line: line)
         }
         XCTAssertTrue(said.contains(reason), "\(said) does not say \(reason)", file: file, line: line)
     }

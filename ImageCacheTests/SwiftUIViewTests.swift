@@ -160,15 +160,15 @@ final class SwiftUIViewTests: BinderTestCase {
 
     func testABindingBindsAgainForAnotherScaleOrASizeItDoesNotFit() {
         let bound = (size: (width: 200, height: 200) as (width: Int, height: Int)?, scale: 2.0)
-        XCTAssertFalse(ImageCache.rebinds(bound: bound, now: ((200, 200), 2), decodeBound: 4_096))
-        XCTAssertFalse(ImageCache.rebinds(bound: bound, now: ((120, 180), 2), decodeBound: 4_096))  // within twice
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((201, 200), 2), decodeBound: 4_096))  // blurry
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((100, 100), 2), decodeBound: 4_096))  // twice as large
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: ((200, 200), 3), decodeBound: 4_096))  // another scale
-        XCTAssertTrue(ImageCache.rebinds(bound: bound, now: (nil, 2), decodeBound: 4_096))  // the whole image now
+        XCTAssertFalse(ImageCache.Rebinding.rebinds(bound: bound, now: ((200, 200), 2), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.rebinds(bound: bound, now: ((120, 180), 2), decodeBound: 4_096))  // within twice
+        XCTAssertTrue(ImageCache.Rebinding.rebinds(bound: bound, now: ((201, 200), 2), decodeBound: 4_096))  // blurry
+        XCTAssertTrue(ImageCache.Rebinding.rebinds(bound: bound, now: ((100, 100), 2), decodeBound: 4_096))  // twice as large
+        XCTAssertTrue(ImageCache.Rebinding.rebinds(bound: bound, now: ((200, 200), 3), decodeBound: 4_096))  // another scale
+        XCTAssertTrue(ImageCache.Rebinding.rebinds(bound: bound, now: (nil, 2), decodeBound: 4_096))  // the whole image now
         // A whole image's entry has no scale: a new scale alone changes nothing
-        XCTAssertFalse(ImageCache.rebinds(bound: (nil, 2), now: (nil, 3), decodeBound: 4_096))
-        XCTAssertFalse(ImageCache.rebinds(bound: (nil, 2), now: ((3_000, 3_000), 3), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.rebinds(bound: (nil, 2), now: (nil, 3), decodeBound: 4_096))
+        XCTAssertFalse(ImageCache.Rebinding.rebinds(bound: (nil, 2), now: ((3_000, 3_000), 3), decodeBound: 4_096))
     }
 }
 

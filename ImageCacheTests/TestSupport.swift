@@ -262,7 +262,7 @@ struct HookedDecoder: ImageCache.ImageDecoder {
     func decodes(_ data: Data, mimeType: String?) -> Bool { true }
     func decode(_ data: Data, context: ImageCache.DecodingContext) throws -> ImageCache.Image {
         hook.value?()
-        return try ImageCache.decode(data).get().image
+        return try ImageCache.PlatformDecoder.decode(data).get().image
     }
 }
 

@@ -304,7 +304,7 @@ final class FakeAnimation: @unchecked Sendable {
         ImageCache.AnimationEnvironment(
             source: { [unowned self] image, _ in
                 guard image.frameCount > 1 else { return nil }
-                let source = Source(self, timing: ImageCache.Timing(durations: image.frameDurations, plays: image.playCount))
+                let source = Source(self, timing: ImageCache.FrameTiming(durations: image.frameDurations, plays: image.playCount))
                 self.sources.append(source)
                 return source
             },
@@ -335,12 +335,12 @@ final class FakeAnimation: @unchecked Sendable {
     }
 
     final class Source: ImageCache.FrameSource {
-        let timing: ImageCache.Timing
+        let timing: ImageCache.FrameTiming
         private unowned let owner: FakeAnimation
         private(set) var asked: [(index: Int, pixels: (width: Int, height: Int))] = []
         private var pending: [(Int, (width: Int, height: Int), (ImageCache.DecodedFrame?) -> Void)] = []
 
-        init(_ owner: FakeAnimation, timing: ImageCache.Timing) { (self.owner, self.timing) = (owner, timing) }
+        init(_ owner: FakeAnimation, timing: ImageCache.FrameTiming) { (self.owner, self.timing) = (owner, timing) }
 
         func decodeFrame(_ index: Int, pixels: (width: Int, height: Int),
                          completion: @escaping (ImageCache.DecodedFrame?) -> Void) {

@@ -93,11 +93,11 @@ final class WebPAnimationTests: CacheTestCase {
         assertRefused(animatedWebP(frames: [], animFlag: true, still: true), "no ANMF frame follows")
         var shortANIM = [UInt8](animatedWebP(frames: [Frame(), Frame()]))
         shortANIM[34] = 4  // the ANIM chunk's size: 4 of its 6 bytes (the next chunk then starts inside it)
-        XCTAssertNotNil(ImageCache.decode(Data(shortANIM)).failure)
+        XCTAssertNotNil(ImageCache.PlatformDecoder.decode(Data(shortANIM)).failure)
         // Every cut of a valid animation is refused, as a WebP cut short, never accepted as fewer frames
         let whole = animatedWebP(frames: [Frame(), Frame(), Frame()])
         for length in stride(from: 12, to: whole.count, by: 7) {
-            guard case .failure(let error) = ImageCache.decode(whole.prefix(length)) else {
+            guard case .failure(let error) = ImageCache.PlatformDecoder.decode(whole.prefix(length)) else {
                 return XCTFail("\(length) of \(whole.count) bytes accepted")
             }
             XCTAssertEqual(error.isFatal, true)
@@ -120,9 +120,9 @@ final class WebPAnimationTests: CacheTestCase {
         XCTAssertEqual(ImageCache.HEIFBrands(still)?.isSequence, false)
         XCTAssertNil(ImageCache.HEIFBrands(ftyp("isom", compatible: ["mp41"])), "an MP4 is not HEIF")
         #if !canImport(ImageIO)
-        XCTAssertEqual(ImageCache.decode(Data(sequence)).failure,
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data(sequence)).failure,
                        .notAnImage("a HEIF image sequence (HEICS; brands msf1, hevc, iso8)"))
-        XCTAssertEqual(ImageCache.decode(Data(still)).failure, .notAnImage("a HEIF image (HEIC; brands heic, mif1)"))
+        XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data(still)).failure, .notAnImage("a HEIF image (HEIC; brands heic, mif1)"))
         #endif
     }
 
@@ -166,8 +166,8 @@ final class WebPAnimationTests: CacheTestCase {
     }
 
     private func assertRefused(_ data: Data, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
-        guard case .failure(.corruptImage(.webp, let said)) = ImageCache.decode(data) else {
-            return XCTFail("not refused as a corrupt WebP: \(ImageCache.decode(data))", file: file, line: line)
+        guard case .failure(.corruptImage(.webp, let said)) = ImageCache.PlatformDecoder.decode(data) else {
+            return XCTFail("not refused as a corrupt WebP: \(ImageCache.PlatformDecoder.decode(data))", file: file, line: line)
         }
         XCTAssertTrue(said.contains(reason), "\(said) does not say \(reason)", file: file, line: line)
     }

@@ -72,7 +72,7 @@ public func imageHeadersFuzzTarget(_ pointer: UnsafePointer<UInt8>?, _ count: In
             return 0
         }
         Fuzz.require(again == info, "the bytes kept inspect as \(again), the input as \(info)")
-        guard case .success(let decoded) = ImageCache.decode(data) else {
+        guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(data) else {
             Fuzz.require(false, "inspected as \(info), but decode fails")
             return 0
         }

@@ -320,7 +320,7 @@ nonisolated extension ImageCache {
     /// until it is read, and where there is none to read (Linux, visionOS, an app extension with no
     /// scene). `Int.max` decodes at full size; values below 1 are clamped to 1. Applies to requests
     /// made after it changes. On Linux an image is its
-    /// bytes, and this decides nothing but `decodedSize(width:height:orientation:filling:maxPixels:)`.
+    /// bytes, and this decides nothing but `Sizing.decodedSize(width:height:orientation:filling:maxPixels:)`.
     public var maxDecodedPixelSize: Int {
         get { setting(\.maxDecodedPixelSize) ?? Self.screenPixels }
         set { change(\.maxDecodedPixelSize, to: max(1, newValue)) }
@@ -393,5 +393,15 @@ nonisolated extension ImageCache {
     public var onEvent: (@Sendable (Event) -> Void)? {
         get { setting(\.onEvent) }
         set { change(\.onEvent, to: newValue) }
+    }
+
+    /// The longest side of a whole decode (see ``Rebinding/Rebinding.replacesWhole(_:for:decodeBound:)``): the setting or
+    /// the screen's where the platform decodes; nil on Linux, where an image is its bytes.
+    internal var wholeDecodeBound: Int? {
+        #if canImport(ImageIO)
+        return locked { $0.decodeLimits.maxPixels }
+        #else
+        return nil
+        #endif
     }
 }

@@ -4,7 +4,7 @@
 //              through them), the public calls, settings, the plugins (`Plugins`), errors, events
 //              and public types.
 //   Views/     the targets (`ImageTarget`; an image view's `ViewTarget` and `setImage(with:)`), the
-//              binder (`Binder`), the SwiftUI views, the screen.
+//              binder (`Binder`) and when it binds again (`Rebinding`), the SwiftUI views, the screen.
 //   Pipeline/  a load (`Load`), the cache's side of a request (Requests: the route written once),
 //              the ledger (`Ledger`: all the state the lock guards, and the steps over more than one
 //              part), the entry table and keys, and the stages, one type per job, each with what it
@@ -22,12 +22,14 @@
 //              and its names (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
 //              and system calls by qualified names (`POSIX`).
-//   Decoding/  the decode workers, decoders (the internal `Decoder`, and `ImageDecoder`, the protocol
-//              an app plugs in), the platform's decoding, the formats' structural check, and pixels
+//   Decoding/  the decode workers, decoders (the internal `Decoder` making a `Payload`, and
+//              `ImageDecoder`, the protocol an app plugs in), the platform's (`PlatformDecoder`) within
+//              `DecodeLimits`, sizes and scales (`Sizing`), the formats' structural check, and pixels
 //              written as PNG (`PNGWriter`: on Linux, the images of a plugged decoder and of a BlurHash).
 //   Processing/ processors (`Processor`) and the built-ins, which make a load's variant.
-//   Animation/ frames decoded as they are shown: a player per view (`AnimationPlayer`), its timeline,
-//              the budget all players share, where frames come from (`FrameSource`).
+//   Animation/ a file's frame timing (`FrameTiming`); frames decoded as they are shown: a player
+//              per view (`AnimationPlayer`), its timeline, the budget all players share, where
+//              frames come from (`FrameSource`).
 //   Prefetching/ lists that load ahead: the prefetcher a list holds (`ListPrefetcher`), its
 //              decisions (`ListWindow`), the release of rows beyond its window, the SwiftUI and
 //              UIKit glue.

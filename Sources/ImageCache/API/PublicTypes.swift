@@ -121,15 +121,15 @@ nonisolated extension ImageCache {
         /// - Complexity: O(n) in the bytes, as ``frameDurations``.
         public var playCount: Int { timing.plays }
 
-        private var timing: Timing {
-            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return Timing() }
+        private var timing: FrameTiming {
+            guard frameCount > 1, case .success(let info) = ImageCache.inspect(data) else { return FrameTiming() }
             return info.timing
         }
 
         /// DecodeWorkers `data`; nil when it does not start with a whole PNG, JPEG, GIF or WebP image.
         /// Bytes after the image's end are dropped.
         public init?(data: Data) {
-            guard case .success(let decoded) = ImageCache.decode(data) else { return nil }
+            guard case .success(let decoded) = ImageCache.PlatformDecoder.decode(data) else { return nil }
             self = decoded.image
         }
 

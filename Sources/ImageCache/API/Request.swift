@@ -181,8 +181,8 @@ nonisolated extension ImageCache.Request {
         ImageCache.Key(string: key ?? url?.absoluteString ?? "", processors: variant)
     }
 
-    /// The display scale its size is decoded at (see ``ImageCache/displayScale(_:screen:)``).
-    private var displayScale: Double { ImageCache.displayScale(scale, screen: ImageCache.screenScale) }
+    /// The display scale its size is decoded at (see ``ImageCache/Sizing/displayScale(_:screen:)``).
+    private var displayScale: Double { ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale) }
 
     /// `points` in whole pixels at its display scale (nil: not a size to fill).
     internal func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {

@@ -110,7 +110,7 @@ nonisolated extension ImageCache {
         guard let first = image.images?.first else { return image }
         return first.cgImage.map { UIImage(cgImage: $0, scale: image.scale, orientation: .up) } ?? first
         #elseif canImport(AppKit)
-        return frames(of: image)?.images.first ?? image
+        return PlatformDecoder.frames(of: image)?.images.first ?? image
         #else
         guard image.frameCount > 1 else { return image }
         return Image(data: image.data, format: image.format, width: image.width, height: image.height, frameCount: 1)

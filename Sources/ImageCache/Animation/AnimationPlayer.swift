@@ -83,7 +83,7 @@ nonisolated extension ImageCache {
         }
 
         /// What one frame costs at the view's pixels: 4 bytes a pixel.
-        var frameBytes: Int { Int(min(Double(Int.max / 2), bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
+        var frameBytes: Int { Int(min(Double(Int.max / 2), Sizing.bitmapBytes(width: pixels.width, height: pixels.height, bytesPerRow: nil))) }
 
         /// How many frames it may hold after the one shown, by its share of the budget.
         var framesAhead: Int { budget.framesAhead(frameBytes: frameBytes, frameCount: timeline.frameCount) }

@@ -22,7 +22,7 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// One frame of an animation decoded for a view: its image (nil where there is no platform
     /// image to make, as for the scheduler's tests) and the bytes its bitmap holds, which the
-    /// shared budget counts (``ImageCache/bitmapBytes(width:height:bytesPerRow:)``).
+    /// shared budget counts (``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``).
     internal struct DecodedFrame: @unchecked Sendable {
         /// The frame as the view shows it. Immutable once made (a `UIImage`, an `NSImage`).
         let image: Image?

@@ -25,7 +25,7 @@ nonisolated extension ImageCache {
     /// cache's folder), never the frames: those are the player's, within the shared budget.
     internal protocol FrameSource: AnyObject {
         /// How long each frame shows, and how many times the whole plays (see ``FrameTimeline``).
-        var timing: Timing { get }
+        var timing: FrameTiming { get }
 
         /// DecodeWorkers frame `index` at `pixels` (or smaller), and then calls `completion`, once, on
         /// the queue its player runs on, with the frame or nil when it could not be decoded. The

@@ -21,7 +21,7 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// Which frame an animation shows at a time since it started, and the frames after it: frame
-    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/frameDuration(delay:)``, the
+    /// `i` shows for `durations[i]` seconds (already by ``ImageCache/FrameTiming/duration(delay:)``, the
     /// browsers' rule for delays under 20 ms), and the whole plays `plays` times (0: forever), its
     /// last frame staying once it has played. A frame shown is a ``Slot``: the frame's index in the
     /// file, and its ordinal, the how-manieth frame shown since the start, counted across plays.

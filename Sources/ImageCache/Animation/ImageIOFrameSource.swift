@@ -28,7 +28,7 @@ nonisolated extension ImageCache {
     ///
     /// Thread safety: made and asked on the main queue; the decodes run on its queue.
     internal final class ImageIOFrameSource: FrameSource, @unchecked Sendable {
-        let timing: Timing
+        let timing: FrameTiming
         private let source: CGImageSource
         private let scale: Double
         private let queue = DispatchQueue(label: "ImageCache.ImageIOFrameSource", qos: .userInitiated)
@@ -54,7 +54,7 @@ nonisolated extension ImageCache {
             queue.async {
                 let frame = CGImageSourceCreateThumbnailAtIndex(source.value, index, dictionary.value).map { cgImage in
                     DecodedFrame(image: Self.image(cgImage, scale: scale),
-                                 bytes: Int(bitmapBytes(width: cgImage.width, height: cgImage.height,
+                                 bytes: Int(Sizing.bitmapBytes(width: cgImage.width, height: cgImage.height,
                                                         bytesPerRow: cgImage.bytesPerRow)))
                 }
                 let decoded = Unchecked(frame)
@@ -66,21 +66,21 @@ nonisolated extension ImageCache {
             #if canImport(UIKit)
             return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
             #else
-            return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            return NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
             #endif
         }
 
-        /// How long each frame of `source` shows (by ``ImageCache/frameDuration(delay:)``) and how many
+        /// How long each frame of `source` shows (by ``ImageCache/FrameTiming/duration(delay:)``) and how many
         /// times the whole plays (0: forever), from its format's dictionary: GIF's (its loop count
-        /// read as browsers do, ``ImageCache/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
-        static func timing(of source: CGImageSource) -> Timing {
+        /// read as browsers do, ``ImageCache/FrameTiming/plays(gifLoopCount:)``), PNG's (APNG), WebP's, HEICS's.
+        static func timing(of source: CGImageSource) -> FrameTiming {
             let count = CGImageSourceGetCount(source)
             let durations = (0..<count).map { index -> Double in
                 let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any] ?? [:]
-                return frameDuration(delay: delay(in: properties))
+                return FrameTiming.duration(delay: delay(in: properties))
             }
             let properties = CGImageSourceCopyProperties(source, nil) as? [CFString: Any] ?? [:]
-            return Timing(durations: durations, plays: plays(in: properties))
+            return FrameTiming(durations: durations, plays: plays(in: properties))
         }
 
         /// A frame's delay in seconds from its properties: each format's unclamped delay, else its delay.
@@ -98,7 +98,7 @@ nonisolated extension ImageCache {
         /// loop count read as browsers do, the others' as the number of plays, else once.
         internal static func plays(in properties: [CFString: Any]) -> Int {
             if let gif = properties[kCGImagePropertyGIFDictionary] as? [CFString: Any] {
-                return ImageCache.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
+                return ImageCache.FrameTiming.plays(gifLoopCount: gif[kCGImagePropertyGIFLoopCount] as? Int)
             }
             for (dictionary, loopCount) in loopKeys {
                 if let format = properties[dictionary] as? [CFString: Any], let plays = format[loopCount] as? Int {

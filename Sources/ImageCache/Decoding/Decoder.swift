@@ -1,5 +1,5 @@
-// How bytes become an entry: the decoder a load asks for (the platform image, or a value of an
-// app's type) and what it makes (`Payload`, with a `Box` for a value that is not an image).
+// Decoder: how bytes become an entry: the decoder a load asks for (the platform image, a plugged-in
+// decoder's, or a value of an app's type), making a `Payload`.
 
 import Dispatch
 import Foundation
@@ -19,41 +19,6 @@ import SwiftUI
 #endif
 
 nonisolated extension ImageCache {
-    /// An entry as a decoder made it: the downloaded bytes (nil once memory no longer has them),
-    /// and an image or any other value.
-    internal struct Payload {
-        private(set) var bytes: Data?
-        private(set) var image: Image?
-        private(set) var value: Box?
-        private(set) var scaleStandsIn = false  // the image's scale stands in for the screen's (see `decodeScale`)
-        private(set) var spool: Spool?  // the file the bytes were streamed to, until the disk queue renames it into place
-
-        /// Itself with `bytes` for its bytes: nil once memory need not keep them (they are on disk,
-        /// or another entry has them).
-        func with(bytes: Data?) -> Payload {
-            var payload = self
-            payload.bytes = bytes
-            return payload
-        }
-
-        /// Itself with the file its bytes were streamed to (nil: none, once renamed into place).
-        func with(spool: Spool?) -> Payload {
-            var payload = self
-            payload.spool = spool
-            return payload
-        }
-    }
-
-    /// A decoded value that is not an image, with its type.
-    internal final class Box {
-        let value: Any
-        let type: ObjectIdentifier
-        init<Value>(_ value: Value) {
-            self.value = value
-            type = ObjectIdentifier(Value.self)
-        }
-    }
-
     /// How bytes become an entry: the platform image (the default), or a value of one type.
     internal struct Decoder: @unchecked Sendable {
         let type: ObjectIdentifier?  // nil for the image
@@ -106,12 +71,12 @@ nonisolated extension ImageCache {
         /// its place until it is read: see `decodeScale`).
         static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
-                let (scale, standsIn) = ImageCache.decodeScale(scale, screen: ImageCache.screenScale)
+                let (scale, standsIn) = ImageCache.Sizing.decodeScale(scale, screen: ImageCache.screenScale)
                 if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
                     return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
                         .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
                 }
-                return ImageCache.decode(data, file: file, filling: size, limits: limits, scale: scale)
+                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
             var decoder = Decoder(type: nil) { decode($0, nil, $1) }

@@ -31,7 +31,7 @@ nonisolated extension ImageCache {
     /// `IEND`; WebP: chunks inside the RIFF, image data after a VP8X header): so the bytes up to
     /// `end` inspect again to the same result.
     internal static func inspect(_ data: Data)
-        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error> {
+        -> Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: FrameTiming), Error> {
         guard !data.isEmpty else { return .failure(.emptyBody) }
         return data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -49,7 +49,7 @@ nonisolated extension ImageCache {
     fileprivate struct ByteReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var count: Int { bytes.count }
-        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: Timing), Error>
+        typealias Info = Result<(format: Format, width: Int, height: Int, end: Int, frames: Int, timing: FrameTiming), Error>
 
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
@@ -86,7 +86,7 @@ nonisolated extension ImageCache {
             var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
             var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
-            var timing = Timing()
+            var timing = FrameTiming()
             while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
                 let length = Int(be32(offset))
                 let end = offset + 12 + length
@@ -121,7 +121,7 @@ nonisolated extension ImageCache {
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
                     let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
-                    timing.durations.append(frameDuration(delay: delay))
+                    timing.durations.append(FrameTiming.duration(delay: delay))
                 }
                 offset = end
             }
@@ -171,7 +171,7 @@ nonisolated extension ImageCache {
                 while marker == 0xFF, offset + 2 < count { offset += 1; marker = byte(offset + 1) }
                 if marker == 0xD9 {
                     guard let (width, height) = size else { return corrupt(.jpeg, "no frame header") }
-                    return .success((.jpeg, width, height, offset + 2, 1, Timing()))
+                    return .success((.jpeg, width, height, offset + 2, 1, FrameTiming()))
                 }
                 if (0xD0...0xD7).contains(marker) || marker == 0x01 { offset += 2; continue }
                 let length = be16(offset + 2)
@@ -210,7 +210,7 @@ nonisolated extension ImageCache {
             var frames = 0
             var (delays, delay, loopCount): ([Double], Double?, Int?) = ([], nil, nil)
             func whole(_ end: Int) -> Info {
-                let timing = frames > 1 ? Timing(durations: delays, plays: plays(gifLoopCount: loopCount)) : Timing()
+                let timing = frames > 1 ? FrameTiming(durations: delays, plays: FrameTiming.plays(gifLoopCount: loopCount)) : FrameTiming()
                 return .success((.gif, width, height, end, frames, timing))
             }
             while offset < count {
@@ -235,7 +235,7 @@ nonisolated extension ImageCache {
                     guard let end = skipSubBlocks(offset + 1) else { return truncatedGIF() }
                     offset = end
                     frames += 1
-                    delays.append(frameDuration(delay: delay))
+                    delays.append(FrameTiming.duration(delay: delay))
                     delay = nil
                 default:
                     return corrupt(.gif, "unknown block at byte \(offset)")
@@ -302,7 +302,7 @@ nonisolated extension ImageCache {
                 return corrupt(.webp, "no VP8, VP8L or VP8X header")
             }
             guard image else { return corrupt(.webp, "no image data after the VP8X header") }
-            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, Timing())) }
+            guard matches("VP8X".utf8, at: 12) else { return .success((.webp, width, height, riffEnd, 1, FrameTiming())) }
             // An extended WebP: its ANIM and ANMF chunks, if it is animated (WebPAnimation).
             switch WebPAnimation(bytes).frames(to: riffEnd, canvas: (width, height)) {
             case .success(let animation): return .success((.webp, width, height, riffEnd, animation.frames, animation.timing))

@@ -29,7 +29,7 @@ nonisolated extension ImageCache {
     /// does not lie inside the canvas; a frame's chunk (`ALPH`, `VP8 `, `VP8L`, ...) that runs past
     /// its `ANMF` chunk; a frame without `VP8 ` or `VP8L` data whose header is whole.
     ///
-    /// Durations follow ``ImageCache/frameDuration(delay:)`` (a delay under 20 ms shows for 100 ms);
+    /// Durations follow ``ImageCache/FrameTiming/duration(delay:)`` (a delay under 20 ms shows for 100 ms);
     /// the loop count is the number of plays, 0 for forever (as libwebp and browsers read it).
     internal struct WebPAnimation {
         /// Why the chunks are not an animation a decoder would accept.
@@ -47,7 +47,7 @@ nonisolated extension ImageCache {
         /// The frames and timing of the extended WebP whose chunks run from byte 12 (its `VP8X`
         /// chunk) to `end`, with a canvas of `canvas` pixels. A file whose `VP8X` header says it is
         /// not animated, and has no `ANMF` chunk, is one frame.
-        internal func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: Timing), Refusal> {
+        internal func frames(to end: Int, canvas: (width: Int, height: Int)) -> Result<(frames: Int, timing: FrameTiming), Refusal> {
             let animated = byte(20) & 0x02 != 0  // the VP8X flags' animation bit
             var (offset, plays, durations): (Int, Int?, [Double]) = (12, nil, [])
             while end - offset >= 8 {
@@ -59,13 +59,13 @@ nonisolated extension ImageCache {
                     guard animated else { return refuse("an ANMF frame in a WebP whose VP8X header is not animated") }
                     guard plays != nil else { return refuse("the ANMF frame at byte \(offset) comes before any ANIM chunk") }
                     if let reason = frameProblem(start, length, durations.count + 1, canvas) { return refuse(reason) }
-                    durations.append(frameDuration(delay: Double(le24(start + 12)) / 1_000))
+                    durations.append(FrameTiming.duration(delay: Double(le24(start + 12)) / 1_000))
                 }
                 offset = start + length + (length & 1)
             }
             if animated && durations.isEmpty { return refuse("the VP8X header says animated, but no ANMF frame follows") }
-            guard durations.count > 1 else { return .success((1, Timing())) }
-            return .success((durations.count, Timing(durations: durations, plays: plays ?? 0)))
+            guard durations.count > 1 else { return .success((1, FrameTiming())) }
+            return .success((durations.count, FrameTiming(durations: durations, plays: plays ?? 0)))
         }
 
         /// What is wrong with the frame (number `number`, from 1) whose `ANMF` payload is the
@@ -97,7 +97,7 @@ nonisolated extension ImageCache {
             return image ? nil : "frame \(number) has no VP8 or VP8L data"
         }
 
-        private func refuse(_ reason: String) -> Result<(frames: Int, timing: Timing), Refusal> {
+        private func refuse(_ reason: String) -> Result<(frames: Int, timing: FrameTiming), Refusal> {
             .failure(Refusal(reason: reason))
         }
 

@@ -21,10 +21,10 @@ nonisolated extension ImageCache {
 
     /// The bytes an image of `bitmaps` holds: each bitmap's rows as laid out times its height (8
     /// bytes a pixel for a 16-bit one, padded rows counted), never less than 4 bytes a pixel, and 4
-    /// a pixel where the rows are not known (see ``bitmapBytes(width:height:bytesPerRow:)``); every
+    /// a pixel where the rows are not known (see ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``); every
     /// representation counts, since an `NSImage` keeps them all.
     internal static func bitmapCost(of bitmaps: [Bitmap]) -> Double {
-        bitmaps.reduce(0) { $0 + bitmapBytes(width: $1.width, height: $1.height, bytesPerRow: $1.bytesPerRow) }
+        bitmaps.reduce(0) { $0 + Sizing.bitmapBytes(width: $1.width, height: $1.height, bytesPerRow: $1.bytesPerRow) }
     }
 
     #if canImport(AppKit) && !canImport(UIKit)

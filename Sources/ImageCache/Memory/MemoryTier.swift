@@ -74,7 +74,7 @@ nonisolated extension ImageCache {
 
             /// What the disk needs to keep this entry: the downloaded bytes if memory still has them.
             var item: DiskStore.Item {
-                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.downloadedBytes(of:)),
+                DiskStore.Item(url: key.string, data: data ?? image.flatMap(ImageCache.PlatformDecoder.downloadedBytes(of:)),
                                size: size, downloadedAt: downloadedAt, receivedAt: receivedAt)
             }
         }
@@ -377,20 +377,20 @@ nonisolated extension ImageCache.Ledger {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation, each by ``bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
+    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         // Frames, not the references to them: a frame shown for several units is repeated.
         let frames = image.images.map { runs($0).map(\.frame) } ?? [image]
         let bytes = frames.reduce(0.0) { bytes, frame in
-            let size = pixelSize(of: frame)
-            return bytes + bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
+            let size = Sizing.pixelSize(of: frame)
+            return bytes + Sizing.bitmapBytes(width: size.width, height: size.height, bytesPerRow: frame.cgImage?.bytesPerRow)
         }
         #elseif canImport(AppKit)
         // An animated GIF's NSImage counts one frame (its bitmap representation holds the frame it
         // shows), and each frame kept with it for the SwiftUI views: their bitmaps' rows
         // (BitmapCost.swift).
-        let bytes = ([image] + (frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
+        let bytes = ([image] + (PlatformDecoder.frames(of: image)?.images ?? [])).reduce(0.0) { bytes, image in
             bytes + bitmapCost(of: bitmaps(of: image))
         }
         #else

@@ -113,7 +113,7 @@ nonisolated extension ImageCache.Ledger {
             }
         }
         guard !found.isEmpty, let best = ImageCache.StandIn.best(
-            of: found.map { ImageCache.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
+            of: found.map { ImageCache.Sizing.pixelSize(of: $0.image) }, for: ImageCache.StandIn.target(of: key),
             shown: shown) else { return nil }
         memory.markUsed(found[best].slot)
         return (memory[found[best].slot].key, found[best].image)

@@ -34,7 +34,7 @@ nonisolated extension ImageCache {
     internal static func resolve<Value>(_ delivery: Delivery, _ decoder: Decoder) -> Result<Fetched<Value>, Error> {
         if let failed = delivery.failed, failed.type == decoder.type { return .failure(failed.error) }
         let payload = decoder.made(delivery.payload) ? Result.success(delivery.payload)
-            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(downloadedBytes(of:)) ?? Data(),
+            : decoder.decode(delivery.payload.bytes ?? delivery.payload.image.flatMap(PlatformDecoder.downloadedBytes(of:)) ?? Data(),
                              delivery.limits)
         return payload.flatMap { payload in
             guard let value = (decoder.type == nil ? shown(payload) as Any? : payload.value?.value) as? Value else {
@@ -48,7 +48,7 @@ nonisolated extension ImageCache {
     /// A delivery as an image: the one it holds, or the bytes decoded as one (a download shared
     /// with a request for another type). No generic cast where it holds one. An image whose scale
     /// stood in for the screen's is given the screen's here, if it is known by now: it is read now on
-    /// the main thread, where callbacks run on Apple platforms (see ``deliveryScale(standIn:screen:)``).
+    /// the main thread, where callbacks run on Apple platforms (see ``ImageCache/Sizing/deliveryScale(standIn:screen:)``).
     internal static func image(_ result: Result<Delivery, Error>) -> Result<Fetched<Image>, Error> {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
@@ -60,8 +60,8 @@ nonisolated extension ImageCache {
     /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
     private static func shown(_ payload: Payload) -> Image? {
         guard let image = payload.image, payload.scaleStandsIn,
-              let scale = deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
-        return rescaled(image, to: scale)
+              let scale = Sizing.deliveryScale(standIn: 1, screen: screenScale) else { return payload.image }
+        return PlatformDecoder.rescaled(image, to: scale)
     }
 
     /// Runs every waiter's callback on its queue, once, unless it was cancelled; `event` goes to
@@ -109,7 +109,7 @@ nonisolated extension ImageCache {
               tasks.contains(where: { $0.load.key != key }) else {
             return deliver(tasks, result, event: event, handler: handler)
         }
-        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(Self.downloadedBytes(of:))
+        let bytes = delivery.payload.bytes ?? delivery.payload.image.flatMap(PlatformDecoder.downloadedBytes(of:))
         var own: [Key: [FetchTask]] = [:], order: [Key] = [], shared: [FetchTask] = []
         for task in tasks {
             guard task.load.key != key, bytes != nil || !task.load.processors.isEmpty else {

@@ -88,7 +88,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in memory's entries, where an image has no bytes of its own.
     private func storedBytes(of image: Image, in ledger: Ledger) -> StoredBytes {
-        if plugins.encoder == nil, let own = Self.downloadedBytes(of: image) { return StoredBytes(data: own) }
+        if plugins.encoder == nil, let own = PlatformDecoder.downloadedBytes(of: image) { return StoredBytes(data: own) }
         guard let entry = ledger.slot(holding: image), entry.key.processors.isEmpty else { return StoredBytes() }
         if let data = entry.data { return StoredBytes(data: data) }
         return StoredBytes(file: (entry.key.string, entry.downloadedAt, entry.size))
@@ -217,7 +217,7 @@ nonisolated extension ImageCache {
             stills.append((cgImage, exifOrientation(uiKit: frame.imageOrientation.rawValue),
                            runs.count > 1 ? unit * Double(repeats) : nil))
         }
-        return imageIOBytes(stills, plays: runs.count > 1 ? Self.plays(of: image) ?? 0 : nil, maxPixels: maxPixels)
+        return imageIOBytes(stills, plays: runs.count > 1 ? PlatformDecoder.plays(of: image) ?? 0 : nil, maxPixels: maxPixels)
         #elseif canImport(AppKit)
         guard let cgImage = image.tiffRepresentation.flatMap(NSBitmapImageRep.init(data:))?.cgImage else { return nil }
         return imageIOBytes([(cgImage, 1, nil)], plays: nil, maxPixels: maxPixels)
@@ -265,7 +265,7 @@ nonisolated extension ImageCache {
     }
 
     /// `frames` as runs of the same object repeated (UIKit's animated images repeat a frame to show
-    /// it longer, see ``frameSchedule(_:maxShown:)``): each distinct frame once, with its repeats.
+    /// it longer, see ``ImageCache/FrameTiming/schedule(_:maxShown:)``): each distinct frame once, with its repeats.
     internal static func runs<Frame: AnyObject>(_ frames: [Frame]) -> [(frame: Frame, repeats: Int)] {
         var runs: [(frame: Frame, repeats: Int)] = []
         for frame in frames {

@@ -243,7 +243,7 @@ nonisolated extension ImageCache {
         #if canImport(UIKit)
         return Double(image.scale)
         #else
-        let pixels = pixelSize(of: image)
+        let pixels = Sizing.pixelSize(of: image)
         return image.size.width > 0 ? Double(pixels.width) / Double(image.size.width) : 1
         #endif
     }
@@ -253,7 +253,7 @@ nonisolated extension ImageCache {
         #if canImport(UIKit)
         return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
         #else
-        return NSImage(cgImage: cgImage, size: pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+        return NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
         #endif
     }
 }

@@ -102,7 +102,7 @@ nonisolated extension ImageCache {
         /// variant, or the failure of the first that threw or made nothing, named.
         internal static func run(_ processors: [Processor], on input: Image, scale: Double?) -> Result<Image, Error> {
             var image: Image
-            switch ImageCache.prepared(input, displayScale: ImageCache.displayScale(scale, screen: ImageCache.screenScale)) {
+            switch ImageCache.prepared(input, displayScale: ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)) {
             case .success(let prepared): image = prepared
             case .failure(let error): return .failure(error)
             }

@@ -124,13 +124,13 @@ nonisolated extension ImageCache {
         public func bind(_ request: ImageCache.Request, placeholder: Image? = nil, failureImage: Image? = nil,
                          pixelSize: CGSize? = nil, cache: ImageCache = .shared,
                          transition: Transition = .none) -> FetchTask? {
-            let scale = ImageCache.displayScale(request.scale, screen: ImageCache.screenScale)
+            let scale = ImageCache.Sizing.displayScale(request.scale, screen: ImageCache.screenScale)
             let pixels = request.size.map { ImageCache.pixelSize(points: $0, scale: scale) } ?? pixelSize
             return bind(Load(request), placeholder, failureImage, pixels, cache, transition, scale: request.scale)
         }
 
         /// `scale`: the display scale of the target's screen (a view's), which the image carries;
-        /// nil for the main screen's (see ``ImageCache/displayScale(_:screen:)``).
+        /// nil for the main screen's (see ``ImageCache/Sizing/displayScale(_:screen:)``).
         /// `keepsShowing`: the image shown stays until this binding's comes (a new size of the same
         /// image).
         @discardableResult
@@ -139,7 +139,7 @@ nonisolated extension ImageCache {
                            keepsShowing: Bool = false) -> FetchTask? {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
-            let scale = ImageCache.displayScale(scale, screen: ImageCache.screenScale)
+            let scale = ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)
             let memoryKey = load.map {
                 ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
             }
@@ -164,7 +164,7 @@ nonisolated extension ImageCache {
             let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
             if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
                 show(whole, .image(.memory), key: wholeKey)
-                guard ImageCache.replacesWhole(ImageCache.pixelSize(of: whole), for: size,
+                guard ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
                                                decodeBound: cache.wholeDecodeBound) else {
                     return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
                 }
@@ -201,7 +201,7 @@ nonisolated extension ImageCache {
 
         /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
         /// the binding `generation` is still the latest, loading or shown, and was made for a size
-        /// or scale that ``ImageCache/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
+        /// or scale that ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says is wrong for it, it
         /// binds again at this size, its own decode (not a whole image), keeping what the target
         /// shows until it comes. Bounds still empty change nothing.
         /// `afterResize`: its bounds changed after it was laid out (ViewBounds.swift), so
@@ -214,7 +214,7 @@ nonisolated extension ImageCache {
 
         /// A SwiftUI view's binding, made when it appears and when its size or display scale changes
         /// (its target stays): of the image it is bound to, loading or shown, at a new size or
-        /// scale, it binds again only as ``ImageCache/rebinds(bound:now:decodeBound:)`` says, keeping
+        /// scale, it binds again only as ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says, keeping
         /// what the target shows until the new one comes; at the same ones, it lets a load under way
         /// go on. Any other binds anew, as `bind` does.
         internal func bindView(_ load: Load?, _ placeholder: Image?, _ failureImage: Image?, _ pixelSize: CGSize?,
@@ -228,7 +228,7 @@ nonisolated extension ImageCache {
                 return
             }
             let same = ImageCache.pixels(pixelSize).map { [$0.width, $0.height] } == binding.size.map { [$0.width, $0.height] }
-                && ImageCache.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
+                && ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale) == binding.scale
             switch state {
             case .loading:
                 lower(false)  // it appears again, at its size or another
@@ -241,12 +241,12 @@ nonisolated extension ImageCache {
         }
 
         /// Binds again at `pixelSize` and `scale`, keeping what the target shows, if the binding is
-        /// loading or shown and ``ImageCache/rebinds(bound:now:decodeBound:)`` says so.
+        /// loading or shown and ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says so.
         private func rebind(at pixelSize: CGSize?, scale: Double?, afterResize: Bool = false) {
-            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.rebinds
+            let decides = afterResize ? ImageCache.rebindsAfterResize : ImageCache.Rebinding.rebinds
             guard let binding, let load = binding.load,
                   decides((binding.size, binding.scale),
-                          (ImageCache.pixels(pixelSize), ImageCache.displayScale(scale, screen: ImageCache.screenScale)),
+                          (ImageCache.pixels(pixelSize), ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)),
                           binding.cache.wholeDecodeBound ?? .max) else { return }
             switch state {
             case .loading, .image: break
@@ -356,7 +356,7 @@ nonisolated extension ImageCache {
         /// (another size or variant of it, or its original); else nil.
         private func shownPixels(of key: Key) -> (width: Int, height: Int)? {
             guard let target, shownKey?.string == key.string else { return nil }
-            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.pixelSize(of:)) }
+            return ImageCache.onTargetActor(target) { $0.image.map(ImageCache.Sizing.pixelSize(of:)) }
         }
 
         /// Tells the target to show `image`, the entry of `key` (nil: the placeholder or failure

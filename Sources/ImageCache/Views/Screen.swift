@@ -23,7 +23,7 @@ import WatchKit
 nonisolated extension ImageCache {
     /// The main screen's scale, once read: what an image decoded for no view in particular (a
     /// `fetch`, a prefetch, a binder given no scale) carries. Nil until then: a decode meanwhile
-    /// carries 1 in its place (see ``decodeScale(_:screen:)``), and its image is given the scale at
+    /// carries 1 in its place (see ``ImageCache/Sizing/decodeScale(_:screen:)``), and its image is given the scale at
     /// delivery. 1 where there is no screen (Linux), or the read found none.
     ///
     /// Read where Apple allows it with no view at hand, never through the deprecated `UIScreen.main`:

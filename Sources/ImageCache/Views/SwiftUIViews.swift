@@ -385,12 +385,12 @@ extension ImageCache {
 
         /// What the binder shows, and what the view draws of it: an animation frame by frame from
         /// the view's `onAppear` to its `onDisappear`, from when it was set, each frame for its own
-        /// delay and as many times as the file says (``ImageCache/frame(at:durations:plays:)``),
+        /// delay and as many times as the file says (``ImageCache/FrameTiming/frame(at:durations:plays:)``),
         /// then its last frame.
         @MainActor private final class Target: ObservableObject, ImageTarget {
             /// What the binder shows; setting it starts an animated one from its first frame.
             var image: Image? {
-                didSet { animation = image.flatMap(ImageCache.frames(of:)).map { ($0, Self.now) }; restep() }
+                didSet { animation = image.flatMap(ImageCache.PlatformDecoder.frames(of:)).map { ($0, Self.now) }; restep() }
             }
             @Published private(set) var shown: Image?
             @Published private(set) var state = Binder.State.idle
@@ -403,7 +403,7 @@ extension ImageCache {
             /// The image's aspect ratio, learned from its file's header (see `reservesAspectRatio`).
             @Published var ratio: Double?
             lazy var binder = Binder(self)
-            private var animation: (frames: Frames, start: TimeInterval)?
+            private var animation: (frames: ImageCache.PlatformDecoder.Frames, start: TimeInterval)?
             private var ticks = 0  // bumped to drop a step scheduled before a new image or a disappearance
 
             /// Has the binder tell this target the progress, if `hooks` asks for it, and the view's
@@ -441,7 +441,7 @@ extension ImageCache {
             private func step(due: TimeInterval = 0) {
                 guard let (frames, start) = animation else { return shown = image }
                 let elapsed = max(Self.now - start, due)
-                let now = ImageCache.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
+                let now = ImageCache.FrameTiming.frame(at: elapsed, durations: frames.durations, plays: frames.plays)
                 if shown !== frames.images[now.index] { shown = frames.images[now.index] }
                 guard isDisplayed, let until = now.until else { return }
                 let tick = ticks

@@ -68,7 +68,7 @@ nonisolated extension ImageCache {
             stop()
             if firstFrameOnly || environment.reducesMotion() { return firstFrame(of: image) }
             guard let source = environment.source(image, scale), source.timing.durations.count > 1 else { return image }
-            let player = AnimationPlayer(source: source, pixels: pixels ?? pixelSize(of: image), budget: budget,
+            let player = AnimationPlayer(source: source, pixels: pixels ?? Sizing.pixelSize(of: image), budget: budget,
                                          now: environment.now, display: { frame in frame.image.map(show) })
             let ticker = environment.ticker(queue) { [weak self] in self?.tick() ?? false }
             playing = (player, ticker, key)

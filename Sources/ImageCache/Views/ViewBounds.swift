@@ -24,14 +24,14 @@ nonisolated extension ImageCache {
 
     /// Whether a view bound to its bounds, its binding made for `bound` (its size in pixels, nil for
     /// the whole image, and its display scale), binds again now that its bounds changed to `now`
-    /// after it was laid out: when ``rebinds(bound:now:decodeBound:)`` says so and, for a binding
+    /// after it was laid out: when ``ImageCache/Rebinding/rebinds(bound:now:decodeBound:)`` says so and, for a binding
     /// already made at a size on this scale, a side grew by more than ``resizeGrowth`` of it
     /// (blurry), or both sides shrank to half or less (four times the memory it needs). A first
     /// layout (no size yet), another scale or bounds now empty are as `rebinds` says.
     internal static func rebindsAfterResize(bound: (size: (width: Int, height: Int)?, scale: Double),
                                             now: (size: (width: Int, height: Int)?, scale: Double),
                                             decodeBound: Int) -> Bool {
-        guard rebinds(bound: bound, now: now, decodeBound: decodeBound) else { return false }
+        guard Rebinding.rebinds(bound: bound, now: now, decodeBound: decodeBound) else { return false }
         guard let was = bound.size, let size = now.size, bound.scale == now.scale else { return true }
         let limit = 1 + resizeGrowth
         let grew = Double(size.width) > Double(was.width) * limit || Double(size.height) > Double(was.height) * limit

@@ -71,7 +71,7 @@ extension ImageCache {
             playing = nil
             // An animation that plays a number of times (a UIImage plays forever) runs as the view's
             // own, and its last frame stays.
-            if let image, let plays = ImageCache.plays(of: image), plays > 0, let frames = image.images {
+            if let image, let plays = ImageCache.PlatformDecoder.plays(of: image), plays > 0, let frames = image.images {
                 (view.animationImages, view.animationDuration) = (frames, image.duration)
                 view.animationRepeatCount = plays
                 view.startAnimating()
@@ -175,7 +175,7 @@ extension ImageCache.ImageView {
         #else
         let scale = window?.backingScaleFactor ?? 0
         #endif
-        return ImageCache.displayScale(Double(scale), screen: ImageCache.screenScale)
+        return ImageCache.Sizing.displayScale(Double(scale), screen: ImageCache.screenScale)
     }
 
     /// The view's binder, made on first use: its `state` says what the view shows, or why not, and
