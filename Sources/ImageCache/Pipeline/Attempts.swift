@@ -316,7 +316,7 @@ nonisolated extension ImageCache.Ledger {
         case .failed(let error):
             delivery = fail(download, error, bytes: bytes)
         }
-        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        let waiters = delivery != nil ? download.takeWaiters() : Array(download.waiters)
         return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
     }
 

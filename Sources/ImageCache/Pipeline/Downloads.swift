@@ -32,7 +32,7 @@ nonisolated extension ImageCache {
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.new
         private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        private(set) var waiters = Waiters()  // cancelled ones leave; all leave when it is delivered
         fileprivate(set) var attempts = 0
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
@@ -101,20 +101,15 @@ nonisolated extension ImageCache {
 
         /// Adds `task` to those waiting for it: the task waits for it now.
         func add(_ task: FetchTask) {
-            waiters.append(task)
+            waiters.add(task)
             task.waits(for: self)
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
-        func remove(_ task: FetchTask) {
-            waiters.removeAll { $0 === task }
-        }
+        func remove(_ task: FetchTask) { waiters.remove(task) }
 
         /// Its waiters, who all leave it: it was delivered, or stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
         func revalidate(_ payload: Payload, _ found: DiskStore.Found) {

@@ -75,37 +75,11 @@ nonisolated extension ImageCache {
 
         /// Routes `task`, made for `load` (its key, type and lane).
         mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
-            let key = load.key
-            if load.isPrefetch {
-                guard prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answered(.delivered)
-                    return .none
-                }
-                prefetches[key] = task
-            }
-            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-            if !load.options.isEmpty, let why = load.options.contradiction {
-                return .answered(.failure(.invalidRequest(why)), bytes: 0)
-            }
-            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
-                                           load.options.contains(.onlyFromCache))
+            if let answered = admit(task, load) { return answered }
             var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
-            switch entries[key] {
-            case .loaded(let slot)?:
-                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
-                memorySaid = reload ? .refusedByOption : .expired
-            case .loading(let download)? where !onlyFromCache:
-                return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .decodingStore(let store)?:
-                return .joined(started: join(task, store))
-            case .processing(let job)? where !onlyFromCache:
-                return .joined(started: join(task, job, fast: load.lane == .fast))
-            case .failed?:
-                memorySaid = .failedEarlier
-            case .loading?, .processing?, nil:
-                break
-            }
+            if let answered = askMemory(task, load, now: now, missed: &memorySaid) { return answered }
+            let (key, reload, onlyFromCache) = (load.key, load.options.contains(.reloadIgnoringCachedData),
+                                                load.options.contains(.onlyFromCache))
             let source = settings.sources.first { $0.loads(task.url) }
             if source == nil, let error = Load.refusal(of: task.url) {
                 if entries[key]?.isUnderWay != true { setFailed(key, error) }  // another URL's, under way
@@ -132,15 +106,63 @@ nonisolated extension ImageCache {
             switch sharing(key) {
             case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
             case .decodingStore(let shared)?: return .joined(started: join(task, shared))
-            default: break
+            default: return startDownload(task, load, source: source, memorySaid: memorySaid)
             }
+        }
+
+        /// The first step of a route: counts the request, and answers one that is not needed (a
+        /// prefetch made already) or not valid (a refused request, contradictory options). Nil: go on.
+        private mutating func admit(_ task: FetchTask, _ load: Load) -> Route? {
+            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
+            if load.isPrefetch {
+                guard prefetches[load.key] == nil else {  // prefetched already: this one is not needed
+                    task.answered(.delivered)
+                    return Route.none
+                }
+                prefetches[load.key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            if !load.options.isEmpty, let why = load.options.contradiction {
+                return .answered(.failure(.invalidRequest(why)), bytes: 0)
+            }
+            return nil
+        }
+
+        /// What the entry table has for the load's key: a hit, or a job under way to join (unless the
+        /// load may not wait for the network); else nil, and `missed` says why memory missed.
+        private mutating func askMemory(_ task: FetchTask, _ load: Load, now: TimeInterval,
+                                        missed: inout MissReason) -> Route? {
+            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
+                                           load.options.contains(.onlyFromCache))
+            switch entries[load.key] {
+            case .loaded(let slot)?:
+                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                missed = reload ? .refusedByOption : .expired
+            case .loading(let download)? where !onlyFromCache:
+                return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .decodingStore(let store)?:
+                return .joined(started: join(task, store))
+            case .processing(let job)? where !onlyFromCache:
+                return .joined(started: join(task, job, fast: load.lane == .fast))
+            case .failed?:
+                missed = .failedEarlier
+            case .loading?, .processing?, nil:
+                break
+            }
+            return nil
+        }
+
+        /// The last step of a miss: a new download of the load's key, which looks on disk first (a
+        /// source whose bytes never go to disk is not looked for there either).
+        private mutating func startDownload(_ task: FetchTask, _ load: Load, source: (any ImageSource)?,
+                                            memorySaid: MissReason) -> Route {
             let download = Download(load, limits: decodeLimits, source: source)
             missedInMemory(download, memorySaid)
             download.add(task)
             lanes.move(download, to: .checkingDisk)
-            entries[key] = .loading(download)
-            entries.noteVariant(key)
-            // A source whose bytes never go to disk is not looked for there either.
+            entries[load.key] = .loading(download)
+            entries.noteVariant(load.key)
+            let reload = load.options.contains(.reloadIgnoringCachedData)
             return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
@@ -318,7 +340,7 @@ nonisolated extension ImageCache {
         func isLoading(_ key: Key) -> Bool {
             if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
-            let waiters: [FetchTask]
+            let waiters: Waiters
             switch sharing(key) {
             case .loading(let download)?: waiters = download.waiters
             case .decodingStore(let store)?: waiters = store.waiters
@@ -393,7 +415,7 @@ nonisolated extension ImageCache {
 
         /// The `waiters` (of a download or a variant's job) to tell that `received` bytes are in: those with an `onProgress` that were told
         /// less (so never less, even after a retry, and never twice the same), marked as told.
-        func progressed(_ waiters: [FetchTask], received: Int) -> [FetchTask] {
+        func progressed(_ waiters: Waiters, received: Int) -> [FetchTask] {
             waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
                 task.reported(received)

@@ -29,7 +29,7 @@ nonisolated extension ImageCache {
         let decoder: Decoder
         let storedAt: TimeInterval  // when the bytes were given: the entry's download date
         let limits: DecodeLimits  // the settings' when it was made
-        private(set) var waiters: [FetchTask] = []
+        private(set) var waiters = Waiters()
         private(set) var written = false  // the bytes are on disk (see `bytesAreOnDisk`)
 
         init(_ key: Key, _ decoder: Decoder, at storedAt: TimeInterval, limits: DecodeLimits) {
@@ -37,13 +37,10 @@ nonisolated extension ImageCache {
         }
 
         /// Adds `task` to those waiting for it.
-        func add(_ task: FetchTask) { waiters.append(task) }
+        func add(_ task: FetchTask) { waiters.add(task) }
 
         /// Its waiters, who all leave it: it ended, or was stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Notes that its bytes are on disk.
         func noteWritten() { written = true }

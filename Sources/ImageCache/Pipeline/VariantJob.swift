@@ -28,7 +28,7 @@ nonisolated extension ImageCache {
     /// it ends or is forgotten.
     internal final class VariantJob: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first fetch's: its processors and scale make the variant
-        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it ends
+        private(set) var waiters = Waiters()  // cancelled ones leave; all leave when it ends
         private(set) var original: FetchTask?  // its request for the image it is made from
 
         var key: Key { load.key }
@@ -37,20 +37,15 @@ nonisolated extension ImageCache {
 
         /// Adds `task` to those waiting for it: the task waits for it now.
         func add(_ task: FetchTask) {
-            waiters.append(task)
+            waiters.add(task)
             task.waits(for: self)
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
-        func remove(_ task: FetchTask) {
-            waiters.removeAll { $0 === task }
-        }
+        func remove(_ task: FetchTask) { waiters.remove(task) }
 
         /// Its waiters, who all leave it: it ended, or was stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Its request for the image it is made from; nil lets it go (the request holds the job).
         func attach(_ original: FetchTask?) {
