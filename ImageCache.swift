@@ -43,7 +43,7 @@
 //   Memory/    the CLOCK list, its limits and the second chance; the index of sizes; stand-ins
 //              (`StandIn`: the best image of a load memory holds, shown until its own comes).
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
-//              and its names (Folder.swift), their attributes (`Validators`), a large body on its
+//              and its names and listing (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
 //              and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders (the internal `Decoder` making a `Payload`, and
@@ -4628,7 +4628,7 @@ nonisolated extension ImageCache {
     /// it ends or is forgotten.
     fileprivate final class VariantJob: @unchecked Sendable {  // guarded by the cache's lock
         let load: Load  // the first fetch's: its processors and scale make the variant
-        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it ends
+        private(set) var waiters = Waiters()  // cancelled ones leave; all leave when it ends
         private(set) var original: FetchTask?  // its request for the image it is made from
 
         var key: Key { load.key }
@@ -4637,20 +4637,15 @@ nonisolated extension ImageCache {
 
         /// Adds `task` to those waiting for it: the task waits for it now.
         func add(_ task: FetchTask) {
-            waiters.append(task)
+            waiters.add(task)
             task.waits(for: self)
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
-        func remove(_ task: FetchTask) {
-            waiters.removeAll { $0 === task }
-        }
+        func remove(_ task: FetchTask) { waiters.remove(task) }
 
         /// Its waiters, who all leave it: it ended, or was stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Its request for the image it is made from; nil lets it go (the request holds the job).
         func attach(_ original: FetchTask?) {
@@ -4878,37 +4873,11 @@ nonisolated extension ImageCache {
 
         /// Routes `task`, made for `load` (its key, type and lane).
         mutating func route(_ task: FetchTask, _ load: Load, now: TimeInterval) -> Route {
-            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
-            let key = load.key
-            if load.isPrefetch {
-                guard prefetches[key] == nil else {  // prefetched already: this one is not needed
-                    task.answered(.delivered)
-                    return .none
-                }
-                prefetches[key] = task
-            }
-            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
-            if !load.options.isEmpty, let why = load.options.contradiction {
-                return .answered(.failure(.invalidRequest(why)), bytes: 0)
-            }
-            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
-                                           load.options.contains(.onlyFromCache))
+            if let answered = admit(task, load) { return answered }
             var memorySaid = MissReason.absent  // if memory misses (`missedInMemory`)
-            switch entries[key] {
-            case .loaded(let slot)?:
-                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
-                memorySaid = reload ? .refusedByOption : .expired
-            case .loading(let download)? where !onlyFromCache:
-                return .joined(started: join(task, download, fast: load.lane == .fast))
-            case .decodingStore(let store)?:
-                return .joined(started: join(task, store))
-            case .processing(let job)? where !onlyFromCache:
-                return .joined(started: join(task, job, fast: load.lane == .fast))
-            case .failed?:
-                memorySaid = .failedEarlier
-            case .loading?, .processing?, nil:
-                break
-            }
+            if let answered = askMemory(task, load, now: now, missed: &memorySaid) { return answered }
+            let (key, reload, onlyFromCache) = (load.key, load.options.contains(.reloadIgnoringCachedData),
+                                                load.options.contains(.onlyFromCache))
             let source = settings.sources.first { $0.loads(task.url) }
             if source == nil, let error = Load.refusal(of: task.url) {
                 if entries[key]?.isUnderWay != true { setFailed(key, error) }  // another URL's, under way
@@ -4935,15 +4904,63 @@ nonisolated extension ImageCache {
             switch sharing(key) {
             case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
             case .decodingStore(let shared)?: return .joined(started: join(task, shared))
-            default: break
+            default: return startDownload(task, load, source: source, memorySaid: memorySaid)
             }
+        }
+
+        /// The first step of a route: counts the request, and answers one that is not needed (a
+        /// prefetch made already) or not valid (a refused request, contradictory options). Nil: go on.
+        private mutating func admit(_ task: FetchTask, _ load: Load) -> Route? {
+            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
+            if load.isPrefetch {
+                guard prefetches[load.key] == nil else {  // prefetched already: this one is not needed
+                    task.answered(.delivered)
+                    return Route.none
+                }
+                prefetches[load.key] = task
+            }
+            if let refusal = load.request.flatMap(Load.refusal(of:)) { return .answered(.failure(refusal), bytes: 0) }
+            if !load.options.isEmpty, let why = load.options.contradiction {
+                return .answered(.failure(.invalidRequest(why)), bytes: 0)
+            }
+            return nil
+        }
+
+        /// What the entry table has for the load's key: a hit, or a job under way to join (unless the
+        /// load may not wait for the network); else nil, and `missed` says why memory missed.
+        private mutating func askMemory(_ task: FetchTask, _ load: Load, now: TimeInterval,
+                                        missed: inout MissReason) -> Route? {
+            let (reload, onlyFromCache) = (load.options.contains(.reloadIgnoringCachedData),
+                                           load.options.contains(.onlyFromCache))
+            switch entries[load.key] {
+            case .loaded(let slot)?:
+                if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
+                missed = reload ? .refusedByOption : .expired
+            case .loading(let download)? where !onlyFromCache:
+                return .joined(started: join(task, download, fast: load.lane == .fast))
+            case .decodingStore(let store)?:
+                return .joined(started: join(task, store))
+            case .processing(let job)? where !onlyFromCache:
+                return .joined(started: join(task, job, fast: load.lane == .fast))
+            case .failed?:
+                missed = .failedEarlier
+            case .loading?, .processing?, nil:
+                break
+            }
+            return nil
+        }
+
+        /// The last step of a miss: a new download of the load's key, which looks on disk first (a
+        /// source whose bytes never go to disk is not looked for there either).
+        private mutating func startDownload(_ task: FetchTask, _ load: Load, source: (any ImageSource)?,
+                                            memorySaid: MissReason) -> Route {
             let download = Download(load, limits: decodeLimits, source: source)
             missedInMemory(download, memorySaid)
             download.add(task)
             lanes.move(download, to: .checkingDisk)
-            entries[key] = .loading(download)
-            entries.noteVariant(key)
-            // A source whose bytes never go to disk is not looked for there either.
+            entries[load.key] = .loading(download)
+            entries.noteVariant(load.key)
+            let reload = load.options.contains(.reloadIgnoringCachedData)
             return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
         }
 
@@ -5121,7 +5138,7 @@ nonisolated extension ImageCache {
         func isLoading(_ key: Key) -> Bool {
             if entries[key]?.isUnderWay == true { return true }
             // A request of `key` that joined a download of another of the image's keys (a view's size).
-            let waiters: [FetchTask]
+            let waiters: Waiters
             switch sharing(key) {
             case .loading(let download)?: waiters = download.waiters
             case .decodingStore(let store)?: waiters = store.waiters
@@ -5196,7 +5213,7 @@ nonisolated extension ImageCache {
 
         /// The `waiters` (of a download or a variant's job) to tell that `received` bytes are in: those with an `onProgress` that were told
         /// less (so never less, even after a retry, and never twice the same), marked as told.
-        func progressed(_ waiters: [FetchTask], received: Int) -> [FetchTask] {
+        func progressed(_ waiters: Waiters, received: Int) -> [FetchTask] {
             waiters.filter { task in
                 guard task.load.onProgress != nil, received > task.progress else { return false }
                 task.reported(received)
@@ -5513,7 +5530,7 @@ nonisolated extension ImageCache {
         fileprivate(set) var lane: Lane
         fileprivate(set) var phase = Phase.new
         private(set) var stale: (payload: Payload, found: DiskStore.Found)?  // an expired entry on disk, to revalidate
-        private(set) var waiters: [FetchTask] = []  // cancelled ones leave; all leave when it is delivered
+        private(set) var waiters = Waiters()  // cancelled ones leave; all leave when it is delivered
         fileprivate(set) var attempts = 0
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
@@ -5564,20 +5581,15 @@ nonisolated extension ImageCache {
 
         /// Adds `task` to those waiting for it: the task waits for it now.
         func add(_ task: FetchTask) {
-            waiters.append(task)
+            waiters.add(task)
             task.waits(for: self)
         }
 
         /// Takes `task` out of those waiting for it (a cancellation).
-        func remove(_ task: FetchTask) {
-            waiters.removeAll { $0 === task }
-        }
+        func remove(_ task: FetchTask) { waiters.remove(task) }
 
         /// Its waiters, who all leave it: it was delivered, or stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Keeps the expired entry that disk had, to revalidate (unless a load asked a reload).
         func revalidate(_ payload: Payload, _ found: DiskStore.Found) {
@@ -5766,6 +5778,35 @@ nonisolated extension ImageCache {
                 return false
             }
         }
+    }
+}
+
+// MARK: - Pipeline/Waiters.swift
+
+// Waiters: the fetches waiting for a job (a download, a variant's job, a store's decode).
+
+
+nonisolated extension ImageCache {
+    /// The fetches waiting for one job (a ``Download``, a ``VariantJob``, a ``StoreDecode``), in the
+    /// order they came; the job holds it and changes it only through these methods.
+    fileprivate struct Waiters: Sequence {
+        private var tasks: [FetchTask] = []
+
+        var isEmpty: Bool { tasks.isEmpty }
+
+        /// Adds `task`.
+        mutating func add(_ task: FetchTask) { tasks.append(task) }
+
+        /// Takes `task` out (a cancellation).
+        mutating func remove(_ task: FetchTask) { tasks.removeAll { $0 === task } }
+
+        /// All of them, who all leave: the job ended, or was stopped.
+        mutating func takeAll() -> [FetchTask] {
+            defer { tasks = [] }
+            return tasks
+        }
+
+        func makeIterator() -> IndexingIterator<[FetchTask]> { tasks.makeIterator() }
     }
 }
 
@@ -6073,7 +6114,7 @@ nonisolated extension ImageCache.Ledger {
         case .failed(let error):
             delivery = fail(download, error, bytes: bytes)
         }
-        let waiters = delivery != nil ? download.takeWaiters() : download.waiters
+        let waiters = delivery != nil ? download.takeWaiters() : Array(download.waiters)
         return ImageCache.Settled(outcome: outcome, delivery: delivery, waiters: waiters)
     }
 
@@ -9333,7 +9374,7 @@ nonisolated extension ImageCache {
         let decoder: Decoder
         let storedAt: TimeInterval  // when the bytes were given: the entry's download date
         let limits: DecodeLimits  // the settings' when it was made
-        private(set) var waiters: [FetchTask] = []
+        private(set) var waiters = Waiters()
         private(set) var written = false  // the bytes are on disk (see `bytesAreOnDisk`)
 
         init(_ key: Key, _ decoder: Decoder, at storedAt: TimeInterval, limits: DecodeLimits) {
@@ -9341,13 +9382,10 @@ nonisolated extension ImageCache {
         }
 
         /// Adds `task` to those waiting for it.
-        func add(_ task: FetchTask) { waiters.append(task) }
+        func add(_ task: FetchTask) { waiters.add(task) }
 
         /// Its waiters, who all leave it: it ended, or was stopped.
-        func takeWaiters() -> [FetchTask] {
-            defer { waiters = [] }
-            return waiters
-        }
+        func takeWaiters() -> [FetchTask] { waiters.takeAll() }
 
         /// Notes that its bytes are on disk.
         func noteWritten() { written = true }
@@ -9990,106 +10028,11 @@ nonisolated extension ImageCache {
     }
 }
 
-// The disk tier's folder as files: their names, and a listing that keeps little of each.
-nonisolated extension ImageCache.DiskStore {
-    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
-    /// a scan of a large folder holds a tenth of what a name `String` and a whole `stat` would.
-    struct File {
-        let id: UInt64  // the name, 16 hex digits, as a number
-        let size: Int64
-        let downloadedAt: TimeInterval  // the modification date
-        var usedAt: TimeInterval  // the access date
-        let inode: UInt64  // with `downloadedAt`, what a later delete checks
-
-        var name: String { ImageCache.DiskStore.name(id) }
-
-        /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
-        init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
-            var info = Foundation.stat()
-            guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-            (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
-            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
-        }
-    }
-
-    /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
-    /// `sweeping`, it deletes the stale temporary files it meets.
-    func list(sweeping: Bool = false) -> [File] {
-        _ = reopenIfReplaced()
-        var files: [File] = []
-        var temporary: [String] = []
-        let listed = forEachName { directory, name in
-            if let id = Self.imageID(name) {
-                let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
-                if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
-                    files.append(file)
-                }
-            } else if sweeping, name[0] == UInt8(ascii: ".") {
-                let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
-                if Self.isTemporaryName(string) { temporary.append(string) }
-            }
-        }
-        if let directory = listed { for name in temporary { deleteIfStale(name, in: directory) } }
-        return files
-    }
-
-    /// The numbers of the names in the folder that are image files' names, without a `stat` of
-    /// any (one may be something else by that name); nil if the folder cannot be listed.
-    func imageIDs() -> Set<UInt64>? {
-        _ = reopenIfReplaced()
-        var ids = Set<UInt64>()
-        let listed = forEachName { _, name in
-            if let id = Self.imageID(name) { ids.insert(id) }
-        }
-        return listed == nil ? nil : ids
-    }
-
-    /// Calls `body` with the folder and each name in it (`d_name`, NUL-terminated), read with
-    /// `readdir`; returns the folder, nil if it cannot be listed.
-    private func forEachName(_ body: (Int32, UnsafeRawBufferPointer) -> Void) -> Int32? {
-        guard let directory = openFolder(create: false) else { return nil }
-        // An open file of its own: `readdir` moves the offset, which `directory` must not share.
-        let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
-            if fd >= 0 { Foundation.close(fd) }
-            return nil
-        }
-        defer { Foundation.closedir(stream) }
-        while let entry = Foundation.readdir(stream) {
-            withUnsafeBytes(of: &entry.pointee.d_name) { body(directory, $0) }
-        }
-        return directory
-    }
-
-    /// The regular file `id` in the folder, if there is one.
-    fileprivate func file(_ id: UInt64) -> File? {
-        guard let directory = openFolder(create: false) else { return nil }
-        return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
-    }
-
-    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
-    /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
-    /// may have been reused). (A writer in another pid namespace may look gone: its rename then
-    /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
-    private func deleteIfStale(_ name: String, in directory: Int32) {
-        var judged = Foundation.stat(), now = Foundation.stat()
-        guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        let changedAt = ImageCache.POSIX.dates(of: judged).changed
-        let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
-        let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
-        guard clock - changedAt > Self.staleTemporaryAge
-            || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
-        guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
-              now.st_mode & S_IFMT == S_IFREG else { return }
-        Foundation.unlinkat(directory, name, 0)
-    }
-}
-
 // MARK: - Disk/Folder.swift
 
-// The cache's folder: how it is opened (its own, private, never through a link), its name, and the
-// names in it: an image file's from its key (a stable hash, never a path outside the folder), the
-// number a name stands for, a temporary file's name.
+// The cache's folder: how it is opened (its own, private, never through a link), its name, the
+// names in it (an image file's from its key: a stable hash, never a path outside the folder; the
+// number a name stands for; a temporary file's name), and its listing (`File`).
 
 
 nonisolated extension ImageCache.DiskStore {
@@ -10210,6 +10153,101 @@ nonisolated extension ImageCache {
             && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
         if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// The disk tier's folder as files: their names, and a listing that keeps little of each.
+nonisolated extension ImageCache.DiskStore {
+    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
+    /// a scan of a large folder holds a tenth of what a name `String` and a whole `stat` would.
+    struct File {
+        let id: UInt64  // the name, 16 hex digits, as a number
+        let size: Int64
+        let downloadedAt: TimeInterval  // the modification date
+        var usedAt: TimeInterval  // the access date
+        let inode: UInt64  // with `downloadedAt`, what a later delete checks
+
+        var name: String { ImageCache.DiskStore.name(id) }
+
+        /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+        init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
+            var info = Foundation.stat()
+            guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
+        }
+    }
+
+    /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
+    /// `sweeping`, it deletes the stale temporary files it meets.
+    func list(sweeping: Bool = false) -> [File] {
+        _ = reopenIfReplaced()
+        var files: [File] = []
+        var temporary: [String] = []
+        let listed = forEachName { directory, name in
+            if let id = Self.imageID(name) {
+                let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                    files.append(file)
+                }
+            } else if sweeping, name[0] == UInt8(ascii: ".") {
+                let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                if Self.isTemporaryName(string) { temporary.append(string) }
+            }
+        }
+        if let directory = listed { for name in temporary { deleteIfStale(name, in: directory) } }
+        return files
+    }
+
+    /// The numbers of the names in the folder that are image files' names, without a `stat` of
+    /// any (one may be something else by that name); nil if the folder cannot be listed.
+    func imageIDs() -> Set<UInt64>? {
+        _ = reopenIfReplaced()
+        var ids = Set<UInt64>()
+        let listed = forEachName { _, name in
+            if let id = Self.imageID(name) { ids.insert(id) }
+        }
+        return listed == nil ? nil : ids
+    }
+
+    /// Calls `body` with the folder and each name in it (`d_name`, NUL-terminated), read with
+    /// `readdir`; returns the folder, nil if it cannot be listed.
+    private func forEachName(_ body: (Int32, UnsafeRawBufferPointer) -> Void) -> Int32? {
+        guard let directory = openFolder(create: false) else { return nil }
+        // An open file of its own: `readdir` moves the offset, which `directory` must not share.
+        let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
+            if fd >= 0 { Foundation.close(fd) }
+            return nil
+        }
+        defer { Foundation.closedir(stream) }
+        while let entry = Foundation.readdir(stream) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { body(directory, $0) }
+        }
+        return directory
+    }
+
+    /// The regular file `id` in the folder, if there is one.
+    fileprivate func file(_ id: UInt64) -> File? {
+        guard let directory = openFolder(create: false) else { return nil }
+        return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
+    }
+
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
+    /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
+    /// may have been reused). (A writer in another pid namespace may look gone: its rename then
+    /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
+    private func deleteIfStale(_ name: String, in directory: Int32) {
+        var judged = Foundation.stat(), now = Foundation.stat()
+        guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
+        let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+        let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+        guard clock - changedAt > Self.staleTemporaryAge
+            || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
+        guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
+              now.st_mode & S_IFMT == S_IFREG else { return }
+        Foundation.unlinkat(directory, name, 0)
     }
 }
 

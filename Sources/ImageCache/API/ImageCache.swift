@@ -19,7 +19,7 @@
 //   Memory/    the CLOCK list, its limits and the second chance; the index of sizes; stand-ins
 //              (`StandIn`: the best image of a load memory holds, shown until its own comes).
 //   Disk/      the one way to the disk (`DiskWork`), the store of files (`DiskStore`), the folder
-//              and its names (Folder.swift), their attributes (`Validators`), a large body on its
+//              and its names and listing (Folder.swift), their attributes (`Validators`), a large body on its
 //              way to disk (`Spool`), a failed one's part kept to resume from (`PartialBody`),
 //              and system calls by qualified names (`POSIX`).
 //   Decoding/  the decode workers, decoders (the internal `Decoder` making a `Payload`, and

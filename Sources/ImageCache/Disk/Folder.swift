@@ -1,6 +1,6 @@
-// The cache's folder: how it is opened (its own, private, never through a link), its name, and the
-// names in it: an image file's from its key (a stable hash, never a path outside the folder), the
-// number a name stands for, a temporary file's name.
+// The cache's folder: how it is opened (its own, private, never through a link), its name, the
+// names in it (an image file's from its key: a stable hash, never a path outside the folder; the
+// number a name stands for; a temporary file's name), and its listing (`File`).
 
 import Dispatch
 import Foundation
@@ -137,5 +137,100 @@ nonisolated extension ImageCache {
             && tail.dropFirst().allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
         if safe == name, name != ".", name != "..", !name.isEmpty, name.utf8.count <= 255, !hashed { return name }
         return String(safe.prefix(64)) + "-" + DiskStore.fileName(for: name)
+    }
+}
+
+// The disk tier's folder as files: their names, and a listing that keeps little of each.
+nonisolated extension ImageCache.DiskStore {
+    /// An image file in the folder as `stat` saw it: what the tier needs of it, in 40 bytes, so that
+    /// a scan of a large folder holds a tenth of what a name `String` and a whole `stat` would.
+    struct File {
+        let id: UInt64  // the name, 16 hex digits, as a number
+        let size: Int64
+        let downloadedAt: TimeInterval  // the modification date
+        var usedAt: TimeInterval  // the access date
+        let inode: UInt64  // with `downloadedAt`, what a later delete checks
+
+        var name: String { ImageCache.DiskStore.name(id) }
+
+        /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
+        init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
+            var info = Foundation.stat()
+            guard stat(&info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            (self.id, size, inode) = (id, Int64(info.st_size), UInt64(info.st_ino))
+            (downloadedAt, usedAt, _) = ImageCache.POSIX.dates(of: info)
+        }
+    }
+
+    /// The image files in the folder, nothing else, listed with `readdir` (no `String` per name);
+    /// `sweeping`, it deletes the stale temporary files it meets.
+    func list(sweeping: Bool = false) -> [File] {
+        _ = reopenIfReplaced()
+        var files: [File] = []
+        var temporary: [String] = []
+        let listed = forEachName { directory, name in
+            if let id = Self.imageID(name) {
+                let path = name.baseAddress!.assumingMemoryBound(to: CChar.self)  // `d_name`, NUL-terminated
+                if let file = File(id, { Foundation.fstatat(directory, path, $0, AT_SYMLINK_NOFOLLOW) }) {
+                    files.append(file)
+                }
+            } else if sweeping, name[0] == UInt8(ascii: ".") {
+                let string = String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
+                if Self.isTemporaryName(string) { temporary.append(string) }
+            }
+        }
+        if let directory = listed { for name in temporary { deleteIfStale(name, in: directory) } }
+        return files
+    }
+
+    /// The numbers of the names in the folder that are image files' names, without a `stat` of
+    /// any (one may be something else by that name); nil if the folder cannot be listed.
+    func imageIDs() -> Set<UInt64>? {
+        _ = reopenIfReplaced()
+        var ids = Set<UInt64>()
+        let listed = forEachName { _, name in
+            if let id = Self.imageID(name) { ids.insert(id) }
+        }
+        return listed == nil ? nil : ids
+    }
+
+    /// Calls `body` with the folder and each name in it (`d_name`, NUL-terminated), read with
+    /// `readdir`; returns the folder, nil if it cannot be listed.
+    private func forEachName(_ body: (Int32, UnsafeRawBufferPointer) -> Void) -> Int32? {
+        guard let directory = openFolder(create: false) else { return nil }
+        // An open file of its own: `readdir` moves the offset, which `directory` must not share.
+        let fd = Foundation.openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = Foundation.fdopendir(fd) else {
+            if fd >= 0 { Foundation.close(fd) }
+            return nil
+        }
+        defer { Foundation.closedir(stream) }
+        while let entry = Foundation.readdir(stream) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { body(directory, $0) }
+        }
+        return directory
+    }
+
+    /// The regular file `id` in the folder, if there is one.
+    internal func file(_ id: UInt64) -> File? {
+        guard let directory = openFolder(create: false) else { return nil }
+        return File(id) { Foundation.fstatat(directory, Self.name(id), $0, AT_SYMLINK_NOFOLLOW) }
+    }
+
+    /// Deletes the temporary file `name` if its writer is gone. Named ".<image>.<pid>.<number>.tmp":
+    /// its writer is gone if that process is, or if it has not changed the file for an hour (the pid
+    /// may have been reused). (A writer in another pid namespace may look gone: its rename then
+    /// fails, and `write` tries once more.) A file written under that name since it was judged stays.
+    private func deleteIfStale(_ name: String, in directory: Int32) {
+        var judged = Foundation.stat(), now = Foundation.stat()
+        guard Foundation.fstatat(directory, name, &judged, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let changedAt = ImageCache.POSIX.dates(of: judged).changed
+        let pid = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+        let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
+        guard clock - changedAt > Self.staleTemporaryAge
+            || pid.map({ Foundation.kill($0, 0) != 0 && Foundation.errno == ESRCH }) ?? true else { return }
+        guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
+              now.st_mode & S_IFMT == S_IFREG else { return }
+        Foundation.unlinkat(directory, name, 0)
     }
 }
