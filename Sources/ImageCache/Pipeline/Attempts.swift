@@ -79,7 +79,7 @@ nonisolated extension ImageCache {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
+                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
                 let task: URLSessionDataTask? = cache.locked { ledger in
                     guard case .running(nil) = download.phase else { return nil }
                     let limits = BodyLimits(inMemory: settings.maxImageBytes,
