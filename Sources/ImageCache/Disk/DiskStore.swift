@@ -289,8 +289,14 @@ nonisolated extension ImageCache {
 
         func remove(_ id: UInt64) {
             guard let directory = openFolder(create: false) else { return }
-            let size = file(id)?.size
-            if Foundation.unlinkat(directory, Self.name(id), 0) == 0, let size { count(files: -1, bytes: -size) }
+            let name = Self.name(id)
+            var absent = false  // nothing by that name (a `no-store` answer's usual case): one look-up, not two
+            let size = File(id) { info in
+                let result = Foundation.fstatat(directory, name, info, AT_SYMLINK_NOFOLLOW)
+                absent = result != 0 && Foundation.errno == ENOENT
+                return result
+            }?.size
+            if !absent, Foundation.unlinkat(directory, name, 0) == 0, let size { count(files: -1, bytes: -size) }
         }
 
         /// Drops a file because what was read from it is not an image.
