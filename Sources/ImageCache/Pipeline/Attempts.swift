@@ -224,10 +224,13 @@ nonisolated extension ImageCache {
             }
             guard let settled else { return [] }  // forgotten, or ended meanwhile
             if let delivery = settled.delivery {
-                let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-                let source = (try? delivery.get().source) ?? .network
-                let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-                let event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                var event: Event?  // only for a handler to hear
+                if handler != nil {
+                    let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+                    let source = (try? delivery.get().source) ?? .network
+                    let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+                    event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                }
                 cache.deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
             } else if case .retry(let attempt, let delay, let error) = settled.outcome {
                 scheduleRetry(settled.waiters, attempt: attempt, delay: delay, error: error)
