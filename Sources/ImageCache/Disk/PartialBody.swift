@@ -22,7 +22,7 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// The first part of a large body (one streamed to disk, see ``Spool``) whose transfer failed
-    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.partial` inside
+    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.parts` inside
     /// the cache's folder (never listed as an entry), which is there only while a part is kept, so
     /// that a request's claim (one per download) fails at once in the common case, by the name of a
     /// folder the kernel knows is absent, rather than searching the cache's folder for a name; with the validator it was sent with (a strong `ETag`, else
@@ -45,7 +45,7 @@ nonisolated extension ImageCache {
         static func name(_ id: UInt64) -> String { "." + DiskStore.name(id) + ".partial" }
 
         /// The folder of kept parts, inside the cache's folder.
-        static let folderName = ".partial"
+        static let folderName = ".parts"
 
         /// Whether `name` is a kept part's.
         static func isPartialName(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".partial") }
@@ -62,14 +62,13 @@ nonisolated extension ImageCache {
         /// rest of it. A part without a readable validator is deleted. Called from any thread: it
         /// reads only what `disk` never changes.
         static func claim(in disk: DiskStore, key: String, _ request: inout URLRequest) -> PartialBody? {
-            let folder = disk.folder
-            let id = DiskStore.fileID(for: key)
-            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
             // By path, one call that fails at once in the common case (no part kept anywhere).
             let parts = Foundation.open(disk.folderPath + "/" + folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard parts >= 0 else { return nil }
             defer { Foundation.close(parts) }
+            let (folder, id) = (disk.folder, DiskStore.fileID(for: key))
             guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return nil }
+            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
             // The rename is the claim: of two claimants one finds the name gone.
             guard Foundation.renameat(parts, name(id), directory, claimed) == 0 else {
                 Foundation.close(directory)
