@@ -80,20 +80,19 @@ nonisolated extension ImageCache {
                 return finished(.failure(refusal))
             case .success(var request):
                 let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
-                let task: URLSessionDataTask? = cache.locked { ledger in
-                    guard case .running(nil) = download.phase else { return nil }
+                let task = transport.task(request)
+                let sent = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return false }
                     let limits = BodyLimits(inMemory: settings.maxImageBytes,
                                             onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
                                             folder: disk.folder, partial: partial)
-                    let task = transport.send(request, for: download, limits: limits,
-                                              seconds: ledger.settings.downloadTimeLimit,
-                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                              sentAt: cache.currentTime())
+                    transport.send(task, for: download, limits: limits, seconds: ledger.settings.downloadTimeLimit,
+                                   stallTime: ledger.settings.stallTime, stale: stale?.payload, sentAt: cache.currentTime())
                     ledger.sent(download, task)
                     download.sent(withCredentials: credentials)
-                    return task
+                    return true
                 }
-                if let task { transport.resume(task) }
+                if sent { transport.resume(task) } else { task.cancel() }  // stopped meanwhile: never sent
                 return []
             }
         }
