@@ -5776,20 +5776,19 @@ nonisolated extension ImageCache {
                 return finished(.failure(refusal))
             case .success(var request):
                 let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
-                let task: URLSessionDataTask? = cache.locked { ledger in
-                    guard case .running(nil) = download.phase else { return nil }
+                let task = transport.task(request)
+                let sent = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return false }
                     let limits = BodyLimits(inMemory: settings.maxImageBytes,
                                             onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
                                             folder: disk.folder, partial: partial)
-                    let task = transport.send(request, for: download, limits: limits,
-                                              seconds: ledger.settings.downloadTimeLimit,
-                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                              sentAt: cache.currentTime())
+                    transport.send(task, for: download, limits: limits, seconds: ledger.settings.downloadTimeLimit,
+                                   stallTime: ledger.settings.stallTime, stale: stale?.payload, sentAt: cache.currentTime())
                     ledger.sent(download, task)
                     download.sent(withCredentials: credentials)
-                    return task
+                    return true
                 }
-                if let task { transport.resume(task) }
+                if sent { transport.resume(task) } else { task.cancel() }  // stopped meanwhile: never sent
                 return []
             }
         }
@@ -6300,17 +6299,22 @@ nonisolated extension ImageCache {
             queue.addOperation { task.resume() }
         }
 
-        /// A task that sends `request` for `download`, to be resumed by the caller: under the
-        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,
-                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
+        /// A task that sends `request`, for `send` to make a transfer of, or to cancel: made outside
+        /// the cache's lock (URLSession's own work, microseconds that a thread waiting for the lock
+        /// would spend asleep).
+        func task(_ request: URLRequest) -> URLSessionDataTask {
+            lock.withLock { session! }.dataTask(with: request)
+        }
+
+        /// Makes `task` (see `task(_:)`) the transfer of `download`, to be resumed by the caller:
+        /// under the cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ task: URLSessionDataTask, for download: Download, limits: BodyLimits, seconds: TimeInterval,
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
             lock.withLock {
-                let task = session!.dataTask(with: request)
                 let transfer = Transfer(download, task, limits: limits, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
-                return task
             }
         }
 
@@ -10331,7 +10335,7 @@ nonisolated extension ImageCache {
 
 nonisolated extension ImageCache {
     /// The first part of a large body (one streamed to disk, see ``Spool``) whose transfer failed
-    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.partial` inside
+    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.parts` inside
     /// the cache's folder (never listed as an entry), which is there only while a part is kept, so
     /// that a request's claim (one per download) fails at once in the common case, by the name of a
     /// folder the kernel knows is absent, rather than searching the cache's folder for a name; with the validator it was sent with (a strong `ETag`, else
@@ -10354,7 +10358,7 @@ nonisolated extension ImageCache {
         static func name(_ id: UInt64) -> String { "." + DiskStore.name(id) + ".partial" }
 
         /// The folder of kept parts, inside the cache's folder.
-        static let folderName = ".partial"
+        static let folderName = ".parts"
 
         /// Whether `name` is a kept part's.
         static func isPartialName(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".partial") }
@@ -10371,14 +10375,13 @@ nonisolated extension ImageCache {
         /// rest of it. A part without a readable validator is deleted. Called from any thread: it
         /// reads only what `disk` never changes.
         static func claim(in disk: DiskStore, key: String, _ request: inout URLRequest) -> PartialBody? {
-            let folder = disk.folder
-            let id = DiskStore.fileID(for: key)
-            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
             // By path, one call that fails at once in the common case (no part kept anywhere).
             let parts = Foundation.open(disk.folderPath + "/" + folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard parts >= 0 else { return nil }
             defer { Foundation.close(parts) }
+            let (folder, id) = (disk.folder, DiskStore.fileID(for: key))
             guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return nil }
+            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
             // The rename is the claim: of two claimants one finds the name gone.
             guard Foundation.renameat(parts, name(id), directory, claimed) == 0 else {
                 Foundation.close(directory)
