@@ -5877,21 +5877,20 @@ nonisolated extension ImageCache {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
-                let task: URLSessionDataTask? = cache.locked { ledger in
-                    guard case .running(nil) = download.phase else { return nil }
+                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let task = transport.task(request)
+                let sent = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return false }
                     let limits = BodyLimits(inMemory: settings.maxImageBytes,
                                             onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
                                             folder: disk.folder, partial: partial)
-                    let task = transport.send(request, for: download, limits: limits,
-                                              seconds: ledger.settings.downloadTimeLimit,
-                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                              sentAt: cache.currentTime())
+                    transport.send(task, for: download, limits: limits, seconds: ledger.settings.downloadTimeLimit,
+                                   stallTime: ledger.settings.stallTime, stale: stale?.payload, sentAt: cache.currentTime())
                     ledger.sent(download, task)
                     download.sent(withCredentials: credentials)
-                    return task
+                    return true
                 }
-                if let task { transport.resume(task) }
+                if sent { transport.resume(task) } else { task.cancel() }  // stopped meanwhile: never sent
                 return []
             }
         }
@@ -6022,10 +6021,13 @@ nonisolated extension ImageCache {
             }
             guard let settled else { return [] }  // forgotten, or ended meanwhile
             if let delivery = settled.delivery {
-                let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-                let source = (try? delivery.get().source) ?? .network
-                let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-                let event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                var event: Event?  // only for a handler to hear
+                if handler != nil {
+                    let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+                    let source = (try? delivery.get().source) ?? .network
+                    let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+                    event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                }
                 cache.deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
             } else if case .retry(let attempt, let delay, let error) = settled.outcome {
                 scheduleRetry(settled.waiters, attempt: attempt, delay: delay, error: error)
@@ -6399,17 +6401,22 @@ nonisolated extension ImageCache {
             queue.addOperation { task.resume() }
         }
 
-        /// A task that sends `request` for `download`, to be resumed by the caller: under the
-        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,
-                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
+        /// A task that sends `request`, for `send` to make a transfer of, or to cancel: made outside
+        /// the cache's lock (URLSession's own work, microseconds that a thread waiting for the lock
+        /// would spend asleep).
+        func task(_ request: URLRequest) -> URLSessionDataTask {
+            lock.withLock { session! }.dataTask(with: request)
+        }
+
+        /// Makes `task` (see `task(_:)`) the transfer of `download`, to be resumed by the caller:
+        /// under the cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ task: URLSessionDataTask, for download: Download, limits: BodyLimits, seconds: TimeInterval,
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
             lock.withLock {
-                let task = session!.dataTask(with: request)
                 let transfer = Transfer(download, task, limits: limits, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
-                return task
             }
         }
 
@@ -6685,7 +6692,24 @@ nonisolated extension ImageCache {
             var forbidsStale: Bool { noCache || mustRevalidate }
 
             init(_ value: String?) {
-                for directive in (value ?? "").split(separator: ",") {
+                guard var value, !value.isEmpty else { return }
+                // An ASCII value (every server's) is read byte by byte, the same reading without a
+                // `String` per directive: this one costs microseconds a response on Linux.
+                if value.utf8.allSatisfy({ $0 < 0x80 }) {
+                    self = value.withUTF8 { bytes in
+                        var read = CacheControl()
+                        var start = 0
+                        while start < bytes.count {
+                            var end = start
+                            while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                            read.read(directive: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                            start = end + 1
+                        }
+                        return read
+                    }
+                    return
+                }
+                for directive in value.split(separator: ",") {
                     let parts = HTTP.trimmed(directive)
                         .split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                     let name = HTTP.trimmed(parts[0]).lowercased()
@@ -6703,6 +6727,42 @@ nonisolated extension ImageCache {
                     default: break
                     }
                 }
+            }
+
+            private init() {}
+
+            /// Reads one directive of an ASCII value as `init(_:)` reads one of any value.
+            private mutating func read(directive bytes: UnsafeBufferPointer<UInt8>) {
+                func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }  // as `HTTP.trimmed`
+                var (start, end) = (0, bytes.count)
+                while start < end, isSpace(bytes[start]) { start += 1 }
+                while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+                var equals = start
+                while equals < end, bytes[equals] != UInt8(ascii: "=") { equals += 1 }
+                var (nameStart, nameEnd) = (start, equals)
+                while nameStart < nameEnd, isSpace(bytes[nameStart]) { nameStart += 1 }
+                while nameEnd > nameStart, isSpace(bytes[nameEnd - 1]) { nameEnd -= 1 }
+                let name = UnsafeBufferPointer(rebasing: bytes[nameStart..<nameEnd])
+                func `is`(_ expected: StaticString) -> Bool {
+                    name.count == expected.utf8CodeUnitCount && name.indices.allSatisfy { index in
+                        let byte = name[index]
+                        return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected.utf8Start[index]
+                    }
+                }
+                if `is`("no-store") { return noStore = true }
+                if `is`("no-cache") { return noCache = true }
+                if `is`("must-revalidate") { return mustRevalidate = true }
+                guard maxAge == nil, `is`("max-age") else { return }
+                // As `Character.isWhitespace` of the name's last byte: no space before "=".
+                let spaced = equals > start && (bytes[equals - 1] == 0x20 || (0x09...0x0D).contains(bytes[equals - 1]))
+                guard equals < end, !spaced else { return maxAge = 0 }
+                var (argumentStart, argumentEnd) = (equals + 1, end)
+                if argumentEnd - argumentStart > 2, bytes[argumentStart] == UInt8(ascii: "\""),
+                   bytes[argumentEnd - 1] == UInt8(ascii: "\"") {
+                    (argumentStart, argumentEnd) = (argumentStart + 1, argumentEnd - 1)
+                }
+                let argument = UnsafeBufferPointer(rebasing: bytes[argumentStart..<argumentEnd])
+                maxAge = HTTP.delta(Substring(String(decoding: argument, as: UTF8.self))) ?? 0
             }
         }
 
@@ -9587,7 +9647,7 @@ nonisolated extension ImageCache {
         }
 
         let folder: URL
-        private let folderPath: String
+        let folderPath: String  // `folder.path`, which costs microseconds a call
         private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
@@ -9597,7 +9657,7 @@ nonisolated extension ImageCache {
         // instance's writes (a random start, then counted), with no system call per write. (A child
         // forked without exec that went on writing would share both: a write that then collides
         // fails with EEXIST and is reported, and nothing is overwritten.)
-        private let writer = Foundation.getpid()
+        let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
@@ -9791,8 +9851,14 @@ nonisolated extension ImageCache {
 
         func remove(_ id: UInt64) {
             guard let directory = openFolder(create: false) else { return }
-            let size = file(id)?.size
-            if Foundation.unlinkat(directory, Self.name(id), 0) == 0, let size { count(files: -1, bytes: -size) }
+            let name = Self.name(id)
+            var absent = false  // nothing by that name (a `no-store` answer's usual case): one look-up, not two
+            let size = File(id) { info in
+                let result = Foundation.fstatat(directory, name, info, AT_SYMLINK_NOFOLLOW)
+                absent = result != 0 && Foundation.errno == ENOENT
+                return result
+            }?.size
+            if !absent, Foundation.unlinkat(directory, name, 0) == 0, let size { count(files: -1, bytes: -size) }
         }
 
         /// Drops a file because what was read from it is not an image.
@@ -10368,16 +10434,18 @@ nonisolated extension ImageCache {
 
 // MARK: - Disk/PartialBody.swift
 
-// A large body's first part, kept when its transfer failed (`PartialBody`): a hidden file in the
-// cache's folder that the next attempt or the next fetch (in this process or another) claims, asks
+// A large body's first part, kept when its transfer failed (`PartialBody`): a file in a hidden
+// folder inside the cache's folder that the next attempt or the next fetch (in this process or another) claims, asks
 // the rest of with `Range` and `If-Range`, and appends to; removed when too old or when the disk
 // limit needs room.
 
 
 nonisolated extension ImageCache {
     /// The first part of a large body (one streamed to disk, see ``Spool``) whose transfer failed
-    /// after some of it arrived: kept in the cache's folder as `.<entry>.partial` (hidden: never
-    /// listed as an entry), with the validator it was sent with (a strong `ETag`, else
+    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.parts` inside
+    /// the cache's folder (never listed as an entry), which is there only while a part is kept, so
+    /// that a request's claim (one per download) fails at once in the common case, by the name of a
+    /// folder the kernel knows is absent, rather than searching the cache's folder for a name; with the validator it was sent with (a strong `ETag`, else
     /// `Last-Modified`) in the file's extended attribute `user.imagecache.partial`; its length is the
     /// file's. The next request for the entry claims it by renaming it to a temporary name of its
     /// own (atomic: of two processes sharing the folder one gets it, the other asks for the whole
@@ -10396,6 +10464,9 @@ nonisolated extension ImageCache {
         /// The kept part's name for entry `id`.
         static func name(_ id: UInt64) -> String { "." + DiskStore.name(id) + ".partial" }
 
+        /// The folder of kept parts, inside the cache's folder.
+        static let folderName = ".parts"
+
         /// Whether `name` is a kept part's.
         static func isPartialName(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".partial") }
 
@@ -10407,21 +10478,23 @@ nonisolated extension ImageCache {
             return http?.value(forHTTPHeaderField: "Last-Modified")
         }
 
-        /// Claims the part kept for `key` in `folder`, if any, and asks `request` for the rest of it.
-        /// A part without a readable validator is deleted.
-        static func claim(in folder: URL?, key: String, _ request: inout URLRequest) -> PartialBody? {
-            guard let folder else { return nil }
-            let id = DiskStore.fileID(for: key)
-            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: Foundation.getpid(),
-                                                  number: .random(in: 0 ... .max))
-            // The rename is the claim: of two claimants one finds the name gone. By path, one call
-            // that fails at once in the common case (no part kept), before the folder is opened.
-            let path = folder.path + "/"
-            guard Foundation.rename(path + name(id), path + claimed) == 0 else { return nil }
-            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else {
-                Foundation.unlink(path + claimed)
+        /// Claims the part kept for `key` in the folder of `disk`, if any, and asks `request` for the
+        /// rest of it. A part without a readable validator is deleted. Called from any thread: it
+        /// reads only what `disk` never changes.
+        static func claim(in disk: DiskStore, key: String, _ request: inout URLRequest) -> PartialBody? {
+            // By path, one call that fails at once in the common case (no part kept anywhere).
+            let parts = Foundation.open(disk.folderPath + "/" + folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard parts >= 0 else { return nil }
+            defer { Foundation.close(parts) }
+            let (folder, id) = (disk.folder, DiskStore.fileID(for: key))
+            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return nil }
+            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
+            // The rename is the claim: of two claimants one finds the name gone.
+            guard Foundation.renameat(parts, name(id), directory, claimed) == 0 else {
+                Foundation.close(directory)
                 return nil
             }
+            Foundation.unlinkat(directory, folderName, AT_REMOVEDIR)  // gone with its last part (else not empty)
             let fd = Foundation.openat(directory, claimed, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             var info = Foundation.stat()
             guard fd >= 0, Foundation.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0,
@@ -10495,19 +10568,31 @@ nonisolated extension ImageCache {
             } catch {
                 return spool.discard()
             }
-            guard Foundation.renameat(spool.directory, spool.name, spool.directory, name(spool.id)) == 0 else {
-                return spool.discard()
+            // Twice at most: a claim in another process may remove the folder, emptied, in between.
+            for _ in 0..<2 {
+                Foundation.mkdirat(spool.directory, folderName, 0o700)
+                let parts = Foundation.openat(spool.directory, folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard parts >= 0 else { continue }
+                defer { Foundation.close(parts) }
+                if Foundation.renameat(spool.directory, spool.name, parts, name(spool.id)) == 0 { return spool.noteAdopted() }
             }
-            spool.noteAdopted()
+            spool.discard()
         }
 
         /// Deletes the kept parts in `folder` last written more than `maxAge` seconds ago, then all of
         /// them if their bytes exceed `room`; returns the bytes of those left, to count against the
         /// disk limit.
         static func reduce(in folder: URL, maxAge: TimeInterval, room: Int) -> Int {
-            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return 0 }
-            defer { Foundation.close(directory) }
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter(isPartialName)
+            guard case .success(let folderFD) = DiskStore.openPrivate(folder, create: false) else { return 0 }
+            defer { Foundation.close(folderFD) }
+            let directory = Foundation.openat(folderFD, folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard directory >= 0 else { return 0 }
+            defer {
+                Foundation.close(directory)
+                Foundation.unlinkat(folderFD, folderName, AT_REMOVEDIR)  // if none is left
+            }
+            let path = folder.appendingPathComponent(folderName).path
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter(isPartialName)
             let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
             var kept: [(String, Int)] = []
             for name in names {
@@ -12680,7 +12765,14 @@ nonisolated extension ImageCache.ImageSize {
     /// structural check reads too), and 1 to 65,535 for a JPEG; the orientation is a JPEG's Exif
     /// `Orientation` (1 to 8; 1 when absent or out of range, and for the other formats).
     fileprivate init?(header: Data) {
-        let bytes = [UInt8](header.prefix(Self.maxHeaderBytes))
+        // Read in place: a copy of the header would copy a whole downloaded body, once per download.
+        let size = header.withUnsafeBytes { Self.size(in: UnsafeRawBufferPointer(rebasing: $0.prefix(Self.maxHeaderBytes))) }
+        guard let size else { return nil }
+        self.init(width: size.width, height: size.height, orientation: size.orientation)
+    }
+
+    /// What `init(header:)` reads from `bytes`.
+    private static func size(in bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int, orientation: Int)? {
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
@@ -12704,15 +12796,15 @@ nonisolated extension ImageCache.ImageSize {
                 size = ((byte(24) | byte(25) << 8 | byte(26) << 16) + 1, (byte(27) | byte(28) << 8 | byte(29) << 16) + 1, 1)
             }
         } else if bytes.count >= 4, byte(0) == 0xFF, byte(1) == 0xD8 {
-            size = Self.jpeg(bytes)
+            size = jpeg(bytes)
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
-        self.init(width: size.width, height: size.height, orientation: size.orientation)
+        return size
     }
 
     /// A JPEG's first frame header's size, and the orientation of an Exif segment before it: the
     /// markers walked by their lengths up to the first frame header (or the first scan: none).
-    private static func jpeg(_ bytes: [UInt8]) -> (width: Int, height: Int, orientation: Int)? {
+    private static func jpeg(_ bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int, orientation: Int)? {
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         var (offset, orientation) = (2, 1)
@@ -12738,7 +12830,7 @@ nonisolated extension ImageCache.ImageSize {
 
     /// The `Orientation` (tag 0x0112) of the first IFD of the Exif segment in `bytes[start..<end]`
     /// ("Exif\0\0", then a TIFF header): 1 to 8, or nil.
-    private static func exifOrientation(_ bytes: [UInt8], from start: Int, to end: Int) -> Int? {
+    private static func exifOrientation(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int? {
         func byte(_ i: Int) -> Int { i >= start && i < end ? Int(bytes[i]) : 0 }
         guard [0x45, 0x78, 0x69, 0x66, 0, 0].enumerated().allSatisfy({ byte(start + $0.offset) == $0.element }) else {
             return nil

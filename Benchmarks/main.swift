@@ -64,6 +64,10 @@ while let argument = arguments.popFirst() {
         do {
             if kind.hasPrefix("gzip-") {
                 try gzipBombChild(kind, limit: count)
+            } else if kind == "profile-pair" {
+                try profilePair(rounds: count)
+            } else if kind.hasPrefix("profile-") {
+                try profileChild(kind, rounds: count)
             } else if kind.hasPrefix("bigfolder-") {
                 try bigFolderChild(kind, count: count)
             } else {

@@ -145,6 +145,31 @@ final class ParserTests: CacheTestCase {
         XCTAssertEqual(ImageCache.HTTP.date("Tue, 29 Feb 2028 00:00:00 GMT"), 1_835_395_200, "a leap year's 29 February")
     }
 
+    func testCacheControlReadsAnASCIIValueAsItReadsAnyValue() {
+        // Given values with the spellings and mistakes servers send, read byte by byte (ASCII), and
+        // the same with a directive no cache knows, in other letters, which takes the general reading
+        let values = ["no-store", "No-Store", "NO-CACHE", "private, no-store", "max-age=60", "max-age = 60", "max-age =60",
+                      "max-age= 60", "max-age=\"60\"", "max-age=\"\"", "max-age=\"6\"0", "max-age", "max-age=", "max-age=-1",
+                      "max-age=1e3", "max-age=99999999999", "max-age=5, max-age=60", "max-age=x, max-age=60", " \tmust-revalidate\t ",
+                      "no-cache=\"Set-Cookie\", max-age=10", ",,no-store,,", "=no-store", "no-store=1", "no-\u{0B}store",
+                      "max-age\u{0B}=10", "max-age\r=10", "nostore", "no-stores", "s-maxage=60, public", ""]
+        for value in values {
+            let ascii = ImageCache.HTTP.CacheControl(value)
+            let general = ImageCache.HTTP.CacheControl(value + ", \u{E9}t\u{E9}")
+            // Then both readings agree on every directive
+            XCTAssertEqual(ascii.noStore, general.noStore, value)
+            XCTAssertEqual(ascii.noCache, general.noCache, value)
+            XCTAssertEqual(ascii.mustRevalidate, general.mustRevalidate, value)
+            XCTAssertEqual(ascii.maxAge, general.maxAge, value)
+        }
+        // And they read what the grammar says
+        XCTAssertTrue(ImageCache.HTTP.CacheControl("Private, NO-STORE").noStore)
+        XCTAssertEqual(ImageCache.HTTP.CacheControl("max-age=\"60\"").maxAge, 60)
+        XCTAssertEqual(ImageCache.HTTP.CacheControl("max-age =60").maxAge, 0)
+        XCTAssertEqual(ImageCache.HTTP.CacheControl("max-age=x, max-age=60").maxAge, 0)
+        XCTAssertNil(ImageCache.HTTP.CacheControl("s-maxage=60").maxAge)
+    }
+
     func testRetryAfterIsSecondsOrADateAndNeverInfiniteOrNotANumber() {
         func retryAfter(_ value: String) -> TimeInterval? {
             ImageCache.HTTP.retryAfter(HTTPURLResponse(url: URL(string: "http://127.0.0.1/")!, statusCode: 503,

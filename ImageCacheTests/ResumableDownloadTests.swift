@@ -74,8 +74,12 @@ final class ResumableDownloadTests: CacheTestCase {
         return try handle.read(upToCount: 1)?.isEmpty ?? true
     }
 
+    /// The names in the cache's folder, and in the folder of kept parts inside it (there only while
+    /// a part is kept).
     private func names(in cache: ImageCache) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: cache.folder.path)) ?? []
+        let parts = cache.folder.appendingPathComponent(ImageCache.PartialBody.folderName)
+        return ((try? FileManager.default.contentsOfDirectory(atPath: cache.folder.path)) ?? [])
+            + ((try? FileManager.default.contentsOfDirectory(atPath: parts.path)) ?? [])
     }
 
     /// Fetches `url` in a cache, which fails (the body is cut), and returns the names it left.
@@ -172,9 +176,9 @@ final class ResumableDownloadTests: CacheTestCase {
         // Two claimants (two processes on the folder): one gets the part, the other nothing
         let key = url.absoluteString
         var first = URLRequest(url: url), second = URLRequest(url: url)
-        var claimed = ImageCache.PartialBody.claim(in: cache.folder, key: key, &first)
+        var claimed = ImageCache.PartialBody.claim(in: cache.disk, key: key, &first)
         XCTAssertEqual(claimed?.spool.count, png.length / 2)
-        XCTAssertNil(ImageCache.PartialBody.claim(in: cache.folder, key: key, &second))
+        XCTAssertNil(ImageCache.PartialBody.claim(in: cache.disk, key: key, &second))
         XCTAssertNil(second.value(forHTTPHeaderField: "Range"))
         XCTAssertEqual(first.value(forHTTPHeaderField: "If-Range"), "\"v1\"")
         claimed = nil  // dropped unused: its file goes

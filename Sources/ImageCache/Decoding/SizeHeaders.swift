@@ -22,7 +22,14 @@ nonisolated extension ImageCache.ImageSize {
     /// structural check reads too), and 1 to 65,535 for a JPEG; the orientation is a JPEG's Exif
     /// `Orientation` (1 to 8; 1 when absent or out of range, and for the other formats).
     internal init?(header: Data) {
-        let bytes = [UInt8](header.prefix(Self.maxHeaderBytes))
+        // Read in place: a copy of the header would copy a whole downloaded body, once per download.
+        let size = header.withUnsafeBytes { Self.size(in: UnsafeRawBufferPointer(rebasing: $0.prefix(Self.maxHeaderBytes))) }
+        guard let size else { return nil }
+        self.init(width: size.width, height: size.height, orientation: size.orientation)
+    }
+
+    /// What `init(header:)` reads from `bytes`.
+    private static func size(in bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int, orientation: Int)? {
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         func le16(_ i: Int) -> Int { byte(i) | byte(i + 1) << 8 }
@@ -46,15 +53,15 @@ nonisolated extension ImageCache.ImageSize {
                 size = ((byte(24) | byte(25) << 8 | byte(26) << 16) + 1, (byte(27) | byte(28) << 8 | byte(29) << 16) + 1, 1)
             }
         } else if bytes.count >= 4, byte(0) == 0xFF, byte(1) == 0xD8 {
-            size = Self.jpeg(bytes)
+            size = jpeg(bytes)
         }
         guard let size, size.width > 0, size.height > 0 else { return nil }
-        self.init(width: size.width, height: size.height, orientation: size.orientation)
+        return size
     }
 
     /// A JPEG's first frame header's size, and the orientation of an Exif segment before it: the
     /// markers walked by their lengths up to the first frame header (or the first scan: none).
-    private static func jpeg(_ bytes: [UInt8]) -> (width: Int, height: Int, orientation: Int)? {
+    private static func jpeg(_ bytes: UnsafeRawBufferPointer) -> (width: Int, height: Int, orientation: Int)? {
         func byte(_ i: Int) -> Int { i >= 0 && i < bytes.count ? Int(bytes[i]) : 0 }
         func be16(_ i: Int) -> Int { byte(i) << 8 | byte(i + 1) }
         var (offset, orientation) = (2, 1)
@@ -80,7 +87,7 @@ nonisolated extension ImageCache.ImageSize {
 
     /// The `Orientation` (tag 0x0112) of the first IFD of the Exif segment in `bytes[start..<end]`
     /// ("Exif\0\0", then a TIFF header): 1 to 8, or nil.
-    private static func exifOrientation(_ bytes: [UInt8], from start: Int, to end: Int) -> Int? {
+    private static func exifOrientation(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int? {
         func byte(_ i: Int) -> Int { i >= start && i < end ? Int(bytes[i]) : 0 }
         guard [0x45, 0x78, 0x69, 0x66, 0, 0].enumerated().allSatisfy({ byte(start + $0.offset) == $0.element }) else {
             return nil

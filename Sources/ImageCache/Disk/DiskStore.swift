@@ -75,7 +75,7 @@ nonisolated extension ImageCache {
         }
 
         let folder: URL
-        private let folderPath: String
+        let folderPath: String  // `folder.path`, which costs microseconds a call
         private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
         private var failing = false  // the last write failed: report a failure once, not per file
@@ -85,7 +85,7 @@ nonisolated extension ImageCache {
         // instance's writes (a random start, then counted), with no system call per write. (A child
         // forked without exec that went on writing would share both: a write that then collides
         // fails with EEXIST and is reported, and nothing is overwritten.)
-        private let writer = Foundation.getpid()
+        let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
         // The image files and their bytes when last counted, plus what this instance wrote and
@@ -289,8 +289,14 @@ nonisolated extension ImageCache {
 
         func remove(_ id: UInt64) {
             guard let directory = openFolder(create: false) else { return }
-            let size = file(id)?.size
-            if Foundation.unlinkat(directory, Self.name(id), 0) == 0, let size { count(files: -1, bytes: -size) }
+            let name = Self.name(id)
+            var absent = false  // nothing by that name (a `no-store` answer's usual case): one look-up, not two
+            let size = File(id) { info in
+                let result = Foundation.fstatat(directory, name, info, AT_SYMLINK_NOFOLLOW)
+                absent = result != 0 && Foundation.errno == ENOENT
+                return result
+            }?.size
+            if !absent, Foundation.unlinkat(directory, name, 0) == 0, let size { count(files: -1, bytes: -size) }
         }
 
         /// Drops a file because what was read from it is not an image.

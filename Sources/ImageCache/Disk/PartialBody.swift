@@ -1,5 +1,5 @@
-// A large body's first part, kept when its transfer failed (`PartialBody`): a hidden file in the
-// cache's folder that the next attempt or the next fetch (in this process or another) claims, asks
+// A large body's first part, kept when its transfer failed (`PartialBody`): a file in a hidden
+// folder inside the cache's folder that the next attempt or the next fetch (in this process or another) claims, asks
 // the rest of with `Range` and `If-Range`, and appends to; removed when too old or when the disk
 // limit needs room.
 
@@ -22,8 +22,10 @@ import SwiftUI
 
 nonisolated extension ImageCache {
     /// The first part of a large body (one streamed to disk, see ``Spool``) whose transfer failed
-    /// after some of it arrived: kept in the cache's folder as `.<entry>.partial` (hidden: never
-    /// listed as an entry), with the validator it was sent with (a strong `ETag`, else
+    /// after some of it arrived: kept as `.<entry>.partial` in the hidden folder `.parts` inside
+    /// the cache's folder (never listed as an entry), which is there only while a part is kept, so
+    /// that a request's claim (one per download) fails at once in the common case, by the name of a
+    /// folder the kernel knows is absent, rather than searching the cache's folder for a name; with the validator it was sent with (a strong `ETag`, else
     /// `Last-Modified`) in the file's extended attribute `user.imagecache.partial`; its length is the
     /// file's. The next request for the entry claims it by renaming it to a temporary name of its
     /// own (atomic: of two processes sharing the folder one gets it, the other asks for the whole
@@ -42,6 +44,9 @@ nonisolated extension ImageCache {
         /// The kept part's name for entry `id`.
         static func name(_ id: UInt64) -> String { "." + DiskStore.name(id) + ".partial" }
 
+        /// The folder of kept parts, inside the cache's folder.
+        static let folderName = ".parts"
+
         /// Whether `name` is a kept part's.
         static func isPartialName(_ name: String) -> Bool { name.hasPrefix(".") && name.hasSuffix(".partial") }
 
@@ -53,21 +58,23 @@ nonisolated extension ImageCache {
             return http?.value(forHTTPHeaderField: "Last-Modified")
         }
 
-        /// Claims the part kept for `key` in `folder`, if any, and asks `request` for the rest of it.
-        /// A part without a readable validator is deleted.
-        static func claim(in folder: URL?, key: String, _ request: inout URLRequest) -> PartialBody? {
-            guard let folder else { return nil }
-            let id = DiskStore.fileID(for: key)
-            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: Foundation.getpid(),
-                                                  number: .random(in: 0 ... .max))
-            // The rename is the claim: of two claimants one finds the name gone. By path, one call
-            // that fails at once in the common case (no part kept), before the folder is opened.
-            let path = folder.path + "/"
-            guard Foundation.rename(path + name(id), path + claimed) == 0 else { return nil }
-            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else {
-                Foundation.unlink(path + claimed)
+        /// Claims the part kept for `key` in the folder of `disk`, if any, and asks `request` for the
+        /// rest of it. A part without a readable validator is deleted. Called from any thread: it
+        /// reads only what `disk` never changes.
+        static func claim(in disk: DiskStore, key: String, _ request: inout URLRequest) -> PartialBody? {
+            // By path, one call that fails at once in the common case (no part kept anywhere).
+            let parts = Foundation.open(disk.folderPath + "/" + folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard parts >= 0 else { return nil }
+            defer { Foundation.close(parts) }
+            let (folder, id) = (disk.folder, DiskStore.fileID(for: key))
+            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return nil }
+            let claimed = DiskStore.temporaryName(DiskStore.name(id), writer: disk.writer, number: .random(in: 0 ... .max))
+            // The rename is the claim: of two claimants one finds the name gone.
+            guard Foundation.renameat(parts, name(id), directory, claimed) == 0 else {
+                Foundation.close(directory)
                 return nil
             }
+            Foundation.unlinkat(directory, folderName, AT_REMOVEDIR)  // gone with its last part (else not empty)
             let fd = Foundation.openat(directory, claimed, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             var info = Foundation.stat()
             guard fd >= 0, Foundation.fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0,
@@ -141,19 +148,31 @@ nonisolated extension ImageCache {
             } catch {
                 return spool.discard()
             }
-            guard Foundation.renameat(spool.directory, spool.name, spool.directory, name(spool.id)) == 0 else {
-                return spool.discard()
+            // Twice at most: a claim in another process may remove the folder, emptied, in between.
+            for _ in 0..<2 {
+                Foundation.mkdirat(spool.directory, folderName, 0o700)
+                let parts = Foundation.openat(spool.directory, folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard parts >= 0 else { continue }
+                defer { Foundation.close(parts) }
+                if Foundation.renameat(spool.directory, spool.name, parts, name(spool.id)) == 0 { return spool.noteAdopted() }
             }
-            spool.noteAdopted()
+            spool.discard()
         }
 
         /// Deletes the kept parts in `folder` last written more than `maxAge` seconds ago, then all of
         /// them if their bytes exceed `room`; returns the bytes of those left, to count against the
         /// disk limit.
         static func reduce(in folder: URL, maxAge: TimeInterval, room: Int) -> Int {
-            guard case .success(let directory) = DiskStore.openPrivate(folder, create: false) else { return 0 }
-            defer { Foundation.close(directory) }
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter(isPartialName)
+            guard case .success(let folderFD) = DiskStore.openPrivate(folder, create: false) else { return 0 }
+            defer { Foundation.close(folderFD) }
+            let directory = Foundation.openat(folderFD, folderName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard directory >= 0 else { return 0 }
+            defer {
+                Foundation.close(directory)
+                Foundation.unlinkat(folderFD, folderName, AT_REMOVEDIR)  // if none is left
+            }
+            let path = folder.appendingPathComponent(folderName).path
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter(isPartialName)
             let clock = Date().timeIntervalSince1970  // the real clock, like the files' own dates
             var kept: [(String, Int)] = []
             for name in names {

@@ -148,12 +148,18 @@ nonisolated extension ImageCache {
             queue.addOperation { task.resume() }
         }
 
-        /// A task that sends `request` for `download`, to be resumed by the caller: under the
-        /// cache's lock, so that a download stopped meanwhile cannot miss its task.
-        func send(_ request: URLRequest, for download: Download, limits: BodyLimits, seconds: TimeInterval,
-                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) -> URLSessionDataTask {
+        /// A task that sends `request`, for `send` to make a transfer of, or to cancel: made outside
+        /// the cache's lock (URLSession's own work, microseconds that a thread waiting for the lock
+        /// would spend asleep).
+        func task(_ request: URLRequest) -> URLSessionDataTask {
+            lock.withLock { session! }.dataTask(with: request)
+        }
+
+        /// Makes `task` (see `task(_:)`) the transfer of `download`, to be resumed by the caller:
+        /// under the cache's lock, so that a download stopped meanwhile cannot miss its task.
+        func send(_ task: URLSessionDataTask, for download: Download, limits: BodyLimits, seconds: TimeInterval,
+                  stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
             lock.withLock {
-                let task = session!.dataTask(with: request)
                 let transfer = Transfer(download, task, limits: limits, seconds: seconds, stallTime: stallTime,
                                         stale: stale, sentAt: sentAt)
                 transfers[ObjectIdentifier(task)] = transfer
@@ -161,7 +167,6 @@ nonisolated extension ImageCache {
                 mostTransfers = max(mostTransfers, transfers.count)
                 #endif
                 _setTimer(for: min(transfer.stallsAt, transfer.deadline))
-                return task
             }
         }
 

@@ -79,21 +79,20 @@ nonisolated extension ImageCache {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk.folder, key: download.key.string, &request) : nil
-                let task: URLSessionDataTask? = cache.locked { ledger in
-                    guard case .running(nil) = download.phase else { return nil }
+                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let task = transport.task(request)
+                let sent = cache.locked { ledger in
+                    guard case .running(nil) = download.phase else { return false }
                     let limits = BodyLimits(inMemory: settings.maxImageBytes,
                                             onDisk: max(settings.maxImageBytes, settings.maxDiskImageBytes),
                                             folder: disk.folder, partial: partial)
-                    let task = transport.send(request, for: download, limits: limits,
-                                              seconds: ledger.settings.downloadTimeLimit,
-                                              stallTime: ledger.settings.stallTime, stale: stale?.payload,
-                                              sentAt: cache.currentTime())
+                    transport.send(task, for: download, limits: limits, seconds: ledger.settings.downloadTimeLimit,
+                                   stallTime: ledger.settings.stallTime, stale: stale?.payload, sentAt: cache.currentTime())
                     ledger.sent(download, task)
                     download.sent(withCredentials: credentials)
-                    return task
+                    return true
                 }
-                if let task { transport.resume(task) }
+                if sent { transport.resume(task) } else { task.cancel() }  // stopped meanwhile: never sent
                 return []
             }
         }
@@ -224,10 +223,13 @@ nonisolated extension ImageCache {
             }
             guard let settled else { return [] }  // forgotten, or ended meanwhile
             if let delivery = settled.delivery {
-                let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
-                let source = (try? delivery.get().source) ?? .network
-                let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
-                let event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                var event: Event?  // only for a handler to hear
+                if handler != nil {
+                    let size = (try? delivery.get().payload.bytes?.count ?? 0) ?? 0
+                    let source = (try? delivery.get().source) ?? .network
+                    let outcome = delivery.flatMap { $0.failed.map { .failure($0.error) } ?? .success($0) }
+                    event = ImageCache.event(outcome, download.url, from: source, bytes: size)
+                }
                 cache.deliver(entryOf: download.key, to: settled.waiters, delivery, event: event, handler: handler, downloaded: true)
             } else if case .retry(let attempt, let delay, let error) = settled.outcome {
                 scheduleRetry(settled.waiters, attempt: attempt, delay: delay, error: error)
