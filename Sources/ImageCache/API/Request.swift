@@ -74,6 +74,16 @@ nonisolated extension ImageCache {
         /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
         /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
         public var blurHash: String?
+        /// A lower-cost URL of the image, loaded instead of ``url`` when the network is constrained
+        /// (Low Data Mode) or expensive, or when ``url`` fails, as its conditions say (see
+        /// ``Alternative``); the result says so (``ImageCache/Fetched/usedAlternative``), and
+        /// ``ImageCache/onNotice`` hears ``ImageCache/Notice/Kind/alternativeUsed``. Its image is
+        /// cached under its own URL, never under the request's key: every new load of the request
+        /// (the next fetch, a view bound again) tries ``url`` first, and its image replaces the
+        /// alternative's once the network allows it. A view shows the alternative's image from
+        /// memory at once meanwhile. Of a download several loads share, the first load's request
+        /// is sent. Nil by default.
+        public var alternative: Alternative?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 

@@ -176,6 +176,11 @@ nonisolated extension ImageCache {
                 show(standIn.image, .image(.memory), key: standIn.key)
                 meanwhile = true
             }
+            // Else its alternative's, which it may well come to again (Alternatives.swift).
+            if !meanwhile, let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
+                show(image, .image(.memory), key: key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
