@@ -10,7 +10,7 @@ import LoopbackServer
 /// or expensive network: a `URLError` `.notConnectedToInternet` whose `NSURLErrorNetworkUnavailableReasonKey`
 /// is 2 (constrained) or 1 (expensive). Plugged into the cache through its session's configuration,
 /// the seam an app has; every other path goes to the loopback server.
-final class ConstrainedNetwork: URLProtocol, @unchecked Sendable {
+final class ConstrainedNetwork: URLProtocol {
     /// The reason each refused path is refused for.
     static let refused = Locked<[String: Int]>([:])
     /// How many requests of each path it refused.
