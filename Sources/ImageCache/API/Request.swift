@@ -167,6 +167,13 @@ nonisolated extension ImageCache.Request {
         /// animates. A still is handed over as it is. Off by default.
         public static let firstFrameOnly = Options(rawValue: 1 << 6)
 
+        /// No previews in a view: ``ImageCache/Binder``, `setImage(with:)` and the SwiftUI views show
+        /// a progressive JPEG's (or an interlaced PNG's) previews as its scans arrive by default, at
+        /// most 4 a second, each sharper than the last, never after the final image; this turns them
+        /// off for this load (a thumbnail that arrives at once gains nothing from them). A load whose
+        /// processors make a variant has none either way. Off by default.
+        public static let withoutPreviews = Options(rawValue: 1 << 7)
+
         /// Why these options cannot go together, if they cannot.
         internal var contradiction: String? {
             if isSuperset(of: [.onlyFromCache, .reloadIgnoringCachedData]) {

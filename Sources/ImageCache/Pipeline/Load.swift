@@ -34,6 +34,8 @@ nonisolated extension ImageCache {
         private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
         private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
@@ -105,6 +107,13 @@ nonisolated extension ImageCache {
             load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
             load.alternative = nil
             if !withProgress { load.onProgress = nil }
+            return load
+        }
+
+        /// Itself with `onPreview` as the hook of its previews.
+        func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
+            var load = self
+            load.onPreview = onPreview
             return load
         }
 
