@@ -898,7 +898,8 @@ nonisolated extension ImageCache.Request {
         /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
         /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
         /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
-        /// that is not interlaced, or another format has none. Off by default.
+        /// that is not interlaced, or another format has none. Off by default. (Views show the
+        /// previews without it: see ``withoutPreviews``.)
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
@@ -907,6 +908,13 @@ nonisolated extension ImageCache.Request {
         /// played once). Memory and disk keep the image as usual, so another load of it still
         /// animates. A still is handed over as it is. Off by default.
         public static let firstFrameOnly = Options(rawValue: 1 << 6)
+
+        /// No previews in a view: ``ImageCache/Binder``, `setImage(with:)` and the SwiftUI views show
+        /// a progressive JPEG's (or an interlaced PNG's) previews as its scans arrive by default, at
+        /// most 4 a second, each sharper than the last, never after the final image; this turns them
+        /// off for this load (a thumbnail that arrives at once gains nothing from them). A load whose
+        /// processors make a variant has none either way. Off by default.
+        public static let withoutPreviews = Options(rawValue: 1 << 7)
 
         /// Why these options cannot go together, if they cannot.
         fileprivate var contradiction: String? {
@@ -2341,7 +2349,8 @@ nonisolated extension ImageCache {
             case idle
             /// The placeholder, for a binding without a URL or after a memory warning.
             case placeholder
-            /// The placeholder, while the image loads.
+            /// The placeholder, while the image loads, or a preview of it (a progressive JPEG's scans so
+            /// far: see ``ImageCache/Request/Options-swift.struct/withoutPreviews``).
             case loading
             /// The image, from where it came.
             case image(Source)
@@ -2373,6 +2382,8 @@ nonisolated extension ImageCache {
         fileprivate private(set) var animation: ViewAnimation
         /// Whether what it tells the target now is a frame of the animation it plays.
         fileprivate private(set) var showsFrame = false
+        /// The scans of the preview it shows for the binding under way (ViewPreviews.swift); 0: none.
+        fileprivate private(set) var previewScans = 0
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -2453,7 +2464,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            (task, replaces) = (nil, false)
+            (task, replaces, previewScans) = (nil, false, 0)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -2498,6 +2509,9 @@ nonisolated extension ImageCache {
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             load = load.sized(memoryKey, decoder, scale: scale)
+            if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
+                load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
+            }
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load = load.hooked(onProgress: { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -2629,6 +2643,16 @@ nonisolated extension ImageCache {
             guard generation == self.generation, task != nil,
                   DownloadProgress.tells(progress, after: self.progress) else { return }
             tell(progress)
+        }
+
+        /// A preview of the binding `generation`'s download: shown if it is still the latest and
+        /// ``ImageCache/showsPreview(scans:shown:state:replaces:)`` says so; the state stays `loading`.
+        private func previewed(_ generation: Int, _ preview: Preview) {
+            guard generation == self.generation, task != nil,
+                  ImageCache.showsPreview(scans: preview.scans, shown: previewScans, state: state, replaces: replaces)
+            else { return }
+            previewScans = preview.scans
+            show(preview.image, .loading)
         }
 
         /// Sets ``progress`` and tells the view, if that changes it.
@@ -3704,6 +3728,26 @@ nonisolated extension ImageCache.Binder {
     }
 }
 
+// MARK: - Views/ViewPreviews.swift
+
+// What a view shows of a download's previews (Pipeline/Previews.swift): the decision, shared code
+// that the Linux tests reach through the binder. A preview shows only while the binding's own load
+// is under way with the placeholder (or an earlier preview) in the target, each with more scans than
+// the last; never over an image (a stand-in, the same image at another size, the final image).
+
+
+nonisolated extension ImageCache {
+    /// Whether a binder in `state` shows a preview of `scans` complete scans, having shown one of
+    /// `shown` scans for this binding (0: none), while its load `replaces` an image the target
+    /// keeps (a stand-in, a new size of the image shown): only while it loads, over the placeholder
+    /// or a blurrier preview, never over an image and never after the final one (the state is then
+    /// `image`, `failed` or `idle`).
+    fileprivate static func showsPreview(scans: Int, shown: Int, state: Binder.State, replaces: Bool) -> Bool {
+        guard case .loading = state, !replaces else { return false }
+        return scans > shown
+    }
+}
+
 // MARK: - Views/ViewAnimation.swift
 
 // ViewAnimation: the animation a binder plays in its target, through an `AnimationPlayer` within the
@@ -4394,6 +4438,8 @@ nonisolated extension ImageCache {
         private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
         private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
@@ -4465,6 +4511,13 @@ nonisolated extension ImageCache {
             load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
             load.alternative = nil
             if !withProgress { load.onProgress = nil }
+            return load
+        }
+
+        /// Itself with `onPreview` as the hook of its previews.
+        func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
+            var load = self
+            load.onPreview = onPreview
             return load
         }
 
@@ -6420,26 +6473,37 @@ nonisolated extension ImageCache.Ledger {
 // MARK: - Pipeline/Previews.swift
 
 // Progressive previews on their way: the transport's delegate hands each transfer that received
-// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and sends a preview when due.
+// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and, when a preview is due,
+// sends it as a notice (`.progressivePreviews`) and to the views that wait for the download, as an
+// image: on Apple platforms ImageIO's incremental source makes its pixels, on Linux it is the
+// preview's bytes (a whole JPEG of the complete scans). Views decide what they show
+// (Views/ViewPreviews.swift).
 
 
 nonisolated extension ImageCache {
+    /// A preview of a download under way: its image and how many complete scans (an interlaced PNG's
+    /// passes) it shows. Made for the waiters of one download, handed to each on its queue.
+    fileprivate struct Preview: @unchecked Sendable {  // its image is shown on one queue, the binder's
+        let image: Image
+        let scans: Int
+    }
+
     /// `transfer` received bytes (on the transport's delegate queue, which alone touches its
-    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews``, its body
-    /// is in memory, and a progressive JPEG has more complete scans than its last preview, a
-    /// preview is sent when ``PreviewSchedule`` says it is due, by the cache's clock. Never once the
-    /// body is whole: the final image comes then.
+    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews`` or is a
+    /// view's (which hooks its previews), its body is in memory, and a progressive JPEG has more
+    /// complete scans than its last preview, a preview is sent when ``PreviewSchedule`` says it is
+    /// due, by the cache's clock. Never once the body is whole: the final image comes then.
     fileprivate func received(_ transfer: Transfer) {
         let load = transfer.download.load
-        guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        guard load.options.contains(.progressivePreviews) || load.onPreview != nil, transfer.spool == nil,
+              let url = load.url else { return }
         if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
         transfer.scans.read(transfer.data)
         let scans = transfer.scans
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
               transfer.previews.isDue(scans: scans.scans, at: currentTime()),
               let bytes = scans.preview(of: transfer.data) else { return }
-        notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
-                      data: bytes, scans: scans.scans))
+        previewed(transfer, url, bytes, scans: scans.scans, what: "scans")
     }
 
     /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
@@ -6450,8 +6514,40 @@ nonisolated extension ImageCache {
         guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
               transfer.previews.isDue(scans: passes.passes, at: currentTime()),
               let bytes = passes.preview(of: transfer.data) else { return }
-        notify(Notice(.preview, url: url, detail: "\(passes.passes) passes, \(bytes.count) bytes",
-                      data: bytes, scans: passes.passes))
+        previewed(transfer, url, bytes, scans: passes.passes, what: "passes")
+    }
+
+    /// Sends a preview of `bytes` (a whole image of the `scans` complete so far): the notice, if the
+    /// load asked for it, and the image to each waiter that hooks previews, on its queue, unless it
+    /// was answered or cancelled by then (its final image is never followed by a preview).
+    private func previewed(_ transfer: Transfer, _ url: URL, _ bytes: Data, scans: Int, what: String) {
+        if transfer.download.load.options.contains(.progressivePreviews) {
+            notify(Notice(.preview, url: url, detail: "\(scans) \(what), \(bytes.count) bytes", data: bytes, scans: scans))
+        }
+        let tasks = locked { _ in transfer.download.waiters }.filter { $0.load.onPreview != nil }
+        guard !tasks.isEmpty, let image = Self.previewImage(bytes, soFar: transfer.data) else { return }
+        let preview = Preview(image: image, scans: scans)
+        for task in tasks {
+            task.queue.async { if task.isWaiting { task.load.onPreview?(preview) } }
+        }
+    }
+
+    /// A preview's image: on Apple platforms ImageIO's incremental source of the bytes `soFar` (the
+    /// pixels of the scans it has, decoded when drawn); elsewhere the image of `bytes`, the whole
+    /// JPEG (or PNG) of the complete scans.
+    fileprivate static func previewImage(_ bytes: Data, soFar: Data) -> Image? {
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+        let source = CGImageSourceCreateIncremental(nil)
+        CGImageSourceUpdateData(source, soFar as CFData, false)
+        guard let cgImage = CGImageSourceCreateImageAtIndex(source, 0, nil) else { return nil }
+        #if canImport(UIKit)
+        return UIImage(cgImage: cgImage)
+        #else
+        return NSImage(cgImage: cgImage, size: NSSize(width: cgImage.width, height: cgImage.height))
+        #endif
+        #else
+        return Image(data: bytes)
+        #endif
     }
 }
 

@@ -157,7 +157,8 @@ nonisolated extension ImageCache.Request {
         /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
         /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
         /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
-        /// that is not interlaced, or another format has none. Off by default.
+        /// that is not interlaced, or another format has none. Off by default. (Views show the
+        /// previews without it: see ``withoutPreviews``.)
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
