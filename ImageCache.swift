@@ -817,6 +817,16 @@ nonisolated extension ImageCache {
         /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
         /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
         public var blurHash: String?
+        /// A lower-cost URL of the image, loaded instead of ``url`` when the network is constrained
+        /// (Low Data Mode) or expensive, or when ``url`` fails, as its conditions say (see
+        /// ``Alternative``); the result says so (``ImageCache/Fetched/usedAlternative``), and
+        /// ``ImageCache/onNotice`` hears ``ImageCache/Notice/Kind/alternativeUsed``. Its image is
+        /// cached under its own URL, never under the request's key: every new load of the request
+        /// (the next fetch, a view bound again) tries ``url`` first, and its image replaces the
+        /// alternative's once the network allows it. A view shows the alternative's image from
+        /// memory at once meanwhile. Of a download several loads share, the first load's request
+        /// is sent. Nil by default.
+        public var alternative: Alternative?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         fileprivate var scale: Double?
 
@@ -890,7 +900,8 @@ nonisolated extension ImageCache.Request {
         /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
         /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
         /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
-        /// that is not interlaced, or another format has none. Off by default.
+        /// that is not interlaced, or another format has none. Off by default. (Views show the
+        /// previews without it: see ``withoutPreviews``.)
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
@@ -899,6 +910,13 @@ nonisolated extension ImageCache.Request {
         /// played once). Memory and disk keep the image as usual, so another load of it still
         /// animates. A still is handed over as it is. Off by default.
         public static let firstFrameOnly = Options(rawValue: 1 << 6)
+
+        /// No previews in a view: ``ImageCache/Binder``, `setImage(with:)` and the SwiftUI views show
+        /// a progressive JPEG's (or an interlaced PNG's) previews as its scans arrive by default, at
+        /// most 4 a second, each sharper than the last, never after the final image; this turns them
+        /// off for this load (a thumbnail that arrives at once gains nothing from them). A load whose
+        /// processors make a variant has none either way. Off by default.
+        public static let withoutPreviews = Options(rawValue: 1 << 7)
 
         /// Why these options cannot go together, if they cannot.
         fileprivate var contradiction: String? {
@@ -930,6 +948,138 @@ nonisolated extension ImageCache.Request {
     /// `points` in whole pixels at its display scale (nil: not a size to fill).
     fileprivate func fillPixels(_ points: CGSize) -> (width: Int, height: Int)? {
         ImageCache.pixels(ImageCache.pixelSize(points: points, scale: displayScale))
+    }
+}
+
+// MARK: - API/Alternative.swift
+
+// Alternatives under constraint: a request's lower-cost URL (`Request.Alternative`), when it is used
+// instead of the request's own (`Conditions`, read from the error URLSession gives), and what a
+// result says of it (`UsedAlternative`). The load that falls back to it is Pipeline/Alternatives.swift.
+
+
+nonisolated extension ImageCache.Request {
+    /// A lower-cost URL of the same image (a smaller size, a stronger compression), loaded instead of
+    /// the request's own URL when the network is constrained (Low Data Mode) or expensive, or when
+    /// the request's own URL fails, as its ``conditions`` say. See ``ImageCache/Request/alternative``.
+    ///
+    /// ```swift
+    /// var request = ImageCache.Request(url: photo.fullURL)
+    /// request.alternative = .init(url: photo.smallURL)  // Low Data Mode, or a failure
+    /// imageView.setImage(with: request)
+    /// ```
+    ///
+    /// It grows in 1.x by new properties with defaults, and new conditions, only.
+    public struct Alternative: Sendable, Hashable {
+        /// The lower-cost URL, loaded as the request's own is (its size, processors and options; a
+        /// `URLRequest`'s headers too) and cached under its own key (its absolute string), never
+        /// under the request's.
+        public var url: URL
+        /// When it is used instead of the request's own URL: `[.constrainedNetwork, .failure]` by
+        /// default.
+        public var conditions: Conditions
+
+        /// An alternative at `url`, used under `conditions` (by default, Low Data Mode or a failure).
+        public init(url: URL, when conditions: Conditions = [.constrainedNetwork, .failure]) {
+            (self.url, self.conditions) = (url, conditions)
+        }
+
+        /// When an alternative is used instead of the request's own URL. A set; it grows in 1.x by
+        /// new static members only.
+        public struct Conditions: OptionSet, Sendable, Hashable {
+            /// The bits of the conditions (see the static members).
+            public let rawValue: Int
+
+            /// Conditions of these bits (see the static members).
+            public init(rawValue: Int) { self.rawValue = rawValue }
+
+            /// The network is constrained (Low Data Mode): on Apple platforms the request's own URL
+            /// is sent with `allowsConstrainedNetworkAccess` false, and URLSession's refusal (a
+            /// `URLError` `.notConnectedToInternet` whose `networkUnavailableReason` is
+            /// `.constrained`) loads the alternative at once, with no retry.
+            public static let constrainedNetwork = Conditions(rawValue: 1 << 0)
+            /// The network is expensive (most cellular networks, a personal hotspot): the request's
+            /// own URL is sent with `allowsExpensiveNetworkAccess` false, and the refusal
+            /// (`networkUnavailableReason` `.expensive`) loads the alternative, as for
+            /// ``constrainedNetwork``.
+            public static let expensiveNetwork = Conditions(rawValue: 1 << 1)
+            /// The request's own URL failed for any other reason than a cancellation, once its
+            /// retries (``ImageCache/retryPolicy``) ran out.
+            public static let failure = Conditions(rawValue: 1 << 2)
+        }
+
+        /// The condition under which a load of the request's own URL that failed with `error` uses
+        /// this alternative, if it does: the network constraint that refused it, else `failure`.
+        fileprivate func condition(for error: ImageCache.Error) -> Conditions? {
+            if let constraint = error.networkConstraint {
+                return conditions.contains(constraint) ? constraint : nil
+            }
+            return conditions.contains(.failure) && error != .cancelled ? .failure : nil
+        }
+
+        /// Has `request` refused where this alternative would serve better: on Apple platforms,
+        /// URLSession then answers with the constraint's error instead of using such a network.
+        /// (swift-corelibs-foundation has neither property: there a constraint is whatever the
+        /// app's session says, through a `URLProtocol`, say.)
+        fileprivate func restrict(_ request: inout URLRequest) {
+            #if canImport(UIKit) || canImport(AppKit)
+            if conditions.contains(.constrainedNetwork) { request.allowsConstrainedNetworkAccess = false }
+            if conditions.contains(.expensiveNetwork) { request.allowsExpensiveNetworkAccess = false }
+            #endif
+        }
+    }
+}
+
+nonisolated extension ImageCache {
+    /// What a load used instead of its request's own URL (see ``Request/alternative``), in
+    /// ``Fetched/usedAlternative``. It grows in 1.x by new properties only.
+    public struct UsedAlternative: Sendable {
+        /// The alternative's URL, whose image the result holds.
+        public let url: URL
+        /// Why: `.constrainedNetwork`, `.expensiveNetwork` or `.failure` (one of them).
+        public let condition: Request.Alternative.Conditions
+        /// Why the request's own URL gave no image.
+        public let mainError: Error
+    }
+
+    /// URLSession's key for why the network was unavailable (`NSURLErrorNetworkUnavailableReasonKey`,
+    /// whose value is its own name), and the values of `NSURLErrorNetworkUnavailableReason` that are
+    /// a constraint an alternative may answer: 1 expensive, 2 constrained (0 is cellular access
+    /// turned off, which no alternative helps). Read from the error's `userInfo` so that the same
+    /// code decides on every platform: swift-corelibs-foundation has no `networkUnavailableReason`.
+    fileprivate static let unavailableReasonKey = "NSURLErrorNetworkUnavailableReasonKey"
+
+    /// The network constraint that made URLSession refuse a request, if `error` says one did.
+    fileprivate static func networkConstraint(of error: Swift.Error) -> Request.Alternative.Conditions? {
+        guard let error = error as? URLError, error.code == .notConnectedToInternet else { return nil }
+        switch error.userInfo[unavailableReasonKey] as? Int {
+        case 1?: return .expensiveNetwork
+        case 2?: return .constrainedNetwork
+        default: return nil
+        }
+    }
+
+    /// What ``Error/network(_:_:)``'s message starts with for a request refused by a constraint.
+    fileprivate static let constraintPrefixes: [(Request.Alternative.Conditions, String)] = [
+        (.constrainedNetwork, "refused on a constrained network (Low Data Mode)"),
+        (.expensiveNetwork, "refused on an expensive network"),
+    ]
+
+    /// URLSession's `error` as the cache says it (``Error/network(_:_:)``), its message saying which
+    /// constraint refused the request, if one did: the code stays URLSession's.
+    fileprivate static func networkError(_ code: URLError.Code, _ text: String, _ error: Swift.Error) -> Error {
+        guard let constraint = networkConstraint(of: error),
+              let prefix = constraintPrefixes.first(where: { $0.0 == constraint })?.1 else { return .network(code, text) }
+        return .network(code, prefix + ": " + text)
+    }
+}
+
+nonisolated extension ImageCache.Error {
+    /// The network constraint that refused the request, if one did (see
+    /// ``ImageCache/networkError(_:_:_:)``): retrying at once cannot help, and an alternative may.
+    fileprivate var networkConstraint: ImageCache.Request.Alternative.Conditions? {
+        guard case .network(.notConnectedToInternet, let text) = self else { return nil }
+        return ImageCache.constraintPrefixes.first { text.hasPrefix($0.1) }?.0
     }
 }
 
@@ -1765,6 +1915,11 @@ nonisolated extension ImageCache {
             /// complete pass and an IEND chunk, and its `scans` count its passes (1 to 7).
             public static let preview = Kind("preview")
 
+            /// A load used its request's ``ImageCache/Request/alternative`` instead of the request's
+            /// own URL (the notice's ``Notice/url``): ``Notice/detail`` names the alternative and
+            /// why (the network constraint that refused the request's URL, or its failure).
+            public static let alternativeUsed = Kind("alternativeUsed")
+
             /// The kind's name, as written here.
             public var description: String { name }
         }
@@ -1788,7 +1943,8 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview. Runs on
+    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview, an
+    /// alternative used. Runs on
     /// ``callbackQueue``. Nil by default.
     public var onNotice: (@Sendable (Notice) -> Void)? {
         get { locked { $0.settings.onNotice } }
@@ -1955,6 +2111,9 @@ nonisolated extension ImageCache {
         /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
         /// came from the network. A load that joined a download under way gets that download's.
         public fileprivate(set) var metrics: TransferMetrics?
+        /// What it used instead of the request's own URL (see ``Request/alternative``): nil when the
+        /// request's own URL answered.
+        public fileprivate(set) var usedAlternative: UsedAlternative?
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -2068,6 +2227,7 @@ nonisolated extension ImageCache {
         fileprivate let queue: DispatchQueue
         fileprivate let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         fileprivate let onCancel: (@Sendable () -> Void)?
+        fileprivate let followUp: FollowUp?  // the load of its request's alternative, if it may have one (Alternatives.swift)
         fileprivate private(set) var answer = Answer.waiting  // guarded by `cache.lock`
         fileprivate private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         fileprivate private(set) weak var job: VariantJob?  // or the variant's job; guarded by `cache.lock`
@@ -2092,8 +2252,9 @@ nonisolated extension ImageCache {
 
         fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
-                         onCancel: (@Sendable () -> Void)?) {
+                         onCancel: (@Sendable () -> Void)?, followUp: FollowUp? = nil) {
             url = load.url ?? URL(string: "about:blank")!
+            self.followUp = followUp
             self.cache = cache
             self.load = load
             self.queue = queue
@@ -2114,7 +2275,7 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.locked { _ in answer == .cancelled }
+            cache.locked { _ in answer == .cancelled } || followUp?.isCancelled == true
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.
@@ -2200,7 +2361,8 @@ nonisolated extension ImageCache {
             case idle
             /// The placeholder, for a binding without a URL or after a memory warning.
             case placeholder
-            /// The placeholder, while the image loads.
+            /// The placeholder, while the image loads, or a preview of it (a progressive JPEG's scans so
+            /// far: see ``ImageCache/Request/Options-swift.struct/withoutPreviews``).
             case loading
             /// The image, from where it came.
             case image(Source)
@@ -2232,6 +2394,8 @@ nonisolated extension ImageCache {
         fileprivate private(set) var animation: ViewAnimation
         /// Whether what it tells the target now is a frame of the animation it plays.
         fileprivate private(set) var showsFrame = false
+        /// The scans of the preview it shows for the binding under way (ViewPreviews.swift); 0: none.
+        fileprivate private(set) var previewScans = 0
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -2312,7 +2476,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            (task, replaces) = (nil, false)
+            (task, replaces, previewScans) = (nil, false, 0)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -2340,6 +2504,11 @@ nonisolated extension ImageCache {
                 show(standIn.image, .image(.memory), key: standIn.key)
                 meanwhile = true
             }
+            // Else its alternative's, which it may well come to again (Alternatives.swift).
+            if !meanwhile, let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
+                show(image, .image(.memory), key: key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
@@ -2352,6 +2521,9 @@ nonisolated extension ImageCache {
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             load = load.sized(memoryKey, decoder, scale: scale)
+            if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
+                load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
+            }
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load = load.hooked(onProgress: { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -2483,6 +2655,16 @@ nonisolated extension ImageCache {
             guard generation == self.generation, task != nil,
                   DownloadProgress.tells(progress, after: self.progress) else { return }
             tell(progress)
+        }
+
+        /// A preview of the binding `generation`'s download: shown if it is still the latest and
+        /// ``ImageCache/showsPreview(scans:shown:state:replaces:)`` says so; the state stays `loading`.
+        private func previewed(_ generation: Int, _ preview: Preview) {
+            guard generation == self.generation, task != nil,
+                  ImageCache.showsPreview(scans: preview.scans, shown: previewScans, state: state, replaces: replaces)
+            else { return }
+            previewScans = preview.scans
+            show(preview.image, .loading)
         }
 
         /// Sets ``progress`` and tells the view, if that changes it.
@@ -3607,6 +3789,26 @@ nonisolated extension ImageCache.Binder {
     }
 }
 
+// MARK: - Views/ViewPreviews.swift
+
+// What a view shows of a download's previews (Pipeline/Previews.swift): the decision, shared code
+// that the Linux tests reach through the binder. A preview shows only while the binding's own load
+// is under way with the placeholder (or an earlier preview) in the target, each with more scans than
+// the last; never over an image (a stand-in, the same image at another size, the final image).
+
+
+nonisolated extension ImageCache {
+    /// Whether a binder in `state` shows a preview of `scans` complete scans, having shown one of
+    /// `shown` scans for this binding (0: none), while its load `replaces` an image the target
+    /// keeps (a stand-in, a new size of the image shown): only while it loads, over the placeholder
+    /// or a blurrier preview, never over an image and never after the final one (the state is then
+    /// `image`, `failed` or `idle`).
+    fileprivate static func showsPreview(scans: Int, shown: Int, state: Binder.State, replaces: Bool) -> Bool {
+        guard case .loading = state, !replaces else { return false }
+        return scans > shown
+    }
+}
+
 // MARK: - Views/ViewAnimation.swift
 
 // ViewAnimation: the animation a binder plays in its target, through an `AnimationPlayer` within the
@@ -4285,8 +4487,8 @@ nonisolated extension ImageCache {
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     fileprivate struct Load {
-        let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
-        let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
+        private(set) var url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
+        private(set) var request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
         private(set) var key: Key
         private(set) var lane: Lane
         private(set) var decoder: Decoder
@@ -4297,9 +4499,14 @@ nonisolated extension ImageCache {
         private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
         private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
+        /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
+        /// request sent; the load falls back to it, unless it is a job's request for its original.
+        private(set) var alternative: Request.Alternative?
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -4322,6 +4529,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
+            original.alternative = alternative  // sent restricted; the variant's fetch falls back itself
             return original
         }
 
@@ -4336,7 +4544,7 @@ nonisolated extension ImageCache {
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                       lane: request.slow ? .slow : .fast, decoder: .image)
             (options, scale) = (request.options, request.scale)
-            blurHash = request.blurHash
+            (blurHash, alternative) = (request.blurHash, request.alternative)
             guard request.size != nil || !request.processors.isEmpty else { return }
             if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
             processors = request.processors
@@ -4347,6 +4555,30 @@ nonisolated extension ImageCache {
             var load = self
             if let onProgress { load.onProgress = onProgress }
             if let onRetry { load.onRetry = onRetry }
+            return load
+        }
+
+        /// Itself as the load of `alternative` instead: its URL (a `URLRequest`'s headers kept), under
+        /// its own key at the same size and processors, with no alternative; without `onProgress`
+        /// if `withProgress` is false (after a failure that reported some: it never goes back).
+        func alternate(_ alternative: Request.Alternative, withProgress: Bool) -> Load {
+            var load = self
+            load.url = alternative.url
+            load.request = request.map { request in
+                var request = request
+                request.url = alternative.url
+                return request
+            }
+            load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
+            load.alternative = nil
+            if !withProgress { load.onProgress = nil }
+            return load
+        }
+
+        /// Itself with `onPreview` as the hook of its previews.
+        func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
+            var load = self
+            load.onPreview = onPreview
             return load
         }
 
@@ -4397,11 +4629,14 @@ nonisolated extension ImageCache {
     /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
     fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
-                         onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
+                         onCancel: (@Sendable () -> Void)? = nil, followUp: FollowUp? = nil) -> FetchTask {
+        if let alternative = load.alternative, !load.isOriginal, followUp == nil {  // Alternatives.swift
+            return request(load, falling: alternative, queue: queue, completion: completion, onCancel: onCancel)
+        }
         let now = currentTime()
         let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
             let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel)
+                                 completion: completion, onCancel: onCancel, followUp: followUp)
             return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
@@ -4426,6 +4661,7 @@ nonisolated extension ImageCache {
 
     fileprivate func cancel(_ task: FetchTask) {
         let (cancelled, stopped, started) = locked { $0.cancel(task) }
+        if !cancelled { task.followUp?.cancel() }  // answered: its alternative's load, if any, is what waits
         if let stopped { finishStopped([stopped]) }
         startNetwork(started)
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }
@@ -4451,6 +4687,111 @@ nonisolated extension ImageCache {
             if let key { deliver(entryOf: key, to: item.waiters, result) } else { deliver(item.waiters, result) }
         }
         startNetwork(started)
+    }
+}
+
+// MARK: - Pipeline/Alternatives.swift
+
+// A load that may fall back to its request's alternative (`Request.Alternative`): the request's own
+// URL is loaded as any other; if it fails under one of the alternative's conditions, the alternative
+// is loaded as a load of its own, under its own key, and its result says so. The task the caller
+// holds answers for both (`FollowUp`): cancelling it cancels whichever waits.
+
+
+nonisolated extension ImageCache {
+    /// What a ``FetchTask`` whose request has an alternative came to, once its own load answered:
+    /// nothing yet, cancelled before the answer was handed on, handed on as it was, or the
+    /// alternative's load, which is what waits now. Its own lock: it is read by `cancel()` from
+    /// any thread and settled on the task's queue.
+    fileprivate final class FollowUp: @unchecked Sendable {
+        private enum State { case pending, cancelled, handedOn, loading(FetchTask) }
+        private let lock = NSLock()
+        private var state = State.pending
+
+        /// Cancels what waits: the alternative's load, or the hand-over still to come (which then
+        /// runs the task's `onCancel` instead). Nothing once handed on.
+        func cancel() {
+            let next: FetchTask? = lock.withLock {
+                switch state {
+                case .pending: state = .cancelled; return nil
+                case .loading(let next): return next
+                case .cancelled, .handedOn: return nil
+                }
+            }
+            next?.cancel()
+        }
+
+        /// Whether the task was cancelled before its answer was handed on, or its alternative's load was.
+        var isCancelled: Bool {
+            let next: FetchTask? = lock.withLock {
+                if case .loading(let next) = state { return next }
+                return nil
+            }
+            return next?.isCancelled ?? lock.withLock { if case .cancelled = state { true } else { false } }
+        }
+
+        /// Settles it as handed on as it was, unless it was cancelled first: returns whether to hand on.
+        func handOn() -> Bool {
+            lock.withLock {
+                guard case .pending = state else { return false }
+                state = .handedOn
+                return true
+            }
+        }
+
+        /// Settles it as loading the alternative with `start`, unless it was cancelled first:
+        /// returns whether it started.
+        func load(_ start: () -> FetchTask) -> Bool {
+            lock.withLock {
+                guard case .pending = state else { return false }
+                state = .loading(start())  // no other lock is held: `request` takes the cache's
+                return true
+            }
+        }
+    }
+
+    /// Loads `load`, whose request has `alternative`: its own URL (sent restricted, see
+    /// ``Request/Alternative/restrict(_:)``), then, if that fails under one of the alternative's
+    /// conditions, the alternative's, with the same queue and hooks. `completion` gets the request's
+    /// own answer, or the alternative's image marked ``Fetched/usedAlternative``, or, when the
+    /// alternative fails too, the request's own error.
+    fileprivate func request(_ load: Load, falling alternative: Request.Alternative, queue: DispatchQueue?,
+                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
+                          onCancel: (@Sendable () -> Void)?) -> FetchTask {
+        let followUp = FollowUp()
+        return request(load, queue: queue, completion: { result in
+            guard case .failure(let error) = result, let condition = alternative.condition(for: error) else {
+                if followUp.handOn() { completion(result) } else { onCancel?() }
+                return
+            }
+            let used = UsedAlternative(url: alternative.url, condition: condition, mainError: error)
+            let started = followUp.load {
+                self.notify(Notice(.alternativeUsed, url: load.url,
+                                   detail: "\(alternative.url.absoluteString) instead: \(error)"))
+                let next = load.alternate(alternative, withProgress: condition != .failure)
+                return self.request(next, queue: queue, completion: { result in
+                    switch result {
+                    case .success(var delivery):
+                        delivery.usedAlternative = used
+                        completion(.success(delivery))
+                    case .failure(.cancelled):
+                        completion(.failure(.cancelled))
+                    case .failure:
+                        completion(.failure(error))
+                    }
+                }, onCancel: onCancel)
+            }
+            if !started { onCancel?() }
+        }, onCancel: onCancel, followUp: followUp)
+    }
+}
+
+nonisolated extension ImageCache.Load {
+    /// The key its alternative's image has in memory where its own has `key` (the same size and
+    /// processors), if it has an alternative.
+    func alternativeKey(of key: ImageCache.Key) -> ImageCache.Key? {
+        guard let alternative else { return nil }
+        return ImageCache.Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
     }
 }
 
@@ -5903,6 +6244,7 @@ nonisolated extension ImageCache {
             var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                                               timeoutInterval: settings.requestTimeout)
             validators?.ask(&request)
+            download.load.alternative?.restrict(&request)  // refused on a network its alternative serves (Alternative.swift)
             guard let modifier = settings.requestModifier else { return .success(request) }
             guard let modified = modifier(request) else {
                 return .failure(.invalidRequest("the request modifier returned nil"))
@@ -6131,7 +6473,8 @@ nonisolated extension ImageCache.Ledger {
             return .failed(error)
         case .failure(let error):
             let policy = settings.retryPolicy
-            if download.attempts <= policy.maxRetries {
+            // A network constraint's refusal would come again at once: an alternative may serve.
+            if download.attempts <= policy.maxRetries, error.networkConstraint == nil {
                 return .retry(attempt: download.attempts,
                               delay: policy.delay(attempt: download.attempts,
                                                   retryAfter: ImageCache.HTTP.retryAfter(response)),
@@ -6234,26 +6577,37 @@ nonisolated extension ImageCache.Ledger {
 // MARK: - Pipeline/Previews.swift
 
 // Progressive previews on their way: the transport's delegate hands each transfer that received
-// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and sends a preview when due.
+// bytes here, which reads its scans (Decoding/ProgressiveScans.swift) and, when a preview is due,
+// sends it as a notice (`.progressivePreviews`) and to the views that wait for the download, as an
+// image: on Apple platforms ImageIO's incremental source makes its pixels, on Linux it is the
+// preview's bytes (a whole JPEG of the complete scans). Views decide what they show
+// (Views/ViewPreviews.swift).
 
 
 nonisolated extension ImageCache {
+    /// A preview of a download under way: its image and how many complete scans (an interlaced PNG's
+    /// passes) it shows. Made for the waiters of one download, handed to each on its queue.
+    fileprivate struct Preview: @unchecked Sendable {  // its image is shown on one queue, the binder's
+        let image: Image
+        let scans: Int
+    }
+
     /// `transfer` received bytes (on the transport's delegate queue, which alone touches its
-    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews``, its body
-    /// is in memory, and a progressive JPEG has more complete scans than its last preview, a
-    /// preview is sent when ``PreviewSchedule`` says it is due, by the cache's clock. Never once the
-    /// body is whole: the final image comes then.
+    /// scans): if its load asked for ``Request/Options-swift.struct/progressivePreviews`` or is a
+    /// view's (which hooks its previews), its body is in memory, and a progressive JPEG has more
+    /// complete scans than its last preview, a preview is sent when ``PreviewSchedule`` says it is
+    /// due, by the cache's clock. Never once the body is whole: the final image comes then.
     fileprivate func received(_ transfer: Transfer) {
         let load = transfer.download.load
-        guard load.options.contains(.progressivePreviews), transfer.spool == nil, let url = load.url else { return }
+        guard load.options.contains(.progressivePreviews) || load.onPreview != nil, transfer.spool == nil,
+              let url = load.url else { return }
         if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
         transfer.scans.read(transfer.data)
         let scans = transfer.scans
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
               transfer.previews.isDue(scans: scans.scans, at: currentTime()),
               let bytes = scans.preview(of: transfer.data) else { return }
-        notify(Notice(.preview, url: url, detail: "\(scans.scans) scans, \(bytes.count) bytes",
-                      data: bytes, scans: scans.scans))
+        previewed(transfer, url, bytes, scans: scans.scans, what: "scans")
     }
 
     /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
@@ -6264,8 +6618,40 @@ nonisolated extension ImageCache {
         guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
               transfer.previews.isDue(scans: passes.passes, at: currentTime()),
               let bytes = passes.preview(of: transfer.data) else { return }
-        notify(Notice(.preview, url: url, detail: "\(passes.passes) passes, \(bytes.count) bytes",
-                      data: bytes, scans: passes.passes))
+        previewed(transfer, url, bytes, scans: passes.passes, what: "passes")
+    }
+
+    /// Sends a preview of `bytes` (a whole image of the `scans` complete so far): the notice, if the
+    /// load asked for it, and the image to each waiter that hooks previews, on its queue, unless it
+    /// was answered or cancelled by then (its final image is never followed by a preview).
+    private func previewed(_ transfer: Transfer, _ url: URL, _ bytes: Data, scans: Int, what: String) {
+        if transfer.download.load.options.contains(.progressivePreviews) {
+            notify(Notice(.preview, url: url, detail: "\(scans) \(what), \(bytes.count) bytes", data: bytes, scans: scans))
+        }
+        let tasks = locked { _ in transfer.download.waiters }.filter { $0.load.onPreview != nil }
+        guard !tasks.isEmpty, let image = Self.previewImage(bytes, soFar: transfer.data) else { return }
+        let preview = Preview(image: image, scans: scans)
+        for task in tasks {
+            task.queue.async { if task.isWaiting { task.load.onPreview?(preview) } }
+        }
+    }
+
+    /// A preview's image: on Apple platforms ImageIO's incremental source of the bytes `soFar` (the
+    /// pixels of the scans it has, decoded when drawn); elsewhere the image of `bytes`, the whole
+    /// JPEG (or PNG) of the complete scans.
+    fileprivate static func previewImage(_ bytes: Data, soFar: Data) -> Image? {
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+        let source = CGImageSourceCreateIncremental(nil)
+        CGImageSourceUpdateData(source, soFar as CFData, false)
+        guard let cgImage = CGImageSourceCreateImageAtIndex(source, 0, nil) else { return nil }
+        #if canImport(UIKit)
+        return UIImage(cgImage: cgImage)
+        #else
+        return NSImage(cgImage: cgImage, size: NSSize(width: cgImage.width, height: cgImage.height))
+        #endif
+        #else
+        return Image(data: bytes)
+        #endif
     }
 }
 
@@ -6672,7 +7058,7 @@ nonisolated extension ImageCache {
                 // libcurl reports a body cut short as a generic error: say what it was.
                 if let truncated { return .failure(truncated) }
                 let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
-                return .failure(.network(code, text))
+                return .failure(ImageCache.networkError(code, text, error))  // a constraint's refusal says so (Alternative.swift)
             }
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
@@ -8943,6 +9329,7 @@ nonisolated extension ImageCache {
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
         var misses = Misses()  // what the tiers said of the download (MissReason.swift)
         var metrics: TransferMetrics?  // what its transfer measured, from the network
+        var usedAlternative: UsedAlternative?  // what it holds instead of its request's URL's (Alternatives.swift)
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -8957,7 +9344,8 @@ nonisolated extension ImageCache {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses, metrics: delivery.metrics))
+                                    misses: delivery.misses, metrics: delivery.metrics,
+                                    usedAlternative: delivery.usedAlternative))
         }
     }
 
@@ -8969,7 +9357,8 @@ nonisolated extension ImageCache {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses, metrics: delivery.metrics))
+                                    misses: delivery.misses, metrics: delivery.metrics,
+                                    usedAlternative: delivery.usedAlternative))
         }
     }
 
@@ -12601,7 +12990,7 @@ nonisolated extension ImageCache {
         guard options.contains(.firstFrameOnly) else { return fetched }
         return fetched.map { fetched in
             var first = Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale)
-            (first.misses, first.metrics) = (fetched.misses, fetched.metrics)
+            (first.misses, first.metrics, first.usedAlternative) = (fetched.misses, fetched.metrics, fetched.usedAlternative)
             return first
         }
     }

@@ -33,8 +33,8 @@ class CacheTestCase: XCTestCase {
 
     /// A cache in this test's folder whose callbacks run on `callbacks`.
     func makeCache(_ name: String = "cache", clock: TestClock? = nil,
-                   plugins: ImageCache.Plugins = ImageCache.Plugins()) -> ImageCache {
-        let cache = ImageCache(uniqueName: name, directory: directory, plugins: plugins)
+                   plugins: ImageCache.Plugins = ImageCache.Plugins(), session: URLSession? = nil) -> ImageCache {
+        let cache = ImageCache(uniqueName: name, directory: directory, session: session, plugins: plugins)
         cache.callbackQueue = callbacks
         // Retries as by default, but with short waits so that the tests stay quick.
         cache.retryPolicy = ImageCache.RetryPolicy(maxRetries: 2, baseDelay: 0.01)

@@ -39,6 +39,25 @@ public func CGImageSourceCreateThumbnailAtIndex(_ isrc: CGImageSource, _ index: 
     fatalError("ImageIO shim")
 }
 
+/// `func CGImageSourceCreateImageAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage?`
+/// (developer.apple.com/documentation/imageio/cgimagesourcecreateimageatindex(_:_:_:)): iOS 4, macOS 10.4.
+public func CGImageSourceCreateImageAtIndex(_ isrc: CGImageSource, _ index: Int, _ options: CFDictionary?) -> CGImage? {
+    fatalError("ImageIO shim")
+}
+
+/// `func CGImageSourceCreateIncremental(_ options: CFDictionary?) -> CGImageSource`: an empty source
+/// that accumulates data as it downloads (developer.apple.com/documentation/imageio/cgimagesourcecreateincremental(_:)):
+/// iOS 4, macOS 10.4, watchOS 2.
+public func CGImageSourceCreateIncremental(_ options: CFDictionary?) -> CGImageSource {
+    fatalError("ImageIO shim")
+}
+
+/// `func CGImageSourceUpdateData(_ isrc: CGImageSource, _ data: CFData, _ final: Bool)`: all the data so
+/// far, each time (developer.apple.com/documentation/imageio/cgimagesourceupdatedata(_:_:_:)): iOS 4, macOS 10.4.
+public func CGImageSourceUpdateData(_ isrc: CGImageSource, _ data: CFData, _ final: Bool) {
+    fatalError("ImageIO shim")
+}
+
 /// `class CGImageDestination` in the SDK: a CoreFoundation type, imported as a class; iOS 4, macOS
 /// 10.4, watchOS 2 (developer.apple.com/documentation/imageio/cgimagedestination).
 public final class CGImageDestination {

@@ -3,9 +3,14 @@
 // AppKit shims re-export it, so that code that imports either sees these functions as it would on
 // iOS or macOS. Compiled into a module named ObjectiveC by .ci/shims/build; nothing here ever runs.
 // It also holds Swift's key-value observation (`observe(_:options:changeHandler:)`), which Apple's
-// Foundation overlay gives NSObject and swift-corelibs-foundation has not.
+// Foundation overlay gives NSObject and swift-corelibs-foundation has not, and the members of
+// Apple's Foundation that swift-corelibs-foundation lacks and the Apple branches use (URLRequest's
+// network constraints).
 
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 public enum objc_AssociationPolicy: UInt, @unchecked Sendable {
     case OBJC_ASSOCIATION_ASSIGN = 0
@@ -64,5 +69,22 @@ extension _KeyValueCodingAndObserving {
                                                changeHandler: @escaping @Sendable (Self, NSKeyValueObservedChange<Value>) -> Void)
         -> NSKeyValueObservation {
         fatalError("ObjectiveC shim")
+    }
+}
+
+// MARK: - Network constraints (Apple's Foundation; not in swift-corelibs-foundation)
+
+extension URLRequest {
+    /// `var allowsConstrainedNetworkAccess: Bool { get set }` (iOS 13, macOS 10.15, watchOS 6)
+    /// (developer.apple.com/documentation/foundation/urlrequest/allowsconstrainednetworkaccess).
+    public var allowsConstrainedNetworkAccess: Bool {
+        get { fatalError("ObjectiveC shim") }
+        set { fatalError("ObjectiveC shim") }
+    }
+    /// `var allowsExpensiveNetworkAccess: Bool { get set }` (iOS 13, macOS 10.15, watchOS 6)
+    /// (developer.apple.com/documentation/foundation/urlrequest/allowsexpensivenetworkaccess).
+    public var allowsExpensiveNetworkAccess: Bool {
+        get { fatalError("ObjectiveC shim") }
+        set { fatalError("ObjectiveC shim") }
     }
 }

@@ -30,6 +30,11 @@ nonisolated extension ImageCache {
             /// complete pass and an IEND chunk, and its `scans` count its passes (1 to 7).
             public static let preview = Kind("preview")
 
+            /// A load used its request's ``ImageCache/Request/alternative`` instead of the request's
+            /// own URL (the notice's ``Notice/url``): ``Notice/detail`` names the alternative and
+            /// why (the network constraint that refused the request's URL, or its failure).
+            public static let alternativeUsed = Kind("alternativeUsed")
+
             /// The kind's name, as written here.
             public var description: String { name }
         }
@@ -53,7 +58,8 @@ nonisolated extension ImageCache {
         }
     }
 
-    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview. Runs on
+    /// Called for each ``Notice``: a BlurHash that was ignored, a progressive JPEG's preview, an
+    /// alternative used. Runs on
     /// ``callbackQueue``. Nil by default.
     public var onNotice: (@Sendable (Notice) -> Void)? {
         get { locked { $0.settings.onNotice } }

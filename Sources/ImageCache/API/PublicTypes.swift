@@ -51,6 +51,9 @@ nonisolated extension ImageCache {
         /// What the transfer that answered it measured (see ``TransferMetrics``): nil unless it
         /// came from the network. A load that joined a download under way gets that download's.
         public internal(set) var metrics: TransferMetrics?
+        /// What it used instead of the request's own URL (see ``Request/alternative``): nil when the
+        /// request's own URL answered.
+        public internal(set) var usedAlternative: UsedAlternative?
     }
 
     #if canImport(UIKit) || canImport(AppKit)
@@ -164,6 +167,7 @@ nonisolated extension ImageCache {
         internal let queue: DispatchQueue
         internal let completion: @Sendable (Result<Delivery, ImageCache.Error>) -> Void
         internal let onCancel: (@Sendable () -> Void)?
+        internal let followUp: FollowUp?  // the load of its request's alternative, if it may have one (Alternatives.swift)
         internal private(set) var answer = Answer.waiting  // guarded by `cache.lock`
         internal private(set) weak var download: Download?  // the download it waits for; guarded by `cache.lock`
         internal private(set) weak var job: VariantJob?  // or the variant's job; guarded by `cache.lock`
@@ -188,8 +192,9 @@ nonisolated extension ImageCache {
 
         internal init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
-                         onCancel: (@Sendable () -> Void)?) {
+                         onCancel: (@Sendable () -> Void)?, followUp: FollowUp? = nil) {
             url = load.url ?? URL(string: "about:blank")!
+            self.followUp = followUp
             self.cache = cache
             self.load = load
             self.queue = queue
@@ -210,7 +215,7 @@ nonisolated extension ImageCache {
 
         /// True once ``cancel()`` has been called before the callback started: it never runs.
         public var isCancelled: Bool {
-            cache.locked { _ in answer == .cancelled }
+            cache.locked { _ in answer == .cancelled } || followUp?.isCancelled == true
         }
 
         /// Neither answered nor cancelled yet: a hook (progress, retry) may still run.

@@ -74,6 +74,16 @@ nonisolated extension ImageCache {
         /// malformed hash is ignored (the placeholder shows) and ``ImageCache/onNotice`` hears
         /// ``ImageCache/Notice/Kind/placeholderIgnored``. Nil by default; `fetch` does not use it.
         public var blurHash: String?
+        /// A lower-cost URL of the image, loaded instead of ``url`` when the network is constrained
+        /// (Low Data Mode) or expensive, or when ``url`` fails, as its conditions say (see
+        /// ``Alternative``); the result says so (``ImageCache/Fetched/usedAlternative``), and
+        /// ``ImageCache/onNotice`` hears ``ImageCache/Notice/Kind/alternativeUsed``. Its image is
+        /// cached under its own URL, never under the request's key: every new load of the request
+        /// (the next fetch, a view bound again) tries ``url`` first, and its image replaces the
+        /// alternative's once the network allows it. A view shows the alternative's image from
+        /// memory at once meanwhile. Of a download several loads share, the first load's request
+        /// is sent. Nil by default.
+        public var alternative: Alternative?
         /// The display scale a view asks for (its own screen's); nil for the main screen's.
         internal var scale: Double?
 
@@ -147,7 +157,8 @@ nonisolated extension ImageCache.Request {
         /// usual. An interlaced PNG (Adam7) has previews too, as its passes complete (see
         /// ``ImageCache/Notice/Kind/preview``). Memory and disk keep only the final image. Of a
         /// download several loads share, the first load's options decide. A baseline JPEG, a PNG
-        /// that is not interlaced, or another format has none. Off by default.
+        /// that is not interlaced, or another format has none. Off by default. (Views show the
+        /// previews without it: see ``withoutPreviews``.)
         public static let progressivePreviews = Options(rawValue: 1 << 5)
 
         /// Only the first frame of an animated image (GIF, APNG, animated WebP, HEICS): what the load
@@ -156,6 +167,13 @@ nonisolated extension ImageCache.Request {
         /// played once). Memory and disk keep the image as usual, so another load of it still
         /// animates. A still is handed over as it is. Off by default.
         public static let firstFrameOnly = Options(rawValue: 1 << 6)
+
+        /// No previews in a view: ``ImageCache/Binder``, `setImage(with:)` and the SwiftUI views show
+        /// a progressive JPEG's (or an interlaced PNG's) previews as its scans arrive by default, at
+        /// most 4 a second, each sharper than the last, never after the final image; this turns them
+        /// off for this load (a thumbnail that arrives at once gains nothing from them). A load whose
+        /// processors make a variant has none either way. Off by default.
+        public static let withoutPreviews = Options(rawValue: 1 << 7)
 
         /// Why these options cannot go together, if they cannot.
         internal var contradiction: String? {

@@ -124,7 +124,7 @@ nonisolated extension ImageCache {
         guard options.contains(.firstFrameOnly) else { return fetched }
         return fetched.map { fetched in
             var first = Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale)
-            (first.misses, first.metrics) = (fetched.misses, fetched.metrics)
+            (first.misses, first.metrics, first.usedAlternative) = (fetched.misses, fetched.metrics, fetched.usedAlternative)
             return first
         }
     }

@@ -69,7 +69,7 @@ nonisolated extension ImageCache {
                 // libcurl reports a body cut short as a generic error: say what it was.
                 if let truncated { return .failure(truncated) }
                 let text = (error as? URLError)?.localizedDescription ?? String(describing: error)
-                return .failure(.network(code, text))
+                return .failure(ImageCache.networkError(code, text, error))  // a constraint's refusal says so (Alternative.swift)
             }
             let status = (response as? HTTPURLResponse)?.statusCode ?? 200
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }

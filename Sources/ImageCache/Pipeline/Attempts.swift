@@ -105,6 +105,7 @@ nonisolated extension ImageCache {
             var request = download.load.request ?? URLRequest(url: download.url, cachePolicy: .reloadIgnoringLocalCacheData,
                                                               timeoutInterval: settings.requestTimeout)
             validators?.ask(&request)
+            download.load.alternative?.restrict(&request)  // refused on a network its alternative serves (Alternative.swift)
             guard let modifier = settings.requestModifier else { return .success(request) }
             guard let modified = modifier(request) else {
                 return .failure(.invalidRequest("the request modifier returned nil"))
@@ -333,7 +334,8 @@ nonisolated extension ImageCache.Ledger {
             return .failed(error)
         case .failure(let error):
             let policy = settings.retryPolicy
-            if download.attempts <= policy.maxRetries {
+            // A network constraint's refusal would come again at once: an alternative may serve.
+            if download.attempts <= policy.maxRetries, error.networkConstraint == nil {
                 return .retry(attempt: download.attempts,
                               delay: policy.delay(attempt: download.attempts,
                                                   retryAfter: ImageCache.HTTP.retryAfter(response)),

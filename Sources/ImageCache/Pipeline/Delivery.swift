@@ -27,6 +27,7 @@ nonisolated extension ImageCache {
         var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
         var misses = Misses()  // what the tiers said of the download (MissReason.swift)
         var metrics: TransferMetrics?  // what its transfer measured, from the network
+        var usedAlternative: UsedAlternative?  // what it holds instead of its request's URL's (Alternatives.swift)
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else
@@ -41,7 +42,8 @@ nonisolated extension ImageCache {
                 return .failure(.decodingFailed("the entry is not a \(Value.self)"))
             }
             return .success(Fetched(value: value, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses, metrics: delivery.metrics))
+                                    misses: delivery.misses, metrics: delivery.metrics,
+                                    usedAlternative: delivery.usedAlternative))
         }
     }
 
@@ -53,7 +55,8 @@ nonisolated extension ImageCache {
         result.flatMap { delivery in
             guard let image = shown(delivery.payload) else { return resolve(delivery, .image) }
             return .success(Fetched(value: image, source: delivery.source, isStale: delivery.isStale,
-                                    misses: delivery.misses, metrics: delivery.metrics))
+                                    misses: delivery.misses, metrics: delivery.metrics,
+                                    usedAlternative: delivery.usedAlternative))
         }
     }
 

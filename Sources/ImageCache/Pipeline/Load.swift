@@ -22,8 +22,8 @@ nonisolated extension ImageCache {
     /// Everything one load needs, as a public entry point describes it; a ``FetchTask`` keeps its
     /// own, and a ``Download`` its first requester's (whose request and decoder it uses).
     internal struct Load {
-        let url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
-        let request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
+        private(set) var url: URL?  // the request's; nil only for a `URLRequest` without one, which fails at once
+        private(set) var request: URLRequest?  // the app's, sent as given; nil for the URL forms (made when sent)
         private(set) var key: Key
         private(set) var lane: Lane
         private(set) var decoder: Decoder
@@ -34,9 +34,14 @@ nonisolated extension ImageCache {
         private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
         private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
         private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
+        /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
+        /// request sent; the load falls back to it, unless it is a job's request for its original.
+        private(set) var alternative: Request.Alternative?
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -59,6 +64,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
+            original.alternative = alternative  // sent restricted; the variant's fetch falls back itself
             return original
         }
 
@@ -73,7 +79,7 @@ nonisolated extension ImageCache {
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                       lane: request.slow ? .slow : .fast, decoder: .image)
             (options, scale) = (request.options, request.scale)
-            blurHash = request.blurHash
+            (blurHash, alternative) = (request.blurHash, request.alternative)
             guard request.size != nil || !request.processors.isEmpty else { return }
             if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
             processors = request.processors
@@ -84,6 +90,30 @@ nonisolated extension ImageCache {
             var load = self
             if let onProgress { load.onProgress = onProgress }
             if let onRetry { load.onRetry = onRetry }
+            return load
+        }
+
+        /// Itself as the load of `alternative` instead: its URL (a `URLRequest`'s headers kept), under
+        /// its own key at the same size and processors, with no alternative; without `onProgress`
+        /// if `withProgress` is false (after a failure that reported some: it never goes back).
+        func alternate(_ alternative: Request.Alternative, withProgress: Bool) -> Load {
+            var load = self
+            load.url = alternative.url
+            load.request = request.map { request in
+                var request = request
+                request.url = alternative.url
+                return request
+            }
+            load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
+            load.alternative = nil
+            if !withProgress { load.onProgress = nil }
+            return load
+        }
+
+        /// Itself with `onPreview` as the hook of its previews.
+        func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
+            var load = self
+            load.onPreview = onPreview
             return load
         }
 

@@ -25,11 +25,14 @@ nonisolated extension ImageCache {
     /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
     internal func request(_ load: Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
-                         onCancel: (@Sendable () -> Void)? = nil) -> FetchTask {
+                         onCancel: (@Sendable () -> Void)? = nil, followUp: FollowUp? = nil) -> FetchTask {
+        if let alternative = load.alternative, !load.isOriginal, followUp == nil {  // Alternatives.swift
+            return request(load, falling: alternative, queue: queue, completion: completion, onCancel: onCancel)
+        }
         let now = currentTime()
         let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
             let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel)
+                                 completion: completion, onCancel: onCancel, followUp: followUp)
             return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
@@ -54,6 +57,7 @@ nonisolated extension ImageCache {
 
     internal func cancel(_ task: FetchTask) {
         let (cancelled, stopped, started) = locked { $0.cancel(task) }
+        if !cancelled { task.followUp?.cancel() }  // answered: its alternative's load, if any, is what waits
         if let stopped { finishStopped([stopped]) }
         startNetwork(started)
         if cancelled, let onCancel = task.onCancel { task.queue.async { onCancel() } }

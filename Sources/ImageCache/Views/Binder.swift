@@ -33,7 +33,8 @@ nonisolated extension ImageCache {
             case idle
             /// The placeholder, for a binding without a URL or after a memory warning.
             case placeholder
-            /// The placeholder, while the image loads.
+            /// The placeholder, while the image loads, or a preview of it (a progressive JPEG's scans so
+            /// far: see ``ImageCache/Request/Options-swift.struct/withoutPreviews``).
             case loading
             /// The image, from where it came.
             case image(Source)
@@ -68,6 +69,8 @@ nonisolated extension ImageCache {
         internal private(set) var animation: ViewAnimation
         /// Whether what it tells the target now is a frame of the animation it plays.
         internal private(set) var showsFrame = false
+        /// The scans of the preview it shows for the binding under way (ViewPreviews.swift); 0: none.
+        internal private(set) var previewScans = 0
 
         /// A binder for `target`, which it holds weakly, used on `queue`: on Apple platforms, where
         /// targets are main-actor isolated, the main queue (another queue stops the program here).
@@ -148,7 +151,7 @@ nonisolated extension ImageCache {
             defer { previous?.cancel() }  // after the new request, which may share its download
             generation += 1
             let generation = generation  // before `show`: a target that binds again from its setter wins
-            (task, replaces) = (nil, false)
+            (task, replaces, previewScans) = (nil, false, 0)
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
@@ -176,6 +179,11 @@ nonisolated extension ImageCache {
                 show(standIn.image, .image(.memory), key: standIn.key)
                 meanwhile = true
             }
+            // Else its alternative's, which it may well come to again (Alternatives.swift).
+            if !meanwhile, let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
+                show(image, .image(.memory), key: key)
+                meanwhile = true
+            }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
             replaces = keepsShowing || state.isImage && (sameKey || meanwhile)
@@ -188,6 +196,9 @@ nonisolated extension ImageCache {
             }
             let decoder = Decoder.image(filling: size, scale: scale)
             load = load.sized(memoryKey, decoder, scale: scale)
+            if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
+                load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
+            }
             if hooks.progress != nil {  // runs on `queue`, the task's
                 load = load.hooked(onProgress: { [weak self] received, expected in
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
@@ -322,6 +333,16 @@ nonisolated extension ImageCache {
             guard generation == self.generation, task != nil,
                   DownloadProgress.tells(progress, after: self.progress) else { return }
             tell(progress)
+        }
+
+        /// A preview of the binding `generation`'s download: shown if it is still the latest and
+        /// ``ImageCache/showsPreview(scans:shown:state:replaces:)`` says so; the state stays `loading`.
+        private func previewed(_ generation: Int, _ preview: Preview) {
+            guard generation == self.generation, task != nil,
+                  ImageCache.showsPreview(scans: preview.scans, shown: previewScans, state: state, replaces: replaces)
+            else { return }
+            previewScans = preview.scans
+            show(preview.image, .loading)
         }
 
         /// Sets ``progress`` and tells the view, if that changes it.
