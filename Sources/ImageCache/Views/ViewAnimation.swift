@@ -53,6 +53,13 @@ nonisolated extension ImageCache {
             (self.environment, self.queue) = (environment, queue)
         }
 
+        /// How a view's `load` decodes an animation (see ``AnimationDecode/forView(playsFrameByFrame:firstFrameOnly:)``):
+        /// its first frame and bytes where this plays them frame by frame or shows only the first.
+        func decode(_ load: Load?) -> AnimationDecode {
+            AnimationDecode.forView(playsFrameByFrame: environment.playsFrameByFrame,
+                                    firstFrameOnly: load?.options.contains(.firstFrameOnly) ?? false)
+        }
+
         /// The player of the animation shown, if one plays (or is paused, or off screen).
         var player: AnimationPlayer? { playing?.player }
 
