@@ -3624,7 +3624,9 @@ nonisolated extension ImageCache {
     /// target's pixels, within the cache's ``AnimationBudget``), the target showing each frame as a
     /// still; the first frame is shown at once. What the target shows when it does not play: the
     /// image's first frame (reduce motion, a load with ``Request/Options/firstFrameOnly``); the
-    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere).
+    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere,
+    /// `fetch`'s image decoded with every frame, which keeps no bytes). Its binder's own loads ask
+    /// for the first frame and the bytes (``decode(_:)``, ``AnimationDecode``).
     ///
     /// It stops, and its player gives every frame back, when the binder shows anything else (a new
     /// binding, the placeholder, a failure); off screen (``setVisible(_:)``, or the binder's
@@ -12452,9 +12454,9 @@ nonisolated extension ImageCache {
         }
 
         /// Whether the platform's views play animations frame by frame (``ImageIOFrameSource``):
-        /// on iOS, tvOS, visionOS and macOS; not on watchOS, nor on Linux (no frames are decoded).
+        /// on Apple platforms (watchOS's SwiftUI views included); not on Linux (no frames are decoded).
         static var platformPlays: Bool {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             return true
             #else
             return false
@@ -12462,7 +12464,7 @@ nonisolated extension ImageCache {
         }
 
         private static func platformSource(_ image: Image, _ scale: Double) -> FrameSource? {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             guard let bytes = ImageCache.animationBytes(of: image) else { return nil }
             return ImageIOFrameSource(data: bytes.data, file: bytes.file, scale: scale)
             #else
@@ -12475,6 +12477,8 @@ nonisolated extension ImageCache {
             return ImageCache.onTargetActor(()) { _ in UIAccessibility.isReduceMotionEnabled }
             #elseif canImport(AppKit)
             return ImageCache.onTargetActor(()) { _ in NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+            #elseif os(watchOS)
+            return WKAccessibilityIsReduceMotionEnabled()
             #else
             return false
             #endif
@@ -12588,7 +12592,7 @@ nonisolated extension ImageCache {
         /// What a view's load asks for: ``firstFrame`` where its binder plays animations frame by
         /// frame (``AnimationEnvironment/playsFrameByFrame``), or where only the first frame is
         /// shown anyway (`firstFrameOnly`); else ``everyFrame``, which the view plays itself as in
-        /// 1.0 (watchOS, Linux's platform).
+        /// 1.0 (Linux's platform, where nothing plays).
         static func forView(playsFrameByFrame: Bool, firstFrameOnly: Bool) -> AnimationDecode {
             playsFrameByFrame || firstFrameOnly ? .firstFrame : .everyFrame
         }

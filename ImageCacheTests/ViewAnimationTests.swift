@@ -326,7 +326,7 @@ final class ViewAnimationTests: BinderTestCase {
         XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: false, firstFrameOnly: false), .everyFrame)
         XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: true, firstFrameOnly: false), .firstFrame)
         XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: false, firstFrameOnly: true), .firstFrame)
-        #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
         XCTAssertTrue(ImageCache.AnimationEnvironment.platformPlays)
         #else
         XCTAssertFalse(ImageCache.AnimationEnvironment.platformPlays)

@@ -41,7 +41,7 @@ nonisolated extension ImageCache {
         /// What a view's load asks for: ``firstFrame`` where its binder plays animations frame by
         /// frame (``AnimationEnvironment/playsFrameByFrame``), or where only the first frame is
         /// shown anyway (`firstFrameOnly`); else ``everyFrame``, which the view plays itself as in
-        /// 1.0 (watchOS, Linux's platform).
+        /// 1.0 (Linux's platform, where nothing plays).
         static func forView(playsFrameByFrame: Bool, firstFrameOnly: Bool) -> AnimationDecode {
             playsFrameByFrame || firstFrameOnly ? .firstFrame : .everyFrame
         }

@@ -18,6 +18,9 @@ import ImageIO
 #if canImport(SwiftUI)
 import SwiftUI
 #endif
+#if os(watchOS)
+import WatchKit
+#endif
 
 nonisolated extension ImageCache {
     /// What ticks an animation: ``start()`` has it call its tick on the binder's queue until
@@ -61,9 +64,9 @@ nonisolated extension ImageCache {
         }
 
         /// Whether the platform's views play animations frame by frame (``ImageIOFrameSource``):
-        /// on iOS, tvOS, visionOS and macOS; not on watchOS, nor on Linux (no frames are decoded).
+        /// on Apple platforms (watchOS's SwiftUI views included); not on Linux (no frames are decoded).
         static var platformPlays: Bool {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             return true
             #else
             return false
@@ -71,7 +74,7 @@ nonisolated extension ImageCache {
         }
 
         private static func platformSource(_ image: Image, _ scale: Double) -> FrameSource? {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             guard let bytes = ImageCache.animationBytes(of: image) else { return nil }
             return ImageIOFrameSource(data: bytes.data, file: bytes.file, scale: scale)
             #else
@@ -84,6 +87,8 @@ nonisolated extension ImageCache {
             return ImageCache.onTargetActor(()) { _ in UIAccessibility.isReduceMotionEnabled }
             #elseif canImport(AppKit)
             return ImageCache.onTargetActor(()) { _ in NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+            #elseif os(watchOS)
+            return WKAccessibilityIsReduceMotionEnabled()
             #else
             return false
             #endif
