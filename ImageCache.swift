@@ -2468,8 +2468,10 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let scale = ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)
+            let animation = self.animation.decode(load)  // a view's decode of an animation (ViewAnimation.swift)
             let memoryKey = load.map {
-                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
+                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors,
+                                     animation: animation)
             }
             let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
@@ -2519,7 +2521,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
-            let decoder = Decoder.image(filling: size, scale: scale)
+            let decoder = Decoder.image(filling: size, scale: scale, animation: animation)
             load = load.sized(memoryKey, decoder, scale: scale)
             if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
                 load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
@@ -2750,14 +2752,16 @@ nonisolated extension ImageCache {
     }
 
     /// `key` at `size` (a size from `pixels`) for a screen of `scale` (from `displayScale`): memory
-    /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
-    /// keeps one file, the key's.
+    /// keeps an entry per size and scale, since an image's `size` is in its screen's points, and per
+    /// `animation` decode (a view's first frame beside `fetch`'s every frame); the disk keeps one
+    /// file, the key's.
     fileprivate static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
-                                      scale: Double = 1, processors: String = "") -> Key {
-        guard let size else { return Key(string: key, processors: processors) }
+                                      scale: Double = 1, processors: String = "",
+                                      animation: AnimationDecode = .everyFrame) -> Key {
+        guard let size else { return Key(string: key, processors: processors, animation: animation) }
         let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
         return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height),
-                   processors: processors)
+                   processors: processors, animation: animation)
     }
 
     /// Whether showing `image` with `transition` where a target shows `shown` changes nothing on
@@ -3822,7 +3826,9 @@ nonisolated extension ImageCache {
     /// target's pixels, within the cache's ``AnimationBudget``), the target showing each frame as a
     /// still; the first frame is shown at once. What the target shows when it does not play: the
     /// image's first frame (reduce motion, a load with ``Request/Options/firstFrameOnly``); the
-    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere).
+    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere,
+    /// `fetch`'s image decoded with every frame, which keeps no bytes). Its binder's own loads ask
+    /// for the first frame and the bytes (``decode(_:)``, ``AnimationDecode``).
     ///
     /// It stops, and its player gives every frame back, when the binder shows anything else (a new
     /// binding, the placeholder, a failure); off screen (``setVisible(_:)``, or the binder's
@@ -3847,6 +3853,13 @@ nonisolated extension ImageCache {
         /// An animation of `environment`'s frames, ticks and time, played on `queue`.
         init(_ environment: AnimationEnvironment, queue: DispatchQueue) {
             (self.environment, self.queue) = (environment, queue)
+        }
+
+        /// How a view's `load` decodes an animation (see ``AnimationDecode/forView(playsFrameByFrame:firstFrameOnly:)``):
+        /// its first frame and bytes where this plays them frame by frame or shows only the first.
+        func decode(_ load: Load?) -> AnimationDecode {
+            AnimationDecode.forView(playsFrameByFrame: environment.playsFrameByFrame,
+                                    firstFrameOnly: load?.options.contains(.firstFrameOnly) ?? false)
         }
 
         /// The player of the animation shown, if one plays (or is paused, or off screen).
@@ -4146,7 +4159,7 @@ nonisolated extension ImageCache {
                 let key = request.cacheKey
                 let left = (keys[key] ?? 1) - 1
                 keys[key] = left > 0 ? left : nil
-                if left <= 0 { gone.append(key) }
+                if left <= 0 { gone += [key, key.decoded(as: .firstFrame)] }  // and its view's decode (AnimationDecode)
             }
             counts.releasedRows += indexes.count
             counts.releasedImages += cache.release(gone)
@@ -5691,15 +5704,20 @@ nonisolated extension ImageCache {
         let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
         /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
         let processors: String
+        /// How its image's animation is decoded (see ``AnimationDecode``): a view's first frame and
+        /// bytes are an entry of their own, beside `fetch`'s every frame.
+        let animation: AnimationDecode
         private let hash: Int
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0, processors: String = "") {  // consuming: no retain
+        init(string: consuming String, size: UInt64 = 0, processors: String = "",  // consuming: no retain
+             animation: AnimationDecode = .everyFrame) {
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size, self.processors) = (string, size, processors)
+            (self.string, self.size, self.processors, self.animation) = (string, size, processors, animation)
             var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            if animation != .everyFrame { hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(animation.rawValue)) }
             if !processors.isEmpty {
                 var processors = processors
                 let made = processors.withUTF8 { Self.hash($0) }
@@ -5708,14 +5726,15 @@ nonisolated extension ImageCache {
             self.hash = hash
         }
 
-        /// The key of the image this variant is made from: the same size, no processors.
-        var original: Key { processors.isEmpty ? self : Key(string: string, size: size) }
+        /// The key of the image this variant is made from: the same size and decode, no processors.
+        var original: Key { processors.isEmpty ? self : Key(string: string, size: size, animation: animation) }
 
-        /// Whether it names the whole image as downloaded: no size, no processors.
-        var isWhole: Bool { size == 0 && processors.isEmpty }
+        /// Whether it names the whole image as downloaded: no size, no processors, every frame.
+        var isWhole: Bool { size == 0 && processors.isEmpty && animation == .everyFrame }
 
         static func == (a: Key, b: Key) -> Bool {
             a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
+                && a.animation == b.animation
         }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
@@ -5729,9 +5748,11 @@ nonisolated extension ImageCache {
         }
 
         /// The string, then NUL and the size if it has one (as the binder's keys were written once),
-        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any.
+        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any, then
+        /// NUL and `first frame` for a view's decode (``AnimationDecode/firstFrame``).
         var description: String {
-            let processed = processors.isEmpty ? "" : "\u{0}" + processors
+            let processed = (processors.isEmpty ? "" : "\u{0}" + processors)
+                + (animation == .firstFrame ? "\u{0}first frame" : "")
             guard size != 0 else { return string + processed }
             let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
             return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)\(processed)"
@@ -8109,15 +8130,17 @@ nonisolated extension ImageCache {
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
         /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
-        /// its place until it is read: see `decodeScale`).
-        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+        /// its place until it is read: see `decodeScale`); an animation's frames as `animation` says.
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil,
+                          animation: AnimationDecode = .everyFrame) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.Sizing.decodeScale(scale, screen: ImageCache.screenScale)
                 if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
                     return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
                         .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
                 }
-                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale)
+                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale,
+                                                         animation: animation)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
             var decoder = Decoder(type: nil) { decode($0, nil, $1) }
@@ -9103,7 +9126,8 @@ nonisolated extension ImageCache.Ledger {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
+    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``, and the bytes
+    /// a view's first frame keeps for its player: ``ImageCache/keptSourceBytes(of:)``), its bytes on Linux.
     fileprivate static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         // Frames, not the references to them: a frame shown for several units is repeated.
@@ -9122,7 +9146,7 @@ nonisolated extension ImageCache {
         #else
         let bytes = Double(image.data.count)
         #endif
-        return Int(min(bytes, Double(Int.max / 2)))
+        return Int(min(bytes + Double(keptSourceBytes(of: image)), Double(Int.max / 2)))
     }
 }
 
@@ -9283,9 +9307,10 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Key {
-    /// The key of the same variant without a size (the whole image's, or the whole variant's).
+    /// The key of the same variant without a size (the whole image's, or the whole variant's),
+    /// decoded with every frame (`fetch`'s, which a view's decode may stand in for, and back).
     var withoutSize: ImageCache.Key {
-        size == 0 ? self : ImageCache.Key(string: string, processors: processors)
+        size == 0 && animation == .everyFrame ? self : ImageCache.Key(string: string, processors: processors)
     }
 }
 
@@ -11281,15 +11306,19 @@ nonisolated extension ImageCache {
         ///
         /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
         /// mapping): ImageIO reads the image from the file.
+        ///
+        /// `animation` says how an animation is decoded (see ``ImageCache/AnimationDecode``): every frame, or
+        /// (a view's) the first frame with the bytes kept for its player. On Linux it changes nothing.
         fileprivate static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
-                           limits: DecodeLimits = DecodeLimits(),
-                           scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
+                           limits: DecodeLimits = DecodeLimits(), scale: Double = 1,
+                           animation: AnimationDecode = .everyFrame) -> Result<(image: Image, data: Data), Error> {
             let checked = inspect(data)
             #if canImport(ImageIO)
             // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
             // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
             if case .failure(.notAnImage) = checked,
-               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
+               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil,
+                                                  scale: scale, animation: animation) {
                 return .success((image, data))
             }
             #endif
@@ -11303,7 +11332,7 @@ nonisolated extension ImageCache {
                 // From the file only when it is the image (nothing follows it): else from the bytes.
                 guard let image = PlatformDecoder.bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
                                          limits: limits, frames: info.frames, format: info.format,
-                                         scale: scale) else {
+                                         scale: scale, animation: animation) else {
                     return .failure(.corruptImage(info.format, "the system decoder rejected it"))
                 }
                 #else
@@ -11335,8 +11364,13 @@ nonisolated extension ImageCache {
         /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
         /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
         /// whole; the thumbnail is made at the same bounded size.
+        ///
+        /// With `animation` ``ImageCache/AnimationDecode/firstFrame`` (a view's load), an image of more than one frame
+        /// is decoded as its first frame, like a still, and keeps `data` and `file` for the view's
+        /// player (``ImageCache/keepAnimationBytes(_:file:with:)``), whatever its frame count.
         fileprivate static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
-                                   limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
+                                   limits: DecodeLimits, frames: Int, format: Format?, scale: Double,
+                                   animation: AnimationDecode = .everyFrame) -> Image? {
             let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
             guard let source,
                   let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
@@ -11353,6 +11387,17 @@ nonisolated extension ImageCache {
             let frames = min(frames, CGImageSourceGetCount(source))
             #if canImport(UIKit)
             let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
+            #else
+            let image = { (cgImage: CGImage) in
+                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            }
+            #endif
+            if animation == .firstFrame, frames > 1 {  // a view's: its player decodes the others as they show
+                let first = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+                if let first { keepAnimationBytes(data, file: file, with: first) }
+                return first
+            }
+            #if canImport(UIKit)
             if limits.animates(frames: frames, width: fit.width, height: fit.height),
                let decoded = decodedFrames(source, frames, options, image) {
                 // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
@@ -11361,14 +11406,10 @@ nonisolated extension ImageCache {
                 if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
                     objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
                                              .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                    keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                     return animated
                 }
             }
             #else
-            let image = { (cgImage: CGImage) in
-                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-            }
             // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
             // longest side a decode may have, sized in points like a still.
             if PlatformDecoder.appKitPlays(format), limits.animates(frames: frames, width: width, height: height, alsoKept: 1),
@@ -11380,7 +11421,6 @@ nonisolated extension ImageCache {
                 if let decoded = decodedFrames(source, frames, options, image) {
                     objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 }
-                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                 return animated
             }
             // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
@@ -11389,7 +11429,6 @@ nonisolated extension ImageCache {
                let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
                let decoded = decodedFrames(source, frames, options, image) {
                 objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                keepAnimationBytes(data, file: file, with: still)
                 return still
             }
             #endif
@@ -11474,7 +11513,7 @@ nonisolated extension ImageCache {
                 guard let cgImage = frame.cgImage else { return frame }
                 return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
             }
-            guard let frames = image.images else { return rewrapped(image) }
+            guard let frames = image.images else { return keepingAnimationBytes(of: image, on: rewrapped(image)) }
             let shown = ImageCache.runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
             guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
             if let plays = PlatformDecoder.plays(of: image) {
@@ -11490,7 +11529,7 @@ nonisolated extension ImageCache {
                                     plays: frames.plays)
                 objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
-            return copy
+            return keepingAnimationBytes(of: image, on: copy)
             #else
             return image  // an image is its bytes here: no scale
             #endif
@@ -12910,6 +12949,11 @@ nonisolated extension ImageCache {
         var now: () -> Double
         /// Whether the system asks for less motion: then an animation shows its first frame.
         var reducesMotion: () -> Bool
+        /// Whether `source` decodes the frames of the images a view's load decodes as
+        /// ``AnimationDecode/firstFrame`` (their first frame and bytes): then a view asks for that
+        /// decode, else for every frame (as 1.0, which the view plays itself). True for a test's
+        /// environment; the platform's says where ``ImageIOFrameSource`` plays (``platformPlays``).
+        var playsFrameByFrame = true
 
         /// The platform's: ImageIO's frames of the bytes the decode kept with the image
         /// (``animationBytes(of:)``), a ``FrameClock`` at 60 Hz, the uptime, and the accessibility
@@ -12918,11 +12962,21 @@ nonisolated extension ImageCache {
             AnimationEnvironment(source: { image, scale in platformSource(image, scale) },
                                  ticker: { queue, tick in FrameClock(queue: queue, tick: tick) },
                                  now: { ProcessInfo.processInfo.systemUptime },
-                                 reducesMotion: { platformReducesMotion })
+                                 reducesMotion: { platformReducesMotion }, playsFrameByFrame: platformPlays)
+        }
+
+        /// Whether the platform's views play animations frame by frame (``ImageIOFrameSource``):
+        /// on Apple platforms (watchOS's SwiftUI views included); not on Linux (no frames are decoded).
+        static var platformPlays: Bool {
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+            return true
+            #else
+            return false
+            #endif
         }
 
         private static func platformSource(_ image: Image, _ scale: Double) -> FrameSource? {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             guard let bytes = ImageCache.animationBytes(of: image) else { return nil }
             return ImageIOFrameSource(data: bytes.data, file: bytes.file, scale: scale)
             #else
@@ -12935,6 +12989,8 @@ nonisolated extension ImageCache {
             return ImageCache.onTargetActor(()) { _ in UIAccessibility.isReduceMotionEnabled }
             #elseif canImport(AppKit)
             return ImageCache.onTargetActor(()) { _ in NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+            #elseif os(watchOS)
+            return WKAccessibilityIsReduceMotionEnabled()
             #else
             return false
             #endif
@@ -12963,10 +13019,32 @@ nonisolated extension ImageCache {
         objc_getAssociatedObject(image, animationBytesKey) as? AnimationBytes
     }
 
+    /// `image` with the bytes kept with `original`, if any (a copy at another scale, see
+    /// ``PlatformDecoder/rescaled(_:to:)``): so that a view still plays it frame by frame.
+    fileprivate static func keepingAnimationBytes(of original: Image, on image: Image) -> Image {
+        if image !== original, let bytes = animationBytes(of: original) {
+            keepAnimationBytes(bytes.data, file: bytes.file, with: image)
+        }
+        return image
+    }
+
     // An address used only as the association's key, never read or written through: safe anywhere.
     nonisolated(unsafe) private static let animationBytesKey =
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
+
+    /// The memory the bytes kept with `image` for its player cost (``AnimationDecode/firstFrame``),
+    /// counted in its entry's cost beside its bitmaps: the bytes' count when they are in memory, 0
+    /// when they are mapped from the cache's file (clean pages the system reclaims) and on Linux
+    /// (where an image's bytes are its cost already).
+    fileprivate static func keptSourceBytes(of image: Image) -> Int {
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+        guard let bytes = animationBytes(of: image), bytes.file == nil else { return 0 }
+        return bytes.data.count
+        #else
+        return 0
+        #endif
+    }
 
     /// What shows of `image` when only its first frame may: the image itself for a still; on Linux
     /// its bytes with a frame count of 1 (no durations, played once); on UIKit its first frame; on
@@ -12997,6 +13075,50 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.FrameClock: ImageCache.FrameTicking {}
+
+// MARK: - Animation/AnimationDecode.swift
+
+// AnimationDecode: how a load decodes an animated image: every frame up front (`fetch`, as in 1.0),
+// or its first frame with its bytes kept (a view's, whose player decodes the others as they show).
+
+
+nonisolated extension ImageCache {
+    /// How a load decodes an animated image (GIF, APNG, animated WebP), and so which memory entry
+    /// holds it: part of the entry's ``Key``, so that the two decodes of one file never stand for
+    /// each other.
+    ///
+    /// - ``everyFrame``: every frame up front, within ``DecodeLimits`` (past them, the first frame):
+    ///   what `fetch`, `image(for:)`, `peek` and `prefetch` get, as 1.0 promised (on UIKit an
+    ///   animated `UIImage`; on AppKit an `NSImage` and its frames). Memory counts every frame.
+    /// - ``firstFrame``: the first frame, decoded like a still, with the image's bytes kept beside
+    ///   it (or only the file's name, for a body streamed to disk): what a view's load gets where
+    ///   views play through an ``AnimationPlayer``, which decodes the other frames as they are
+    ///   shown into its ring, within the cache's one ``AnimationBudget``. Memory counts the first
+    ///   frame and the bytes kept (``keptSourceBytes(of:)``). A still is decoded alike either way.
+    ///
+    /// On Linux an image is its bytes and frame count either way (nothing is decoded): only the key
+    /// differs.
+    fileprivate enum AnimationDecode: UInt8, Sendable, Hashable {
+        case everyFrame = 0, firstFrame = 1
+
+        /// What a view's load asks for: ``firstFrame`` where its binder plays animations frame by
+        /// frame (``AnimationEnvironment/playsFrameByFrame``), or where only the first frame is
+        /// shown anyway (`firstFrameOnly`); else ``everyFrame``, which the view plays itself as in
+        /// 1.0 (Linux's platform, where nothing plays).
+        static func forView(playsFrameByFrame: Bool, firstFrameOnly: Bool) -> AnimationDecode {
+            playsFrameByFrame || firstFrameOnly ? .firstFrame : .everyFrame
+        }
+    }
+}
+
+nonisolated extension ImageCache.Key {
+    /// The same key with its image decoded as `animation` says (see ``ImageCache/AnimationDecode``):
+    /// a request's key as a view's load has it, say.
+    func decoded(as animation: ImageCache.AnimationDecode) -> ImageCache.Key {
+        animation == self.animation ? self
+            : ImageCache.Key(string: string, size: size, processors: processors, animation: animation)
+    }
+}
 
 // MARK: - Decoding/BlurHash.swift
 

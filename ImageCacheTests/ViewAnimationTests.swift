@@ -261,6 +261,116 @@ final class ViewAnimationTests: BinderTestCase {
         }
     }
 
+    // MARK: What a view's load decodes, and what memory counts
+
+    func testAViewsLoadOfAnAnimationIsAMemoryEntryOfItsOwnBesideTheEveryFrameImageOfFetch() {
+        // Given an animated GIF of five frames, fetched (every frame, as 1.0 promises: memory keeps it)
+        let cache = makeCache()
+        let data = AnimatedImageTests.gif(width: 8, height: 8, frames: 5, delay: 10)
+        let gif = serve("/own.gif", data)
+        XCTAssertEqual(fetchAndWait(cache, gif)?.frameCount, 5)
+        XCTAssertEqual(cache.statistics().memoryCount, 1)
+
+        // When a view that plays frame by frame is bound to it (no size: the whole image), and its
+        // own decode comes (fetch's image stands in meanwhile)
+        let fake = FakeAnimation(images: (0..<5).map { image(width: Self.frameWidth + $0) })
+        let (target, binder) = makeTarget(fake)
+        let decoded = expectation(description: "the view's own decode")
+        decoded.assertForOverFulfill = false
+        callbacks.sync {
+            target.onSet = { _ in if binder.state == .image(.disk) { decoded.fulfill() } }
+            binder.bind(gif, pixelSize: nil, cache: cache)
+        }
+        wait(for: [decoded], timeout: 10)
+        callbacks.sync { target.onSet = nil }
+
+        // Then its load asked for the first frame and the bytes (a key of its own), decoded from the
+        // disk's file (no second download), kept beside fetch's: memory holds and counts both
+        let viewKey = ImageCache.memoryKey(gif.absoluteString, filling: nil, animation: .firstFrame)
+        XCTAssertEqual(callbacks.sync { binder.binding?.memoryKey }, viewKey)
+        XCTAssertNotEqual(viewKey, ImageCache.Key(gif))
+        XCTAssertFalse(viewKey.isWhole, "forgotten with its key's variants")
+        XCTAssertEqual(callbacks.sync { binder.state }, .image(.disk))
+        XCTAssertEqual(server.requestCount("/own.gif"), 1)
+        XCTAssertNotNil(cache.peek(viewKey))
+        XCTAssertEqual(cache.peek(gif)?.frameCount, 5, "fetch's image is still every frame")
+        let stats = cache.statistics()
+        XCTAssertEqual(stats.memoryCount, 2)
+        XCTAssertEqual(stats.memoryBytes, 2 * data.count, "on Linux an image costs its bytes")
+        XCTAssertNotNil(callbacks.sync { binder.animation.player }, "and the view plays it")
+
+        // And a view that does not play frame by frame (Linux's own, as watchOS's) shares fetch's
+        // entry, at once from memory, as in 1.0
+        let (plainTarget, plainBinder) = makeTarget()
+        bindAndWait(plainBinder, plainTarget, gif, size: nil, cache: cache)
+        XCTAssertEqual(callbacks.sync { plainBinder.binding?.memoryKey }, ImageCache.Key(gif))
+        XCTAssertEqual(callbacks.sync { plainBinder.state }, .image(.memory))
+        XCTAssertEqual(cache.statistics().memoryCount, 2)
+
+        // And removing the URL forgets the view's entry too
+        cache.remove(gif)
+        XCTAssertNil(cache.peek(viewKey))
+    }
+
+    func testAFirstFrameKeyNamesItsOwnEntryAtEverySizeAndKeepsItsDecodeThroughItsOriginal() {
+        let sized = ImageCache.memoryKey("u", filling: (40, 40), scale: 2, processors: "circle")
+        let viewSized = ImageCache.memoryKey("u", filling: (40, 40), scale: 2, processors: "circle", animation: .firstFrame)
+        XCTAssertNotEqual(sized, viewSized)
+        XCTAssertEqual(viewSized, sized.decoded(as: .firstFrame))
+        XCTAssertEqual(viewSized.decoded(as: .everyFrame), sized)
+        XCTAssertEqual(viewSized.original.animation, .firstFrame, "a processed view's original is decoded as the view's")
+        XCTAssertEqual(sized.original.animation, .everyFrame)
+        XCTAssertEqual(viewSized.withoutSize, ImageCache.Key(string: "u", processors: "circle"),
+                       "fetch's image and the view's stand in for each other")
+        XCTAssertTrue(viewSized.description.hasSuffix("first frame"))
+        XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: false, firstFrameOnly: false), .everyFrame)
+        XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: true, firstFrameOnly: false), .firstFrame)
+        XCTAssertEqual(ImageCache.AnimationDecode.forView(playsFrameByFrame: false, firstFrameOnly: true), .firstFrame)
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+        XCTAssertTrue(ImageCache.AnimationEnvironment.platformPlays)
+        #else
+        XCTAssertFalse(ImageCache.AnimationEnvironment.platformPlays)
+        #endif
+    }
+
+    // MARK: A 500-frame GIF, bounded by the ring
+
+    func testAFiveHundredFrameGIFPlaysInAViewHoldingNoMoreThanItsRing() {
+        // Given a GIF of 500 frames of 20 ms on a 2000 x 2000 canvas, made here (every frame decoded
+        // at the canvas would be 500 x 16 MB = 8 GB; at the view's 100 x 100 pixels, 20 MB)
+        let cache = makeCache()
+        let data = AnimatedImageTests.gif(width: 2_000, height: 2_000, frames: 500, delay: 2, frameSize: (1, 1))
+        let gif = serve("/long.gif", data)
+        let fake = FakeAnimation(images: (0..<7).map { image(width: Self.frameWidth + $0) })
+        let (target, binder) = makeTarget(fake)
+
+        // When a view of 100 x 100 pixels shows it, and it plays through twice (1,200 ticks of a
+        // 60 Hz clock, 20 s), each decode done by the next tick
+        bindAndWait(binder, target, gif, size: CGSize(width: 100, height: 100), cache: cache)
+        let player = callbacks.sync { binder.animation.player }
+        XCTAssertEqual(callbacks.sync { fake.sources.last?.timing.durations.count }, 500)
+        var mostHeld = 0, mostBudget = 0
+        callbacks.sync {
+            for _ in 0..<1_200 {
+                fake.advance(1.0 / 60)
+                fake.tick(); fake.finishDecodes()
+                mostHeld = max(mostHeld, player?.heldBytes ?? .max)
+                mostBudget = max(mostBudget, cache.animationBudget.heldBytes)
+            }
+        }
+
+        // Then it never held more than its ring: the frame shown and 8 ahead at the view's pixels
+        // (9 x 40,000 bytes), whatever the frame count; and the memory entry is its bytes
+        XCTAssertEqual(callbacks.sync { player?.ringBytes }, 9 * 100 * 100 * 4)
+        XCTAssertGreaterThan(mostHeld, 0)
+        XCTAssertLessThanOrEqual(mostHeld, 9 * 100 * 100 * 4)
+        XCTAssertLessThanOrEqual(mostBudget, 9 * 100 * 100 * 4)
+        XCTAssertGreaterThanOrEqual(callbacks.sync { player?.statistics.shown ?? 0 }, 500, "it played through")
+        XCTAssertTrue(fake.sources.last?.asked.allSatisfy { $0.pixels.width == 100 && $0.pixels.height == 100 } ?? false)
+        XCTAssertEqual(cache.statistics().memoryBytes, data.count)
+        print("500-frame GIF: at most \(mostHeld) bytes held; every frame at the view's pixels: \(500 * 40_000)")
+    }
+
     // MARK: Helpers
 
     func makeTarget(_ fake: FakeAnimation) -> (TestTarget, ImageCache.Binder) {

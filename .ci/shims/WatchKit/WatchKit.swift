@@ -16,3 +16,8 @@ open class WKInterfaceDevice: NSObject {
     /// `var screenScale: CGFloat { get }`: pixels per point (2 on an Apple Watch).
     open var screenScale: CGFloat { fatalError("WatchKit shim") }
 }
+
+/// `func WKAccessibilityIsReduceMotionEnabled() -> Bool` in the SDK
+/// (developer.apple.com/documentation/watchkit/wkaccessibilityisreducemotionenabled()), watchOS 4:
+/// whether Reduce Motion is on. A C function, not main-actor isolated.
+public func WKAccessibilityIsReduceMotionEnabled() -> Bool { fatalError("WatchKit shim") }

@@ -18,6 +18,9 @@ import ImageIO
 #if canImport(SwiftUI)
 import SwiftUI
 #endif
+#if os(watchOS)
+import WatchKit
+#endif
 
 nonisolated extension ImageCache {
     /// What ticks an animation: ``start()`` has it call its tick on the binder's queue until
@@ -44,6 +47,11 @@ nonisolated extension ImageCache {
         var now: () -> Double
         /// Whether the system asks for less motion: then an animation shows its first frame.
         var reducesMotion: () -> Bool
+        /// Whether `source` decodes the frames of the images a view's load decodes as
+        /// ``AnimationDecode/firstFrame`` (their first frame and bytes): then a view asks for that
+        /// decode, else for every frame (as 1.0, which the view plays itself). True for a test's
+        /// environment; the platform's says where ``ImageIOFrameSource`` plays (``platformPlays``).
+        var playsFrameByFrame = true
 
         /// The platform's: ImageIO's frames of the bytes the decode kept with the image
         /// (``animationBytes(of:)``), a ``FrameClock`` at 60 Hz, the uptime, and the accessibility
@@ -52,11 +60,21 @@ nonisolated extension ImageCache {
             AnimationEnvironment(source: { image, scale in platformSource(image, scale) },
                                  ticker: { queue, tick in FrameClock(queue: queue, tick: tick) },
                                  now: { ProcessInfo.processInfo.systemUptime },
-                                 reducesMotion: { platformReducesMotion })
+                                 reducesMotion: { platformReducesMotion }, playsFrameByFrame: platformPlays)
+        }
+
+        /// Whether the platform's views play animations frame by frame (``ImageIOFrameSource``):
+        /// on Apple platforms (watchOS's SwiftUI views included); not on Linux (no frames are decoded).
+        static var platformPlays: Bool {
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+            return true
+            #else
+            return false
+            #endif
         }
 
         private static func platformSource(_ image: Image, _ scale: Double) -> FrameSource? {
-            #if canImport(ImageIO) && ((canImport(UIKit) && !os(watchOS)) || canImport(AppKit))
+            #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
             guard let bytes = ImageCache.animationBytes(of: image) else { return nil }
             return ImageIOFrameSource(data: bytes.data, file: bytes.file, scale: scale)
             #else
@@ -69,6 +87,8 @@ nonisolated extension ImageCache {
             return ImageCache.onTargetActor(()) { _ in UIAccessibility.isReduceMotionEnabled }
             #elseif canImport(AppKit)
             return ImageCache.onTargetActor(()) { _ in NSWorkspace.shared.accessibilityDisplayShouldReduceMotion }
+            #elseif os(watchOS)
+            return WKAccessibilityIsReduceMotionEnabled()
             #else
             return false
             #endif
@@ -97,10 +117,32 @@ nonisolated extension ImageCache {
         objc_getAssociatedObject(image, animationBytesKey) as? AnimationBytes
     }
 
+    /// `image` with the bytes kept with `original`, if any (a copy at another scale, see
+    /// ``PlatformDecoder/rescaled(_:to:)``): so that a view still plays it frame by frame.
+    internal static func keepingAnimationBytes(of original: Image, on image: Image) -> Image {
+        if image !== original, let bytes = animationBytes(of: original) {
+            keepAnimationBytes(bytes.data, file: bytes.file, with: image)
+        }
+        return image
+    }
+
     // An address used only as the association's key, never read or written through: safe anywhere.
     nonisolated(unsafe) private static let animationBytesKey =
         UnsafeRawPointer(UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1))
     #endif
+
+    /// The memory the bytes kept with `image` for its player cost (``AnimationDecode/firstFrame``),
+    /// counted in its entry's cost beside its bitmaps: the bytes' count when they are in memory, 0
+    /// when they are mapped from the cache's file (clean pages the system reclaims) and on Linux
+    /// (where an image's bytes are its cost already).
+    internal static func keptSourceBytes(of image: Image) -> Int {
+        #if canImport(ImageIO) && (canImport(UIKit) || canImport(AppKit))
+        guard let bytes = animationBytes(of: image), bytes.file == nil else { return 0 }
+        return bytes.data.count
+        #else
+        return 0
+        #endif
+    }
 
     /// What shows of `image` when only its first frame may: the image itself for a still; on Linux
     /// its bytes with a frame count of 1 (no durations, played once); on UIKit its first frame; on

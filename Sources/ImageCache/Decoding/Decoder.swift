@@ -68,15 +68,17 @@ nonisolated extension ImageCache {
 
         /// The image, decoded to fill `size` if given (a binder's), else within the bound, for a
         /// screen of `scale` (a view's; nil or 0: the main screen's, as it is when decoded, or 1 in
-        /// its place until it is read: see `decodeScale`).
-        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil) -> Decoder {
+        /// its place until it is read: see `decodeScale`); an animation's frames as `animation` says.
+        static func image(filling size: (width: Int, height: Int)?, scale: Double? = nil,
+                          animation: AnimationDecode = .everyFrame) -> Decoder {
             let decode: @Sendable (Data, URL?, DecodeLimits) -> Result<Payload, Error> = { data, file, limits in
                 let (scale, standsIn) = ImageCache.Sizing.decodeScale(scale, screen: ImageCache.screenScale)
                 if !limits.decoders.isEmpty, let plugged = plugged(limits.decoders, for: data, mimeType: nil) {
                     return decodePlugged(data, by: plugged, filling: size, limits: limits, scale: scale)
                         .map { Payload(bytes: data, image: $0, scaleStandsIn: standsIn) }
                 }
-                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale)
+                return ImageCache.PlatformDecoder.decode(data, file: file, filling: size, limits: limits, scale: scale,
+                                                         animation: animation)
                     .map { Payload(bytes: $0.data, image: $0.image, scaleStandsIn: standsIn) }
             }
             var decoder = Decoder(type: nil) { decode($0, nil, $1) }

@@ -36,15 +36,19 @@ nonisolated extension ImageCache {
         ///
         /// `file`, if given, holds the same bytes (a large body streamed to disk, `data` being its
         /// mapping): ImageIO reads the image from the file.
+        ///
+        /// `animation` says how an animation is decoded (see ``ImageCache/AnimationDecode``): every frame, or
+        /// (a view's) the first frame with the bytes kept for its player. On Linux it changes nothing.
         internal static func decode(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)? = nil,
-                           limits: DecodeLimits = DecodeLimits(),
-                           scale: Double = 1) -> Result<(image: Image, data: Data), Error> {
+                           limits: DecodeLimits = DecodeLimits(), scale: Double = 1,
+                           animation: AnimationDecode = .everyFrame) -> Result<(image: Image, data: Data), Error> {
             let checked = inspect(data)
             #if canImport(ImageIO)
             // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
             // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
             if case .failure(.notAnImage) = checked,
-               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil, scale: scale) {
+               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil,
+                                                  scale: scale, animation: animation) {
                 return .success((image, data))
             }
             #endif
@@ -58,7 +62,7 @@ nonisolated extension ImageCache {
                 // From the file only when it is the image (nothing follows it): else from the bytes.
                 guard let image = PlatformDecoder.bitmap(trimmed, file: info.end >= data.count ? file : nil, filling: size,
                                          limits: limits, frames: info.frames, format: info.format,
-                                         scale: scale) else {
+                                         scale: scale, animation: animation) else {
                     return .failure(.corruptImage(info.format, "the system decoder rejected it"))
                 }
                 #else
@@ -90,8 +94,13 @@ nonisolated extension ImageCache {
         /// With `file` (which holds `data`: a large body streamed to disk, `data` mapped from it), the
         /// source reads the file (`CGImageSourceCreateWithURL`), so that the body is never in memory
         /// whole; the thumbnail is made at the same bounded size.
+        ///
+        /// With `animation` ``ImageCache/AnimationDecode/firstFrame`` (a view's load), an image of more than one frame
+        /// is decoded as its first frame, like a still, and keeps `data` and `file` for the view's
+        /// player (``ImageCache/keepAnimationBytes(_:file:with:)``), whatever its frame count.
         internal static func bitmap(_ data: Data, file: URL? = nil, filling size: (width: Int, height: Int)?,
-                                   limits: DecodeLimits, frames: Int, format: Format?, scale: Double) -> Image? {
+                                   limits: DecodeLimits, frames: Int, format: Format?, scale: Double,
+                                   animation: AnimationDecode = .everyFrame) -> Image? {
             let source = file.map { CGImageSourceCreateWithURL($0 as CFURL, nil) } ?? CGImageSourceCreateWithData(data as CFData, nil)
             guard let source,
                   let header = CGImageSourceCopyPropertiesAtIndex(source, 0, nil) as? [CFString: Any],
@@ -108,6 +117,17 @@ nonisolated extension ImageCache {
             let frames = min(frames, CGImageSourceGetCount(source))
             #if canImport(UIKit)
             let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
+            #else
+            let image = { (cgImage: CGImage) in
+                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            }
+            #endif
+            if animation == .firstFrame, frames > 1 {  // a view's: its player decodes the others as they show
+                let first = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+                if let first { keepAnimationBytes(data, file: file, with: first) }
+                return first
+            }
+            #if canImport(UIKit)
             if limits.animates(frames: frames, width: fit.width, height: fit.height),
                let decoded = decodedFrames(source, frames, options, image) {
                 // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
@@ -116,14 +136,10 @@ nonisolated extension ImageCache {
                 if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
                     objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
                                              .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                    keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                     return animated
                 }
             }
             #else
-            let image = { (cgImage: CGImage) in
-                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-            }
             // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
             // longest side a decode may have, sized in points like a still.
             if PlatformDecoder.appKitPlays(format), limits.animates(frames: frames, width: width, height: height, alsoKept: 1),
@@ -135,7 +151,6 @@ nonisolated extension ImageCache {
                 if let decoded = decodedFrames(source, frames, options, image) {
                     objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 }
-                keepAnimationBytes(data, file: file, with: animated)  // a view plays it frame by frame
                 return animated
             }
             // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
@@ -144,7 +159,6 @@ nonisolated extension ImageCache {
                let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
                let decoded = decodedFrames(source, frames, options, image) {
                 objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                keepAnimationBytes(data, file: file, with: still)
                 return still
             }
             #endif
@@ -229,7 +243,7 @@ nonisolated extension ImageCache {
                 guard let cgImage = frame.cgImage else { return frame }
                 return UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: frame.imageOrientation)
             }
-            guard let frames = image.images else { return rewrapped(image) }
+            guard let frames = image.images else { return keepingAnimationBytes(of: image, on: rewrapped(image)) }
             let shown = ImageCache.runs(frames).flatMap { Array(repeating: rewrapped($0.frame), count: $0.repeats) }
             guard let animated = UIImage.animatedImage(with: shown, duration: image.duration) else { return image }
             if let plays = PlatformDecoder.plays(of: image) {
@@ -245,7 +259,7 @@ nonisolated extension ImageCache {
                                     plays: frames.plays)
                 objc_setAssociatedObject(copy, framesKey, stills, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
             }
-            return copy
+            return keepingAnimationBytes(of: image, on: copy)
             #else
             return image  // an image is its bytes here: no scale
             #endif

@@ -377,7 +377,8 @@ nonisolated extension ImageCache.Ledger {
 // What an image costs memory, by platform.
 nonisolated extension ImageCache {
     /// What an image costs in memory, in bytes: its decoded size where the platform decodes (every
-    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``), its bytes on Linux.
+    /// frame of an animation, each by ``ImageCache/Sizing/bitmapBytes(width:height:bytesPerRow:)``, and the bytes
+    /// a view's first frame keeps for its player: ``ImageCache/keptSourceBytes(of:)``), its bytes on Linux.
     internal static func memoryCost(of image: Image) -> Int {
         #if canImport(UIKit)
         // Frames, not the references to them: a frame shown for several units is repeated.
@@ -396,6 +397,6 @@ nonisolated extension ImageCache {
         #else
         let bytes = Double(image.data.count)
         #endif
-        return Int(min(bytes, Double(Int.max / 2)))
+        return Int(min(bytes + Double(keptSourceBytes(of: image)), Double(Int.max / 2)))
     }
 }

@@ -89,9 +89,10 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Key {
-    /// The key of the same variant without a size (the whole image's, or the whole variant's).
+    /// The key of the same variant without a size (the whole image's, or the whole variant's),
+    /// decoded with every frame (`fetch`'s, which a view's decode may stand in for, and back).
     var withoutSize: ImageCache.Key {
-        size == 0 ? self : ImageCache.Key(string: string, processors: processors)
+        size == 0 && animation == .everyFrame ? self : ImageCache.Key(string: string, processors: processors)
     }
 }
 

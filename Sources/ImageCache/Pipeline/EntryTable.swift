@@ -32,15 +32,20 @@ nonisolated extension ImageCache {
         let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
         /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
         let processors: String
+        /// How its image's animation is decoded (see ``AnimationDecode``): a view's first frame and
+        /// bytes are an entry of their own, beside `fetch`'s every frame.
+        let animation: AnimationDecode
         private let hash: Int
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0, processors: String = "") {  // consuming: no retain
+        init(string: consuming String, size: UInt64 = 0, processors: String = "",  // consuming: no retain
+             animation: AnimationDecode = .everyFrame) {
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size, self.processors) = (string, size, processors)
+            (self.string, self.size, self.processors, self.animation) = (string, size, processors, animation)
             var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
+            if animation != .everyFrame { hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(animation.rawValue)) }
             if !processors.isEmpty {
                 var processors = processors
                 let made = processors.withUTF8 { Self.hash($0) }
@@ -49,14 +54,15 @@ nonisolated extension ImageCache {
             self.hash = hash
         }
 
-        /// The key of the image this variant is made from: the same size, no processors.
-        var original: Key { processors.isEmpty ? self : Key(string: string, size: size) }
+        /// The key of the image this variant is made from: the same size and decode, no processors.
+        var original: Key { processors.isEmpty ? self : Key(string: string, size: size, animation: animation) }
 
-        /// Whether it names the whole image as downloaded: no size, no processors.
-        var isWhole: Bool { size == 0 && processors.isEmpty }
+        /// Whether it names the whole image as downloaded: no size, no processors, every frame.
+        var isWhole: Bool { size == 0 && processors.isEmpty && animation == .everyFrame }
 
         static func == (a: Key, b: Key) -> Bool {
             a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
+                && a.animation == b.animation
         }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
@@ -70,9 +76,11 @@ nonisolated extension ImageCache {
         }
 
         /// The string, then NUL and the size if it has one (as the binder's keys were written once),
-        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any.
+        /// then the scale if it is not 1 (`@2x`), then NUL and the processors if there are any, then
+        /// NUL and `first frame` for a view's decode (``AnimationDecode/firstFrame``).
         var description: String {
-            let processed = processors.isEmpty ? "" : "\u{0}" + processors
+            let processed = (processors.isEmpty ? "" : "\u{0}" + processors)
+                + (animation == .firstFrame ? "\u{0}first frame" : "")
             guard size != 0 else { return string + processed }
             let scale = size >> 48 == 0 ? "" : "@" + String(format: "%g", Double(size >> 48) / 100) + "x"
             return "\(string)\u{0}\(size >> 24 & 0xff_ffff)x\(size & 0xff_ffff)\(scale)\(processed)"

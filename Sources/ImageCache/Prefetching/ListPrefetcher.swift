@@ -195,7 +195,7 @@ nonisolated extension ImageCache {
                 let key = request.cacheKey
                 let left = (keys[key] ?? 1) - 1
                 keys[key] = left > 0 ? left : nil
-                if left <= 0 { gone.append(key) }
+                if left <= 0 { gone += [key, key.decoded(as: .firstFrame)] }  // and its view's decode (AnimationDecode)
             }
             counts.releasedRows += indexes.count
             counts.releasedImages += cache.release(gone)

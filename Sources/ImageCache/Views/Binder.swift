@@ -143,8 +143,10 @@ nonisolated extension ImageCache {
             dispatchPrecondition(condition: .onQueue(queue))
             let size = ImageCache.pixels(pixelSize)
             let scale = ImageCache.Sizing.displayScale(scale, screen: ImageCache.screenScale)
+            let animation = self.animation.decode(load)  // a view's decode of an animation (ViewAnimation.swift)
             let memoryKey = load.map {
-                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors)
+                ImageCache.memoryKey($0.key.string, filling: size, scale: scale, processors: $0.key.processors,
+                                     animation: animation)
             }
             let sameKey = memoryKey != nil && memoryKey == binding?.memoryKey && cache === binding?.cache
             let previous = task
@@ -194,7 +196,7 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
-            let decoder = Decoder.image(filling: size, scale: scale)
+            let decoder = Decoder.image(filling: size, scale: scale, animation: animation)
             load = load.sized(memoryKey, decoder, scale: scale)
             if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
                 load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
@@ -428,14 +430,16 @@ nonisolated extension ImageCache {
     }
 
     /// `key` at `size` (a size from `pixels`) for a screen of `scale` (from `displayScale`): memory
-    /// keeps an entry per size and scale, since an image's `size` is in its screen's points; the disk
-    /// keeps one file, the key's.
+    /// keeps an entry per size and scale, since an image's `size` is in its screen's points, and per
+    /// `animation` decode (a view's first frame beside `fetch`'s every frame); the disk keeps one
+    /// file, the key's.
     internal static func memoryKey(_ key: String, filling size: (width: Int, height: Int)?,
-                                      scale: Double = 1, processors: String = "") -> Key {
-        guard let size else { return Key(string: key, processors: processors) }
+                                      scale: Double = 1, processors: String = "",
+                                      animation: AnimationDecode = .everyFrame) -> Key {
+        guard let size else { return Key(string: key, processors: processors, animation: animation) }
         let hundredths = scale == 1 ? 0 : UInt64((scale * 100).rounded())  // 0 for 1x; 16x is 1,600
         return Key(string: key, size: hundredths << 48 | UInt64(size.width) << 24 | UInt64(size.height),
-                   processors: processors)
+                   processors: processors, animation: animation)
     }
 
     /// Whether showing `image` with `transition` where a target shows `shown` changes nothing on

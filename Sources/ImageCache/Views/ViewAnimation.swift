@@ -26,7 +26,9 @@ nonisolated extension ImageCache {
     /// target's pixels, within the cache's ``AnimationBudget``), the target showing each frame as a
     /// still; the first frame is shown at once. What the target shows when it does not play: the
     /// image's first frame (reduce motion, a load with ``Request/Options/firstFrameOnly``); the
-    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere).
+    /// image itself where its frames cannot be decoded one by one (Linux, an image made elsewhere,
+    /// `fetch`'s image decoded with every frame, which keeps no bytes). Its binder's own loads ask
+    /// for the first frame and the bytes (``decode(_:)``, ``AnimationDecode``).
     ///
     /// It stops, and its player gives every frame back, when the binder shows anything else (a new
     /// binding, the placeholder, a failure); off screen (``setVisible(_:)``, or the binder's
@@ -51,6 +53,13 @@ nonisolated extension ImageCache {
         /// An animation of `environment`'s frames, ticks and time, played on `queue`.
         init(_ environment: AnimationEnvironment, queue: DispatchQueue) {
             (self.environment, self.queue) = (environment, queue)
+        }
+
+        /// How a view's `load` decodes an animation (see ``AnimationDecode/forView(playsFrameByFrame:firstFrameOnly:)``):
+        /// its first frame and bytes where this plays them frame by frame or shows only the first.
+        func decode(_ load: Load?) -> AnimationDecode {
+            AnimationDecode.forView(playsFrameByFrame: environment.playsFrameByFrame,
+                                    firstFrameOnly: load?.options.contains(.firstFrameOnly) ?? false)
         }
 
         /// The player of the animation shown, if one plays (or is paused, or off screen).
