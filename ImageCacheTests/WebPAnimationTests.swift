@@ -119,6 +119,10 @@ final class WebPAnimationTests: CacheTestCase {
         XCTAssertEqual(ImageCache.HEIFBrands(sequence)?.isSequence, true)
         XCTAssertEqual(ImageCache.HEIFBrands(still)?.isSequence, false)
         XCTAssertNil(ImageCache.HEIFBrands(ftyp("isom", compatible: ["mp41"])), "an MP4 is not HEIF")
+        // And where ImageIO decodes, it takes every frame of the sequence, the first image of the still
+        XCTAssertEqual(ImageCache.PlatformDecoder.framesForImageIO(Data(sequence)), .max)
+        XCTAssertEqual(ImageCache.PlatformDecoder.framesForImageIO(Data(still)), 1)
+        XCTAssertEqual(ImageCache.PlatformDecoder.framesForImageIO(Data(ftyp("isom", compatible: ["mp41"]))), 1)
         #if !canImport(ImageIO)
         XCTAssertEqual(ImageCache.PlatformDecoder.decode(Data(sequence)).failure,
                        .notAnImage("a HEIF image sequence (HEICS; brands msf1, hevc, iso8)"))

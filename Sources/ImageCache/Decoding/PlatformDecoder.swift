@@ -23,6 +23,14 @@ nonisolated extension ImageCache {
     /// ``ImageCache/inspect(_:)`` on Linux (where an image is its bytes); and what the platform's
     /// images keep beside their pixels (frames, plays, bytes).
     internal enum PlatformDecoder {
+        /// How many frames the platform's decode may take from bytes that the format check does not
+        /// know (ImageIO's formats): all that ImageIO finds in an image sequence (HEICS, AVIS: see
+        /// ``HEIFBrands/isSequence``), so that it animates as a GIF does, and a view's player plays it;
+        /// else one, the first (a HEIC still's other images are not frames).
+        internal static func framesForImageIO(_ data: Data) -> Int {
+            HEIFBrands(data)?.isSequence == true ? .max : 1
+        }
+
         /// Checks that `data` starts with a whole image of a known format and decodes it for the platform.
         ///
         /// Bytes after the image's end (see ``inspect(_:)``) are not part of it and are dropped: padding
@@ -45,9 +53,11 @@ nonisolated extension ImageCache {
             let checked = inspect(data)
             #if canImport(ImageIO)
             // ImageIO decides what is an image (HEIC, AVIF, BMP...); the check finds a known format cut short.
-            // Such an image shows its first frame: only GIF's and APNG's frames are counted and timed.
+            // Such an image shows its first frame, unless it is an image sequence (HEICS, AVIS), whose
+            // frames ImageIO counts and times (``framesForImageIO(_:)``).
             if case .failure(.notAnImage) = checked,
-               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits, frames: 1, format: nil,
+               let image = PlatformDecoder.bitmap(data, file: file, filling: size, limits: limits,
+                                                  frames: framesForImageIO(data), format: nil,
                                                   scale: scale, animation: animation) {
                 return .success((image, data))
             }
