@@ -2,72 +2,69 @@ import Foundation
 @_spi(Testing) import ImageCache
 import LoopbackServer
 
+/// What both profiler children measure against: the loopback server answering `/no-store/...` with
+/// `Cache-Control: no-store`, the cache (8 downloads at once) whose first 200 images are written to
+/// disk first, as in `networkMissThroughput` (its folder exists), and the bare streaming delegate.
+private final class NoStoreSides {
+    let count = 200
+    let scratch: Scratch, server: LoopbackServer, cache: ImageCache, streaming = StreamingLoader()
+
+    init(_ name: String) throws {
+        scratch = try Scratch("profile")
+        server = try makeServer()
+        let noStore = LoopbackServer.Response(status: 200, headers: ["Content-Type": "image/png", "Cache-Control": "no-store"],
+                                              body: TestImages.photo)
+        server.handler = { path in path.hasPrefix("/no-store/") ? noStore : nil }
+        cache = makeCache("profile", in: scratch, memoryCap: 1_000)
+        cache.maxConcurrentDownloads = 8
+        try cache.fetchAll((0..<count).map { server.url("/files/\(name)/\($0).png") })
+        cache.persistCacheToDisk()
+    }
+
+    /// Round `index` of 200 images by the cache (`ours`) or by the delegate, under `side` in the path.
+    func round(_ index: Int, side: String, ours: Bool) throws {
+        let urls = (0..<count).map { server.url("/no-store/\(side)/\(index)/\($0).png") }
+        if ours { try cache.fetchAll(urls) } else { try streaming.load(urls, inFlight: 8, queue: callbacks) }
+    }
+
+    func stop() {
+        streaming.invalidate()
+        server.stop()
+        scratch.remove()
+    }
+}
+
 /// A child for a profiler (`perf record`): the `no-store` network miss of `networkMissThroughput`,
 /// `rounds` rounds of 200 images, one way only ("profile-ours": the cache; "profile-bare": the bare
-/// streaming delegate), after one warm-up round (and 200 images written to disk first, by either: the
-/// cache's folder exists); prints "cpu US" (CPU per image, whole process).
+/// streaming delegate), after one warm-up round; prints "cpu US" (CPU per image, whole process).
 /// Pin it with `taskset -c 0` for the pinned figure.
 func profileChild(_ kind: String, rounds: Int) throws {
-    let scratch = try Scratch("profile")
-    defer { scratch.remove() }
-    let server = try makeServer()
-    defer { server.stop() }
-    let noStore = LoopbackServer.Response(status: 200, headers: ["Content-Type": "image/png", "Cache-Control": "no-store"],
-                                          body: TestImages.photo)
-    server.handler = { path in path.hasPrefix("/no-store/") ? noStore : nil }
-    let cache = makeCache("profile", in: scratch, memoryCap: 1_000)
-    cache.maxConcurrentDownloads = 8
-    let streaming = StreamingLoader()
-    defer { streaming.invalidate() }
-    let count = 200
-    func round(_ index: Int) throws {
-        let urls = (0..<count).map { server.url("/no-store/\(kind)/\(index)/\($0).png") }
-        switch kind {
-        case "profile-ours": try cache.fetchAll(urls)
-        case "profile-bare": try streaming.load(urls, inFlight: 8, queue: callbacks)
-        default: throw BenchmarkError("unknown child \(kind)")
-        }
-    }
-    // As in `networkMissThroughput`, where the cache's first round writes files: its folder is there.
-    try cache.fetchAll((0..<count).map { server.url("/files/\(kind)/\($0).png") })
-    cache.persistCacheToDisk()
-    try round(0)
+    guard kind == "profile-ours" || kind == "profile-bare" else { throw BenchmarkError("unknown child \(kind)") }
+    let sides = try NoStoreSides(kind)
+    defer { sides.stop() }
+    try sides.round(0, side: kind, ours: kind == "profile-ours")
     let before = processUsage()
-    for index in 1...rounds { try round(index) }
+    for index in 1...rounds { try sides.round(index, side: kind, ours: kind == "profile-ours") }
     let after = processUsage()
-    print("cpu \((after.cpuSeconds - before.cpuSeconds) / Double(count * rounds) * 1e6)")
+    print("cpu \((after.cpuSeconds - before.cpuSeconds) / Double(sides.count * rounds) * 1e6)")
 }
 
 /// The two sides of `profileChild` in one process, alternating round by round as the figure does:
 /// prints the median CPU per image of each, and of ours minus the delegate's in the same round.
 func profilePair(rounds: Int) throws {
-    let scratch = try Scratch("profile")
-    defer { scratch.remove() }
-    let server = try makeServer()
-    defer { server.stop() }
-    let noStore = LoopbackServer.Response(status: 200, headers: ["Content-Type": "image/png", "Cache-Control": "no-store"],
-                                          body: TestImages.photo)
-    server.handler = { path in path.hasPrefix("/no-store/") ? noStore : nil }
-    let cache = makeCache("profile", in: scratch, memoryCap: 1_000)
-    cache.maxConcurrentDownloads = 8
-    let streaming = StreamingLoader()
-    defer { streaming.invalidate() }
-    let count = 200
-    try cache.fetchAll((0..<count).map { server.url("/files/\($0).png") })
-    cache.persistCacheToDisk()
-    func cpu(_ body: () throws -> Void) rethrows -> Double {
+    let sides = try NoStoreSides("pair")
+    defer { sides.stop() }
+    func cpu(_ index: Int, ours: Bool) throws -> Double {
         let before = processUsage()
-        try body()
-        return (processUsage().cpuSeconds - before.cpuSeconds) / Double(count) * 1e6
+        try sides.round(index, side: ours ? "ours" : "bare", ours: ours)
+        return (processUsage().cpuSeconds - before.cpuSeconds) / Double(sides.count) * 1e6
     }
     var (ours, bare, above): ([Double], [Double], [Double]) = ([], [], [])
     for index in 0...rounds {
-        let urls = { (side: String) in (0..<count).map { server.url("/no-store/\(side)/\(index)/\($0).png") } }
         let first = index % 2 == 0
         var pair = (0.0, 0.0)
-        for side in first ? [0, 1] : [1, 0] {
-            if side == 0 { pair.0 = try cpu { try cache.fetchAll(urls("ours")) } }
-            else { pair.1 = try cpu { try streaming.load(urls("bare"), inFlight: 8, queue: callbacks) } }
+        for side in first ? [true, false] : [false, true] {
+            if side { pair.0 = try cpu(index, ours: true) } else { pair.1 = try cpu(index, ours: false) }
         }
         guard index > 0 else { continue }
         (ours, bare, above) = (ours + [pair.0], bare + [pair.1], above + [pair.0 - pair.1])
