@@ -2482,34 +2482,18 @@ nonisolated extension ImageCache {
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
-            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
+            guard let load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) {
                 show(image, .image(.memory), key: memoryKey)
                 return completed(generation, .success(Fetched(value: image, source: .memory, isStale: false)))
             }
-            // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
-            // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
-            var meanwhile = false
-            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
-            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
-                show(whole, .image(.memory), key: wholeKey)
-                guard ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
-                                               decodeBound: cache.wholeDecodeBound) else {
-                    return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
-                }
-                meanwhile = true
-            }
-            // Else the best image of it memory holds (StandIn.swift), unless the target shows one as good.
-            if !meanwhile, let standIn = cache.standIn(for: memoryKey, processors: load.processors,
-                                                       shown: shownPixels(of: memoryKey)) {
-                show(standIn.image, .image(.memory), key: standIn.key)
-                meanwhile = true
-            }
-            // Else its alternative's, which it may well come to again (Alternatives.swift).
-            if !meanwhile, let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
-                show(image, .image(.memory), key: key)
-                meanwhile = true
+            let meanwhile: Bool
+            switch showMeanwhile(load, memoryKey, size: size, keepsShowing: keepsShowing, cache) {
+            case .final(let whole):
+                return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
+            case .shown: meanwhile = true
+            case .nothing: meanwhile = false
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
@@ -2521,8 +2505,50 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
+            task = request(load, memoryKey, size: size, scale: scale, animation: animation, cache, binding: generation)
+            return task
+        }
+
+        /// What a binding not in memory at its size shows while it loads (`showMeanwhile`).
+        private enum Meanwhile {
+            case final(Image)  // the whole image, good enough at this size: the binding is done
+            case shown  // an image of it, until the load's comes
+            case nothing
+        }
+
+        /// Shows what memory has of `load` while its decode at `size` loads, if anything: the whole
+        /// image (ready to draw; final unless this size is asked for itself or it is much larger, or
+        /// was made smaller by a bounded decode), else the best image of it memory holds
+        /// (StandIn.swift) unless the target shows one as good, else its alternative's, which it may
+        /// well come to again (Alternatives.swift).
+        private func showMeanwhile(_ load: Load, _ memoryKey: Key, size: (width: Int, height: Int)?,
+                                   keepsShowing: Bool, _ cache: ImageCache) -> Meanwhile {
+            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
+            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
+                show(whole, .image(.memory), key: wholeKey)
+                let replaced = ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
+                                                                  decodeBound: cache.wholeDecodeBound)
+                return replaced ? .shown : .final(whole)
+            }
+            if let standIn = cache.standIn(for: memoryKey, processors: load.processors, shown: shownPixels(of: memoryKey)) {
+                show(standIn.image, .image(.memory), key: standIn.key)
+                return .shown
+            }
+            if let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
+                show(image, .image(.memory), key: key)
+                return .shown
+            }
+            return .nothing
+        }
+
+        /// Requests `load` decoded for the binding `generation` (at `size` and `scale`, an
+        /// animation as `animation` says), its previews and progress hooked to the target, its
+        /// result shown on `queue`.
+        private func request(_ load: Load, _ memoryKey: Key, size: (width: Int, height: Int)?, scale: Double,
+                             animation: ImageCache.AnimationDecode, _ cache: ImageCache,
+                             binding generation: Int) -> FetchTask {
             let decoder = Decoder.image(filling: size, scale: scale, animation: animation)
-            load = load.sized(memoryKey, decoder, scale: scale)
+            var load = load.sized(memoryKey, decoder, scale: scale)
             if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
                 load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
             }
@@ -2531,10 +2557,9 @@ nonisolated extension ImageCache {
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
                 })
             }
-            task = cache.request(load, queue: queue, completion: { [weak self] result in
+            return cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
-            return task
         }
 
         /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
@@ -11361,7 +11386,7 @@ nonisolated extension ImageCache {
         }
 
         #if canImport(ImageIO)
-        /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+        /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
         /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
         /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
         /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
@@ -11395,55 +11420,75 @@ nonisolated extension ImageCache {
                                             kCGImageSourceCreateThumbnailWithTransform: true,
                                             kCGImageSourceThumbnailMaxPixelSize: Sizing.thumbnailPixels(fit)]
             let frames = min(frames, CGImageSourceGetCount(source))
-            #if canImport(UIKit)
-            let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
-            #else
-            let image = { (cgImage: CGImage) in
-                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-            }
-            #endif
+            let image = { (cgImage: CGImage) in platformImage(cgImage, scale: scale) }
             if animation == .firstFrame, frames > 1 {  // a view's: its player decodes the others as they show
                 let first = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
                 if let first { keepAnimationBytes(data, file: file, with: first) }
                 return first
             }
             #if canImport(UIKit)
-            if limits.animates(frames: frames, width: fit.width, height: fit.height),
-               let decoded = decodedFrames(source, frames, options, image) {
-                // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
-                let schedule = FrameTiming.schedule(decoded.durations)
-                let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
-                if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                    objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
-                                             .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                    return animated
-                }
-            }
+            let animated = animated(source, frames: frames, fit: fit, limits: limits, options: options, image)
             #else
-            // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
-            // longest side a decode may have, sized in points like a still.
-            if PlatformDecoder.appKitPlays(format), limits.animates(frames: frames, width: width, height: height, alsoKept: 1),
-               max(width, height) <= limits.maxPixels,
-               let animated = NSImage(data: data) {
-                animated.size = Sizing.pointSize(width: width, height: height, scale: scale)
-                // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
-                // like a still, kept with the image (and counted in its memory cost).
+            let animated = animated(data, source, frames: frames, whole: (width, height), fit: fit, format: format,
+                                    limits: limits, options: options, scale: scale, image)
+            #endif
+            return animated ?? CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+        }
+
+        /// The image of ImageIO's upright `cgImage` at `scale`: its `size` in points.
+        private static func platformImage(_ cgImage: CGImage, scale: Double) -> Image {
+            #if canImport(UIKit)
+            UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
+            #else
+            NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            #endif
+        }
+
+        #if canImport(UIKit)
+        /// `bitmap`'s animation on UIKit: every frame scaled like a still (`fit`, `options`), each
+        /// repeated so that it keeps its own duration, as UIKit shows frames evenly; nil (the first
+        /// frame shown still) unless ``DecodeLimits/animates(frames:width:height:alsoKept:)`` allows
+        /// it and every frame decodes.
+        private static func animated(_ source: CGImageSource, frames: Int, fit: (width: Int, height: Int),
+                                     limits: DecodeLimits, options: [CFString: Any],
+                                     _ image: (CGImage) -> Image) -> Image? {
+            guard limits.animates(frames: frames, width: fit.width, height: fit.height),
+                  let decoded = decodedFrames(source, frames, options, image) else { return nil }
+            let schedule = FrameTiming.schedule(decoded.durations)
+            let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            guard let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) else {
+                return nil
+            }
+            objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return animated
+        }
+        #else
+        /// `bitmap`'s animation on AppKit; nil: the first frame shown still. `NSImageView` plays a
+        /// GIF's own delays and loop count: the `NSImage` stays whole (`whole`: its pixel size), so
+        /// only within the longest side a decode may have, sized in points like a still. SwiftUI
+        /// shows an image, not an `NSImageView`: its views play the frames scaled like a still (`fit`,
+        /// `options`), kept with the image (and counted in its memory cost). Another animation
+        /// (APNG), which `NSImageView` shows still, is its first frame decoded like a still, with
+        /// those frames.
+        private static func animated(_ data: Data, _ source: CGImageSource, frames: Int, whole: (width: Int, height: Int),
+                                     fit: (width: Int, height: Int), format: Format?, limits: DecodeLimits,
+                                     options: [CFString: Any], scale: Double, _ image: (CGImage) -> Image) -> Image? {
+            if PlatformDecoder.appKitPlays(format),
+               limits.animates(frames: frames, width: whole.width, height: whole.height, alsoKept: 1),
+               max(whole.width, whole.height) <= limits.maxPixels, let animated = NSImage(data: data) {
+                animated.size = Sizing.pointSize(width: whole.width, height: whole.height, scale: scale)
                 if let decoded = decodedFrames(source, frames, options, image) {
                     objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 }
                 return animated
             }
-            // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
-            // a still, with its frames for the SwiftUI views.
-            if limits.animates(frames: frames, width: fit.width, height: fit.height, alsoKept: 1),
-               let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
-               let decoded = decodedFrames(source, frames, options, image) {
-                objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                return still
-            }
-            #endif
-            return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+            guard limits.animates(frames: frames, width: fit.width, height: fit.height, alsoKept: 1),
+                  let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
+                  let decoded = decodedFrames(source, frames, options, image) else { return nil }
+            objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return still
         }
+        #endif
 
         /// The first `frames` frames of `source`, each decoded with `options` and made an image by
         /// `image`, with their durations (``ImageCache/FrameTiming/duration(delay:)``) and plays; nil unless every frame

@@ -91,7 +91,7 @@ nonisolated extension ImageCache {
         }
 
         #if canImport(ImageIO)
-        /// DecodeWorkers `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
+        /// Decodes `data` with ImageIO into an upright bitmap now, on the caller's queue (the disk
         /// queue or the decode queue, never the main one), at `decodedSize` (the header's size and EXIF
         /// orientation, read without decoding a pixel), carrying `scale`: its `size` is in points. An
         /// image of `frames` frames (as `inspect` counts them, and no more than ImageIO finds) animates
@@ -125,55 +125,75 @@ nonisolated extension ImageCache {
                                             kCGImageSourceCreateThumbnailWithTransform: true,
                                             kCGImageSourceThumbnailMaxPixelSize: Sizing.thumbnailPixels(fit)]
             let frames = min(frames, CGImageSourceGetCount(source))
-            #if canImport(UIKit)
-            let image = { (cgImage: CGImage) in UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up) }
-            #else
-            let image = { (cgImage: CGImage) in
-                NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
-            }
-            #endif
+            let image = { (cgImage: CGImage) in platformImage(cgImage, scale: scale) }
             if animation == .firstFrame, frames > 1 {  // a view's: its player decodes the others as they show
                 let first = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
                 if let first { keepAnimationBytes(data, file: file, with: first) }
                 return first
             }
             #if canImport(UIKit)
-            if limits.animates(frames: frames, width: fit.width, height: fit.height),
-               let decoded = decodedFrames(source, frames, options, image) {
-                // UIKit shows the frames evenly: each is repeated so that it keeps its own duration.
-                let schedule = FrameTiming.schedule(decoded.durations)
-                let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
-                if let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) {
-                    objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber,
-                                             .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                    return animated
-                }
-            }
+            let animated = animated(source, frames: frames, fit: fit, limits: limits, options: options, image)
             #else
-            // NSImageView plays a GIF's own delays and loop count. Whole frames, so only within the
-            // longest side a decode may have, sized in points like a still.
-            if PlatformDecoder.appKitPlays(format), limits.animates(frames: frames, width: width, height: height, alsoKept: 1),
-               max(width, height) <= limits.maxPixels,
-               let animated = NSImage(data: data) {
-                animated.size = Sizing.pointSize(width: width, height: height, scale: scale)
-                // SwiftUI shows an image, not an NSImageView: its views play these frames, each scaled
-                // like a still, kept with the image (and counted in its memory cost).
+            let animated = animated(data, source, frames: frames, whole: (width, height), fit: fit, format: format,
+                                    limits: limits, options: options, scale: scale, image)
+            #endif
+            return animated ?? CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+        }
+
+        /// The image of ImageIO's upright `cgImage` at `scale`: its `size` in points.
+        private static func platformImage(_ cgImage: CGImage, scale: Double) -> Image {
+            #if canImport(UIKit)
+            UIImage(cgImage: cgImage, scale: CGFloat(scale), orientation: .up)
+            #else
+            NSImage(cgImage: cgImage, size: Sizing.pointSize(width: cgImage.width, height: cgImage.height, scale: scale))
+            #endif
+        }
+
+        #if canImport(UIKit)
+        /// `bitmap`'s animation on UIKit: every frame scaled like a still (`fit`, `options`), each
+        /// repeated so that it keeps its own duration, as UIKit shows frames evenly; nil (the first
+        /// frame shown still) unless ``DecodeLimits/animates(frames:width:height:alsoKept:)`` allows
+        /// it and every frame decodes.
+        private static func animated(_ source: CGImageSource, frames: Int, fit: (width: Int, height: Int),
+                                     limits: DecodeLimits, options: [CFString: Any],
+                                     _ image: (CGImage) -> Image) -> Image? {
+            guard limits.animates(frames: frames, width: fit.width, height: fit.height),
+                  let decoded = decodedFrames(source, frames, options, image) else { return nil }
+            let schedule = FrameTiming.schedule(decoded.durations)
+            let shown = zip(decoded.images, schedule.repeats).flatMap { Array(repeating: $0, count: $1) }
+            guard let animated = UIImage.animatedImage(with: shown, duration: schedule.unit * Double(shown.count)) else {
+                return nil
+            }
+            objc_setAssociatedObject(animated, playsKey, decoded.plays as NSNumber, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return animated
+        }
+        #else
+        /// `bitmap`'s animation on AppKit; nil: the first frame shown still. `NSImageView` plays a
+        /// GIF's own delays and loop count: the `NSImage` stays whole (`whole`: its pixel size), so
+        /// only within the longest side a decode may have, sized in points like a still. SwiftUI
+        /// shows an image, not an `NSImageView`: its views play the frames scaled like a still (`fit`,
+        /// `options`), kept with the image (and counted in its memory cost). Another animation
+        /// (APNG), which `NSImageView` shows still, is its first frame decoded like a still, with
+        /// those frames.
+        private static func animated(_ data: Data, _ source: CGImageSource, frames: Int, whole: (width: Int, height: Int),
+                                     fit: (width: Int, height: Int), format: Format?, limits: DecodeLimits,
+                                     options: [CFString: Any], scale: Double, _ image: (CGImage) -> Image) -> Image? {
+            if PlatformDecoder.appKitPlays(format),
+               limits.animates(frames: frames, width: whole.width, height: whole.height, alsoKept: 1),
+               max(whole.width, whole.height) <= limits.maxPixels, let animated = NSImage(data: data) {
+                animated.size = Sizing.pointSize(width: whole.width, height: whole.height, scale: scale)
                 if let decoded = decodedFrames(source, frames, options, image) {
                     objc_setAssociatedObject(animated, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
                 }
                 return animated
             }
-            // Another animation (APNG), which NSImageView shows still: its first frame, decoded now like
-            // a still, with its frames for the SwiftUI views.
-            if limits.animates(frames: frames, width: fit.width, height: fit.height, alsoKept: 1),
-               let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
-               let decoded = decodedFrames(source, frames, options, image) {
-                objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
-                return still
-            }
-            #endif
-            return CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image)
+            guard limits.animates(frames: frames, width: fit.width, height: fit.height, alsoKept: 1),
+                  let still = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary).map(image),
+                  let decoded = decodedFrames(source, frames, options, image) else { return nil }
+            objc_setAssociatedObject(still, framesKey, decoded, .OBJC_ASSOCIATION_RETAIN_NONATOMIC)
+            return still
         }
+        #endif
 
         /// The first `frames` frames of `source`, each decoded with `options` and made an image by
         /// `image`, with their durations (``ImageCache/FrameTiming/duration(delay:)``) and plays; nil unless every frame

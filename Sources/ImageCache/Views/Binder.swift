@@ -157,34 +157,18 @@ nonisolated extension ImageCache {
             isLowered = false
             tell(nil)
             binding = (load, placeholder, failureImage, cache, memoryKey, transition, size, scale)
-            guard var load, let memoryKey else { show(placeholder, .placeholder); return nil }
+            guard let load, let memoryKey else { show(placeholder, .placeholder); return nil }
             // In memory at this size: set at once.
             if let image = cache.peek(memoryKey) {
                 show(image, .image(.memory), key: memoryKey)
                 return completed(generation, .success(Fetched(value: image, source: .memory, isStale: false)))
             }
-            // Whole (ready to draw), unless this size is asked for itself: set at once. One much larger
-            // than this size, or made smaller by a bounded decode, is shown meanwhile, and replaced.
-            var meanwhile = false
-            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
-            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
-                show(whole, .image(.memory), key: wholeKey)
-                guard ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
-                                               decodeBound: cache.wholeDecodeBound) else {
-                    return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
-                }
-                meanwhile = true
-            }
-            // Else the best image of it memory holds (StandIn.swift), unless the target shows one as good.
-            if !meanwhile, let standIn = cache.standIn(for: memoryKey, processors: load.processors,
-                                                       shown: shownPixels(of: memoryKey)) {
-                show(standIn.image, .image(.memory), key: standIn.key)
-                meanwhile = true
-            }
-            // Else its alternative's, which it may well come to again (Alternatives.swift).
-            if !meanwhile, let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
-                show(image, .image(.memory), key: key)
-                meanwhile = true
+            let meanwhile: Bool
+            switch showMeanwhile(load, memoryKey, size: size, keepsShowing: keepsShowing, cache) {
+            case .final(let whole):
+                return completed(generation, .success(Fetched(value: whole, source: .memory, isStale: false)))
+            case .shown: meanwhile = true
+            case .nothing: meanwhile = false
             }
             // A new size of what it shows, a reload of the image it shows, or a smaller one showing:
             // no placeholder meanwhile.
@@ -196,8 +180,50 @@ nonisolated extension ImageCache {
                 show(placeholder, .loading)
                 showBlurHash(of: load, size: size, cache: cache, binding: generation)  // Placeholders.swift
             }
+            task = request(load, memoryKey, size: size, scale: scale, animation: animation, cache, binding: generation)
+            return task
+        }
+
+        /// What a binding not in memory at its size shows while it loads (`showMeanwhile`).
+        private enum Meanwhile {
+            case final(Image)  // the whole image, good enough at this size: the binding is done
+            case shown  // an image of it, until the load's comes
+            case nothing
+        }
+
+        /// Shows what memory has of `load` while its decode at `size` loads, if anything: the whole
+        /// image (ready to draw; final unless this size is asked for itself or it is much larger, or
+        /// was made smaller by a bounded decode), else the best image of it memory holds
+        /// (StandIn.swift) unless the target shows one as good, else its alternative's, which it may
+        /// well come to again (Alternatives.swift).
+        private func showMeanwhile(_ load: Load, _ memoryKey: Key, size: (width: Int, height: Int)?,
+                                   keepsShowing: Bool, _ cache: ImageCache) -> Meanwhile {
+            let wholeKey = Key(string: load.key.string, processors: load.key.processors)  // its variant, if any
+            if let size, !keepsShowing, let whole = cache.peek(wholeKey) {
+                show(whole, .image(.memory), key: wholeKey)
+                let replaced = ImageCache.Rebinding.replacesWhole(ImageCache.Sizing.pixelSize(of: whole), for: size,
+                                                                  decodeBound: cache.wholeDecodeBound)
+                return replaced ? .shown : .final(whole)
+            }
+            if let standIn = cache.standIn(for: memoryKey, processors: load.processors, shown: shownPixels(of: memoryKey)) {
+                show(standIn.image, .image(.memory), key: standIn.key)
+                return .shown
+            }
+            if let key = load.alternativeKey(of: memoryKey), let image = cache.peek(key) {
+                show(image, .image(.memory), key: key)
+                return .shown
+            }
+            return .nothing
+        }
+
+        /// Requests `load` decoded for the binding `generation` (at `size` and `scale`, an
+        /// animation as `animation` says), its previews and progress hooked to the target, its
+        /// result shown on `queue`.
+        private func request(_ load: Load, _ memoryKey: Key, size: (width: Int, height: Int)?, scale: Double,
+                             animation: ImageCache.AnimationDecode, _ cache: ImageCache,
+                             binding generation: Int) -> FetchTask {
             let decoder = Decoder.image(filling: size, scale: scale, animation: animation)
-            load = load.sized(memoryKey, decoder, scale: scale)
+            var load = load.sized(memoryKey, decoder, scale: scale)
             if !load.options.contains(.withoutPreviews), load.processors.isEmpty {  // runs on `queue`, the task's
                 load = load.previewing { [weak self] preview in self?.previewed(generation, preview) }
             }
@@ -206,10 +232,9 @@ nonisolated extension ImageCache {
                     self?.progressed(generation, DownloadProgress(received: received, expected: expected))
                 })
             }
-            task = cache.request(load, queue: queue, completion: { [weak self] result in
+            return cache.request(load, queue: queue, completion: { [weak self] result in
                 self?.finished(generation, result.flatMap { ImageCache.resolve($0, decoder) })
             }, onCancel: { [weak self] in self?.finished(generation, nil) })
-            return task
         }
 
         /// The target's size is now `pixelSize` at `scale` (a view laid out after it was bound): if
