@@ -43,9 +43,11 @@
 // file on the disk queue and `Ledger.lookedUp` (beside it) queues the download on its lane;
 // (3) `startNetwork` (Attempts) sends it as a `NetworkAttempt` through the `Transport`; (4) the
 // transport's delegate keeps the bytes and hands the ended transfer to the attempt's `transferred`,
-// which checks the body and has it decoded (`DecodeWorkers`); (5) its `finished` has the ledger
-// settle it (`Ledger.attemptEnded`, beside it): the entry goes to memory (`Ledger.insert`,
-// MemoryTier) and its file's write is queued (`Ledger.queueOnDisk`, DiskWork); (6) `deliver` and
+// which checks the body and has it decoded (`DecodeWorkers`); (5) the cache's `endAttempt` routes
+// the attempt's end (a failed body's part kept, the authorization hook, the size learned), and the
+// attempt's `finished` has the ledger settle it (`Ledger.attemptEnded`, beside it): the entry goes
+// to memory (`Ledger.insert`, MemoryTier) and its file's write is queued (`Ledger.queueOnDisk`,
+// DiskWork); (6) `deliver` and
 // `complete` (Delivery) run each waiter's callback on its queue. (`python3 .ci/route -v` prints
 // this route as it runs, function by function.)
 //

@@ -1,5 +1,6 @@
 // A network attempt: its request sent through the transport, its progress and stalls, and its end:
-// the body checked and decoded, the attempt settled in the ledger (`Ledger.attemptEnded`, below:
+// the body checked and decoded, what follows routed by the cache (`endAttempt`), the attempt
+// settled in the ledger (`Ledger.attemptEnded`, below:
 // the entry kept in memory and queued for the disk, a retry, the stale entry served offline, a
 // failure), then delivered, or retried after a delay.
 
@@ -40,6 +41,22 @@ nonisolated extension ImageCache {
             }
             batch = freed
         }
+    }
+
+    /// The end of a network attempt (`NetworkAttempt.transferred`: its body checked and decoded),
+    /// its route written once: a failed body's part kept to resume from (`PartialBody`), before
+    /// anyone hears of the failure; a refusal handed to the authorization hook, which may hold the
+    /// attempt for a refresh (`authorizing`, Authorization.swift); the image's size learned from
+    /// its header (`learnSize`, ImageSize.swift); then the attempt settled in the ledger and delivered
+    /// (`NetworkAttempt.finished`), and what that frees started. `body`: the bytes, whole, for
+    /// waiters of another type when the download's decoder failed.
+    internal func endAttempt(_ attempt: NetworkAttempt, _ transfer: Transfer, _ result: Result<Payload, Error>,
+                             body: Data?, _ reply: Reply) {
+        if case .failure = result { PartialBody.keep(transfer) }
+        guard let result = authorizing(attempt.download, result) else { return }
+        if case .success(let payload) = result { learnSize(of: attempt.download.key, from: payload.bytes) }
+        let whole = body.map { _ in (transfer.received, transfer.expected) }
+        startNetwork(attempt.finished(result, bytes: body, reply, whole: whole))
     }
 
     /// The attempt `transfer` carries, for the transport's delegate to hand it its progress, stalls
@@ -138,23 +155,16 @@ nonisolated extension ImageCache {
         /// A transfer has ended: `stopped` by the transport (a limit, or its time limit, which
         /// URLSession reports as a cancellation), or with URLSession's `error`, or whole. Its body is
         /// checked here and decoded on `decodes` (see ``DecodeWorkers``: not on this delegate queue), or here
-        /// when the decoder is cheap.
+        /// when the decoder is cheap; then the cache ends the attempt (`endAttempt`, above).
         func transferred(_ transfer: Transfer, stopped: Error?, error: Swift.Error?) {
             let (download, cache) = (self.download, self.cache)
-            let metrics = TransferMetrics(transfer)  // at its end, not after a decode
             let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
                 && transfer.stale != nil
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+                              metrics: TransferMetrics(transfer))  // at its end, not after a decode
             // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
             let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
-                // A body streamed to disk that failed leaves no file but a part it can resume from
-                // (`PartialBody`), before anyone hears of the failure.
-                if case .failure = result { PartialBody.keep(transfer) }
-                guard let result = cache.authorizing(download, result) else { return }  // waits for a refresh
-                if case .success(let payload) = result { cache.learnSize(of: download.key, from: payload.bytes) }
-                let whole = body.map { _ in (transfer.received, transfer.expected) }
-                let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
-                                  metrics: metrics)
-                cache.startNetwork(finished(result, bytes: body, reply, whole: whole))
+                cache.endAttempt(self, transfer, result, body: body, reply)
             }
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
