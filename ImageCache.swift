@@ -5742,7 +5742,6 @@ nonisolated extension ImageCache {
              animation: AnimationDecode = .everyFrame) {
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
             let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
-            (self.string, self.size, self.processors, self.animation) = (string, size, processors, animation)
             var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
             if animation != .everyFrame { hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(animation.rawValue)) }
             if !processors.isEmpty {
@@ -5750,7 +5749,7 @@ nonisolated extension ImageCache {
                 let made = processors.withUTF8 { Self.hash($0) }
                 hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: made)))
             }
-            self.hash = hash
+            (self.string, self.size, self.processors, self.animation, self.hash) = (string, size, processors, animation, hash)
         }
 
         /// The key of the image this variant is made from: the same size and decode, no processors.
