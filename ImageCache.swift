@@ -11811,11 +11811,12 @@ nonisolated extension ImageCache {
                 }
                 // Every chunk's CRC but the image data's (IDAT, fdAT): those are most of the bytes, a CRC
                 // over them costs many times the rest of the check (CHANGELOG), and a decoder checks them.
-                let imageData = matches("IDAT".utf8, at: offset + 4) || matches("fdAT".utf8, at: offset + 4)
+                let type = be32(offset + 4)  // four letters, compared as one number (`Chunk`)
+                let imageData = type == Chunk.idat || type == Chunk.fdat
                 guard imageData || crc32(offset + 4, 4 + length) == be32(end - 4) else {
                     return corrupt(.png, "the CRC of the chunk at byte \(offset) does not match its bytes")
                 }
-                if matches("IEND".utf8, at: offset + 4) {
+                if type == Chunk.iend {
                     guard data else { return corrupt(.png, "no IDAT before IEND") }
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
                     let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
@@ -11823,16 +11824,16 @@ nonisolated extension ImageCache {
                     if frames == 1 { timing.plays = 1 }
                     return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
-                if matches("PLTE".utf8, at: offset + 4) { palette = true }
-                if matches("IDAT".utf8, at: offset + 4) {
+                if type == Chunk.plte { palette = true }
+                if type == Chunk.idat {
                     guard color != 3 || palette else { return corrupt(.png, "no PLTE before IDAT") }
                     data = true
                 }
-                if matches("acTL".utf8, at: offset + 4), length >= 8 {
+                if type == Chunk.actl, length >= 8 {
                     claimed = be32(offset + 8)
                     timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
                 }
-                if matches("fcTL".utf8, at: offset + 4) {
+                if type == Chunk.fctl {
                     controls += 1
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
@@ -11851,6 +11852,12 @@ nonisolated extension ImageCache {
         private static func isLetter(_ byte: Int) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
 
         /// PNG's CRC-32 (the one zlib computes) of `length` bytes from `start`, which lie inside the buffer.
+        /// The PNG chunk types `png` reads, as their four letters read big-endian (`be32`).
+        private enum Chunk {
+            static let idat: UInt32 = 0x4944_4154, fdat: UInt32 = 0x6664_4154, iend: UInt32 = 0x4945_4E44
+            static let plte: UInt32 = 0x504C_5445, actl: UInt32 = 0x6163_544C, fctl: UInt32 = 0x6663_544C
+        }
+
         private func crc32(_ start: Int, _ length: Int) -> UInt32 {
             var crc: UInt32 = 0xFFFF_FFFF
             Self.crcTable.withUnsafeBufferPointer { table in
