@@ -509,16 +509,18 @@ nonisolated extension ImageCache {
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
-        request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result, load.options).get().value) { callback?(url, $0) }
+        let options = load.options  // not the whole load: the closure would copy it, for every fetch
+        return request(load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(try? Self.image(result, options).get().value) { callback?(url, $0) }
         }
     }
 
     /// The image Result forms of `fetch`, with their hooks.
     private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
                        _ completion: @escaping Completion<Image>) -> FetchTask {
-        request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(Self.image(result, load.options)) { completion($0) }
+        let options = load.options  // not the whole load (see above)
+        return request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.image(result, options)) { completion($0) }
         }
     }
 
@@ -4811,9 +4813,8 @@ nonisolated extension ImageCache {
                 let next = load.alternate(alternative, withProgress: condition != .failure)
                 return self.request(next, queue: queue, completion: { result in
                     switch result {
-                    case .success(var delivery):
-                        delivery.usedAlternative = used
-                        completion(.success(delivery))
+                    case .success(let delivery):
+                        completion(.success(delivery.with(used)))
                     case .failure(.cancelled):
                         completion(.failure(.cancelled))
                     case .failure:
@@ -9385,12 +9386,42 @@ nonisolated extension ImageCache {
     fileprivate struct Delivery {
         let payload: Payload
         let source: Source
-        var isStale = false
-        var failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
-        var limits = DecodeLimits()  // the download's, for a waiter whose decoder reads the bytes
-        var misses = Misses()  // what the tiers said of the download (MissReason.swift)
-        var metrics: TransferMetrics?  // what its transfer measured, from the network
-        var usedAlternative: UsedAlternative?  // what it holds instead of its request's URL's (Alternatives.swift)
+        let isStale: Bool
+        let limits: DecodeLimits  // the download's, for a waiter whose decoder reads the bytes
+        /// What few deliveries carry, behind one reference: a memory hit's delivery, copied along
+        /// the route to its callback, stays a few words.
+        private let extras: Extras?
+
+        private final class Extras: Sendable {
+            let failed: (type: ObjectIdentifier?, error: Error)?  // the download's decoder rejected the bytes
+            let misses: Misses  // what the tiers said of the download (MissReason.swift)
+            let metrics: TransferMetrics?  // what its transfer measured, from the network
+            let usedAlternative: UsedAlternative?  // what it holds instead of its request's URL's (Alternatives.swift)
+
+            init(_ failed: (type: ObjectIdentifier?, error: Error)?, _ misses: Misses, _ metrics: TransferMetrics?,
+                 _ usedAlternative: UsedAlternative?) {
+                (self.failed, self.misses, self.metrics, self.usedAlternative) = (failed, misses, metrics, usedAlternative)
+            }
+        }
+
+        init(payload: Payload, source: Source, isStale: Bool = false, failed: (type: ObjectIdentifier?, error: Error)? = nil,
+             limits: DecodeLimits = DecodeLimits(), misses: Misses = Misses(), metrics: TransferMetrics? = nil,
+             usedAlternative: UsedAlternative? = nil) {
+            (self.payload, self.source, self.isStale, self.limits) = (payload, source, isStale, limits)
+            let plain = failed == nil && misses == Misses() && metrics == nil && usedAlternative == nil
+            extras = plain ? nil : Extras(failed, misses, metrics, usedAlternative)
+        }
+
+        var failed: (type: ObjectIdentifier?, error: Error)? { extras?.failed }
+        var misses: Misses { extras?.misses ?? Misses() }
+        var metrics: TransferMetrics? { extras?.metrics }
+        var usedAlternative: UsedAlternative? { extras?.usedAlternative }
+
+        /// Itself, holding the image of `used`, the request's alternative, instead of its URL's.
+        func with(_ used: UsedAlternative) -> Delivery {
+            Delivery(payload: payload, source: source, isStale: isStale, failed: failed, limits: limits, misses: misses,
+                     metrics: metrics, usedAlternative: used)
+        }
     }
 
     /// A waiter's own value from a delivery: what the delivery holds if its decoder made it, else

@@ -202,16 +202,18 @@ nonisolated extension ImageCache {
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
     private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
-        request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result, load.options).get().value) { callback?(url, $0) }
+        let options = load.options  // not the whole load: the closure would copy it, for every fetch
+        return request(load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(try? Self.image(result, options).get().value) { callback?(url, $0) }
         }
     }
 
     /// The image Result forms of `fetch`, with their hooks.
     private func fetch(_ load: Load, _ onProgress: ProgressCallback?, _ onRetry: RetryCallback?,
                        _ completion: @escaping Completion<Image>) -> FetchTask {
-        request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(Self.image(result, load.options)) { completion($0) }
+        let options = load.options  // not the whole load (see above)
+        return request(hooked(load, onProgress, onRetry), queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.image(result, options)) { completion($0) }
         }
     }
 

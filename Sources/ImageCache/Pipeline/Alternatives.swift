@@ -82,9 +82,8 @@ nonisolated extension ImageCache {
                 let next = load.alternate(alternative, withProgress: condition != .failure)
                 return self.request(next, queue: queue, completion: { result in
                     switch result {
-                    case .success(var delivery):
-                        delivery.usedAlternative = used
-                        completion(.success(delivery))
+                    case .success(let delivery):
+                        completion(.success(delivery.with(used)))
                     case .failure(.cancelled):
                         completion(.failure(.cancelled))
                     case .failure:
