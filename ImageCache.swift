@@ -236,10 +236,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)
-        transport.cache = self
+        transport.attach(self)
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
-        _state.queueOnDisk = { [unowned self] work in
+        _state.sendDiskWork { [unowned self] work in
             let cache = self
             cache.diskQueue.async { cache.run(work) }
         }
@@ -1801,14 +1801,16 @@ nonisolated extension ImageCache {
     /// ``statistics()`` (``Statistics/missReasons``) whether it is set or not.
     public var missLog: MissLog? {
         get { locked { $0.missBook.log } }
-        set { locked { $0.missBook.log = newValue } }
+        set { locked { $0.setMissLog(newValue) } }
     }
 
     /// The ledger's record of misses: which keys memory evicted lately and by which limit (the
     /// last 1,024 at most), and the log. Guarded by the cache's lock, as the ledger is.
     fileprivate struct MissBook {
         private var evicted: [Key: MissReason] = [:]
-        var log: MissLog?
+        private(set) var log: MissLog?
+
+        mutating func setLog(_ log: MissLog?) { self.log = log }
 
         /// `keys` left memory by a limit: by the count limit if `byCount`, else by the byte limit.
         mutating func evicted(_ slots: [MemoryList.Slot], byCount: Bool) {
@@ -1824,6 +1826,9 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Ledger {
+    /// Sets the miss log (see ``ImageCache/missLog``).
+    mutating func setMissLog(_ log: ImageCache.MissLog?) { missBook.setLog(log) }
+
     typealias MissReason = ImageCache.MissReason
 
     /// Notes what memory said of `download`'s first load, `said` as `route` saw it: a key it did
@@ -2388,8 +2393,8 @@ nonisolated extension ImageCache {
         fileprivate private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
-        /// What a SwiftUI view hears beside what its target shows: set before it binds.
-        fileprivate var hooks = ViewHooks()
+        /// What a SwiftUI view hears beside what its target shows: set before it binds (`hear`).
+        fileprivate private(set) var hooks = ViewHooks()
         /// The progress last told to `hooks.progress`; nil while nothing downloads for the binding.
         fileprivate private(set) var progress: DownloadProgress?
         /// Whether the load under way was let go on behind others when its view disappeared.
@@ -2426,6 +2431,13 @@ nonisolated extension ImageCache {
             task?.cancel()
             observer.map(NotificationCenter.default.removeObserver)
         }
+
+        /// Tells `hooks` from now on what it does (a SwiftUI view's), in place of those it had.
+        fileprivate func hear(_ hooks: ViewHooks) { self.hooks = hooks }
+
+        /// Looks at the target's size with `sizeNow` when a binding made to its bounds gets its
+        /// image (an image view's; see ``ViewHooks/sizeNow``); nil: a binding given its size.
+        fileprivate func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.sizeNow = sizeNow }
 
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
@@ -2835,7 +2847,7 @@ extension ImageCache {
         private(set) lazy var binder: Binder = {
             let binder = Binder(self)
             // An animation stops decoding while its view is in no window or hidden (ViewAnimation.swift).
-            binder.animation.onScreen = { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
+            binder.animation.watch { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
             return binder
         }()
         #if canImport(UIKit)
@@ -2948,9 +2960,9 @@ extension ImageCache.ImageView {
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
         // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
-        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+        imageBinder.lookAtSize(sized ? nil : { [weak self] in
             ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
-        }
+        })
         if !sized {
             watchBounds()  // ViewBounds.swift: a rotation, Split View, a window resized
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
@@ -3411,7 +3423,7 @@ extension ImageCache {
                 }
                 // A re-decode keeps the image shown: the view says it loads meanwhile.
                 let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
+                binder.hear(ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading))
             }
 
             func show(_ image: Image?, transition: Transition) {
@@ -3877,7 +3889,10 @@ nonisolated extension ImageCache {
         /// Asked at each tick while it plays, and each tick while it waits off screen: whether the
         /// target is on screen now (a UIKit or AppKit view: in a window, not hidden). Nil: only
         /// ``setVisible(_:)`` says.
-        var onScreen: (() -> Bool)?
+        private(set) var onScreen: (() -> Bool)?
+
+        /// Asks `onScreen` from now on whether the target is on screen (see `onScreen`).
+        func watch(onScreen: @escaping () -> Bool) { self.onScreen = onScreen }
 
         /// An animation of `environment`'s frames, ticks and time, played on `queue`.
         init(_ environment: AnimationEnvironment, queue: DispatchQueue) {
@@ -4104,7 +4119,7 @@ nonisolated extension ImageCache {
             get { window.count }
             set {
                 dispatchPrecondition(condition: .onQueue(queue))
-                window.count = newValue.map { max(0, $0) }
+                window.setCount(newValue.map { max(0, $0) })
             }
         }
 
@@ -4227,7 +4242,7 @@ nonisolated extension ImageCache {
         let window: Int
         /// How many items the list has; nil while unknown (prefetching then stops where the list's
         /// requests end).
-        var count: Int?
+        private(set) var count: Int?
         private(set) var visible: Set<Int> = []
         private(set) var direction = Direction.forward
         /// Items whose prefetch was started and not cancelled: a visible item's too (its view's load
@@ -4244,6 +4259,9 @@ nonisolated extension ImageCache {
             self.window = max(self.ahead, window)
             self.count = count.map { max(0, $0) }
         }
+
+        /// Sets how many items the list has (nil: unknown).
+        mutating func setCount(_ count: Int?) { self.count = count }
 
         /// Item `index` appeared: it is visible and holds its image; its prefetch, if any, goes on
         /// (its view's request shares the download) until the scroll leaves it behind.
@@ -5219,9 +5237,12 @@ nonisolated extension ImageCache {
         var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
-        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        private(set) var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
 
         init(settings: Settings) { self.settings = settings }
+
+        /// Sends its disk work to `queue` from now on (the cache's `init`, once the cache exists).
+        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void) { queueOnDisk = queue }
 
         // The cache's types by their short names in the ledger's extensions in other files, which
         // (declared at the top level) do not see `ImageCache`'s scope.
@@ -6037,7 +6058,7 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // bodies in, waiting for a decode or in one (a store's too)
-        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
+        private(set) var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
 
         mutating func move(_ download: Download, to phase: Download.Phase, lane: Lane? = nil) {
             if let startLimit, case .running = download.phase, !phase.isRunning { startLimit.ended(download) }
@@ -6050,6 +6071,9 @@ nonisolated extension ImageCache {
 
         /// Counts a store's decode beginning (`+1`) or ending (`-1`): a body waiting for a decode, as
         /// a decoding download's is.
+        /// Limits the slow lane's starts to `limit` (nil: no limit).
+        mutating func limitStarts(_ limit: StartLimit?) { startLimit = limit }
+
         mutating func storeDecode(_ sign: Int) {
             decoding += sign
         }
@@ -6660,10 +6684,9 @@ nonisolated extension ImageCache {
         guard load.options.contains(.progressivePreviews) || load.onPreview != nil, transfer.spool == nil,
               let url = load.url else { return }
         if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
-        transfer.scans.read(transfer.data)
-        let scans = transfer.scans
+        let scans = transfer.readScans()
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
-              transfer.previews.isDue(scans: scans.scans, at: currentTime()),
+              transfer.previewDue(scans: scans.scans, at: currentTime()),
               let bytes = scans.preview(of: transfer.data) else { return }
         previewed(transfer, url, bytes, scans: scans.scans, what: "scans")
     }
@@ -6671,10 +6694,9 @@ nonisolated extension ImageCache {
     /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
     /// complete (see ``InterlacedPasses``), by the same schedule; its `scans` are the passes.
     private func receivedPNG(_ transfer: Transfer, url: URL) {
-        transfer.passes.read(transfer.data)
-        let passes = transfer.passes
+        let passes = transfer.readPasses()
         guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
-              transfer.previews.isDue(scans: passes.passes, at: currentTime()),
+              transfer.previewDue(scans: passes.passes, at: currentTime()),
               let bytes = passes.preview(of: transfer.data) else { return }
         previewed(transfer, url, bytes, scans: passes.passes, what: "passes")
     }
@@ -6726,33 +6748,33 @@ nonisolated extension ImageCache {
     fileprivate final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
-        var limits: BodyLimits  // `folder` goes once tried
+        fileprivate(set) var limits: BodyLimits  // `folder` goes once tried
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
-        var response: URLResponse?
-        var data = Data()  // the body, unless it is streamed to disk
-        var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
-        var received = 0  // the body's bytes so far, in `data` or in `spool`
-        var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
-        var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
-        var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
-        var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
-        var failure: Error?  // set when the transport stopped the transfer itself
-        var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
+        fileprivate(set) var response: URLResponse?
+        fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
+        fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
+        fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
+        fileprivate(set) var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
+        fileprivate(set) var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        fileprivate(set) var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
+        fileprivate(set) var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
+        fileprivate(set) var failure: Error?  // set when the transport stopped the transfer itself
+        fileprivate(set) var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
         // Guarded by the transport's lock: when it last received anything (the response or bytes),
         // in uptime nanoseconds, whether it has stalled since, and how long it was quiet when it
         // stalled or resumed.
-        var heardAt: UInt64
-        var stalled = false
-        var quiet: UInt64 = 0
+        fileprivate(set) var heardAt: UInt64
+        fileprivate(set) var stalled = false
+        fileprivate(set) var quiet: UInt64 = 0
         let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
-        var redirects = 0  // followed so far
-        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
-        var awaitsChallenge = false  // a 401 read to its end for corelibs' challenge (ChallengeResponder.swift)
-        var credentialSent = false  // corelibs sent the request again with a challenge's credential
+        fileprivate(set) var redirects = 0  // followed so far
+        fileprivate(set) var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
+        fileprivate(set) var awaitsChallenge = false  // a 401 read to its end for corelibs' challenge (ChallengeResponder.swift)
+        fileprivate(set) var credentialSent = false  // corelibs sent the request again with a challenge's credential
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -6764,6 +6786,44 @@ nonisolated extension ImageCache {
             startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
+
+        /// A `206` goes on from the part it asked the rest of (`PartialBody.answered`): the part is
+        /// its spool, the part's bytes its bytes so far, `total` the whole length (nil: unknown).
+        func resume(from spool: Spool, at start: Int, total: Int?) {
+            (self.spool, received, expected) = (spool, start, total)
+            limits.folder = nil  // streamed already
+        }
+
+        /// The part it claimed is not resumed: the response starts over.
+        func dropPartial() { limits.partial = nil }
+
+        /// Stops it with `error`: the transport, or a check of its response, stopped it.
+        func fail(_ error: Error) { failure = error }
+
+        /// Its 401 is read to its end for corelibs' challenge (ChallengeResponder.swift).
+        func awaitChallenge() { awaitsChallenge = true }
+
+        /// Corelibs sent its request again with a challenge's credential.
+        func sentCredential() { credentialSent = true }
+
+        /// `count` bytes of a body it does not keep (a challenge's 401) were read.
+        func skipped(_ count: Int) { received += count }
+
+        /// Its progressive JPEG's scans, read from the body so far (Pipeline/Previews.swift).
+        func readScans() -> ProgressiveScans {
+            scans.read(data)
+            return scans
+        }
+
+        /// Its interlaced PNG's passes, read from the body so far (Pipeline/Previews.swift).
+        func readPasses() -> InterlacedPasses {
+            passes.read(data)
+            return passes
+        }
+
+        /// Whether a preview of `scans` complete scans (or passes) is due at `now`; if so, it counts
+        /// as shown (see ``PreviewSchedule``).
+        func previewDue(scans: Int, at now: TimeInterval) -> Bool { previews.isDue(scans: scans, at: now) }
 
         /// When it stalls if it receives nothing before.
         var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
@@ -6809,7 +6869,7 @@ nonisolated extension ImageCache {
     /// and each finished transfer to the cache. Its `lock` is taken after the cache's, never
     /// before, and never held while it calls the cache.
     fileprivate final class Transport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
+        private(set) weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
         private let lock = NSLock()
         // Guarded by `lock`: the session (set in `init`, once `self` exists to be its delegate; made
         // again when the timeout changes), the transfers by task, and the timer with its deadline.
@@ -6817,6 +6877,9 @@ nonisolated extension ImageCache {
         private var transfers: [ObjectIdentifier: Transfer] = [:]
         private var timer: DispatchSourceTimer?
         private var nextDeadline: DispatchTime?  // what `timer` is set for; nil when idle
+
+        /// Hands its transfers' progress and ends to `cache` from now on (the cache's `init`).
+        func attach(_ cache: ImageCache) { self.cache = cache }
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()
@@ -7715,10 +7778,15 @@ nonisolated extension ImageCache {
             }
         }
         startNetwork(locked { ledger in
-            ledger.lanes.startLimit = limit
+            ledger.setStartLimit(limit)
             return ledger.startReady()
         })
     }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Sets the start limit of the slow lane (see ``ImageCache/maxSlowStartsPerSecond``).
+    mutating func setStartLimit(_ limit: ImageCache.StartLimit?) { lanes.limitStarts(limit) }
 }
 
 // MARK: - Network/Authorization.swift
@@ -7971,7 +8039,7 @@ nonisolated extension ImageCache.Transport {
                 .split(whereSeparator: { $0 == " " || $0 == "," }).first,
               scheme.lowercased() == "basic",
               cache?.locked({ $0.settings.challengeResponder }) != nil else { return false }
-        transfer.awaitsChallenge = true
+        transfer.awaitChallenge()
         return true
     }
 
@@ -7988,12 +8056,12 @@ nonisolated extension ImageCache.Transport {
         let ours = ours && transfer?.failure == nil
         switch disposition {
         case .useCredential where credential != nil && ours:
-            transfer?.credentialSent = true
+            transfer?.sentCredential()
             completionHandler(.useCredential, credential)
         case .performDefaultHandling where challenge.proposedCredential != nil && ours:
             completionHandler(.performDefaultHandling, nil)
         default:
-            if let transfer, transfer.failure == nil { transfer.failure = .httpStatus(401) }
+            if let transfer, transfer.failure == nil { transfer.fail(.httpStatus(401)) }
             completionHandler(.cancelAuthenticationChallenge, nil)
         }
     }
@@ -8004,8 +8072,8 @@ nonisolated extension ImageCache.Transport {
     /// the redirect's own response ends the task; cancelling it here too stops corelibs.)
     func refusesRedirect(_ task: URLSessionTask) -> Bool {
         guard let transfer = transfer(of: task), transfer.credentialSent else { return false }
-        transfer.failure = .network(.httpTooManyRedirects, "a redirect after a challenge's credential, "
-                                    + "which swift-corelibs-foundation cannot follow")
+        transfer.fail(.network(.httpTooManyRedirects, "a redirect after a challenge's credential, "
+                               + "which swift-corelibs-foundation cannot follow"))
         return true
     }
     #endif
@@ -8013,9 +8081,9 @@ nonisolated extension ImageCache.Transport {
     /// The body of a 401 read for its challenge (`readsChallenge`) is not kept; past 64 KiB it is
     /// not read either, and the load fails with its status.
     func droppedChallengeBody(_ transfer: ImageCache.Transfer, _ data: Data) {
-        transfer.received += data.count
+        transfer.skipped(data.count)
         guard transfer.received > 64 * 1024 else { return }
-        transfer.failure = .httpStatus(401)
+        transfer.fail(.httpStatus(401))
         stop(transfer, nil)
     }
 }
@@ -8432,10 +8500,10 @@ nonisolated extension ImageCache.Processor {
     /// What a built-in draws, in pixels: a canvas, the image's rectangle on it (CoreGraphics'
     /// coordinates: origin at the bottom left), the clip, and the radius of a box blur over the result.
     fileprivate struct Drawing: Equatable {
-        var canvas: (width: Int, height: Int)
-        var image: CGRect
-        var clip = Clip.none
-        var blur = 0
+        fileprivate(set) var canvas: (width: Int, height: Int)
+        fileprivate(set) var image: CGRect
+        fileprivate(set) var clip = Clip.none
+        fileprivate(set) var blur = 0
 
         enum Clip: Equatable { case none, roundedRect(radius: Double), ellipse }
 
@@ -8775,8 +8843,8 @@ nonisolated extension ImageCache {
         guard steps.redraw, let turn = Processor.upright((bitmap.width, bitmap.height), orientation: orientation) else {
             return .success(self.image(bitmap, scale: steps.scale))
         }
-        var drawing = Processor.Drawing(whole: (bitmap.width, bitmap.height))
-        drawing.canvas = turn.canvas
+        let drawing = Processor.Drawing(canvas: turn.canvas,
+                                        image: CGRect(x: 0, y: 0, width: bitmap.width, height: bitmap.height))
         guard let upright = draw(bitmap, drawing, transform: turn.transform) else {
             return .failure(.decodingFailed("the image could not be drawn upright"))
         }
@@ -10368,7 +10436,7 @@ nonisolated extension ImageCache {
                 var file = live[index]
                 let untrusted = file.downloadedAt > latest
                     && file.downloadedAt - (withFile(file.id, Validators.shift(fd:)) ?? 0) > latest
-                if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
+                if untrusted || file.usedAt > latest { file.markLeastRecentlyUsed() }
                 // An expired file with the server's validators is kept, to be revalidated.
                 if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired,
                    withFile(file.id, { Validators(fd: $0) == nil }) ?? true {
@@ -10711,10 +10779,13 @@ nonisolated extension ImageCache.DiskStore {
         let id: UInt64  // the name, 16 hex digits, as a number
         let size: Int64
         let downloadedAt: TimeInterval  // the modification date
-        var usedAt: TimeInterval  // the access date
+        private(set) var usedAt: TimeInterval  // the access date
         let inode: UInt64  // with `downloadedAt`, what a later delete checks
 
         var name: String { ImageCache.DiskStore.name(id) }
+
+        /// Counts it as the least recently used file (its dates cannot be trusted).
+        mutating func markLeastRecentlyUsed() { usedAt = -.infinity }
 
         /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
         init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {
@@ -11000,18 +11071,15 @@ nonisolated extension ImageCache {
         static func answered(_ transfer: Transfer, status: Int) {
             guard let partial = transfer.limits.partial else { return }
             guard status == 206 else {
-                transfer.limits.partial = nil
+                transfer.dropPartial()
                 return partial.spool.discard()
             }
             let range = (transfer.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Range")
             guard let (start, total) = contentRange(range), start == partial.spool.count else {
-                transfer.failure = .httpStatus(206)
+                transfer.fail(.httpStatus(206))
                 return
             }
-            transfer.spool = partial.spool
-            transfer.received = start
-            transfer.expected = total
-            transfer.limits.folder = nil  // streamed already
+            transfer.resume(from: partial.spool, at: start, total: total)
         }
 
         /// The first byte and the whole length a `Content-Range` says (`bytes 100-199/200`, the
@@ -11833,7 +11901,7 @@ nonisolated extension ImageCache {
             var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
             var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
-            var timing = FrameTiming()
+            var (durations, plays): ([Double], Int?) = ([], nil)  // fcTL delays, acTL plays: a timing built whole
             while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
                 let length = Int(be32(offset))
                 let end = offset + 12 + length
@@ -11851,8 +11919,8 @@ nonisolated extension ImageCache {
                     guard data else { return corrupt(.png, "no IDAT before IEND") }
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
                     let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
-                    timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
-                    if frames == 1 { timing.plays = 1 }
+                    let timing = frames > 1 ? FrameTiming(durations: Array(durations.prefix(frames)), plays: plays ?? 1)
+                        : FrameTiming()
                     return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
                 if type == Chunk.plte { palette = true }
@@ -11862,14 +11930,14 @@ nonisolated extension ImageCache {
                 }
                 if type == Chunk.actl, length >= 8 {
                     claimed = be32(offset + 8)
-                    timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
+                    plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
                 }
                 if type == Chunk.fctl {
                     controls += 1
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
                     let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
-                    timing.durations.append(FrameTiming.duration(delay: delay))
+                    durations.append(FrameTiming.duration(delay: delay))
                 }
                 offset = end
             }
@@ -12646,8 +12714,8 @@ nonisolated extension ImageCache {
     /// An animation's timing as its file says it: how long each frame shows (by
     /// ``duration(delay:)``) and how many times it plays (0: forever); and which frame shows when.
     fileprivate struct FrameTiming: Sendable, Hashable {
-        var durations: [Double] = []
-        var plays = 1
+        private(set) var durations: [Double] = []
+        private(set) var plays = 1
 
         /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
         /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.
@@ -13171,9 +13239,8 @@ nonisolated extension ImageCache {
         let fetched = image(result)
         guard options.contains(.firstFrameOnly) else { return fetched }
         return fetched.map { fetched in
-            var first = Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale)
-            (first.misses, first.metrics, first.usedAlternative) = (fetched.misses, fetched.metrics, fetched.usedAlternative)
-            return first
+            Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale,
+                    misses: fetched.misses, metrics: fetched.metrics, usedAlternative: fetched.usedAlternative)
         }
     }
 }

@@ -48,7 +48,7 @@ final class BoundsChangeTests: BinderTestCase {
         target.onSet = { if $0?.width == 64 { shown.fulfill() } }
         callbacks.sync {
             target.expected = 64
-            binder.hooks.sizeNow = { (pixels: bounds.value, scale: 1) }
+            binder.lookAtSize({ (pixels: bounds.value, scale: 1) })
             _ = binder.bind(url, placeholder: placeholder, pixelSize: bounds.value, cache: cache)
         }
         wait(for: [shown], timeout: 10)

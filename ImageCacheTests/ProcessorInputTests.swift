@@ -81,8 +81,7 @@ final class ProcessorInputTests: XCTestCase {
         XCTAssertEqual(Processor.canvas(alphaInfo: alpha, model: rgb, for: Processor.fit(photo, (100, 100))).alpha, true)
         // Drawn upright under a quarter turn: still covered, still opaque
         let turn = Processor.upright(photo, orientation: 3)!
-        var upright = Processor.Drawing(whole: photo)
-        upright.canvas = turn.canvas
+        let upright = Processor.Drawing(canvas: turn.canvas, image: CGRect(x: 0, y: 0, width: photo.width, height: photo.height))
         XCTAssertEqual(Processor.canvas(alphaInfo: opaque, model: rgb, for: upright, transform: turn.transform).alpha, false)
         // An RGB source (Display P3, sRGB) keeps its space; grey and the rest are drawn in sRGB
         XCTAssertTrue(Processor.canvas(alphaInfo: opaque, model: rgb, for: Processor.fit(photo, (100, 100))).sourceSpace)

@@ -24,7 +24,7 @@ final class StartLimitTests: CacheTestCase {
         let delivered = Locked<Set<URL>>([])
         cache.onEvent = { event in
             guard case .served(let url, from: .network, _) = event else { return }
-            delivered.mutate { $0.insert(url) }
+            _ = delivered.mutate { $0.insert(url) }
             served.fulfill()
         }
         // When all 2,000 are prefetched at once

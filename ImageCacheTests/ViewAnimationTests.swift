@@ -100,7 +100,7 @@ final class ViewAnimationTests: BinderTestCase {
         let fake = FakeAnimation(images: (0..<10).map { image(width: Self.frameWidth + $0) })
         let (target, binder) = makeTarget(fake)
         let onScreen = Locked(true)
-        callbacks.sync { binder.animation.onScreen = { onScreen.value } }
+        callbacks.sync { binder.animation.watch { onScreen.value } }
         let gif = serve("/off.gif", AnimatedImageTests.gif(width: 8, height: 8, frames: 10, delay: 10))
         bindAndWait(binder, target, gif, size: CGSize(width: 16, height: 16), cache: cache)
         callbacks.sync { for _ in 0..<3 { fake.advance(0.1); fake.finishDecodes(); fake.tick() } }

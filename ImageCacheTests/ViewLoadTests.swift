@@ -44,7 +44,7 @@ final class ViewLoadTests: BinderTestCase {
         let (target, binder) = makeTarget()
         var told: [Progress?] = []  // on `callbacks`
         var toldWhenShown: Int?
-        binder.hooks.progress = { told.append($0) }
+        binder.hear(ImageCache.ViewHooks(progress: { told.append($0) }))
         let shown = expectation(description: "the image")
         target.onSet = { if $0?.width == 4_100 { toldWhenShown = told.count; shown.fulfill() } }
 
@@ -73,7 +73,7 @@ final class ViewLoadTests: BinderTestCase {
         XCTAssertNotNil(fetchAndWait(cache, url))
         let (target, binder) = makeTarget()
         var told: [Progress?] = []
-        binder.hooks.progress = { told.append($0) }
+        binder.hear(ImageCache.ViewHooks(progress: { told.append($0) }))
 
         // When a view that asks for progress binds it from memory, then (memory purged) from disk
         callbacks.sync { _ = binder.bind(url, cache: cache) }
@@ -98,14 +98,14 @@ final class ViewLoadTests: BinderTestCase {
         var heard: [String] = []  // on `callbacks`
         var shownFirst = true
         let first = expectation(description: "from the network")
-        binder.hooks.completion = { result in
+        binder.hear(ImageCache.ViewHooks(completion: { result in
             shownFirst = shownFirst && target.image?.width == 4_300
             switch result {
             case .success(let fetched): heard.append("\(fetched.source) \(fetched.value.width)")
             case .failure(let error): heard.append("\(error)")
             }
             if heard.count == 1 { first.fulfill() }
-        }
+        }))
 
         // When it is bound (the network), then bound again (memory)
         callbacks.sync { _ = binder.bind(url, cache: cache) }
@@ -123,7 +123,7 @@ final class ViewLoadTests: BinderTestCase {
         let (_, binder) = makeTarget()
         let failed = expectation(description: "the failure")
         var heard: [Result<ImageCache.Fetched<ImageCache.Image>, ImageCache.Error>] = []
-        binder.hooks.completion = { heard.append($0); failed.fulfill() }
+        binder.hear(ImageCache.ViewHooks(completion: { heard.append($0); failed.fulfill() }))
 
         callbacks.sync { _ = binder.bind(server.url("/missing.png"), placeholder: placeholder, cache: cache) }
         wait(for: [failed], timeout: 10)
@@ -141,10 +141,10 @@ final class ViewLoadTests: BinderTestCase {
         let (_, binder) = makeTarget()
         var heard: [String] = []
         let last = expectation(description: "the last binding's image")
-        binder.hooks.completion = { result in
+        binder.hear(ImageCache.ViewHooks(completion: { result in
             heard.append((try? result.get().value.width).map(String.init) ?? "failure")
             last.fulfill()
-        }
+        }))
 
         // When one load is cancelled, one is cancelled by disappearing, one is replaced by a new
         // binding, and the last goes on
@@ -176,7 +176,7 @@ final class ViewLoadTests: BinderTestCase {
         let shown = expectation(description: "the image, while away")
         target.onSet = { if $0?.width == self.fixtureWidth { shown.fulfill() } }
         var heard = 0
-        binder.hooks.completion = { _ in heard += 1 }
+        binder.hear(ImageCache.ViewHooks(completion: { _ in heard += 1 }))
         callbacks.sync { _ = binder.bind(url, placeholder: placeholder, cache: cache) }
         XCTAssertTrue(server.waitForRequests("/away.png", count: 1, timeout: 5))
 

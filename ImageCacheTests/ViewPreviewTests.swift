@@ -102,7 +102,7 @@ final class ViewPreviewTests: BinderTestCase {
             let (target, binder) = makeTarget()
             let done = expectation(description: "the image")
             target.onSet = { image in if image?.width != Self.placeholderWidth { done.fulfill() } }
-            callbacks.sync { binder.bind(request, placeholder: placeholder, cache: cache) }
+            callbacks.sync { _ = binder.bind(request, placeholder: placeholder, cache: cache) }
             wait(for: [done], timeout: 10)
             // Then it shows the placeholder, then the image, nothing between
             callbacks.sync {

@@ -25,7 +25,7 @@ final class ViewResizeTests: BinderTestCase {
         target.onSet = { if $0?.width == 64 { twice.fulfill() } }
         callbacks.sync {
             target.expected = 64
-            binder.hooks.sizeNow = { laidOut.value.map { (pixels: $0, scale: 1) } }
+            binder.lookAtSize({ laidOut.value.map { (pixels: $0, scale: 1) } })
             _ = binder.bind(url, placeholder: placeholder, cache: cache, transition: .fade(0.25))
         }
         XCTAssertTrue(server.waitForRequests("/late-layout.png", count: 1, timeout: 10))
@@ -51,7 +51,7 @@ final class ViewResizeTests: BinderTestCase {
         target.onSet = { if $0?.width == 64 { first.fulfill() } }
         callbacks.sync {
             target.expected = 64
-            binder.hooks.loading = { loading.mutate { $0 += 1 } }
+            binder.hear(ImageCache.ViewHooks(loading: { loading.mutate { $0 += 1 } }))
             _ = binder.bind(url, placeholder: placeholder, pixelSize: CGSize(width: 10, height: 10), cache: cache,
                             transition: .fade(0.25))
         }

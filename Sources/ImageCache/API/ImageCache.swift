@@ -220,10 +220,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)
-        transport.cache = self
+        transport.attach(self)
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
-        _state.queueOnDisk = { [unowned self] work in
+        _state.sendDiskWork { [unowned self] work in
             let cache = self
             cache.diskQueue.async { cache.run(work) }
         }

@@ -108,14 +108,16 @@ nonisolated extension ImageCache {
     /// ``statistics()`` (``Statistics/missReasons``) whether it is set or not.
     public var missLog: MissLog? {
         get { locked { $0.missBook.log } }
-        set { locked { $0.missBook.log = newValue } }
+        set { locked { $0.setMissLog(newValue) } }
     }
 
     /// The ledger's record of misses: which keys memory evicted lately and by which limit (the
     /// last 1,024 at most), and the log. Guarded by the cache's lock, as the ledger is.
     internal struct MissBook {
         private var evicted: [Key: MissReason] = [:]
-        var log: MissLog?
+        private(set) var log: MissLog?
+
+        mutating func setLog(_ log: MissLog?) { self.log = log }
 
         /// `keys` left memory by a limit: by the count limit if `byCount`, else by the byte limit.
         mutating func evicted(_ slots: [MemoryList.Slot], byCount: Bool) {
@@ -131,6 +133,9 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Ledger {
+    /// Sets the miss log (see ``ImageCache/missLog``).
+    mutating func setMissLog(_ log: ImageCache.MissLog?) { missBook.setLog(log) }
+
     typealias MissReason = ImageCache.MissReason
 
     /// Notes what memory said of `download`'s first load, `said` as `route` saw it: a key it did

@@ -165,9 +165,8 @@ nonisolated extension ImageCache {
         let fetched = image(result)
         guard options.contains(.firstFrameOnly) else { return fetched }
         return fetched.map { fetched in
-            var first = Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale)
-            (first.misses, first.metrics, first.usedAlternative) = (fetched.misses, fetched.metrics, fetched.usedAlternative)
-            return first
+            Fetched(value: firstFrame(of: fetched.value), source: fetched.source, isStale: fetched.isStale,
+                    misses: fetched.misses, metrics: fetched.metrics, usedAlternative: fetched.usedAlternative)
         }
     }
 }

@@ -21,8 +21,8 @@ nonisolated extension ImageCache {
     /// An animation's timing as its file says it: how long each frame shows (by
     /// ``duration(delay:)``) and how many times it plays (0: forever); and which frame shows when.
     internal struct FrameTiming: Sendable, Hashable {
-        var durations: [Double] = []
-        var plays = 1
+        private(set) var durations: [Double] = []
+        private(set) var plays = 1
 
         /// How long a frame is shown, in seconds, given the delay its file says (a GIF's unclamped one):
         /// as browsers do, a delay under 20 ms, 0 or none at all is shown for 100 ms.

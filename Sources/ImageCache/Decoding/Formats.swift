@@ -86,7 +86,7 @@ nonisolated extension ImageCache {
             var offset = 33
             var (claimed, controls): (UInt32?, Int) = (nil, 0)  // acTL's number of frames; fcTL chunks seen
             var (palette, data) = (false, false)  // PLTE and IDAT chunks seen
-            var timing = FrameTiming()
+            var (durations, plays): ([Double], Int?) = ([], nil)  // fcTL delays, acTL plays: a timing built whole
             while count - offset >= 12, be32(offset) <= min(count - offset - 12, 0x7FFF_FFFF) {
                 let length = Int(be32(offset))
                 let end = offset + 12 + length
@@ -104,8 +104,8 @@ nonisolated extension ImageCache {
                     guard data else { return corrupt(.png, "no IDAT before IEND") }
                     // An APNG's frames: as many as acTL claims, if the file holds a frame control for each.
                     let frames = max(1, claimed.map { controls < $0 ? controls : Int($0) } ?? 1)
-                    timing.durations = frames > 1 ? Array(timing.durations.prefix(frames)) : []
-                    if frames == 1 { timing.plays = 1 }
+                    let timing = frames > 1 ? FrameTiming(durations: Array(durations.prefix(frames)), plays: plays ?? 1)
+                        : FrameTiming()
                     return .success((.png, Int(width), Int(height), end, frames, timing))
                 }
                 if type == Chunk.plte { palette = true }
@@ -115,14 +115,14 @@ nonisolated extension ImageCache {
                 }
                 if type == Chunk.actl, length >= 8 {
                     claimed = be32(offset + 8)
-                    timing.plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
+                    plays = Int(min(be32(offset + 12), UInt32(Int32.max)))
                 }
                 if type == Chunk.fctl {
                     controls += 1
                     // delay_num / delay_den (0: hundredths), after 20 bytes; a chunk too short has none.
                     let denominator = Double(be16(offset + 30) == 0 ? 100 : be16(offset + 30))
                     let delay = length < 26 ? nil : Double(be16(offset + 28)) / denominator
-                    timing.durations.append(FrameTiming.duration(delay: delay))
+                    durations.append(FrameTiming.duration(delay: delay))
                 }
                 offset = end
             }

@@ -325,7 +325,7 @@ nonisolated extension ImageCache {
                 var file = live[index]
                 let untrusted = file.downloadedAt > latest
                     && file.downloadedAt - (withFile(file.id, Validators.shift(fd:)) ?? 0) > latest
-                if untrusted || file.usedAt > latest { file.usedAt = -.infinity }  // the least recently used
+                if untrusted || file.usedAt > latest { file.markLeastRecentlyUsed() }
                 // An expired file with the server's validators is kept, to be revalidated.
                 if now >= file.downloadedAt + timeToLive || untrusted, !keepsExpired,
                    withFile(file.id, { Validators(fd: $0) == nil }) ?? true {

@@ -148,10 +148,13 @@ nonisolated extension ImageCache.DiskStore {
         let id: UInt64  // the name, 16 hex digits, as a number
         let size: Int64
         let downloadedAt: TimeInterval  // the modification date
-        var usedAt: TimeInterval  // the access date
+        private(set) var usedAt: TimeInterval  // the access date
         let inode: UInt64  // with `downloadedAt`, what a later delete checks
 
         var name: String { ImageCache.DiskStore.name(id) }
+
+        /// Counts it as the least recently used file (its dates cannot be trusted).
+        mutating func markLeastRecentlyUsed() { usedAt = -.infinity }
 
         /// File `id` if `stat` (an `fstat` or `fstatat` that does not follow links) finds a regular file.
         init?(_ id: UInt64, _ stat: (UnsafeMutablePointer<Foundation.stat>) -> Int32) {

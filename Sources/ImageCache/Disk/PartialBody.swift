@@ -99,18 +99,15 @@ nonisolated extension ImageCache {
         static func answered(_ transfer: Transfer, status: Int) {
             guard let partial = transfer.limits.partial else { return }
             guard status == 206 else {
-                transfer.limits.partial = nil
+                transfer.dropPartial()
                 return partial.spool.discard()
             }
             let range = (transfer.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Range")
             guard let (start, total) = contentRange(range), start == partial.spool.count else {
-                transfer.failure = .httpStatus(206)
+                transfer.fail(.httpStatus(206))
                 return
             }
-            transfer.spool = partial.spool
-            transfer.received = start
-            transfer.expected = total
-            transfer.limits.folder = nil  // streamed already
+            transfer.resume(from: partial.spool, at: start, total: total)
         }
 
         /// The first byte and the whole length a `Content-Range` says (`bytes 100-199/200`, the

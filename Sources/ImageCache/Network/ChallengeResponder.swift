@@ -127,7 +127,7 @@ nonisolated extension ImageCache.Transport {
                 .split(whereSeparator: { $0 == " " || $0 == "," }).first,
               scheme.lowercased() == "basic",
               cache?.locked({ $0.settings.challengeResponder }) != nil else { return false }
-        transfer.awaitsChallenge = true
+        transfer.awaitChallenge()
         return true
     }
 
@@ -144,12 +144,12 @@ nonisolated extension ImageCache.Transport {
         let ours = ours && transfer?.failure == nil
         switch disposition {
         case .useCredential where credential != nil && ours:
-            transfer?.credentialSent = true
+            transfer?.sentCredential()
             completionHandler(.useCredential, credential)
         case .performDefaultHandling where challenge.proposedCredential != nil && ours:
             completionHandler(.performDefaultHandling, nil)
         default:
-            if let transfer, transfer.failure == nil { transfer.failure = .httpStatus(401) }
+            if let transfer, transfer.failure == nil { transfer.fail(.httpStatus(401)) }
             completionHandler(.cancelAuthenticationChallenge, nil)
         }
     }
@@ -160,8 +160,8 @@ nonisolated extension ImageCache.Transport {
     /// the redirect's own response ends the task; cancelling it here too stops corelibs.)
     func refusesRedirect(_ task: URLSessionTask) -> Bool {
         guard let transfer = transfer(of: task), transfer.credentialSent else { return false }
-        transfer.failure = .network(.httpTooManyRedirects, "a redirect after a challenge's credential, "
-                                    + "which swift-corelibs-foundation cannot follow")
+        transfer.fail(.network(.httpTooManyRedirects, "a redirect after a challenge's credential, "
+                               + "which swift-corelibs-foundation cannot follow"))
         return true
     }
     #endif
@@ -169,9 +169,9 @@ nonisolated extension ImageCache.Transport {
     /// The body of a 401 read for its challenge (`readsChallenge`) is not kept; past 64 KiB it is
     /// not read either, and the load fails with its status.
     func droppedChallengeBody(_ transfer: ImageCache.Transfer, _ data: Data) {
-        transfer.received += data.count
+        transfer.skipped(data.count)
         guard transfer.received > 64 * 1024 else { return }
-        transfer.failure = .httpStatus(401)
+        transfer.fail(.httpStatus(401))
         stop(transfer, nil)
     }
 }

@@ -99,8 +99,13 @@ nonisolated extension ImageCache {
             }
         }
         startNetwork(locked { ledger in
-            ledger.lanes.startLimit = limit
+            ledger.setStartLimit(limit)
             return ledger.startReady()
         })
     }
+}
+
+nonisolated extension ImageCache.Ledger {
+    /// Sets the start limit of the slow lane (see ``ImageCache/maxSlowStartsPerSecond``).
+    mutating func setStartLimit(_ limit: ImageCache.StartLimit?) { lanes.limitStarts(limit) }
 }

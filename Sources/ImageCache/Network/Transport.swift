@@ -25,33 +25,33 @@ nonisolated extension ImageCache {
     internal final class Transfer: @unchecked Sendable {
         let download: Download
         let task: URLSessionDataTask
-        var limits: BodyLimits  // `folder` goes once tried
+        fileprivate(set) var limits: BodyLimits  // `folder` goes once tried
         let seconds: TimeInterval  // its time limit, from its start to `deadline`
         let deadline: DispatchTime
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
-        var response: URLResponse?
-        var data = Data()  // the body, unless it is streamed to disk
-        var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
-        var received = 0  // the body's bytes so far, in `data` or in `spool`
-        var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
-        var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
-        var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
-        var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
-        var failure: Error?  // set when the transport stopped the transfer itself
-        var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
+        fileprivate(set) var response: URLResponse?
+        fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
+        fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
+        fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
+        fileprivate(set) var expected: Int?  // the length announced, for `onProgress` (nil: none, or compressed)
+        fileprivate(set) var nextProgress: UInt64 = 0  // when `onProgress` may be called again, in uptime nanoseconds
+        fileprivate(set) var scans = ProgressiveScans(), previews = PreviewSchedule()  // see Pipeline/Previews.swift
+        fileprivate(set) var passes = InterlacedPasses()  // an interlaced PNG's (Pipeline/Previews.swift)
+        fileprivate(set) var failure: Error?  // set when the transport stopped the transfer itself
+        fileprivate(set) var timedOut: Error?  // set when its time limit passed; guarded by the transport's lock
         let stallTime: UInt64  // nanoseconds without bytes after which it counts as stalled
         // Guarded by the transport's lock: when it last received anything (the response or bytes),
         // in uptime nanoseconds, whether it has stalled since, and how long it was quiet when it
         // stalled or resumed.
-        var heardAt: UInt64
-        var stalled = false
-        var quiet: UInt64 = 0
+        fileprivate(set) var heardAt: UInt64
+        fileprivate(set) var stalled = false
+        fileprivate(set) var quiet: UInt64 = 0
         let startedAt: UInt64  // when it was sent, in uptime nanoseconds (`TransferMetrics`)
-        var redirects = 0  // followed so far
-        var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
-        var awaitsChallenge = false  // a 401 read to its end for corelibs' challenge (ChallengeResponder.swift)
-        var credentialSent = false  // corelibs sent the request again with a challenge's credential
+        fileprivate(set) var redirects = 0  // followed so far
+        fileprivate(set) var taskMetrics: URLSessionTaskMetrics?  // URLSession's, where the platform delivers them
+        fileprivate(set) var awaitsChallenge = false  // a 401 read to its end for corelibs' challenge (ChallengeResponder.swift)
+        fileprivate(set) var credentialSent = false  // corelibs sent the request again with a challenge's credential
 
         init(_ download: Download, _ task: URLSessionDataTask, limits: BodyLimits, seconds: TimeInterval,
              stallTime: TimeInterval, stale: Payload?, sentAt: TimeInterval) {
@@ -63,6 +63,44 @@ nonisolated extension ImageCache {
             startedAt = heardAt
             self.stallTime = UInt64(stallTime * 1_000_000_000)
         }
+
+        /// A `206` goes on from the part it asked the rest of (`PartialBody.answered`): the part is
+        /// its spool, the part's bytes its bytes so far, `total` the whole length (nil: unknown).
+        func resume(from spool: Spool, at start: Int, total: Int?) {
+            (self.spool, received, expected) = (spool, start, total)
+            limits.folder = nil  // streamed already
+        }
+
+        /// The part it claimed is not resumed: the response starts over.
+        func dropPartial() { limits.partial = nil }
+
+        /// Stops it with `error`: the transport, or a check of its response, stopped it.
+        func fail(_ error: Error) { failure = error }
+
+        /// Its 401 is read to its end for corelibs' challenge (ChallengeResponder.swift).
+        func awaitChallenge() { awaitsChallenge = true }
+
+        /// Corelibs sent its request again with a challenge's credential.
+        func sentCredential() { credentialSent = true }
+
+        /// `count` bytes of a body it does not keep (a challenge's 401) were read.
+        func skipped(_ count: Int) { received += count }
+
+        /// Its progressive JPEG's scans, read from the body so far (Pipeline/Previews.swift).
+        func readScans() -> ProgressiveScans {
+            scans.read(data)
+            return scans
+        }
+
+        /// Its interlaced PNG's passes, read from the body so far (Pipeline/Previews.swift).
+        func readPasses() -> InterlacedPasses {
+            passes.read(data)
+            return passes
+        }
+
+        /// Whether a preview of `scans` complete scans (or passes) is due at `now`; if so, it counts
+        /// as shown (see ``PreviewSchedule``).
+        func previewDue(scans: Int, at now: TimeInterval) -> Bool { previews.isDue(scans: scans, at: now) }
 
         /// When it stalls if it receives nothing before.
         var stallsAt: DispatchTime { DispatchTime(uptimeNanoseconds: heardAt + stallTime) }
@@ -108,7 +146,7 @@ nonisolated extension ImageCache {
     /// and each finished transfer to the cache. Its `lock` is taken after the cache's, never
     /// before, and never held while it calls the cache.
     internal final class Transport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
+        private(set) weak var cache: ImageCache?  // the session holds its delegate until it is invalidated
         private let lock = NSLock()
         // Guarded by `lock`: the session (set in `init`, once `self` exists to be its delegate; made
         // again when the timeout changes), the transfers by task, and the timer with its deadline.
@@ -120,6 +158,9 @@ nonisolated extension ImageCache {
         private(set) var mostTransfers = 0  // the most transfers under way at once; guarded by `lock`
         var mostTransfersAtOnce: Int { lock.withLock { mostTransfers } }
         #endif
+
+        /// Hands its transfers' progress and ends to `cache` from now on (the cache's `init`).
+        func attach(_ cache: ImageCache) { self.cache = cache }
 
         init(_ configuration: URLSessionConfiguration, timeout: TimeInterval) {
             super.init()

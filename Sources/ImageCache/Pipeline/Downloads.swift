@@ -168,7 +168,7 @@ nonisolated extension ImageCache {
         private(set) var stalled = 0  // transfers under way that stalled, of either lane
         private var underWay: [String: Int] = [:]  // transfers under way by host, stalled ones included
         private(set) var decoding = 0  // bodies in, waiting for a decode or in one (a store's too)
-        var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
+        private(set) var startLimit: StartLimit?  // the slow lane's starts per second (see `StartLimit`); nil: none
         #if IMAGECACHE_TESTING
         private(set) var wrongMoves: [String] = []  // changes the lifecycle does not allow: the first few
         #endif
@@ -189,6 +189,9 @@ nonisolated extension ImageCache {
 
         /// Counts a store's decode beginning (`+1`) or ending (`-1`): a body waiting for a decode, as
         /// a decoding download's is.
+        /// Limits the slow lane's starts to `limit` (nil: no limit).
+        mutating func limitStarts(_ limit: StartLimit?) { startLimit = limit }
+
         mutating func storeDecode(_ sign: Int) {
             decoding += sign
         }

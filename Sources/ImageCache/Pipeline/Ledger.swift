@@ -39,9 +39,12 @@ nonisolated extension ImageCache {
         var missBook = MissBook()  // evictions by limit lately, and the miss log (MissReason.swift)
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
-        var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        private(set) var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
 
         init(settings: Settings) { self.settings = settings }
+
+        /// Sends its disk work to `queue` from now on (the cache's `init`, once the cache exists).
+        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void) { queueOnDisk = queue }
 
         // The cache's types by their short names in the ledger's extensions in other files, which
         // (declared at the top level) do not see `ImageCache`'s scope.

@@ -37,10 +37,9 @@ nonisolated extension ImageCache {
         guard load.options.contains(.progressivePreviews) || load.onPreview != nil, transfer.spool == nil,
               let url = load.url else { return }
         if transfer.data.first == 0x89 { return receivedPNG(transfer, url: url) }
-        transfer.scans.read(transfer.data)
-        let scans = transfer.scans
+        let scans = transfer.readScans()
         guard scans.isProgressive, !scans.hasEnded, transfer.received < (transfer.expected ?? .max),
-              transfer.previews.isDue(scans: scans.scans, at: currentTime()),
+              transfer.previewDue(scans: scans.scans, at: currentTime()),
               let bytes = scans.preview(of: transfer.data) else { return }
         previewed(transfer, url, bytes, scans: scans.scans, what: "scans")
     }
@@ -48,10 +47,9 @@ nonisolated extension ImageCache {
     /// An interlaced PNG's part of `received`: a preview each time more of its Adam7 passes are
     /// complete (see ``InterlacedPasses``), by the same schedule; its `scans` are the passes.
     private func receivedPNG(_ transfer: Transfer, url: URL) {
-        transfer.passes.read(transfer.data)
-        let passes = transfer.passes
+        let passes = transfer.readPasses()
         guard passes.isInterlaced, !passes.hasEnded, transfer.received < (transfer.expected ?? .max),
-              transfer.previews.isDue(scans: passes.passes, at: currentTime()),
+              transfer.previewDue(scans: passes.passes, at: currentTime()),
               let bytes = passes.preview(of: transfer.data) else { return }
         previewed(transfer, url, bytes, scans: passes.passes, what: "passes")
     }

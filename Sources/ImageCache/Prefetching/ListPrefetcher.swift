@@ -111,7 +111,7 @@ nonisolated extension ImageCache {
             get { window.count }
             set {
                 dispatchPrecondition(condition: .onQueue(queue))
-                window.count = newValue.map { max(0, $0) }
+                window.setCount(newValue.map { max(0, $0) })
             }
         }
 

@@ -32,7 +32,7 @@ nonisolated extension ImageCache {
         let window: Int
         /// How many items the list has; nil while unknown (prefetching then stops where the list's
         /// requests end).
-        var count: Int?
+        private(set) var count: Int?
         private(set) var visible: Set<Int> = []
         private(set) var direction = Direction.forward
         /// Items whose prefetch was started and not cancelled: a visible item's too (its view's load
@@ -49,6 +49,9 @@ nonisolated extension ImageCache {
             self.window = max(self.ahead, window)
             self.count = count.map { max(0, $0) }
         }
+
+        /// Sets how many items the list has (nil: unknown).
+        mutating func setCount(_ count: Int?) { self.count = count }
 
         /// Item `index` appeared: it is visible and holds its image; its prefetch, if any, goes on
         /// (its view's request shares the download) until the scroll leaves it behind.

@@ -24,10 +24,10 @@ nonisolated extension ImageCache.Processor {
     /// What a built-in draws, in pixels: a canvas, the image's rectangle on it (CoreGraphics'
     /// coordinates: origin at the bottom left), the clip, and the radius of a box blur over the result.
     internal struct Drawing: Equatable {
-        var canvas: (width: Int, height: Int)
-        var image: CGRect
-        var clip = Clip.none
-        var blur = 0
+        fileprivate(set) var canvas: (width: Int, height: Int)
+        fileprivate(set) var image: CGRect
+        fileprivate(set) var clip = Clip.none
+        fileprivate(set) var blur = 0
 
         enum Clip: Equatable { case none, roundedRect(radius: Double), ellipse }
 

@@ -120,8 +120,8 @@ nonisolated extension ImageCache {
         guard steps.redraw, let turn = Processor.upright((bitmap.width, bitmap.height), orientation: orientation) else {
             return .success(self.image(bitmap, scale: steps.scale))
         }
-        var drawing = Processor.Drawing(whole: (bitmap.width, bitmap.height))
-        drawing.canvas = turn.canvas
+        let drawing = Processor.Drawing(canvas: turn.canvas,
+                                        image: CGRect(x: 0, y: 0, width: bitmap.width, height: bitmap.height))
         guard let upright = draw(bitmap, drawing, transform: turn.transform) else {
             return .failure(.decodingFailed("the image could not be drawn upright"))
         }

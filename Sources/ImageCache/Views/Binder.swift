@@ -59,8 +59,8 @@ nonisolated extension ImageCache {
         internal private(set) var replaces = false
         private var observer: NSObjectProtocol?
         private var shownKey: Key?  // the entry whose image the binder showed last; nil: none, or not an image
-        /// What a SwiftUI view hears beside what its target shows: set before it binds.
-        internal var hooks = ViewHooks()
+        /// What a SwiftUI view hears beside what its target shows: set before it binds (`hear`).
+        internal private(set) var hooks = ViewHooks()
         /// The progress last told to `hooks.progress`; nil while nothing downloads for the binding.
         internal private(set) var progress: DownloadProgress?
         /// Whether the load under way was let go on behind others when its view disappeared.
@@ -97,6 +97,13 @@ nonisolated extension ImageCache {
             task?.cancel()
             observer.map(NotificationCenter.default.removeObserver)
         }
+
+        /// Tells `hooks` from now on what it does (a SwiftUI view's), in place of those it had.
+        internal func hear(_ hooks: ViewHooks) { self.hooks = hooks }
+
+        /// Looks at the target's size with `sizeNow` when a binding made to its bounds gets its
+        /// image (an image view's; see ``ViewHooks/sizeNow``); nil: a binding given its size.
+        internal func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.sizeNow = sizeNow }
 
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`

@@ -417,7 +417,7 @@ extension ImageCache {
                 }
                 // A re-decode keeps the image shown: the view says it loads meanwhile.
                 let loading: () -> Void = { [weak self] in ImageCache.onTargetActor(self) { $0?.state = .loading } }
-                binder.hooks = ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading)
+                binder.hear(ViewHooks(progress: hooks.progress ? progress : nil, completion: completion, loading: loading))
             }
 
             func show(_ image: Image?, transition: Transition) {

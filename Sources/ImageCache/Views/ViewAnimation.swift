@@ -48,7 +48,10 @@ nonisolated extension ImageCache {
         /// Asked at each tick while it plays, and each tick while it waits off screen: whether the
         /// target is on screen now (a UIKit or AppKit view: in a window, not hidden). Nil: only
         /// ``setVisible(_:)`` says.
-        var onScreen: (() -> Bool)?
+        private(set) var onScreen: (() -> Bool)?
+
+        /// Asks `onScreen` from now on whether the target is on screen (see `onScreen`).
+        func watch(onScreen: @escaping () -> Bool) { self.onScreen = onScreen }
 
         /// An animation of `environment`'s frames, ticks and time, played on `queue`.
         init(_ environment: AnimationEnvironment, queue: DispatchQueue) {

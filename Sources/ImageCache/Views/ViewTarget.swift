@@ -31,7 +31,7 @@ extension ImageCache {
         private(set) lazy var binder: Binder = {
             let binder = Binder(self)
             // An animation stops decoding while its view is in no window or hidden (ViewAnimation.swift).
-            binder.animation.onScreen = { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
+            binder.animation.watch { [weak self] in ImageCache.onTargetActor(self) { $0?.isOnScreen ?? false } }
             return binder
         }()
         #if canImport(UIKit)
@@ -144,9 +144,9 @@ extension ImageCache.ImageView {
     /// the binder binds again if the image is decoded for the wrong size (see `Binder.resized`).
     private func bound(_ task: ImageCache.FetchTask?, sized: Bool) -> ImageCache.FetchTask? {
         // A binding to the bounds looks at them again when its image comes (see `ViewHooks.sizeNow`).
-        imageBinder.hooks.sizeNow = sized ? nil : { [weak self] in
+        imageBinder.lookAtSize(sized ? nil : { [weak self] in
             ImageCache.onTargetActor(self) { view in view.map { ($0.pixels(nil), $0.displayScale) } }
-        }
+        })
         if !sized {
             watchBounds()  // ViewBounds.swift: a rotation, Split View, a window resized
             let generation = imageBinder.generation  // a later binding (given a size, say) is left alone
