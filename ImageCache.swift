@@ -2437,7 +2437,7 @@ nonisolated extension ImageCache {
 
         /// Looks at the target's size with `sizeNow` when a binding made to its bounds gets its
         /// image (an image view's; see ``ViewHooks/sizeNow``); nil: a binding given its size.
-        fileprivate func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.sizeNow = sizeNow }
+        fileprivate func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.lookAtSize(sizeNow) }
 
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`
@@ -3558,18 +3558,21 @@ nonisolated extension ImageCache {
     fileprivate struct ViewHooks {
         /// The download's progress, as ``DownloadProgress/tells(_:after:)`` thins it; nil when the
         /// binding no longer downloads (its image came, it failed, or it was cancelled or replaced).
-        var progress: ((DownloadProgress?) -> Void)?
+        fileprivate(set) var progress: ((DownloadProgress?) -> Void)?
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
-        var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        fileprivate(set) var completion: ((Result<Fetched<Image>, Error>) -> Void)?
         /// When the binder starts a load while its target keeps what it shows (a new size of the
         /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
         /// view says with `isLoading`.
-        var loading: (() -> Void)?
+        fileprivate(set) var loading: (() -> Void)?
         /// The target's size in pixels and its display scale now, for a binding made to its bounds
         /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
         /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
-        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
+        fileprivate(set) var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
+
+        /// Looks at the target's size with `sizeNow` from now on (nil: a binding given its size).
+        mutating func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { self.sizeNow = sizeNow }
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
@@ -6505,10 +6508,10 @@ nonisolated extension ImageCache {
     /// A network attempt's answer, as the transport hands it over: the response, when its request
     /// was sent, and whether it is a `304` for the stale entry.
     fileprivate struct Reply {
-        var response: URLResponse?
-        var sentAt: TimeInterval?
-        var notModified = false
-        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
+        private(set) var response: URLResponse?
+        private(set) var sentAt: TimeInterval?
+        private(set) var notModified = false
+        private(set) var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 
@@ -6854,10 +6857,10 @@ nonisolated extension ImageCache {
     /// to a file in `folder` (nil: it is not, or was tried already), which it is once it is announced
     /// or grown past `streamedAbove` bytes.
     fileprivate struct BodyLimits {
-        var inMemory: Int
-        var onDisk: Int
-        var folder: URL?
-        var partial: PartialBody? = nil  // a kept part claimed for this attempt, until answered
+        let inMemory: Int
+        let onDisk: Int
+        fileprivate(set) var folder: URL?
+        fileprivate(set) var partial: PartialBody? = nil  // a kept part claimed for this attempt, until answered
 
         /// ``ImageCache/streamedAbove``, or `inMemory` if that is less: a body memory may not hold
         /// goes to disk rather than failing.

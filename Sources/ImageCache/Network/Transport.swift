@@ -131,10 +131,10 @@ nonisolated extension ImageCache {
     /// to a file in `folder` (nil: it is not, or was tried already), which it is once it is announced
     /// or grown past `streamedAbove` bytes.
     internal struct BodyLimits {
-        var inMemory: Int
-        var onDisk: Int
-        var folder: URL?
-        var partial: PartialBody? = nil  // a kept part claimed for this attempt, until answered
+        let inMemory: Int
+        let onDisk: Int
+        fileprivate(set) var folder: URL?
+        fileprivate(set) var partial: PartialBody? = nil  // a kept part claimed for this attempt, until answered
 
         /// ``ImageCache/streamedAbove``, or `inMemory` if that is less: a body memory may not hold
         /// goes to disk rather than failing.

@@ -294,10 +294,10 @@ nonisolated extension ImageCache {
     /// A network attempt's answer, as the transport hands it over: the response, when its request
     /// was sent, and whether it is a `304` for the stale entry.
     internal struct Reply {
-        var response: URLResponse?
-        var sentAt: TimeInterval?
-        var notModified = false
-        var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
+        private(set) var response: URLResponse?
+        private(set) var sentAt: TimeInterval?
+        private(set) var notModified = false
+        private(set) var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
     }
 }
 

@@ -103,7 +103,7 @@ nonisolated extension ImageCache {
 
         /// Looks at the target's size with `sizeNow` when a binding made to its bounds gets its
         /// image (an image view's; see ``ViewHooks/sizeNow``); nil: a binding given its size.
-        internal func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.sizeNow = sizeNow }
+        internal func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { hooks.lookAtSize(sizeNow) }
 
         /// Shows the image at `url` (nil: the placeholder), cached under `key` (the URL by default):
         /// at once if it is in memory, else the placeholder until it comes, shown with `transition`

@@ -87,18 +87,21 @@ nonisolated extension ImageCache {
     internal struct ViewHooks {
         /// The download's progress, as ``DownloadProgress/tells(_:after:)`` thins it; nil when the
         /// binding no longer downloads (its image came, it failed, or it was cancelled or replaced).
-        var progress: ((DownloadProgress?) -> Void)?
+        fileprivate(set) var progress: ((DownloadProgress?) -> Void)?
         /// Once for each binding that ends in an image or a failure (see ``Binder/completed``);
         /// never for one cancelled or replaced.
-        var completion: ((Result<Fetched<Image>, Error>) -> Void)?
+        fileprivate(set) var completion: ((Result<Fetched<Image>, Error>) -> Void)?
         /// When the binder starts a load while its target keeps what it shows (a new size of the
         /// image it shows, a reload): the binder's state is `loading` meanwhile, which a SwiftUI
         /// view says with `isLoading`.
-        var loading: (() -> Void)?
+        fileprivate(set) var loading: (() -> Void)?
         /// The target's size in pixels and its display scale now, for a binding made to its bounds
         /// (a UIKit or AppKit view's): looked at again when its image comes, since a view bound
         /// before layout (a prefetched cell) may have been laid out only since (see `Binder.resized`).
-        var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
+        fileprivate(set) var sizeNow: (() -> (pixels: CGSize, scale: Double)?)?
+
+        /// Looks at the target's size with `sizeNow` from now on (nil: a binding given its size).
+        mutating func lookAtSize(_ sizeNow: (() -> (pixels: CGSize, scale: Double)?)?) { self.sizeNow = sizeNow }
     }
 
     // MARK: The SwiftUI views' decisions, plain so that the Linux tests reach them
