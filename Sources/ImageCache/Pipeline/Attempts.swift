@@ -366,7 +366,7 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            removeOlderFile(of: download)
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -380,7 +380,7 @@ nonisolated extension ImageCache.Ledger {
             entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
         }
         guard download.writesToDisk else {
-            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            removeOlderFile(of: download)  // it is not this image
             return delivery
         }
         if let revalidated {
@@ -394,6 +394,14 @@ nonisolated extension ImageCache.Ledger {
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
+    }
+
+    /// Has the disk remove an older file of `download`'s key, which an image kept on no disk must
+    /// not leave behind; not when its look-up on disk found none: this process has written none
+    /// since (a store forgets the download first), and it spares a `no-store` miss a hop to the
+    /// disk queue and a look-up there. (Another process's file written since is its own image.)
+    private mutating func removeOlderFile(of download: Download) {
+        if download.misses.disk != .absent { queueOnDisk(.remove(download.key.string)) }
     }
 
     /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
