@@ -4844,9 +4844,11 @@ nonisolated extension ImageCache {
             // A stored image whose file is not written yet: the key's older file is not it.
             if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
             let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
+            // Asked here, by a name the kernel has cached, not by `PartialBody.claim`'s path.
+            let partsKept = found != nil || disk.holdsParts()
             cache.learnSize(of: download.key, from: found?.data)
             guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < DecodeWorkers.width * 2 else {
-                return end(found.map(decode), now: now)
+                return end(found.map(decode), now: now, partsKept: partsKept)
             }
             decodes.async {
                 guard cache.locked({ $0.isCheckingDisk(download) }) else { return end(nil, now: now) }
@@ -4872,9 +4874,13 @@ nonisolated extension ImageCache {
         }
 
         /// Ends it: a fresh entry goes to memory and the waiters, anything else queues the download on
-        /// its lane (with an expired entry to revalidate).
-        private func end(_ found: FoundOnDisk?, now: TimeInterval) {
-            let (settled, handler) = cache.locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        /// its lane (with an expired entry to revalidate). Without `partsKept` (no folder of kept parts
+        /// then), its first attempt claims no part.
+        private func end(_ found: FoundOnDisk?, now: TimeInterval, partsKept: Bool = true) {
+            let (settled, handler) = cache.locked { ledger in
+                if !partsKept { download.foundNoParts() }
+                return (ledger.lookedUp(download, found, now: now), ledger.settings.onEvent)
+            }
             guard let settled else { return }
             if case .fresh(let payload, _, _)? = found {
                 let delivery = Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)
@@ -5897,6 +5903,7 @@ nonisolated extension ImageCache {
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
+        private(set) var claimsPart = true  // its next attempt looks for a kept part (`PartialBody.claim`)
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -5964,7 +5971,14 @@ nonisolated extension ImageCache {
         }
 
         /// Notes the credentials its request was sent with (see `Authorizer`).
-        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+        /// A later attempt looks for a part again: this one may keep one.
+        func sent(withCredentials credentials: UInt64) {
+            self.credentials = credentials
+            claimsPart = true
+        }
+
+        /// Notes that its look-up on disk found no folder of kept parts: its first attempt claims none.
+        func foundNoParts() { claimsPart = false }
 
         /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
         /// attempt after the refresh is not a retry.
@@ -6189,14 +6203,15 @@ nonisolated extension ImageCache {
         while !batch.isEmpty {
             var freed: [Download] = []
             let (settings, stale, credentials) = locked { ledger in
-                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+                (ledger.settings, batch.map { ($0.stale, $0.claimsPart) }, authorizer.refreshes)  // before the modifier reads a token
             }
-            for (download, stale) in zip(batch, stale) {
+            for (download, (stale, claimsPart)) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
                     continue
                 }
-                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, claimsPart: claimsPart,
+                                                                              credentials: credentials)
             }
             batch = freed
         }
@@ -6231,15 +6246,16 @@ nonisolated extension ImageCache {
 
         /// Sends it: the load's request with the cache's headers and the revalidation's, as
         /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
-        /// refreshes ended before the modifier ran). Returns what a refused request freed.
-        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+        /// refreshes ended before the modifier ran; `claimsPart`: a kept part may be there to resume).
+        /// Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?, claimsPart: Bool = true,
                   credentials: UInt64) -> [Download] {
             let (download, transport, disk) = (self.download, cache.transport, cache.disk)
             switch request(settings, stale?.found.validators) {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let partial = stale == nil && claimsPart ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
                 let task = transport.task(request)
                 let sent = cache.locked { ledger in
                     guard case .running(nil) = download.phase else { return false }
@@ -10364,6 +10380,15 @@ nonisolated extension ImageCache {
             guard let directory = openFolder(create: false) else { return nil }
             let fd = Foundation.openat(directory, Self.name(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             return fd >= 0 ? fd : nil
+        }
+
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
+        /// in the open folder.
+        func holdsParts() -> Bool {
+            guard let directory = openFolder(create: false) else { return true }
+            var info = Foundation.stat()
+            return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
+                || Foundation.errno != ENOENT
         }
 
         /// Whether the folder holds a file under `id` (a regular one).

@@ -382,6 +382,15 @@ nonisolated extension ImageCache {
             return fd >= 0 ? fd : nil
         }
 
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
+        /// in the open folder.
+        func holdsParts() -> Bool {
+            guard let directory = openFolder(create: false) else { return true }
+            var info = Foundation.stat()
+            return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
+                || Foundation.errno != ENOENT
+        }
+
         /// Whether the folder holds a file under `id` (a regular one).
         func holds(_ id: UInt64) -> Bool {
             withFile(id) { fd in

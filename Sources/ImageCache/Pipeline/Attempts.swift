@@ -29,14 +29,15 @@ nonisolated extension ImageCache {
         while !batch.isEmpty {
             var freed: [Download] = []
             let (settings, stale, credentials) = locked { ledger in
-                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+                (ledger.settings, batch.map { ($0.stale, $0.claimsPart) }, authorizer.refreshes)  // before the modifier reads a token
             }
-            for (download, stale) in zip(batch, stale) {
+            for (download, (stale, claimsPart)) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
                     continue
                 }
-                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, claimsPart: claimsPart,
+                                                                              credentials: credentials)
             }
             batch = freed
         }
@@ -71,15 +72,16 @@ nonisolated extension ImageCache {
 
         /// Sends it: the load's request with the cache's headers and the revalidation's, as
         /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
-        /// refreshes ended before the modifier ran). Returns what a refused request freed.
-        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+        /// refreshes ended before the modifier ran; `claimsPart`: a kept part may be there to resume).
+        /// Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?, claimsPart: Bool = true,
                   credentials: UInt64) -> [Download] {
             let (download, transport, disk) = (self.download, cache.transport, cache.disk)
             switch request(settings, stale?.found.validators) {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let partial = stale == nil && claimsPart ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
                 let task = transport.task(request)
                 let sent = cache.locked { ledger in
                     guard case .running(nil) = download.phase else { return false }
