@@ -172,7 +172,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: DecodeWorkers
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
-    fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let disk: DiskStore  // used only on `diskQueue` (but `knowsAbsent`, from any thread)
     fileprivate let authorizer = Authorizer()  // guarded by `lock`
     fileprivate let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     fileprivate let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
@@ -241,6 +241,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             let cache = self
             cache.diskQueue.async { cache.run(work) }
         }
+        _state.knowsAbsentOnDisk = { [disk] key in disk.knowsAbsent(DiskStore.fileID(for: key.string)) }
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -5198,6 +5199,9 @@ nonisolated extension ImageCache {
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        /// Whether the disk knows that it holds no file of a key now (`DiskStore.knowsAbsent`); set
+        /// once by the cache's `init`.
+        var knowsAbsentOnDisk: (Key) -> Bool = { _ in false }
 
         init(settings: Settings) { self.settings = settings }
 
@@ -6572,12 +6576,14 @@ nonisolated extension ImageCache.Ledger {
         return delivery
     }
 
-    /// Has the disk remove an older file of `download`'s key, which an image kept on no disk must
-    /// not leave behind; not when its look-up on disk found none: this process has written none
-    /// since (a store forgets the download first), and it spares a `no-store` miss a hop to the
-    /// disk queue and a look-up there. (Another process's file written since is its own image.)
+    /// Has the disk remove the file of `download`'s key, which an image kept on no disk must not
+    /// leave behind, whoever wrote it; not when its look-up on disk found none and the folder's watch
+    /// knows of none since (this process has written none: a store forgets the download first;
+    /// another's would be known), which spares a `no-store` miss a hop to the disk queue.
     private mutating func removeOlderFile(of download: Download) {
-        if download.misses.disk != .absent { queueOnDisk(.remove(download.key.string)) }
+        guard download.misses.disk == .absent, knowsAbsentOnDisk(download.key) else {
+            return queueOnDisk(.remove(download.key.string))
+        }
     }
 
     /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
@@ -10098,7 +10104,14 @@ nonisolated extension ImageCache {
         let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
-        private var watch: FolderWatch?  // the names the folder may hold, once listed (see `watchNames`)
+        // The names the folder may hold, once listed (see `watchNames`): set on the disk queue, read
+        // from any thread (`knowsAbsent`).
+        private var watch: FolderWatch? {
+            get { watchLock.withLock { _watch } }
+            set { watchLock.withLock { _watch = newValue } }
+        }
+        private var _watch: FolderWatch?
+        private let watchLock = NSLock()
         private var watchStarts = 0
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -10397,6 +10410,11 @@ nonisolated extension ImageCache {
             guard let watch = FolderWatch.start(path: folderPath, directory: directory) else { return }
             self.watch = watch
             queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
+        }
+
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            watch?.knowsAbsent(id, checkingPath: true) ?? false
         }
 
         /// Lists the folder for `watch`, if it is still the folder's.
@@ -10801,21 +10819,25 @@ nonisolated extension ImageCache {
     /// it since the watch began, by any process (the kernel tells of each name made or renamed into
     /// the folder; its notice is queued before the call that made it returns). A name it does not
     /// hold is not in the folder, which a miss then knows without an `open` of a name the file
-    /// system has never cached (the most costly look-up there is). Used on the disk queue only.
-    /// Once the notices can no longer say everything (too many queued, the folder moved or gone), it
+    /// system has never cached (the most costly look-up there is). Any thread may ask it (its lock
+    /// is taken last, and never held while it calls out). Once the notices can no longer say everything (too many queued, the folder moved or gone), it
     /// knows nothing, and the store stops using it.
-    fileprivate final class FolderWatch: @unchecked Sendable {  // used on the disk queue only
+    fileprivate final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
         private let notices: Int32  // the inotify descriptor
+        private let path: String, folder: (device: UInt64, inode: UInt64)  // what it watches
+        private let lock = NSLock()
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
-        private(set) var isLost = false  // the notices may have missed a name
+        private var lost = false  // the notices may have missed a name
 
         #if canImport(Glibc)
         private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
                                          | IN_DONT_FOLLOW)
         #endif
 
-        private init(_ notices: Int32) { self.notices = notices }
+        private init(_ notices: Int32, path: String, folder: (device: UInt64, inode: UInt64)) {
+            (self.notices, self.path, self.folder) = (notices, path, folder)
+        }
 
         deinit {
             Foundation.close(notices)
@@ -10826,13 +10848,14 @@ nonisolated extension ImageCache {
         /// platform has no such notices or its limits are reached. It knows nothing until `list`.
         static func start(path: String, directory: Int32) -> FolderWatch? {
             #if canImport(Glibc)
+            var (open, there) = (Foundation.stat(), Foundation.stat())
+            guard Foundation.fstat(directory, &open) == 0 else { return nil }
             let notices = Foundation.inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             guard notices >= 0 else { return nil }
-            let watch = FolderWatch(notices)
-            var (open, there) = (Foundation.stat(), Foundation.stat())
+            let watch = FolderWatch(notices, path: path, folder: (UInt64(open.st_dev), UInt64(open.st_ino)))
             // Watched by path: the folder there must still be the open one, after the watch began.
-            guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.fstat(directory, &open) == 0,
-                  Foundation.lstat(path, &there) == 0, open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
+            guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.lstat(path, &there) == 0,
+                  open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
                 return nil
             }
             return watch
@@ -10844,29 +10867,43 @@ nonisolated extension ImageCache {
         /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
         /// found (nil: it could not list).
         func list(_ listed: Set<UInt64>?) {
-            guard let listed else { return isLost = true }
-            names = listed
-            drain()
+            lock.withLock {
+                guard let listed else { return lost = true }
+                names = listed
+                drain()
+            }
         }
 
+        /// True if the notices may have missed a name: it knows nothing any more.
+        var isLost: Bool { lock.withLock { lost } }
+
         /// True if the folder holds no image file named for `id`: after the notices queued so far.
-        /// False when it may, or when it cannot know.
-        func knowsAbsent(_ id: UInt64) -> Bool {
-            guard names != nil, !isLost else { return false }
-            drain()
-            guard let names, !isLost else { return false }
-            return !names.contains(id)
+        /// False when it may, or when it cannot know. With `checkingPath`, also false when the folder
+        /// at its path is no longer the one watched (one `lstat`: for a caller that cannot ask the
+        /// open folder).
+        func knowsAbsent(_ id: UInt64, checkingPath: Bool = false) -> Bool {
+            if checkingPath {
+                var there = Foundation.stat()
+                guard Foundation.lstat(path, &there) == 0, UInt64(there.st_dev) == folder.device,
+                      UInt64(there.st_ino) == folder.inode else { return false }
+            }
+            return lock.withLock {
+                guard names != nil, !lost else { return false }
+                drain()
+                guard let names, !lost else { return false }
+                return !names.contains(id)
+            }
         }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
-        /// notice that some were lost, or that the folder moved or went, loses the watch.
+        /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
         private func drain() {
             #if canImport(Glibc)
-            while !isLost {
+            while !lost {
                 let count = Foundation.read(notices, buffer.baseAddress, buffer.count)
                 guard count > 0 else {
                     if count < 0, Foundation.errno == EAGAIN || Foundation.errno == EINTR { return }
-                    return isLost = true
+                    return lost = true
                 }
                 do {
                     let bytes = UnsafeRawBufferPointer(buffer)
@@ -10876,7 +10913,7 @@ nonisolated extension ImageCache {
                         let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
                         let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                         if mask & UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 {
-                            isLost = true
+                            lost = true
                         } else if length > 0, offset + header + length <= count {
                             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
                             if let id = DiskStore.imageID(name) { names?.insert(id) }

@@ -74,4 +74,45 @@ final class FolderWatchTests: CacheTestCase {
         XCTAssertEqual(server.requestCount("/planted.png"), 1)
         #endif
     }
+
+    func testANoStoreAnswerStillRemovesAFileAnotherInstanceWroteAfterTheLookUp() throws {
+        #if !canImport(Glibc)
+        throw XCTSkip("the folder's watch is inotify's (Linux)")
+        #else
+        // Given: a watched and listed folder, and a download whose look-up found no file, answered
+        // no-store once the test says so.
+        let (kept, lookedUp) = (serve("/kept.png"), serve("/looked-up.png"))
+        let cache = makeCache("shared")
+        XCTAssertNotNil(fetchAndWait(cache, kept))
+        cache.drainDisk()
+        XCTAssertNotNil(fetchAndWait(cache, lookedUp))
+        cache.drainDisk()
+        let gate = Gate(), photo = fixture("photo.png")
+        server.handler = { path in
+            guard path == "/no-store.png" else { return nil }
+            gate.wait()
+            var response = LoopbackServer.Response.ok(photo)
+            response.headers["Cache-Control"] = "no-store"
+            return response
+        }
+        let url = server.url("/no-store.png")
+        XCTAssertEqual(knowsAbsent(cache, url), true)
+        let done = expectation(description: "the no-store answer")
+        cache.fetch(url) { _, _ in done.fulfill() }
+        XCTAssertTrue(server.waitForRequests("/no-store.png", count: 1, timeout: 10))
+
+        // When: another instance on the folder stores the key's file, then the answer says no-store.
+        let other = makeCache("shared")
+        try other.store(photo, for: url.absoluteString)
+        other.drainDisk()
+        let file = fileURL(cache, for: url).path
+        XCTAssertTrue(FileManager.default.fileExists(atPath: file))
+        gate.open()
+        wait(for: [done], timeout: 10)
+        cache.drainDisk()
+
+        // Then: the key keeps no file: the watch told of the other's.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+        #endif
+    }
 }

@@ -148,7 +148,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: DecodeWorkers
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
-    internal let disk: DiskStore  // used only on `diskQueue`
+    internal let disk: DiskStore  // used only on `diskQueue` (but `knowsAbsent`, from any thread)
     internal let authorizer = Authorizer()  // guarded by `lock`
     internal let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     internal let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
@@ -225,6 +225,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
             let cache = self
             cache.diskQueue.async { cache.run(work) }
         }
+        _state.knowsAbsentOnDisk = { [disk] key in disk.knowsAbsent(DiskStore.fileID(for: key.string)) }
         observeMemoryWarnings()
         Self.readScreen()
     }

@@ -88,7 +88,14 @@ nonisolated extension ImageCache {
         let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
-        private var watch: FolderWatch?  // the names the folder may hold, once listed (see `watchNames`)
+        // The names the folder may hold, once listed (see `watchNames`): set on the disk queue, read
+        // from any thread (`knowsAbsent`).
+        private var watch: FolderWatch? {
+            get { watchLock.withLock { _watch } }
+            set { watchLock.withLock { _watch = newValue } }
+        }
+        private var _watch: FolderWatch?
+        private let watchLock = NSLock()
         private var watchStarts = 0
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
@@ -397,6 +404,11 @@ nonisolated extension ImageCache {
             guard let watch = FolderWatch.start(path: folderPath, directory: directory) else { return }
             self.watch = watch
             queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
+        }
+
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            watch?.knowsAbsent(id, checkingPath: true) ?? false
         }
 
         /// Lists the folder for `watch`, if it is still the folder's.

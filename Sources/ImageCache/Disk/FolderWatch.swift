@@ -24,21 +24,25 @@ nonisolated extension ImageCache {
     /// it since the watch began, by any process (the kernel tells of each name made or renamed into
     /// the folder; its notice is queued before the call that made it returns). A name it does not
     /// hold is not in the folder, which a miss then knows without an `open` of a name the file
-    /// system has never cached (the most costly look-up there is). Used on the disk queue only.
-    /// Once the notices can no longer say everything (too many queued, the folder moved or gone), it
+    /// system has never cached (the most costly look-up there is). Any thread may ask it (its lock
+    /// is taken last, and never held while it calls out). Once the notices can no longer say everything (too many queued, the folder moved or gone), it
     /// knows nothing, and the store stops using it.
-    internal final class FolderWatch: @unchecked Sendable {  // used on the disk queue only
+    internal final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
         private let notices: Int32  // the inotify descriptor
+        private let path: String, folder: (device: UInt64, inode: UInt64)  // what it watches
+        private let lock = NSLock()
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
-        private(set) var isLost = false  // the notices may have missed a name
+        private var lost = false  // the notices may have missed a name
 
         #if canImport(Glibc)
         private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
                                          | IN_DONT_FOLLOW)
         #endif
 
-        private init(_ notices: Int32) { self.notices = notices }
+        private init(_ notices: Int32, path: String, folder: (device: UInt64, inode: UInt64)) {
+            (self.notices, self.path, self.folder) = (notices, path, folder)
+        }
 
         deinit {
             Foundation.close(notices)
@@ -49,13 +53,14 @@ nonisolated extension ImageCache {
         /// platform has no such notices or its limits are reached. It knows nothing until `list`.
         static func start(path: String, directory: Int32) -> FolderWatch? {
             #if canImport(Glibc)
+            var (open, there) = (Foundation.stat(), Foundation.stat())
+            guard Foundation.fstat(directory, &open) == 0 else { return nil }
             let notices = Foundation.inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             guard notices >= 0 else { return nil }
-            let watch = FolderWatch(notices)
-            var (open, there) = (Foundation.stat(), Foundation.stat())
+            let watch = FolderWatch(notices, path: path, folder: (UInt64(open.st_dev), UInt64(open.st_ino)))
             // Watched by path: the folder there must still be the open one, after the watch began.
-            guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.fstat(directory, &open) == 0,
-                  Foundation.lstat(path, &there) == 0, open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
+            guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.lstat(path, &there) == 0,
+                  open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
                 return nil
             }
             return watch
@@ -67,29 +72,43 @@ nonisolated extension ImageCache {
         /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
         /// found (nil: it could not list).
         func list(_ listed: Set<UInt64>?) {
-            guard let listed else { return isLost = true }
-            names = listed
-            drain()
+            lock.withLock {
+                guard let listed else { return lost = true }
+                names = listed
+                drain()
+            }
         }
 
+        /// True if the notices may have missed a name: it knows nothing any more.
+        var isLost: Bool { lock.withLock { lost } }
+
         /// True if the folder holds no image file named for `id`: after the notices queued so far.
-        /// False when it may, or when it cannot know.
-        func knowsAbsent(_ id: UInt64) -> Bool {
-            guard names != nil, !isLost else { return false }
-            drain()
-            guard let names, !isLost else { return false }
-            return !names.contains(id)
+        /// False when it may, or when it cannot know. With `checkingPath`, also false when the folder
+        /// at its path is no longer the one watched (one `lstat`: for a caller that cannot ask the
+        /// open folder).
+        func knowsAbsent(_ id: UInt64, checkingPath: Bool = false) -> Bool {
+            if checkingPath {
+                var there = Foundation.stat()
+                guard Foundation.lstat(path, &there) == 0, UInt64(there.st_dev) == folder.device,
+                      UInt64(there.st_ino) == folder.inode else { return false }
+            }
+            return lock.withLock {
+                guard names != nil, !lost else { return false }
+                drain()
+                guard let names, !lost else { return false }
+                return !names.contains(id)
+            }
         }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
-        /// notice that some were lost, or that the folder moved or went, loses the watch.
+        /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
         private func drain() {
             #if canImport(Glibc)
-            while !isLost {
+            while !lost {
                 let count = Foundation.read(notices, buffer.baseAddress, buffer.count)
                 guard count > 0 else {
                     if count < 0, Foundation.errno == EAGAIN || Foundation.errno == EINTR { return }
-                    return isLost = true
+                    return lost = true
                 }
                 do {
                     let bytes = UnsafeRawBufferPointer(buffer)
@@ -99,7 +118,7 @@ nonisolated extension ImageCache {
                         let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
                         let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                         if mask & UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 {
-                            isLost = true
+                            lost = true
                         } else if length > 0, offset + header + length <= count {
                             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
                             if let id = DiskStore.imageID(name) { names?.insert(id) }

@@ -398,12 +398,14 @@ nonisolated extension ImageCache.Ledger {
         return delivery
     }
 
-    /// Has the disk remove an older file of `download`'s key, which an image kept on no disk must
-    /// not leave behind; not when its look-up on disk found none: this process has written none
-    /// since (a store forgets the download first), and it spares a `no-store` miss a hop to the
-    /// disk queue and a look-up there. (Another process's file written since is its own image.)
+    /// Has the disk remove the file of `download`'s key, which an image kept on no disk must not
+    /// leave behind, whoever wrote it; not when its look-up on disk found none and the folder's watch
+    /// knows of none since (this process has written none: a store forgets the download first;
+    /// another's would be known), which spares a `no-store` miss a hop to the disk queue.
     private mutating func removeOlderFile(of download: Download) {
-        if download.misses.disk != .absent { queueOnDisk(.remove(download.key.string)) }
+        guard download.misses.disk == .absent, knowsAbsentOnDisk(download.key) else {
+            return queueOnDisk(.remove(download.key.string))
+        }
     }
 
     /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date

@@ -40,6 +40,9 @@ nonisolated extension ImageCache {
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        /// Whether the disk knows that it holds no file of a key now (`DiskStore.knowsAbsent`); set
+        /// once by the cache's `init`.
+        var knowsAbsentOnDisk: (Key) -> Bool = { _ in false }
 
         init(settings: Settings) { self.settings = settings }
 
