@@ -10412,9 +10412,12 @@ nonisolated extension ImageCache {
             queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
         }
 
-        /// True if the folder's watch knows that it holds no file `id` now; from any thread.
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread. The folder
+        /// moved away or deleted is not looked for (an `lstat` of its path costs microseconds): the
+        /// watch is lost once the kernel tells of it, and a removal queued instead would look in
+        /// the open folder too.
         func knowsAbsent(_ id: UInt64) -> Bool {
-            watch?.knowsAbsent(id, checkingPath: true) ?? false
+            watch?.knowsAbsent(id) ?? false
         }
 
         /// Lists the folder for `watch`, if it is still the folder's.
@@ -10824,7 +10827,6 @@ nonisolated extension ImageCache {
     /// knows nothing, and the store stops using it.
     fileprivate final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
         private let notices: Int32  // the inotify descriptor
-        private let path: String, folder: (device: UInt64, inode: UInt64)  // what it watches
         private let lock = NSLock()
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
@@ -10835,9 +10837,7 @@ nonisolated extension ImageCache {
                                          | IN_DONT_FOLLOW)
         #endif
 
-        private init(_ notices: Int32, path: String, folder: (device: UInt64, inode: UInt64)) {
-            (self.notices, self.path, self.folder) = (notices, path, folder)
-        }
+        private init(_ notices: Int32) { self.notices = notices }
 
         deinit {
             Foundation.close(notices)
@@ -10852,7 +10852,7 @@ nonisolated extension ImageCache {
             guard Foundation.fstat(directory, &open) == 0 else { return nil }
             let notices = Foundation.inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             guard notices >= 0 else { return nil }
-            let watch = FolderWatch(notices, path: path, folder: (UInt64(open.st_dev), UInt64(open.st_ino)))
+            let watch = FolderWatch(notices)
             // Watched by path: the folder there must still be the open one, after the watch began.
             guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.lstat(path, &there) == 0,
                   open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
@@ -10878,16 +10878,9 @@ nonisolated extension ImageCache {
         var isLost: Bool { lock.withLock { lost } }
 
         /// True if the folder holds no image file named for `id`: after the notices queued so far.
-        /// False when it may, or when it cannot know. With `checkingPath`, also false when the folder
-        /// at its path is no longer the one watched (one `lstat`: for a caller that cannot ask the
-        /// open folder).
-        func knowsAbsent(_ id: UInt64, checkingPath: Bool = false) -> Bool {
-            if checkingPath {
-                var there = Foundation.stat()
-                guard Foundation.lstat(path, &there) == 0, UInt64(there.st_dev) == folder.device,
-                      UInt64(there.st_ino) == folder.inode else { return false }
-            }
-            return lock.withLock {
+        /// False when it may, or when it cannot know.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            lock.withLock {
                 guard names != nil, !lost else { return false }
                 drain()
                 guard let names, !lost else { return false }

@@ -406,9 +406,12 @@ nonisolated extension ImageCache {
             queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
         }
 
-        /// True if the folder's watch knows that it holds no file `id` now; from any thread.
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread. The folder
+        /// moved away or deleted is not looked for (an `lstat` of its path costs microseconds): the
+        /// watch is lost once the kernel tells of it, and a removal queued instead would look in
+        /// the open folder too.
         func knowsAbsent(_ id: UInt64) -> Bool {
-            watch?.knowsAbsent(id, checkingPath: true) ?? false
+            watch?.knowsAbsent(id) ?? false
         }
 
         /// Lists the folder for `watch`, if it is still the folder's.

@@ -29,7 +29,6 @@ nonisolated extension ImageCache {
     /// knows nothing, and the store stops using it.
     internal final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
         private let notices: Int32  // the inotify descriptor
-        private let path: String, folder: (device: UInt64, inode: UInt64)  // what it watches
         private let lock = NSLock()
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
@@ -40,9 +39,7 @@ nonisolated extension ImageCache {
                                          | IN_DONT_FOLLOW)
         #endif
 
-        private init(_ notices: Int32, path: String, folder: (device: UInt64, inode: UInt64)) {
-            (self.notices, self.path, self.folder) = (notices, path, folder)
-        }
+        private init(_ notices: Int32) { self.notices = notices }
 
         deinit {
             Foundation.close(notices)
@@ -57,7 +54,7 @@ nonisolated extension ImageCache {
             guard Foundation.fstat(directory, &open) == 0 else { return nil }
             let notices = Foundation.inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             guard notices >= 0 else { return nil }
-            let watch = FolderWatch(notices, path: path, folder: (UInt64(open.st_dev), UInt64(open.st_ino)))
+            let watch = FolderWatch(notices)
             // Watched by path: the folder there must still be the open one, after the watch began.
             guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.lstat(path, &there) == 0,
                   open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
@@ -83,16 +80,9 @@ nonisolated extension ImageCache {
         var isLost: Bool { lock.withLock { lost } }
 
         /// True if the folder holds no image file named for `id`: after the notices queued so far.
-        /// False when it may, or when it cannot know. With `checkingPath`, also false when the folder
-        /// at its path is no longer the one watched (one `lstat`: for a caller that cannot ask the
-        /// open folder).
-        func knowsAbsent(_ id: UInt64, checkingPath: Bool = false) -> Bool {
-            if checkingPath {
-                var there = Foundation.stat()
-                guard Foundation.lstat(path, &there) == 0, UInt64(there.st_dev) == folder.device,
-                      UInt64(there.st_ino) == folder.inode else { return false }
-            }
-            return lock.withLock {
+        /// False when it may, or when it cannot know.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            lock.withLock {
                 guard names != nil, !lost else { return false }
                 drain()
                 guard let names, !lost else { return false }
