@@ -174,7 +174,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: DecodeWorkers
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
-    fileprivate let disk: DiskStore  // used only on `diskQueue`
+    fileprivate let disk: DiskStore  // used only on `diskQueue` (but `knowsAbsent`, from any thread)
     fileprivate let authorizer = Authorizer()  // guarded by `lock`
     fileprivate let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     fileprivate let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
@@ -239,10 +239,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.attach(self)
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
-        _state.sendDiskWork { [unowned self] work in
+        _state.sendDiskWork({ [unowned self] work in
             let cache = self
             cache.diskQueue.async { cache.run(work) }
-        }
+        }, knowsAbsent: { [disk] key in disk.knowsAbsent(DiskStore.fileID(for: key.string)) })
         observeMemoryWarnings()
         Self.readScreen()
     }
@@ -4893,9 +4893,11 @@ nonisolated extension ImageCache {
             // A stored image whose file is not written yet: the key's older file is not it.
             if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
             let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
+            // Asked here, by a name the kernel has cached, not by `PartialBody.claim`'s path.
+            let partsKept = found != nil || disk.holdsParts()
             cache.learnSize(of: download.key, from: found?.data)
             guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < DecodeWorkers.width * 2 else {
-                return end(found.map(decode), now: now)
+                return end(found.map(decode), now: now, partsKept: partsKept)
             }
             decodes.async {
                 guard cache.locked({ $0.isCheckingDisk(download) }) else { return end(nil, now: now) }
@@ -4921,9 +4923,13 @@ nonisolated extension ImageCache {
         }
 
         /// Ends it: a fresh entry goes to memory and the waiters, anything else queues the download on
-        /// its lane (with an expired entry to revalidate).
-        private func end(_ found: FoundOnDisk?, now: TimeInterval) {
-            let (settled, handler) = cache.locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        /// its lane (with an expired entry to revalidate). Without `partsKept` (no folder of kept parts
+        /// then), its first attempt claims no part.
+        private func end(_ found: FoundOnDisk?, now: TimeInterval, partsKept: Bool = true) {
+            let (settled, handler) = cache.locked { ledger in
+                if !partsKept { download.foundNoParts() }
+                return (ledger.lookedUp(download, found, now: now), ledger.settings.onEvent)
+            }
             guard let settled else { return }
             if case .fresh(let payload, _, _)? = found {
                 let delivery = Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)
@@ -5241,11 +5247,17 @@ nonisolated extension ImageCache {
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         private(set) var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        /// Whether the disk knows that it holds no file of a key now (`DiskStore.knowsAbsent`); set
+        /// once by the cache's `init`.
+        private(set) var knowsAbsentOnDisk: (Key) -> Bool = { _ in false }
 
         init(settings: Settings) { self.settings = settings }
 
-        /// Sends its disk work to `queue` from now on (the cache's `init`, once the cache exists).
-        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void) { queueOnDisk = queue }
+        /// Sends its disk work to `queue` from now on, and asks `knowsAbsent` whether the disk holds
+        /// no file of a key (the cache's `init`, once the cache exists).
+        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void, knowsAbsent: @escaping (Key) -> Bool) {
+            (queueOnDisk, knowsAbsentOnDisk) = (queue, knowsAbsent)
+        }
 
         // The cache's types by their short names in the ledger's extensions in other files, which
         // (declared at the top level) do not see `ImageCache`'s scope.
@@ -5948,6 +5960,7 @@ nonisolated extension ImageCache {
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
+        private(set) var claimsPart = true  // its next attempt looks for a kept part (`PartialBody.claim`)
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -6015,7 +6028,14 @@ nonisolated extension ImageCache {
         }
 
         /// Notes the credentials its request was sent with (see `Authorizer`).
-        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+        /// A later attempt looks for a part again: this one may keep one.
+        func sent(withCredentials credentials: UInt64) {
+            self.credentials = credentials
+            claimsPart = true
+        }
+
+        /// Notes that its look-up on disk found no folder of kept parts: its first attempt claims none.
+        func foundNoParts() { claimsPart = false }
 
         /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
         /// attempt after the refresh is not a retry.
@@ -6244,14 +6264,15 @@ nonisolated extension ImageCache {
         while !batch.isEmpty {
             var freed: [Download] = []
             let (settings, stale, credentials) = locked { ledger in
-                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+                (ledger.settings, batch.map { ($0.stale, $0.claimsPart) }, authorizer.refreshes)  // before the modifier reads a token
             }
-            for (download, stale) in zip(batch, stale) {
+            for (download, (stale, claimsPart)) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
                     continue
                 }
-                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, claimsPart: claimsPart,
+                                                                              credentials: credentials)
             }
             batch = freed
         }
@@ -6302,15 +6323,16 @@ nonisolated extension ImageCache {
 
         /// Sends it: the load's request with the cache's headers and the revalidation's, as
         /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
-        /// refreshes ended before the modifier ran). Returns what a refused request freed.
-        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+        /// refreshes ended before the modifier ran; `claimsPart`: a kept part may be there to resume).
+        /// Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?, claimsPart: Bool = true,
                   credentials: UInt64) -> [Download] {
             let (download, transport, disk) = (self.download, cache.transport, cache.disk)
             switch request(settings, stale?.found.validators) {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let partial = stale == nil && claimsPart ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
                 let task = transport.task(request)
                 let sent = cache.locked { ledger in
                     guard case .running(nil) = download.phase else { return false }
@@ -6590,7 +6612,7 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            removeOlderFile(of: download)
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -6604,7 +6626,7 @@ nonisolated extension ImageCache.Ledger {
             entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
         }
         guard download.writesToDisk else {
-            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            removeOlderFile(of: download)  // it is not this image
             return delivery
         }
         if let revalidated {
@@ -6618,6 +6640,16 @@ nonisolated extension ImageCache.Ledger {
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
+    }
+
+    /// Has the disk remove the file of `download`'s key, which an image kept on no disk must not
+    /// leave behind, whoever wrote it; not when its look-up on disk found none and the folder's watch
+    /// knows of none since (this process has written none: a store forgets the download first;
+    /// another's would be known), which spares a `no-store` miss a hop to the disk queue.
+    private mutating func removeOlderFile(of download: Download) {
+        guard download.misses.disk == .absent, knowsAbsentOnDisk(download.key) else {
+            return queueOnDisk(.remove(download.key.string))
+        }
     }
 
     /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date
@@ -10212,6 +10244,15 @@ nonisolated extension ImageCache {
         let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
+        // The names the folder may hold, once listed (see `watchNames`): set on the disk queue, read
+        // from any thread (`knowsAbsent`).
+        private var watch: FolderWatch? {
+            get { watchLock.withLock { _watch } }
+            set { watchLock.withLock { _watch = newValue } }
+        }
+        private var _watch: FolderWatch?
+        private let watchLock = NSLock()
+        private var watchStarts = 0
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
         private var counted: (files: Int, bytes: Int)?
@@ -10251,6 +10292,9 @@ nonisolated extension ImageCache {
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
+            if watch?.isLost ?? true { watchNames() }
+            // Known absent, unless the folder was replaced: then its new one is looked in.
+            if watch?.knowsAbsent(id) == true, !reopenIfReplaced() { return nil }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
             guard let fd else { return nil }
@@ -10496,6 +10540,42 @@ nonisolated extension ImageCache {
             return fd >= 0 ? fd : nil
         }
 
+        /// Watches the folder's names (`FolderWatch`; a few times at most, as a watch may be lost), listed
+        /// 2 s later on the disk queue: a listing of a large folder would hold a launch's first
+        /// look-ups back, which open their names meanwhile.
+        private func watchNames() {
+            watch = nil
+            guard watchStarts < 3, let queue = owner?.diskQueue, let directory = openFolder(create: false) else { return }
+            watchStarts += 1
+            guard let watch = FolderWatch.start(path: folderPath, directory: directory) else { return }
+            self.watch = watch
+            queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
+        }
+
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread. The folder
+        /// moved away or deleted is not looked for (an `lstat` of its path costs microseconds): the
+        /// watch is lost once the kernel tells of it, and a removal queued instead would look in
+        /// the open folder too.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            watch?.knowsAbsent(id) ?? false
+        }
+
+        /// Lists the folder for `watch`, if it is still the folder's.
+        fileprivate func listWatched(_ watch: FolderWatch) {
+            let names = imageIDs()  // may find the folder replaced, and drop the watch
+            if watch === self.watch { watch.list(names) }
+        }
+
+
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
+        /// in the open folder.
+        func holdsParts() -> Bool {
+            guard let directory = openFolder(create: false) else { return true }
+            var info = Foundation.stat()
+            return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
+                || Foundation.errno != ENOENT
+        }
+
         /// Whether the folder holds a file under `id` (a regular one).
         func holds(_ id: UInt64) -> Bool {
             withFile(id) { fd in
@@ -10535,6 +10615,7 @@ nonisolated extension ImageCache {
             report("the folder \(folderPath) was deleted or replaced; using the one there now")
             Foundation.close(directory)
             directory = -1
+            watch = nil  // it watched the old one
             return true
         }
 
@@ -10869,6 +10950,116 @@ nonisolated extension ImageCache.DiskStore {
         guard Foundation.fstatat(directory, name, &now, AT_SYMLINK_NOFOLLOW) == 0, now.st_ino == judged.st_ino,
               now.st_mode & S_IFMT == S_IFREG else { return }
         Foundation.unlinkat(directory, name, 0)
+    }
+}
+
+// MARK: - Disk/FolderWatch.swift
+
+// What a miss's look-up on disk may know without looking the name up (`FolderWatch`): the image
+// names the folder has held since a listing, kept by the kernel's notices of new names (inotify, on
+// Linux; elsewhere there is none and every look-up opens its name).
+
+
+nonisolated extension ImageCache {
+    /// The image names a folder may hold: every name a listing found, and every name that came into
+    /// it since the watch began, by any process (the kernel tells of each name made or renamed into
+    /// the folder; its notice is queued before the call that made it returns). A name it does not
+    /// hold is not in the folder, which a miss then knows without an `open` of a name the file
+    /// system has never cached (the most costly look-up there is). Any thread may ask it (its lock
+    /// is taken last, and never held while it calls out). Once the notices can no longer say everything (too many queued, the folder moved or gone), it
+    /// knows nothing, and the store stops using it.
+    fileprivate final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
+        private let notices: Int32  // the inotify descriptor
+        private let lock = NSLock()
+        private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
+        private var names: Set<UInt64>?  // nil until listed
+        private var lost = false  // the notices may have missed a name
+
+        #if canImport(Glibc)
+        private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+                                         | IN_DONT_FOLLOW)
+        #endif
+
+        private init(_ notices: Int32) { self.notices = notices }
+
+        deinit {
+            Foundation.close(notices)
+            buffer.deallocate()
+        }
+
+        /// Watches the folder at `path`, which `directory` must be (else nil); nil too where the
+        /// platform has no such notices or its limits are reached. It knows nothing until `list`.
+        static func start(path: String, directory: Int32) -> FolderWatch? {
+            #if canImport(Glibc)
+            var (open, there) = (Foundation.stat(), Foundation.stat())
+            guard Foundation.fstat(directory, &open) == 0 else { return nil }
+            let notices = Foundation.inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            guard notices >= 0 else { return nil }
+            let watch = FolderWatch(notices)
+            // Watched by path: the folder there must still be the open one, after the watch began.
+            guard Foundation.inotify_add_watch(notices, path, mask) >= 0, Foundation.lstat(path, &there) == 0,
+                  open.st_ino == there.st_ino, open.st_dev == there.st_dev else {
+                return nil
+            }
+            return watch
+            #else
+            return nil
+            #endif
+        }
+
+        /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
+        /// found (nil: it could not list).
+        func list(_ listed: Set<UInt64>?) {
+            lock.withLock {
+                guard let listed else { return lost = true }
+                names = listed
+                drain()
+            }
+        }
+
+        /// True if the notices may have missed a name: it knows nothing any more.
+        var isLost: Bool { lock.withLock { lost } }
+
+        /// True if the folder holds no image file named for `id`: after the notices queued so far.
+        /// False when it may, or when it cannot know.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            lock.withLock {
+                guard names != nil, !lost else { return false }
+                drain()
+                guard let names, !lost else { return false }
+                return !names.contains(id)
+            }
+        }
+
+        /// Reads the notices queued so far: each image name made in the folder joins `names`; a
+        /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
+        private func drain() {
+            #if canImport(Glibc)
+            while !lost {
+                let count = Foundation.read(notices, buffer.baseAddress, buffer.count)
+                guard count > 0 else {
+                    if count < 0, Foundation.errno == EAGAIN || Foundation.errno == EINTR { return }
+                    return lost = true
+                }
+                do {
+                    let bytes = UnsafeRawBufferPointer(buffer)
+                    var offset = 0
+                    let header = MemoryLayout<inotify_event>.size
+                    while offset + header <= count {
+                        let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                        let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                        if mask & UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 {
+                            lost = true
+                        } else if length > 0, offset + header + length <= count {
+                            let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
+                            if let id = DiskStore.imageID(name) { names?.insert(id) }
+                        }
+                        offset += header + length
+                    }
+                }
+            }
+            #endif
+        }
     }
 }
 

@@ -150,7 +150,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: DecodeWorkers
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
-    internal let disk: DiskStore  // used only on `diskQueue`
+    internal let disk: DiskStore  // used only on `diskQueue` (but `knowsAbsent`, from any thread)
     internal let authorizer = Authorizer()  // guarded by `lock`
     internal let animationBudget = AnimationBudget(maxBytes: AnimationBudget.defaultMaxBytes)  // its own lock
     internal let sizes = SizeIndex()  // the size of each image seen (API/ImageSize.swift)
@@ -223,10 +223,10 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport.attach(self)
         // The ledger is part of the cache, so it holds the cache unowned; the disk work holds it
         // strongly, so that work queued before the cache's last use still runs.
-        _state.sendDiskWork { [unowned self] work in
+        _state.sendDiskWork({ [unowned self] work in
             let cache = self
             cache.diskQueue.async { cache.run(work) }
-        }
+        }, knowsAbsent: { [disk] key in disk.knowsAbsent(DiskStore.fileID(for: key.string)) })
         observeMemoryWarnings()
         Self.readScreen()
     }

@@ -88,6 +88,15 @@ nonisolated extension ImageCache {
         let writer = Foundation.getpid()
         private var writes = UInt32.random(in: 0 ... .max)
         private(set) var sweep: DispatchWorkItem?  // scheduled by the first lookup
+        // The names the folder may hold, once listed (see `watchNames`): set on the disk queue, read
+        // from any thread (`knowsAbsent`).
+        private var watch: FolderWatch? {
+            get { watchLock.withLock { _watch } }
+            set { watchLock.withLock { _watch = newValue } }
+        }
+        private var _watch: FolderWatch?
+        private let watchLock = NSLock()
+        private var watchStarts = 0
         // The image files and their bytes when last counted, plus what this instance wrote and
         // deleted since; nil until counted. Only `recount` and `count` change it: they tell the cache.
         private var counted: (files: Int, bytes: Int)?
@@ -131,6 +140,9 @@ nonisolated extension ImageCache {
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
+            if watch?.isLost ?? true { watchNames() }
+            // Known absent, unless the folder was replaced: then its new one is looked in.
+            if watch?.knowsAbsent(id) == true, !reopenIfReplaced() { return nil }
             var fd = openFile(id)
             if fd == nil, Foundation.errno == ENOENT, reopenIfReplaced() { fd = openFile(id) }
             guard let fd else { return nil }
@@ -382,6 +394,45 @@ nonisolated extension ImageCache {
             return fd >= 0 ? fd : nil
         }
 
+        /// Watches the folder's names (`FolderWatch`; a few times at most, as a watch may be lost), listed
+        /// 2 s later on the disk queue: a listing of a large folder would hold a launch's first
+        /// look-ups back, which open their names meanwhile.
+        private func watchNames() {
+            watch = nil
+            guard watchStarts < 3, let queue = owner?.diskQueue, let directory = openFolder(create: false) else { return }
+            watchStarts += 1
+            guard let watch = FolderWatch.start(path: folderPath, directory: directory) else { return }
+            self.watch = watch
+            queue.asyncAfter(deadline: .now() + 2) { [weak self] in self?.listWatched(watch) }
+        }
+
+        /// True if the folder's watch knows that it holds no file `id` now; from any thread. The folder
+        /// moved away or deleted is not looked for (an `lstat` of its path costs microseconds): the
+        /// watch is lost once the kernel tells of it, and a removal queued instead would look in
+        /// the open folder too.
+        func knowsAbsent(_ id: UInt64) -> Bool {
+            watch?.knowsAbsent(id) ?? false
+        }
+
+        /// Lists the folder for `watch`, if it is still the folder's.
+        internal func listWatched(_ watch: FolderWatch) {
+            let names = imageIDs()  // may find the folder replaced, and drop the watch
+            if watch === self.watch { watch.list(names) }
+        }
+
+        #if IMAGECACHE_TESTING
+        internal var folderWatch: FolderWatch? { watch }  // for tests to list at once, and to ask
+        #endif
+
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
+        /// in the open folder.
+        func holdsParts() -> Bool {
+            guard let directory = openFolder(create: false) else { return true }
+            var info = Foundation.stat()
+            return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
+                || Foundation.errno != ENOENT
+        }
+
         /// Whether the folder holds a file under `id` (a regular one).
         func holds(_ id: UInt64) -> Bool {
             withFile(id) { fd in
@@ -421,6 +472,7 @@ nonisolated extension ImageCache {
             report("the folder \(folderPath) was deleted or replaced; using the one there now")
             Foundation.close(directory)
             directory = -1
+            watch = nil  // it watched the old one
             return true
         }
 

@@ -30,14 +30,15 @@ nonisolated extension ImageCache {
         while !batch.isEmpty {
             var freed: [Download] = []
             let (settings, stale, credentials) = locked { ledger in
-                (ledger.settings, batch.map(\.stale), authorizer.refreshes)  // before the modifier reads a token
+                (ledger.settings, batch.map { ($0.stale, $0.claimsPart) }, authorizer.refreshes)  // before the modifier reads a token
             }
-            for (download, stale) in zip(batch, stale) {
+            for (download, (stale, claimsPart)) in zip(batch, stale) {
                 if let source = download.source {
                     startSource(download, source)
                     continue
                 }
-                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, credentials: credentials)
+                freed += NetworkAttempt(cache: self, download: download).send(settings, stale, claimsPart: claimsPart,
+                                                                              credentials: credentials)
             }
             batch = freed
         }
@@ -88,15 +89,16 @@ nonisolated extension ImageCache {
 
         /// Sends it: the load's request with the cache's headers and the revalidation's, as
         /// ``requestModifier`` makes it (`stale`: the expired entry to revalidate; `credentials`: the
-        /// refreshes ended before the modifier ran). Returns what a refused request freed.
-        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?,
+        /// refreshes ended before the modifier ran; `claimsPart`: a kept part may be there to resume).
+        /// Returns what a refused request freed.
+        func send(_ settings: Settings, _ stale: (payload: Payload, found: DiskStore.Found)?, claimsPart: Bool = true,
                   credentials: UInt64) -> [Download] {
             let (download, transport, disk) = (self.download, cache.transport, cache.disk)
             switch request(settings, stale?.found.validators) {
             case .failure(let refusal):
                 return finished(.failure(refusal))
             case .success(var request):
-                let partial = stale == nil ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
+                let partial = stale == nil && claimsPart ? PartialBody.claim(in: disk, key: download.key.string, &request) : nil
                 let task = transport.task(request)
                 let sent = cache.locked { ledger in
                     guard case .running(nil) = download.phase else { return false }
@@ -376,7 +378,7 @@ nonisolated extension ImageCache.Ledger {
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
         guard !freshness.cacheControl.noStore else {
             entries[download.key] = nil
-            queueOnDisk(.remove(download.key.string))  // an older file of the key goes too
+            removeOlderFile(of: download)
             return delivery
         }
         let downloadedAt = downloadDate(freshness, now: now)
@@ -390,7 +392,7 @@ nonisolated extension ImageCache.Ledger {
             entries[download.key] = nil  // stale on arrival (memory would never serve it), or not to keep
         }
         guard download.writesToDisk else {
-            queueOnDisk(.remove(download.key.string))  // an older file of the key is not this image
+            removeOlderFile(of: download)  // it is not this image
             return delivery
         }
         if let revalidated {
@@ -404,6 +406,16 @@ nonisolated extension ImageCache.Ledger {
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
+    }
+
+    /// Has the disk remove the file of `download`'s key, which an image kept on no disk must not
+    /// leave behind, whoever wrote it; not when its look-up on disk found none and the folder's watch
+    /// knows of none since (this process has written none: a store forgets the download first;
+    /// another's would be known), which spares a `no-store` miss a hop to the disk queue.
+    private mutating func removeOlderFile(of download: Download) {
+        guard download.misses.disk == .absent, knowsAbsentOnDisk(download.key) else {
+            return queueOnDisk(.remove(download.key.string))
+        }
     }
 
     /// The date an entry counts as downloaded, for it to expire `imageTimeToLive` after that date

@@ -48,9 +48,11 @@ nonisolated extension ImageCache {
             // A stored image whose file is not written yet: the key's older file is not it.
             if !disk.storing.isEmpty, let store = disk.storing[id] { return store.park(self) }
             let found = disk.read(id, now: now, maxBytes: maxBytes ?? 0)
+            // Asked here, by a name the kernel has cached, not by `PartialBody.claim`'s path.
+            let partsKept = found != nil || disk.holdsParts()
             cache.learnSize(of: download.key, from: found?.data)
             guard let found, !download.decoder.isCheap(download.limits), decodes.backlog < DecodeWorkers.width * 2 else {
-                return end(found.map(decode), now: now)
+                return end(found.map(decode), now: now, partsKept: partsKept)
             }
             decodes.async {
                 guard cache.locked({ $0.isCheckingDisk(download) }) else { return end(nil, now: now) }
@@ -76,9 +78,13 @@ nonisolated extension ImageCache {
         }
 
         /// Ends it: a fresh entry goes to memory and the waiters, anything else queues the download on
-        /// its lane (with an expired entry to revalidate).
-        private func end(_ found: FoundOnDisk?, now: TimeInterval) {
-            let (settled, handler) = cache.locked { ($0.lookedUp(download, found, now: now), $0.settings.onEvent) }
+        /// its lane (with an expired entry to revalidate). Without `partsKept` (no folder of kept parts
+        /// then), its first attempt claims no part.
+        private func end(_ found: FoundOnDisk?, now: TimeInterval, partsKept: Bool = true) {
+            let (settled, handler) = cache.locked { ledger in
+                if !partsKept { download.foundNoParts() }
+                return (ledger.lookedUp(download, found, now: now), ledger.settings.onEvent)
+            }
             guard let settled else { return }
             if case .fresh(let payload, _, _)? = found {
                 let delivery = Delivery(payload: payload, source: .disk, limits: download.limits, misses: download.misses)

@@ -37,6 +37,7 @@ nonisolated extension ImageCache {
         private(set) var credentials: UInt64 = 0  // the refreshes ended before its request was made (see `Authorizer`)
         private(set) var reauthorized = false  // it waited for a refresh once: refused again, it fails
         private(set) var misses = Misses()  // what each tier said of it (MissReason.swift)
+        private(set) var claimsPart = true  // its next attempt looks for a kept part (`PartialBody.claim`)
         // What its loads chose (see `Request.Options`): any of them asks a reload, or not to write to
         // disk; all of them ask not to keep it in memory.
         private(set) var ignoresCache = false
@@ -122,7 +123,14 @@ nonisolated extension ImageCache {
         }
 
         /// Notes the credentials its request was sent with (see `Authorizer`).
-        func sent(withCredentials credentials: UInt64) { self.credentials = credentials }
+        /// A later attempt looks for a part again: this one may keep one.
+        func sent(withCredentials credentials: UInt64) {
+            self.credentials = credentials
+            claimsPart = true
+        }
+
+        /// Notes that its look-up on disk found no folder of kept parts: its first attempt claims none.
+        func foundNoParts() { claimsPart = false }
 
         /// Notes a refusal that sent it to wait for a refresh: refused again, it fails, and the
         /// attempt after the refresh is not a retry.

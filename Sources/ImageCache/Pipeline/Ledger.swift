@@ -40,11 +40,17 @@ nonisolated extension ImageCache {
         let shelf = SecondChanceShelf()  // images evicted lately; `memory`'s second-chance records bound it
         /// Queues work on the disk queue (see `DiskWork`); set once by the cache's `init`.
         private(set) var queueOnDisk: (DiskWork) -> Void = { _ in preconditionFailure("the cache's init sets where disk work goes") }
+        /// Whether the disk knows that it holds no file of a key now (`DiskStore.knowsAbsent`); set
+        /// once by the cache's `init`.
+        private(set) var knowsAbsentOnDisk: (Key) -> Bool = { _ in false }
 
         init(settings: Settings) { self.settings = settings }
 
-        /// Sends its disk work to `queue` from now on (the cache's `init`, once the cache exists).
-        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void) { queueOnDisk = queue }
+        /// Sends its disk work to `queue` from now on, and asks `knowsAbsent` whether the disk holds
+        /// no file of a key (the cache's `init`, once the cache exists).
+        mutating func sendDiskWork(_ queue: @escaping (DiskWork) -> Void, knowsAbsent: @escaping (Key) -> Bool) {
+            (queueOnDisk, knowsAbsentOnDisk) = (queue, knowsAbsent)
+        }
 
         // The cache's types by their short names in the ledger's extensions in other files, which
         // (declared at the top level) do not see `ImageCache`'s scope.
