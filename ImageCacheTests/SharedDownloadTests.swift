@@ -70,6 +70,11 @@ final class SharedDownloadTests: CacheTestCase {
         try cache.store(replacement, for: url.absoluteString)
         held.open()
         wait(for: [sized], timeout: 10)
+        // (The store's own decode is on a worker too: until it is done `peek` finds nothing, as
+        // `store` says; a fetch of the URL waits for it.)
+        let stored = expectation(description: "the stored image decoded")
+        _ = cache.request(ImageCache.Load(url, key: nil), queue: callbacks) { _ in stored.fulfill() }
+        wait(for: [stored], timeout: 10)
         // Then memory has the stored image for the URL, and nothing of the old one at the size
         XCTAssertEqual(cache.peek(url)?.data, replacement)
         XCTAssertNil(cache.peek(key: url.absoluteString, filling: (width: 100, height: 100)))
