@@ -508,10 +508,10 @@ nonisolated extension ImageCache {
     private static let blank = URL(string: "about:blank")!
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
-    private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
+    private func fetch(_ load: consuming Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
         let options = load.options  // not the whole load: the closure would copy it, for every fetch
-        return request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result, options).get().value) { callback?(url, $0) }
+        return request(consume load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.imageOnly(result, options)) { callback?(url, $0) }
         }
     }
 
@@ -1768,6 +1768,11 @@ nonisolated extension ImageCache {
         /// No tier missed.
         public init() {}
 
+        /// Records what `tier` said.
+        fileprivate mutating func note(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
+            self[keyPath: tier] = said
+        }
+
         /// The tiers and what they said, as ``MissLog`` writes it: "memory: not there; disk: expired;
         /// network: revalidated: 304 Not Modified".
         public var description: String {
@@ -2259,13 +2264,13 @@ nonisolated extension ImageCache {
         /// Keeps the whole size for its `onProgress` just before the completion.
         fileprivate func keepFinalProgress(_ whole: (received: Int, expected: Int?)) { finalProgress = whole }
 
-        fileprivate init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
+        fileprivate init(_ load: consuming Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
                          onCancel: (@Sendable () -> Void)?, followUp: FollowUp? = nil) {
             url = load.url ?? URL(string: "about:blank")!
             self.followUp = followUp
             self.cache = cache
-            self.load = load
+            self.load = consume load
             self.queue = queue
             self.completion = completion
             self.onCancel = onCancel
@@ -4559,17 +4564,46 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         private(set) var processors: [Processor] = []
         private(set) var options: Request.Options = []
-        private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
-        private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
-        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
-        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
-        private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
+        /// What few loads have, behind one reference (nil for none): a plain fetch's load, copied
+        /// into its task and along its route, stays small.
+        private var rare: Rare?
+
+        private final class Rare: @unchecked Sendable {  // never changed: a change makes another
+            let scale: Double?
+            let onRetry: (@Sendable (Error, Int) -> Void)?
+            let onPreview: (@Sendable (Preview) -> Void)?
+            let blurHash: String?
+            let alternative: Request.Alternative?
+
+            init(scale: Double?, onRetry: (@Sendable (Error, Int) -> Void)?, onPreview: (@Sendable (Preview) -> Void)?,
+                 blurHash: String?, alternative: Request.Alternative?) {
+                (self.scale, self.onRetry, self.onPreview) = (scale, onRetry, onPreview)
+                (self.blurHash, self.alternative) = (blurHash, alternative)
+            }
+        }
+
+        var scale: Double? { rare?.scale }  // the display scale its image is for (a view's); nil: the main screen's
+        var onRetry: (@Sendable (Error, Int) -> Void)? { rare?.onRetry }
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        var onPreview: (@Sendable (Preview) -> Void)? { rare?.onPreview }
+        var blurHash: String? { rare?.blurHash }  // the request's, which a view shows until the image (Placeholders.swift)
         /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
         /// request sent; the load falls back to it, unless it is a job's request for its original.
-        private(set) var alternative: Request.Alternative?
+        var alternative: Request.Alternative? { rare?.alternative }
+
+        /// Sets the rare parts given (a double optional: `.some(nil)` clears one; nil leaves it).
+        private mutating func setRare(scale: Double?? = nil, onRetry: (@Sendable (Error, Int) -> Void)?? = nil,
+                                      onPreview: (@Sendable (Preview) -> Void)?? = nil, blurHash: String?? = nil,
+                                      alternative: Request.Alternative?? = nil) {
+            let (scale, onRetry, onPreview) = (scale ?? self.scale, onRetry ?? self.onRetry, onPreview ?? self.onPreview)
+            let (blurHash, alternative) = (blurHash ?? self.blurHash, alternative ?? self.alternative)
+            let none = scale == nil && onRetry == nil && onPreview == nil && blurHash == nil && alternative == nil
+            rare = none ? nil : Rare(scale: scale, onRetry: onRetry, onPreview: onPreview, blurHash: blurHash,
+                                     alternative: alternative)
+        }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -4592,7 +4626,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
-            original.alternative = alternative  // sent restricted; the variant's fetch falls back itself
+            original.setRare(alternative: .some(alternative))  // sent restricted; the variant's fetch falls back itself
             return original
         }
 
@@ -4606,8 +4640,8 @@ nonisolated extension ImageCache {
             // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                       lane: request.slow ? .slow : .fast, decoder: .image)
-            (options, scale) = (request.options, request.scale)
-            (blurHash, alternative) = (request.blurHash, request.alternative)
+            options = request.options
+            setRare(scale: .some(request.scale), blurHash: .some(request.blurHash), alternative: .some(request.alternative))
             guard request.size != nil || !request.processors.isEmpty else { return }
             if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
             processors = request.processors
@@ -4617,7 +4651,7 @@ nonisolated extension ImageCache {
         func hooked(onProgress: (@Sendable (Int, Int?) -> Void)?, onRetry: (@Sendable (Error, Int) -> Void)? = nil) -> Load {
             var load = self
             if let onProgress { load.onProgress = onProgress }
-            if let onRetry { load.onRetry = onRetry }
+            if let onRetry { load.setRare(onRetry: .some(onRetry)) }
             return load
         }
 
@@ -4633,7 +4667,7 @@ nonisolated extension ImageCache {
                 return request
             }
             load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
-            load.alternative = nil
+            load.setRare(alternative: .some(nil))
             if !withProgress { load.onProgress = nil }
             return load
         }
@@ -4641,7 +4675,7 @@ nonisolated extension ImageCache {
         /// Itself with `onPreview` as the hook of its previews.
         func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
             var load = self
-            load.onPreview = onPreview
+            load.setRare(onPreview: .some(onPreview))
             return load
         }
 
@@ -4655,7 +4689,8 @@ nonisolated extension ImageCache {
         /// Itself for a view: its image under `key`, decoded by `decoder` for a display `scale`.
         func sized(_ key: Key, _ decoder: Decoder, scale: Double?) -> Load {
             var load = self
-            (load.key, load.decoder, load.scale) = (key, decoder, scale)
+            (load.key, load.decoder) = (key, decoder)
+            load.setRare(scale: .some(scale))
             return load
         }
 
@@ -4690,17 +4725,18 @@ nonisolated extension ImageCache {
 nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
-    fileprivate func request(_ load: Load, queue: DispatchQueue? = nil,
+    fileprivate func request(_ load: consuming Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil, followUp: FollowUp? = nil) -> FetchTask {
         if let alternative = load.alternative, !load.isOriginal, followUp == nil {  // Alternatives.swift
             return request(load, falling: alternative, queue: queue, completion: completion, onCancel: onCancel)
         }
         let now = currentTime()
-        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
-            let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel, followUp: followUp)
-            return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
+        // Made outside the lock, so that the load moves into it without a copy.
+        let task = FetchTask(consume load, cache: self, queue: queue ?? callbackQueue, completion: completion,
+                             onCancel: onCancel, followUp: followUp)
+        let (route, handler): (Route, (@Sendable (Event) -> Void)?) = locked { ledger in
+            (ledger.route(task, task.load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
         case .answered(let result, let bytes):
@@ -5765,39 +5801,56 @@ nonisolated extension ImageCache {
     /// when it is made, with a hash of its own.
     fileprivate struct Key: Hashable, CustomStringConvertible {
         let string: String
-        let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
+        /// `size`, with `animation` in a bit a size never sets (bit 23 of the width: a view's sizes
+        /// are at most 100,000 pixels), so that a key is six words: a table of them is read by
+        /// `peek`, and every load copies one.
+        private let sizeAndAnimation: UInt64
         /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
         let processors: String
+        private let hash: Int
+
+        /// Hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none.
+        var size: UInt64 { sizeAndAnimation & ~Self.firstFrameBit }
         /// How its image's animation is decoded (see ``AnimationDecode``): a view's first frame and
         /// bytes are an entry of their own, beside `fetch`'s every frame.
-        let animation: AnimationDecode
-        private let hash: Int
+        var animation: AnimationDecode { sizeAndAnimation & Self.firstFrameBit == 0 ? .everyFrame : .firstFrame }
+        private static var firstFrameBit: UInt64 { 1 << 47 }
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0, processors: String = "",  // consuming: no retain
-             animation: AnimationDecode = .everyFrame) {
+        /// The whole image's key (no size, processors, every frame): what `peek` and a fetch make,
+        /// small enough to be inlined where they make it.
+        init(string: consuming String) {  // consuming: no retain
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
-            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            let hash = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            (self.string, sizeAndAnimation, processors, self.hash) = (string, 0, "", hash)
+        }
+
+        init(string: consuming String, size: UInt64 = 0, processors: String = "",
+             animation: AnimationDecode = .everyFrame) {
+            assert(size & Self.firstFrameBit == 0, "a width of 2^23 pixels or more")  // never: see `pixels`
+            string.makeContiguousUTF8()
+            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0
             var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
             if animation != .everyFrame { hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(animation.rawValue)) }
+            let sizeAndAnimation = animation == .everyFrame ? size : size | Self.firstFrameBit
             if !processors.isEmpty {
                 var processors = processors
                 let made = processors.withUTF8 { Self.hash($0) }
                 hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: made)))
             }
-            (self.string, self.size, self.processors, self.animation, self.hash) = (string, size, processors, animation, hash)
+            (self.string, self.sizeAndAnimation, self.processors, self.hash) = (string, sizeAndAnimation, processors, hash)
         }
 
         /// The key of the image this variant is made from: the same size and decode, no processors.
         var original: Key { processors.isEmpty ? self : Key(string: string, size: size, animation: animation) }
 
         /// Whether it names the whole image as downloaded: no size, no processors, every frame.
-        var isWhole: Bool { size == 0 && processors.isEmpty && animation == .everyFrame }
+        var isWhole: Bool { sizeAndAnimation == 0 && processors.isEmpty }
 
         static func == (a: Key, b: Key) -> Bool {
-            a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
-                && a.animation == b.animation
+            a.hash == b.hash && a.sizeAndAnimation == b.sizeAndAnimation && a.string == b.string
+                && a.processors == b.processors
         }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }
@@ -6024,7 +6077,7 @@ nonisolated extension ImageCache {
 
         /// Notes what a tier said of it (see `Misses`).
         func noteMiss(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
-            misses[keyPath: tier] = said
+            misses.note(tier, said)
         }
 
         /// Notes the credentials its request was sent with (see `Authorizer`).
@@ -9557,6 +9610,14 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// The image alone, as the callback forms of `fetch` get it, or nil: the delivery's own image
+    /// needs no ``Fetched`` made and dropped (a memory hit's callback is measured in instructions).
+    fileprivate static func imageOnly(_ result: Result<Delivery, Error>, _ options: Request.Options) -> Image? {
+        if !options.contains(.firstFrameOnly), case .success(let delivery) = result,
+           let image = shown(delivery.payload) { return image }
+        return try? image(result, options).get().value
+    }
+
     /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
     private static func shown(_ payload: Payload) -> Image? {
         guard let image = payload.image, payload.scaleStandsIn,
@@ -10292,7 +10353,8 @@ nonisolated extension ImageCache {
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
-            if watch?.isLost ?? true { watchNames() }
+            var watch = self.watch  // read once: its accessor takes a lock
+            if watch?.isLost ?? true { watchNames(); watch = self.watch }
             // Known absent, unless the folder was replaced: then its new one is looked in.
             if watch?.knowsAbsent(id) == true, !reopenIfReplaced() { return nil }
             var fd = openFile(id)

@@ -65,15 +65,20 @@ nonisolated extension ImageCache {
     /// by new properties.
     public struct Misses: Sendable, Equatable, CustomStringConvertible {
         /// Why memory did not answer; nil if it did.
-        public internal(set) var memory: MissReason?
+        public fileprivate(set) var memory: MissReason?
         /// Why the disk did not answer; nil if it did, or was not asked.
-        public internal(set) var disk: MissReason?
+        public fileprivate(set) var disk: MissReason?
         /// How the network answered a revalidation of the disk's expired entry: ``MissReason/notModified``
         /// or ``MissReason/modified``; nil for a plain download, or when it was not asked.
-        public internal(set) var network: MissReason?
+        public fileprivate(set) var network: MissReason?
 
         /// No tier missed.
         public init() {}
+
+        /// Records what `tier` said.
+        internal mutating func note(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
+            self[keyPath: tier] = said
+        }
 
         /// The tiers and what they said, as ``MissLog`` writes it: "memory: not there; disk: expired;
         /// network: revalidated: 304 Not Modified".

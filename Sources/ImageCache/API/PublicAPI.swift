@@ -201,10 +201,10 @@ nonisolated extension ImageCache {
     private static let blank = URL(string: "about:blank")!
 
     /// The callback forms of `fetch`: the URL and the image, or nil.
-    private func fetch(_ load: Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
+    private func fetch(_ load: consuming Load, _ url: URL, _ callback: FetchCallback?) -> FetchTask {
         let options = load.options  // not the whole load: the closure would copy it, for every fetch
-        return request(load, queue: Self.callbackActorQueue) { result in
-            Self.onCallbackActor(try? Self.image(result, options).get().value) { callback?(url, $0) }
+        return request(consume load, queue: Self.callbackActorQueue) { result in
+            Self.onCallbackActor(Self.imageOnly(result, options)) { callback?(url, $0) }
         }
     }
 

@@ -190,13 +190,13 @@ nonisolated extension ImageCache {
         /// Keeps the whole size for its `onProgress` just before the completion.
         internal func keepFinalProgress(_ whole: (received: Int, expected: Int?)) { finalProgress = whole }
 
-        internal init(_ load: Load, cache: ImageCache, queue: DispatchQueue,
+        internal init(_ load: consuming Load, cache: ImageCache, queue: DispatchQueue,
                          completion: @escaping @Sendable (Result<Delivery, ImageCache.Error>) -> Void,
                          onCancel: (@Sendable () -> Void)?, followUp: FollowUp? = nil) {
             url = load.url ?? URL(string: "about:blank")!
             self.followUp = followUp
             self.cache = cache
-            self.load = load
+            self.load = consume load
             self.queue = queue
             self.completion = completion
             self.onCancel = onCancel

@@ -140,7 +140,8 @@ nonisolated extension ImageCache {
                 self.sweep = sweep
                 queue.asyncAfter(deadline: .now() + 2, execute: sweep)
             }
-            if watch?.isLost ?? true { watchNames() }
+            var watch = self.watch  // read once: its accessor takes a lock
+            if watch?.isLost ?? true { watchNames(); watch = self.watch }
             // Known absent, unless the folder was replaced: then its new one is looked in.
             if watch?.knowsAbsent(id) == true, !reopenIfReplaced() { return nil }
             var fd = openFile(id)

@@ -90,6 +90,14 @@ nonisolated extension ImageCache {
         }
     }
 
+    /// The image alone, as the callback forms of `fetch` get it, or nil: the delivery's own image
+    /// needs no ``Fetched`` made and dropped (a memory hit's callback is measured in instructions).
+    internal static func imageOnly(_ result: Result<Delivery, Error>, _ options: Request.Options) -> Image? {
+        if !options.contains(.firstFrameOnly), case .success(let delivery) = result,
+           let image = shown(delivery.payload) { return image }
+        return try? image(result, options).get().value
+    }
+
     /// A payload's image as a waiter gets it: at the screen's scale if its own stood in for it.
     private static func shown(_ payload: Payload) -> Image? {
         guard let image = payload.image, payload.scaleStandsIn,

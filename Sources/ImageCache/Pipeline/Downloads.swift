@@ -119,7 +119,7 @@ nonisolated extension ImageCache {
 
         /// Notes what a tier said of it (see `Misses`).
         func noteMiss(_ tier: WritableKeyPath<Misses, MissReason?>, _ said: MissReason) {
-            misses[keyPath: tier] = said
+            misses.note(tier, said)
         }
 
         /// Notes the credentials its request was sent with (see `Authorizer`).

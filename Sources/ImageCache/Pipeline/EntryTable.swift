@@ -29,39 +29,56 @@ nonisolated extension ImageCache {
     /// when it is made, with a hash of its own.
     internal struct Key: Hashable, CustomStringConvertible {
         let string: String
-        let size: UInt64  // hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none
+        /// `size`, with `animation` in a bit a size never sets (bit 23 of the width: a view's sizes
+        /// are at most 100,000 pixels), so that a key is six words: a table of them is read by
+        /// `peek`, and every load copies one.
+        private let sizeAndAnimation: UInt64
         /// The processors' identifiers, in order (see ``Processor/variant(of:)``); empty for none.
         let processors: String
+        private let hash: Int
+
+        /// Hundredths of the scale (0 for 1x) << 48 | width << 24 | height, in pixels; 0: none.
+        var size: UInt64 { sizeAndAnimation & ~Self.firstFrameBit }
         /// How its image's animation is decoded (see ``AnimationDecode``): a view's first frame and
         /// bytes are an entry of their own, beside `fetch`'s every frame.
-        let animation: AnimationDecode
-        private let hash: Int
+        var animation: AnimationDecode { sizeAndAnimation & Self.firstFrameBit == 0 ? .everyFrame : .firstFrame }
+        private static var firstFrameBit: UInt64 { 1 << 47 }
 
         init(_ url: URL) { self.init(string: url.absoluteString) }
 
-        init(string: consuming String, size: UInt64 = 0, processors: String = "",  // consuming: no retain
-             animation: AnimationDecode = .everyFrame) {
+        /// The whole image's key (no size, processors, every frame): what `peek` and a fetch make,
+        /// small enough to be inlined where they make it.
+        init(string: consuming String) {  // consuming: no retain
             string.makeContiguousUTF8()  // a bridged string is hashed by the same bytes; free for a native one
-            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            let hash = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0  // contiguous now
+            (self.string, sizeAndAnimation, processors, self.hash) = (string, 0, "", hash)
+        }
+
+        init(string: consuming String, size: UInt64 = 0, processors: String = "",
+             animation: AnimationDecode = .everyFrame) {
+            assert(size & Self.firstFrameBit == 0, "a width of 2^23 pixels or more")  // never: see `pixels`
+            string.makeContiguousUTF8()
+            let bytes = string.utf8.withContiguousStorageIfAvailable(Self.hash) ?? 0
             var hash = size == 0 ? bytes : Self.mix(UInt64(UInt(bitPattern: bytes)) ^ size)
             if animation != .everyFrame { hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(animation.rawValue)) }
+            let sizeAndAnimation = animation == .everyFrame ? size : size | Self.firstFrameBit
             if !processors.isEmpty {
                 var processors = processors
                 let made = processors.withUTF8 { Self.hash($0) }
                 hash = Self.mix(UInt64(UInt(bitPattern: hash)) ^ UInt64(UInt(bitPattern: made)))
             }
-            (self.string, self.size, self.processors, self.animation, self.hash) = (string, size, processors, animation, hash)
+            (self.string, self.sizeAndAnimation, self.processors, self.hash) = (string, sizeAndAnimation, processors, hash)
         }
 
         /// The key of the image this variant is made from: the same size and decode, no processors.
         var original: Key { processors.isEmpty ? self : Key(string: string, size: size, animation: animation) }
 
         /// Whether it names the whole image as downloaded: no size, no processors, every frame.
-        var isWhole: Bool { size == 0 && processors.isEmpty && animation == .everyFrame }
+        var isWhole: Bool { sizeAndAnimation == 0 && processors.isEmpty }
 
         static func == (a: Key, b: Key) -> Bool {
-            a.hash == b.hash && a.size == b.size && a.string == b.string && a.processors == b.processors
-                && a.animation == b.animation
+            a.hash == b.hash && a.sizeAndAnimation == b.sizeAndAnimation && a.string == b.string
+                && a.processors == b.processors
         }
 
         func hash(into hasher: inout Hasher) { hasher.combine(hash) }

@@ -31,17 +31,46 @@ nonisolated extension ImageCache {
         /// on its original, the load of the same key with none (`original`).
         private(set) var processors: [Processor] = []
         private(set) var options: Request.Options = []
-        private(set) var scale: Double?  // the display scale its image is for (a view's); nil: the main screen's
         private(set) var onProgress: (@Sendable (Int, Int?) -> Void)? = nil
-        private(set) var onRetry: (@Sendable (Error, Int) -> Void)? = nil
-        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
-        private(set) var onPreview: (@Sendable (Preview) -> Void)? = nil
         private(set) var isPrefetch = false
-        private(set) var blurHash: String?  // the request's, which a view shows until the image (Placeholders.swift)
         private(set) var isOriginal = false  // a variant's job's request for its original (see `original`)
+        /// What few loads have, behind one reference (nil for none): a plain fetch's load, copied
+        /// into its task and along its route, stays small.
+        private var rare: Rare?
+
+        private final class Rare: @unchecked Sendable {  // never changed: a change makes another
+            let scale: Double?
+            let onRetry: (@Sendable (Error, Int) -> Void)?
+            let onPreview: (@Sendable (Preview) -> Void)?
+            let blurHash: String?
+            let alternative: Request.Alternative?
+
+            init(scale: Double?, onRetry: (@Sendable (Error, Int) -> Void)?, onPreview: (@Sendable (Preview) -> Void)?,
+                 blurHash: String?, alternative: Request.Alternative?) {
+                (self.scale, self.onRetry, self.onPreview) = (scale, onRetry, onPreview)
+                (self.blurHash, self.alternative) = (blurHash, alternative)
+            }
+        }
+
+        var scale: Double? { rare?.scale }  // the display scale its image is for (a view's); nil: the main screen's
+        var onRetry: (@Sendable (Error, Int) -> Void)? { rare?.onRetry }
+        /// A view's: each preview of its download (Pipeline/Previews.swift), on its task's queue.
+        var onPreview: (@Sendable (Preview) -> Void)? { rare?.onPreview }
+        var blurHash: String? { rare?.blurHash }  // the request's, which a view shows until the image (Placeholders.swift)
         /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
         /// request sent; the load falls back to it, unless it is a job's request for its original.
-        private(set) var alternative: Request.Alternative?
+        var alternative: Request.Alternative? { rare?.alternative }
+
+        /// Sets the rare parts given (a double optional: `.some(nil)` clears one; nil leaves it).
+        private mutating func setRare(scale: Double?? = nil, onRetry: (@Sendable (Error, Int) -> Void)?? = nil,
+                                      onPreview: (@Sendable (Preview) -> Void)?? = nil, blurHash: String?? = nil,
+                                      alternative: Request.Alternative?? = nil) {
+            let (scale, onRetry, onPreview) = (scale ?? self.scale, onRetry ?? self.onRetry, onPreview ?? self.onPreview)
+            let (blurHash, alternative) = (blurHash ?? self.blurHash, alternative ?? self.alternative)
+            let none = scale == nil && onRetry == nil && onPreview == nil && blurHash == nil && alternative == nil
+            rare = none ? nil : Rare(scale: scale, onRetry: onRetry, onPreview: onPreview, blurHash: blurHash,
+                                     alternative: alternative)
+        }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
         /// on Linux each is an object, and a memory hit needs none.
@@ -64,7 +93,7 @@ nonisolated extension ImageCache {
             var original = Load(url: url, request: request, key: key.original, lane: lane, decoder: decoder)
             original.isOriginal = true
             original.options = options.subtracting(.waitsForDiskWrite)  // the variant's fetch waits itself
-            original.alternative = alternative  // sent restricted; the variant's fetch falls back itself
+            original.setRare(alternative: .some(alternative))  // sent restricted; the variant's fetch falls back itself
             return original
         }
 
@@ -78,8 +107,8 @@ nonisolated extension ImageCache {
             // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
                       lane: request.slow ? .slow : .fast, decoder: .image)
-            (options, scale) = (request.options, request.scale)
-            (blurHash, alternative) = (request.blurHash, request.alternative)
+            options = request.options
+            setRare(scale: .some(request.scale), blurHash: .some(request.blurHash), alternative: .some(request.alternative))
             guard request.size != nil || !request.processors.isEmpty else { return }
             if let size = request.size.flatMap(request.fillPixels) { decoder = .image(filling: size, scale: request.scale) }
             processors = request.processors
@@ -89,7 +118,7 @@ nonisolated extension ImageCache {
         func hooked(onProgress: (@Sendable (Int, Int?) -> Void)?, onRetry: (@Sendable (Error, Int) -> Void)? = nil) -> Load {
             var load = self
             if let onProgress { load.onProgress = onProgress }
-            if let onRetry { load.onRetry = onRetry }
+            if let onRetry { load.setRare(onRetry: .some(onRetry)) }
             return load
         }
 
@@ -105,7 +134,7 @@ nonisolated extension ImageCache {
                 return request
             }
             load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
-            load.alternative = nil
+            load.setRare(alternative: .some(nil))
             if !withProgress { load.onProgress = nil }
             return load
         }
@@ -113,7 +142,7 @@ nonisolated extension ImageCache {
         /// Itself with `onPreview` as the hook of its previews.
         func previewing(_ onPreview: @escaping @Sendable (Preview) -> Void) -> Load {
             var load = self
-            load.onPreview = onPreview
+            load.setRare(onPreview: .some(onPreview))
             return load
         }
 
@@ -127,7 +156,8 @@ nonisolated extension ImageCache {
         /// Itself for a view: its image under `key`, decoded by `decoder` for a display `scale`.
         func sized(_ key: Key, _ decoder: Decoder, scale: Double?) -> Load {
             var load = self
-            (load.key, load.decoder, load.scale) = (key, decoder, scale)
+            (load.key, load.decoder) = (key, decoder)
+            load.setRare(scale: .some(scale))
             return load
         }
 

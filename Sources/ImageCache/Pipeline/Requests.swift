@@ -23,17 +23,18 @@ import SwiftUI
 nonisolated extension ImageCache {
     /// The one path of every fetch: memory, a download under way, then a new download (which
     /// looks on disk first); or for a variant, a job that makes it from its original. `completion` runs on `queue` (``callbackQueue`` by default).
-    internal func request(_ load: Load, queue: DispatchQueue? = nil,
+    internal func request(_ load: consuming Load, queue: DispatchQueue? = nil,
                          completion: @escaping @Sendable (Result<Delivery, Error>) -> Void,
                          onCancel: (@Sendable () -> Void)? = nil, followUp: FollowUp? = nil) -> FetchTask {
         if let alternative = load.alternative, !load.isOriginal, followUp == nil {  // Alternatives.swift
             return request(load, falling: alternative, queue: queue, completion: completion, onCancel: onCancel)
         }
         let now = currentTime()
-        let (task, route, handler): (FetchTask, Route, (@Sendable (Event) -> Void)?) = locked { ledger in
-            let task = FetchTask(load, cache: self, queue: queue ?? ledger.settings.callbackQueue,
-                                 completion: completion, onCancel: onCancel, followUp: followUp)
-            return (task, ledger.route(task, load, now: now), ledger.settings.onEvent)
+        // Made outside the lock, so that the load moves into it without a copy.
+        let task = FetchTask(consume load, cache: self, queue: queue ?? callbackQueue, completion: completion,
+                             onCancel: onCancel, followUp: followUp)
+        let (route, handler): (Route, (@Sendable (Event) -> Void)?) = locked { ledger in
+            (ledger.route(task, task.load, now: now), ledger.settings.onEvent)
         }
         switch consume route {
         case .answered(let result, let bytes):
