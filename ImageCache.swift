@@ -494,13 +494,19 @@ nonisolated extension ImageCache {
         for task in tasks { task.cancel() }
     }
 
-    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs: the
+    /// load of its alternative too, where that stands in for its own (see ``Request/alternative``).
     /// (Disfavored, so that `cancelPrefetching([])`, which 1.0 read as URLs, still compiles.)
     ///
     /// - Complexity: O(n) in the requests.
     @_disfavoredOverload
     public func cancelPrefetching(_ requests: [Request]) {
-        let tasks = locked { $0.prefetchTasks(requests.map(\.cacheKey)) }
+        let keys = requests.map(\.cacheKey)
+        // A prefetch whose own URL failed may be loading its alternative now, under that one's key.
+        let falling = zip(requests, keys).compactMap { request, key in
+            request.alternative.map { (own: key, alternative: key.ofAlternative($0)) }
+        }
+        let tasks = locked { $0.prefetchTasks(keys, falling: falling) }
         for task in tasks { task.cancel() }
     }
 
@@ -4577,11 +4583,12 @@ nonisolated extension ImageCache {
             let onPreview: (@Sendable (Preview) -> Void)?
             let blurHash: String?
             let alternative: Request.Alternative?
+            let standsInFor: Key?
 
             init(scale: Double?, onRetry: (@Sendable (Error, Int) -> Void)?, onPreview: (@Sendable (Preview) -> Void)?,
-                 blurHash: String?, alternative: Request.Alternative?) {
+                 blurHash: String?, alternative: Request.Alternative?, standsInFor: Key?) {
                 (self.scale, self.onRetry, self.onPreview) = (scale, onRetry, onPreview)
-                (self.blurHash, self.alternative) = (blurHash, alternative)
+                (self.blurHash, self.alternative, self.standsInFor) = (blurHash, alternative, standsInFor)
             }
         }
 
@@ -4593,16 +4600,20 @@ nonisolated extension ImageCache {
         /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
         /// request sent; the load falls back to it, unless it is a job's request for its original.
         var alternative: Request.Alternative? { rare?.alternative }
+        /// For the load of a request's alternative (`alternate`), the key of the request's own load.
+        var standsInFor: Key? { rare?.standsInFor }
 
         /// Sets the rare parts given (a double optional: `.some(nil)` clears one; nil leaves it).
         private mutating func setRare(scale: Double?? = nil, onRetry: (@Sendable (Error, Int) -> Void)?? = nil,
                                       onPreview: (@Sendable (Preview) -> Void)?? = nil, blurHash: String?? = nil,
-                                      alternative: Request.Alternative?? = nil) {
+                                      alternative: Request.Alternative?? = nil, standsInFor: Key?? = nil) {
             let (scale, onRetry, onPreview) = (scale ?? self.scale, onRetry ?? self.onRetry, onPreview ?? self.onPreview)
             let (blurHash, alternative) = (blurHash ?? self.blurHash, alternative ?? self.alternative)
+            let standsInFor = standsInFor ?? self.standsInFor
             let none = scale == nil && onRetry == nil && onPreview == nil && blurHash == nil && alternative == nil
+                && standsInFor == nil
             rare = none ? nil : Rare(scale: scale, onRetry: onRetry, onPreview: onPreview, blurHash: blurHash,
-                                     alternative: alternative)
+                                     alternative: alternative, standsInFor: standsInFor)
         }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
@@ -4666,8 +4677,8 @@ nonisolated extension ImageCache {
                 request.url = alternative.url
                 return request
             }
-            load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
-            load.setRare(alternative: .some(nil))
+            load.key = key.ofAlternative(alternative)
+            load.setRare(alternative: .some(nil), standsInFor: .some(key))
             if !withProgress { load.onProgress = nil }
             return load
         }
@@ -4885,11 +4896,16 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Load {
-    /// The key its alternative's image has in memory where its own has `key` (the same size and
-    /// processors), if it has an alternative.
+    /// The key its alternative's image has in memory where its own has `key`, if it has an alternative.
     func alternativeKey(of key: ImageCache.Key) -> ImageCache.Key? {
-        guard let alternative else { return nil }
-        return ImageCache.Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
+        alternative.map { key.ofAlternative($0) }
+    }
+}
+
+nonisolated extension ImageCache.Key {
+    /// The key of `alternative`'s image where this is its request's own: the same size and processors.
+    func ofAlternative(_ alternative: ImageCache.Request.Alternative) -> ImageCache.Key {
+        ImageCache.Key(string: alternative.url.absoluteString, size: size, processors: processors)
     }
 }
 
@@ -5535,8 +5551,15 @@ nonisolated extension ImageCache {
             if task.load.isPrefetch, prefetches[task.load.key] === task { prefetches[task.load.key] = nil }
         }
 
-        /// The requests of `prefetch` for these keys still waiting.
-        func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+        /// The requests of `prefetch` for these keys still waiting, and for each key in `falling`
+        /// whose alternative's key is given beside it, the load of its alternative that stands in for
+        /// its own, if that is what waits now (its own was answered and moved on: see `Load.alternate`).
+        func prefetchTasks(_ keys: [Key], falling: [(own: Key, alternative: Key)] = []) -> [FetchTask] {
+            keys.compactMap { prefetches[$0] }
+                + falling.compactMap { pair in
+                    prefetches[pair.alternative].flatMap { $0.load.standsInFor == pair.own ? $0 : nil }
+                }
+        }
 
         // MARK: Views' priorities
 

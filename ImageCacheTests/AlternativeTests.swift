@@ -202,6 +202,52 @@ final class AlternativeTests: BinderTestCase {
         }
     }
 
+    func testCancelPrefetchingARequestStopsTheLoadOfItsAlternative() {
+        // Given a prefetch of a request whose own URL is refused, and an alternative held by the server
+        let cache = makeCache(session: session)
+        let gate = Gate()
+        let main = server.url("/prefetched-full.png"), small = server.url("/prefetched-small.png")
+        ConstrainedNetwork.refused.value = ["/prefetched-full.png": 2]
+        let photo = png(width: 60)
+        server.handler = { path in
+            guard path == "/prefetched-small.png" else { return nil }
+            gate.wait()
+            return .ok(photo)
+        }
+        defer { gate.open() }
+        var request = ImageCache.Request(url: main)
+        request.alternative = .init(url: small)
+        cache.prefetch([request])
+        XCTAssertTrue(server.waitForRequests("/prefetched-small.png", count: 1, timeout: 10))
+        XCTAssertTrue(cache.fetching(small))
+        // When the request's prefetch is cancelled while its alternative loads
+        cache.cancelPrefetching([request])
+        // Then the alternative's load, which stood in for it, stops too
+        XCTAssertFalse(cache.fetching(small))
+    }
+
+    func testCancelPrefetchingARequestLeavesAnotherPrefetchOfItsAlternativesURL() {
+        // Given a prefetch of an image's URL, which is also another request's alternative
+        let cache = makeCache(session: session)
+        let gate = Gate()
+        let main = server.url("/other-full.png"), small = server.url("/shared-small.png")
+        let photo = png(width: 60)
+        server.handler = { path in
+            guard path == "/shared-small.png" else { return nil }
+            gate.wait()
+            return .ok(photo)
+        }
+        defer { gate.open() }
+        cache.prefetch([small])
+        XCTAssertTrue(server.waitForRequests("/shared-small.png", count: 1, timeout: 10))
+        var request = ImageCache.Request(url: main)
+        request.alternative = .init(url: small)
+        // When the other request's prefetch, never made, is cancelled
+        cache.cancelPrefetching([request])
+        // Then the image's own prefetch goes on
+        XCTAssertTrue(cache.fetching(small))
+    }
+
     func testAViewShowsTheAlternativeThenBoundAgainShowsItAtOnceAndItsOwnOnceAllowed() {
         // Given a refused request's own URL, and a view bound to the request
         let cache = makeCache(session: session)

@@ -187,13 +187,19 @@ nonisolated extension ImageCache {
         for task in tasks { task.cancel() }
     }
 
-    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs.
+    /// Stops prefetching what each request describes, as `cancelPrefetching(_:)` stops URLs: the
+    /// load of its alternative too, where that stands in for its own (see ``Request/alternative``).
     /// (Disfavored, so that `cancelPrefetching([])`, which 1.0 read as URLs, still compiles.)
     ///
     /// - Complexity: O(n) in the requests.
     @_disfavoredOverload
     public func cancelPrefetching(_ requests: [Request]) {
-        let tasks = locked { $0.prefetchTasks(requests.map(\.cacheKey)) }
+        let keys = requests.map(\.cacheKey)
+        // A prefetch whose own URL failed may be loading its alternative now, under that one's key.
+        let falling = zip(requests, keys).compactMap { request, key in
+            request.alternative.map { (own: key, alternative: key.ofAlternative($0)) }
+        }
+        let tasks = locked { $0.prefetchTasks(keys, falling: falling) }
         for task in tasks { task.cancel() }
     }
 

@@ -97,10 +97,15 @@ nonisolated extension ImageCache {
 }
 
 nonisolated extension ImageCache.Load {
-    /// The key its alternative's image has in memory where its own has `key` (the same size and
-    /// processors), if it has an alternative.
+    /// The key its alternative's image has in memory where its own has `key`, if it has an alternative.
     func alternativeKey(of key: ImageCache.Key) -> ImageCache.Key? {
-        guard let alternative else { return nil }
-        return ImageCache.Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
+        alternative.map { key.ofAlternative($0) }
+    }
+}
+
+nonisolated extension ImageCache.Key {
+    /// The key of `alternative`'s image where this is its request's own: the same size and processors.
+    func ofAlternative(_ alternative: ImageCache.Request.Alternative) -> ImageCache.Key {
+        ImageCache.Key(string: alternative.url.absoluteString, size: size, processors: processors)
     }
 }

@@ -292,8 +292,15 @@ nonisolated extension ImageCache {
             if task.load.isPrefetch, prefetches[task.load.key] === task { prefetches[task.load.key] = nil }
         }
 
-        /// The requests of `prefetch` for these keys still waiting.
-        func prefetchTasks(_ keys: [Key]) -> [FetchTask] { keys.compactMap { prefetches[$0] } }
+        /// The requests of `prefetch` for these keys still waiting, and for each key in `falling`
+        /// whose alternative's key is given beside it, the load of its alternative that stands in for
+        /// its own, if that is what waits now (its own was answered and moved on: see `Load.alternate`).
+        func prefetchTasks(_ keys: [Key], falling: [(own: Key, alternative: Key)] = []) -> [FetchTask] {
+            keys.compactMap { prefetches[$0] }
+                + falling.compactMap { pair in
+                    prefetches[pair.alternative].flatMap { $0.load.standsInFor == pair.own ? $0 : nil }
+                }
+        }
 
         // MARK: Views' priorities
 

@@ -44,11 +44,12 @@ nonisolated extension ImageCache {
             let onPreview: (@Sendable (Preview) -> Void)?
             let blurHash: String?
             let alternative: Request.Alternative?
+            let standsInFor: Key?
 
             init(scale: Double?, onRetry: (@Sendable (Error, Int) -> Void)?, onPreview: (@Sendable (Preview) -> Void)?,
-                 blurHash: String?, alternative: Request.Alternative?) {
+                 blurHash: String?, alternative: Request.Alternative?, standsInFor: Key?) {
                 (self.scale, self.onRetry, self.onPreview) = (scale, onRetry, onPreview)
-                (self.blurHash, self.alternative) = (blurHash, alternative)
+                (self.blurHash, self.alternative, self.standsInFor) = (blurHash, alternative, standsInFor)
             }
         }
 
@@ -60,16 +61,20 @@ nonisolated extension ImageCache {
         /// The request's lower-cost URL (Pipeline/Alternatives.swift): its conditions restrict the
         /// request sent; the load falls back to it, unless it is a job's request for its original.
         var alternative: Request.Alternative? { rare?.alternative }
+        /// For the load of a request's alternative (`alternate`), the key of the request's own load.
+        var standsInFor: Key? { rare?.standsInFor }
 
         /// Sets the rare parts given (a double optional: `.some(nil)` clears one; nil leaves it).
         private mutating func setRare(scale: Double?? = nil, onRetry: (@Sendable (Error, Int) -> Void)?? = nil,
                                       onPreview: (@Sendable (Preview) -> Void)?? = nil, blurHash: String?? = nil,
-                                      alternative: Request.Alternative?? = nil) {
+                                      alternative: Request.Alternative?? = nil, standsInFor: Key?? = nil) {
             let (scale, onRetry, onPreview) = (scale ?? self.scale, onRetry ?? self.onRetry, onPreview ?? self.onPreview)
             let (blurHash, alternative) = (blurHash ?? self.blurHash, alternative ?? self.alternative)
+            let standsInFor = standsInFor ?? self.standsInFor
             let none = scale == nil && onRetry == nil && onPreview == nil && blurHash == nil && alternative == nil
+                && standsInFor == nil
             rare = none ? nil : Rare(scale: scale, onRetry: onRetry, onPreview: onPreview, blurHash: blurHash,
-                                     alternative: alternative)
+                                     alternative: alternative, standsInFor: standsInFor)
         }
 
         /// A load of `url` (the forms that take a URL). No `URLRequest` is made until one is sent:
@@ -133,8 +138,8 @@ nonisolated extension ImageCache {
                 request.url = alternative.url
                 return request
             }
-            load.key = Key(string: alternative.url.absoluteString, size: key.size, processors: key.processors)
-            load.setRare(alternative: .some(nil))
+            load.key = key.ofAlternative(alternative)
+            load.setRare(alternative: .some(nil), standsInFor: .some(key))
             if !withProgress { load.onProgress = nil }
             return load
         }
