@@ -6396,7 +6396,7 @@ nonisolated extension ImageCache {
             let (download, cache) = (self.download, self.cache)
             let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
                 && transfer.stale != nil
-            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
+            let reply = Reply(response: transfer.response, fields: transfer.fields, sentAt: transfer.sentAt, notModified: notModified,
                               metrics: TransferMetrics(transfer))  // at its end, not after a decode
             // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
             let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
@@ -6405,7 +6405,7 @@ nonisolated extension ImageCache {
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
             if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, fields: transfer.fields) {
             case .failure(let error):
                 finish(.failure(error), nil)
             case .success(let body):
@@ -6440,7 +6440,8 @@ nonisolated extension ImageCache {
         /// referenced, deletes its file.
         private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
                               _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response,
+                                                               error: error, fields: transfer.fields) {
                 return finish(.failure(failure), nil)
             }
             guard let body = spool.mapped() else {
@@ -6531,6 +6532,7 @@ nonisolated extension ImageCache {
     /// was sent, and whether it is a `304` for the stale entry.
     fileprivate struct Reply {
         private(set) var response: URLResponse?
+        private(set) var fields = HTTP.Fields(nil)  // the response's (`HTTP.Fields`)
         private(set) var sentAt: TimeInterval?
         private(set) var notModified = false
         private(set) var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
@@ -6605,8 +6607,8 @@ nonisolated extension ImageCache.Ledger {
                                 misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+        let headers = ImageCache.HTTP.FreshnessHeaders(answer.fields, updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.fields, headers, sentAt: answer.sentAt ?? now,
                                                   receivedAt: now)
         let size = payload.bytes?.count
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
@@ -6636,7 +6638,7 @@ nonisolated extension ImageCache.Ledger {
             let item = ImageCache.DiskStore.Item(url: download.key.string,
                                                  data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
-                                                 validators: ImageCache.Validators(answer.response), headers: headers)
+                                                 validators: ImageCache.Validators(answer.fields), headers: headers)
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
@@ -6789,6 +6791,7 @@ nonisolated extension ImageCache {
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         fileprivate(set) var response: URLResponse?
+        fileprivate(set) var fields = HTTP.Fields(nil)  // the response's, read once
         fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
         fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
         fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
@@ -7021,10 +7024,10 @@ nonisolated extension ImageCache {
             if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
-            transfer.response = response
+            (transfer.response, transfer.fields) = (response, HTTP.Fields(response))
             let length = response.expectedContentLength
             let http = response as? HTTPURLResponse
-            let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+            let encoding = transfer.fields["content-encoding"]?.lowercased() ?? "identity"
             transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
             let status = http?.statusCode ?? 200
             if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
@@ -7196,14 +7199,15 @@ nonisolated extension ImageCache {
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
         fileprivate static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error).map { data }
+                                         error: Swift.Error?, fields: Fields? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, fields: fields).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
         /// streamed to disk).
-        fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
-            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+        fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
+                                      fields: Fields? = nil) -> Result<Void, Error> {
+            let encoding = (fields ?? Fields(response))["content-encoding"] ?? ""
             let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
@@ -7308,6 +7312,24 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// The header fields of a response the cache reads, by their names in lowercase: read in one
+        /// pass when the response comes. (Corelibs' `value(forHTTPHeaderField:)` lowercases every name
+        /// of the response at each call.) Of two names that differ only in case, one wins, as there.
+        fileprivate struct Fields {
+            private var values: [String: String] = [:]
+
+            init(_ response: URLResponse?) {
+                guard let http = response as? HTTPURLResponse else { return }
+                for (name, value) in http.allHeaderFields {
+                    guard let name = name as? String, let value = value as? String else { continue }
+                    values[name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name] = value
+                }
+            }
+
+            /// The value of the field named `lowercaseName` (in lowercase), if the response has it.
+            subscript(_ lowercaseName: String) -> String? { values[lowercaseName] }
+        }
+
         /// The headers that judge a stored response, kept with its file: a `304` that leaves one
         /// out leaves the stored one in force (RFC 9111, 4.3.4).
         fileprivate struct FreshnessHeaders {
@@ -7315,9 +7337,13 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                let http = response as? HTTPURLResponse
-                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
-                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(Fields(response), updating: stored)
+            }
+
+            /// A response's, read from its `fields`.
+            init(_ fields: Fields, updating stored: FreshnessHeaders? = nil) {
+                cacheControl = fields["cache-control"] ?? stored?.cacheControl
+                expires = fields["expires"] ?? stored?.expires
             }
 
             init(cacheControl: String?, expires: String?) {
@@ -7339,9 +7365,13 @@ nonisolated extension ImageCache {
             /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
             init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
                  receivedAt: TimeInterval) {
-                let http = response as? HTTPURLResponse
+                self.init(Fields(response), headers, sentAt: sentAt, receivedAt: receivedAt)
+            }
+
+            /// A response's, read from its `fields`.
+            init(_ fields: Fields, _ headers: FreshnessHeaders, sentAt: TimeInterval, receivedAt: TimeInterval) {
                 cacheControl = CacheControl(headers.cacheControl)
-                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                let date = fields["date"].flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge
                 } else if let expires = headers.expires {
@@ -7350,7 +7380,7 @@ nonisolated extension ImageCache {
                     lifetime = nil
                 }
                 // A list's first member (RFC 9111, 5.1).
-                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                let ageValue = fields["age"].flatMap {
                     $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
                 } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
@@ -10234,6 +10264,7 @@ nonisolated extension ImageCache {
         let folderPath: String  // `folder.path`, which costs microseconds a call
         private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
+        private var opened: Foundation.stat?  // `directory`'s `fstat` when it was opened (nil: it failed)
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
         private var lastTouch: TimeInterval = 0
@@ -10563,13 +10594,14 @@ nonisolated extension ImageCache {
         /// Lists the folder for `watch`, if it is still the folder's.
         fileprivate func listWatched(_ watch: FolderWatch) {
             let names = imageIDs()  // may find the folder replaced, and drop the watch
-            if watch === self.watch { watch.list(names) }
+            if watch === self.watch { watch.list(names, holdsParts: names == nil || holdsParts()) }
         }
 
 
-        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
-        /// in the open folder.
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: known from the
+        /// folder's watch, else one name looked up in the open folder.
         func holdsParts() -> Bool {
+            if watch?.knowsNoParts == true { return false }
             guard let directory = openFolder(create: false) else { return true }
             var info = Foundation.stat()
             return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
@@ -10608,8 +10640,10 @@ nonisolated extension ImageCache {
         /// anyone: another instance or process may have made it again); true if it did.
         fileprivate func reopenIfReplaced() -> Bool {
             guard directory >= 0 else { return false }
-            var open = Foundation.stat(), now = Foundation.stat()
-            let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
+            var open = opened ?? Foundation.stat(), now = Foundation.stat()
+            // The open folder's inode and device, read when it was opened, cannot change; and a deleted
+            // folder's inode is not reused while it is open: a path that still leads to it is the folder.
+            let gone = (opened == nil && (Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0))
                 || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
             guard gone else { return false }
             report("the folder \(folderPath) was deleted or replaced; using the one there now")
@@ -10626,7 +10660,8 @@ nonisolated extension ImageCache {
             if directory >= 0 { return directory }
             switch Self.openPrivate(folder, create: create) {
             case .success(let fd):
-                directory = fd
+                var info = Foundation.stat()
+                (directory, opened) = (fd, Foundation.fstat(fd, &info) == 0 ? info : nil)
                 return fd
             case .failure(let problem):
                 if let message = problem.message { fail(message) }
@@ -10774,12 +10809,16 @@ nonisolated extension ImageCache.DiskStore {
 
     /// The hash that `fileName(for:)` writes in hexadecimal.
     static func fileID(for url: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
+        func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {  // every byte: a key with a NUL is a key of its own
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            return hash
         }
-        return hash
+        // A native string's bytes in place: its UTF-8 view, walked index by index, costs several times more.
+        return url.utf8.withContiguousStorageIfAvailable(hash) ?? hash(url.utf8)
     }
 
     /// An image file's name: `id` in 16 lowercase hexadecimal digits.
@@ -10974,11 +11013,14 @@ nonisolated extension ImageCache {
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
         private var lost = false  // the notices may have missed a name
+        private var partsSeen = false  // the folder of kept parts was there when listed, or came since
 
         #if canImport(Glibc)
         private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
                                          | IN_DONT_FOLLOW)
         #endif
+
+        private static let parts = Array(PartialBody.folderName.utf8)
 
         private init(_ notices: Int32) { self.notices = notices }
 
@@ -11008,11 +11050,11 @@ nonisolated extension ImageCache {
         }
 
         /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
-        /// found (nil: it could not list).
-        func list(_ listed: Set<UInt64>?) {
+        /// found (nil: it could not list), and whether the folder of kept parts was there after `start`.
+        func list(_ listed: Set<UInt64>?, holdsParts: Bool) {
             lock.withLock {
                 guard let listed else { return lost = true }
-                names = listed
+                (names, partsSeen) = (listed, partsSeen || holdsParts)
                 drain()
             }
         }
@@ -11030,6 +11072,10 @@ nonisolated extension ImageCache {
                 return !names.contains(id)
             }
         }
+
+        /// True if the folder holds no folder of kept parts (`PartialBody`), as of the notices read by
+        /// the last `knowsAbsent` (a look-up's, just before). False when it may, or when it cannot know.
+        var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
         /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
@@ -11052,7 +11098,11 @@ nonisolated extension ImageCache {
                             lost = true
                         } else if length > 0, offset + header + length <= count {
                             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
-                            if let id = DiskStore.imageID(name) { names?.insert(id) }
+                            if let id = DiskStore.imageID(name) {
+                                names?.insert(id)
+                            } else if name.starts(with: Self.parts), name.count == Self.parts.count || name[Self.parts.count] == 0 {
+                                partsSeen = true
+                            }
                         }
                         offset += header + length
                     }
@@ -11378,9 +11428,12 @@ nonisolated extension ImageCache {
         }
 
         init?(_ response: URLResponse?) {
-            let http = response as? HTTPURLResponse
-            self.init(etag: http?.value(forHTTPHeaderField: "ETag"),
-                      lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
+            self.init(ImageCache.HTTP.Fields(response))
+        }
+
+        /// A response's, read from its `fields`.
+        init?(_ fields: ImageCache.HTTP.Fields) {
+            self.init(etag: fields["etag"], lastModified: fields["last-modified"])
         }
 
         init?(fd: Int32) {

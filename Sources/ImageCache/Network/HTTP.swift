@@ -51,14 +51,15 @@ nonisolated extension ImageCache {
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
         internal static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error).map { data }
+                                         error: Swift.Error?, fields: Fields? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, fields: fields).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
         /// streamed to disk).
-        internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
-            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+        internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
+                                      fields: Fields? = nil) -> Result<Void, Error> {
+            let encoding = (fields ?? Fields(response))["content-encoding"] ?? ""
             let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
@@ -163,6 +164,24 @@ nonisolated extension ImageCache {
             }
         }
 
+        /// The header fields of a response the cache reads, by their names in lowercase: read in one
+        /// pass when the response comes. (Corelibs' `value(forHTTPHeaderField:)` lowercases every name
+        /// of the response at each call.) Of two names that differ only in case, one wins, as there.
+        internal struct Fields {
+            private var values: [String: String] = [:]
+
+            init(_ response: URLResponse?) {
+                guard let http = response as? HTTPURLResponse else { return }
+                for (name, value) in http.allHeaderFields {
+                    guard let name = name as? String, let value = value as? String else { continue }
+                    values[name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name] = value
+                }
+            }
+
+            /// The value of the field named `lowercaseName` (in lowercase), if the response has it.
+            subscript(_ lowercaseName: String) -> String? { values[lowercaseName] }
+        }
+
         /// The headers that judge a stored response, kept with its file: a `304` that leaves one
         /// out leaves the stored one in force (RFC 9111, 4.3.4).
         internal struct FreshnessHeaders {
@@ -170,9 +189,13 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                let http = response as? HTTPURLResponse
-                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
-                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(Fields(response), updating: stored)
+            }
+
+            /// A response's, read from its `fields`.
+            init(_ fields: Fields, updating stored: FreshnessHeaders? = nil) {
+                cacheControl = fields["cache-control"] ?? stored?.cacheControl
+                expires = fields["expires"] ?? stored?.expires
             }
 
             init(cacheControl: String?, expires: String?) {
@@ -194,9 +217,13 @@ nonisolated extension ImageCache {
             /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
             init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
                  receivedAt: TimeInterval) {
-                let http = response as? HTTPURLResponse
+                self.init(Fields(response), headers, sentAt: sentAt, receivedAt: receivedAt)
+            }
+
+            /// A response's, read from its `fields`.
+            init(_ fields: Fields, _ headers: FreshnessHeaders, sentAt: TimeInterval, receivedAt: TimeInterval) {
                 cacheControl = CacheControl(headers.cacheControl)
-                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
+                let date = fields["date"].flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge
                 } else if let expires = headers.expires {
@@ -205,7 +232,7 @@ nonisolated extension ImageCache {
                     lifetime = nil
                 }
                 // A list's first member (RFC 9111, 5.1).
-                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
+                let ageValue = fields["age"].flatMap {
                     $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
                 } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
