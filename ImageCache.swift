@@ -6396,7 +6396,7 @@ nonisolated extension ImageCache {
             let (download, cache) = (self.download, self.cache)
             let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
                 && transfer.stale != nil
-            let reply = Reply(response: transfer.response, fields: transfer.fields, sentAt: transfer.sentAt, notModified: notModified,
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
                               metrics: TransferMetrics(transfer))  // at its end, not after a decode
             // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
             let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
@@ -6405,7 +6405,7 @@ nonisolated extension ImageCache {
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
             if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, fields: transfer.fields) {
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, identity: transfer.identity) {
             case .failure(let error):
                 finish(.failure(error), nil)
             case .success(let body):
@@ -6440,8 +6440,7 @@ nonisolated extension ImageCache {
         /// referenced, deletes its file.
         private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
                               _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response,
-                                                               error: error, fields: transfer.fields) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
                 return finish(.failure(failure), nil)
             }
             guard let body = spool.mapped() else {
@@ -6532,7 +6531,6 @@ nonisolated extension ImageCache {
     /// was sent, and whether it is a `304` for the stale entry.
     fileprivate struct Reply {
         private(set) var response: URLResponse?
-        private(set) var fields = HTTP.Fields(nil)  // the response's (`HTTP.Fields`)
         private(set) var sentAt: TimeInterval?
         private(set) var notModified = false
         private(set) var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
@@ -6607,16 +6605,18 @@ nonisolated extension ImageCache.Ledger {
                                 misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.fields, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.fields, headers, sentAt: answer.sentAt ?? now,
-                                                  receivedAt: now)
+        let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
+        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
+        let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
+                                                       updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             // On disk already, or about to be; or never to be written, so memory need not keep them.
@@ -6638,7 +6638,7 @@ nonisolated extension ImageCache.Ledger {
             let item = ImageCache.DiskStore.Item(url: download.key.string,
                                                  data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
-                                                 validators: ImageCache.Validators(answer.fields), headers: headers)
+                                                 validators: ImageCache.Validators(answer.response), headers: headers)
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
@@ -6791,7 +6791,7 @@ nonisolated extension ImageCache {
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         fileprivate(set) var response: URLResponse?
-        fileprivate(set) var fields = HTTP.Fields(nil)  // the response's, read once
+        fileprivate(set) var identity = true  // its `Content-Encoding` leaves the body as sent (`HTTP.isIdentity`)
         fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
         fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
         fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
@@ -7024,11 +7024,10 @@ nonisolated extension ImageCache {
             if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
-            (transfer.response, transfer.fields) = (response, HTTP.Fields(response))
             let length = response.expectedContentLength
             let http = response as? HTTPURLResponse
-            let encoding = transfer.fields["content-encoding"]?.lowercased() ?? "identity"
-            transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
+            (transfer.response, transfer.identity) = (response, HTTP.isIdentity(http?.value(forHTTPHeaderField: "Content-Encoding")))
+            transfer.expected = length >= 0 && transfer.identity ? Int(length) : nil
             let status = http?.statusCode ?? 200
             if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
             // A large body announced goes to disk from its first byte.
@@ -7198,17 +7197,17 @@ nonisolated extension ImageCache {
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
-        fileprivate static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?, fields: Fields? = nil) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error, fields: fields).map { data }
+        fileprivate static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk).
+        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
         fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
-                                      fields: Fields? = nil) -> Result<Void, Error> {
-            let encoding = (fields ?? Fields(response))["content-encoding"] ?? ""
-            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
+                                      identity: Bool? = nil) -> Result<Void, Error> {
+            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil
@@ -7224,6 +7223,11 @@ nonisolated extension ImageCache {
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
             return count == 0 ? .failure(.emptyBody) : .success(())
+        }
+
+        /// Whether a `Content-Encoding` value (nil: none) leaves the body as it was sent.
+        fileprivate static func isIdentity(_ encoding: String?) -> Bool {
+            ["", "identity"].contains(HTTP.trimmed((encoding ?? "")[...]).lowercased())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
@@ -7312,24 +7316,6 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// The header fields of a response the cache reads, by their names in lowercase: read in one
-        /// pass when the response comes. (Corelibs' `value(forHTTPHeaderField:)` lowercases every name
-        /// of the response at each call.) Of two names that differ only in case, one wins, as there.
-        fileprivate struct Fields {
-            private var values: [String: String] = [:]
-
-            init(_ response: URLResponse?) {
-                guard let http = response as? HTTPURLResponse else { return }
-                for (name, value) in http.allHeaderFields {
-                    guard let name = name as? String, let value = value as? String else { continue }
-                    values[name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name] = value
-                }
-            }
-
-            /// The value of the field named `lowercaseName` (in lowercase), if the response has it.
-            subscript(_ lowercaseName: String) -> String? { values[lowercaseName] }
-        }
-
         /// The headers that judge a stored response, kept with its file: a `304` that leaves one
         /// out leaves the stored one in force (RFC 9111, 4.3.4).
         fileprivate struct FreshnessHeaders {
@@ -7337,13 +7323,19 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                self.init(Fields(response), updating: stored)
+                self.init(cacheControl: Self.cacheControl(response, updating: stored), expiresOf: response, updating: stored)
             }
 
-            /// A response's, read from its `fields`.
-            init(_ fields: Fields, updating stored: FreshnessHeaders? = nil) {
-                cacheControl = fields["cache-control"] ?? stored?.cacheControl
-                expires = fields["expires"] ?? stored?.expires
+            /// `cacheControl` (read by `cacheControl(_:updating:)`), and `response`'s `Expires`, else `stored`'s.
+            init(cacheControl: String?, expiresOf response: URLResponse?, updating stored: FreshnessHeaders?) {
+                let expires = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: cacheControl, expires: expires)
+            }
+
+            /// `response`'s `Cache-Control`, else `stored`'s: read alone first, as a `no-store` answer
+            /// needs no other header (corelibs lowercases every name of the response at each look-up).
+            static func cacheControl(_ response: URLResponse?, updating stored: FreshnessHeaders?) -> String? {
+                (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
             }
 
             init(cacheControl: String?, expires: String?) {
@@ -7365,13 +7357,9 @@ nonisolated extension ImageCache {
             /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
             init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
                  receivedAt: TimeInterval) {
-                self.init(Fields(response), headers, sentAt: sentAt, receivedAt: receivedAt)
-            }
-
-            /// A response's, read from its `fields`.
-            init(_ fields: Fields, _ headers: FreshnessHeaders, sentAt: TimeInterval, receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
                 cacheControl = CacheControl(headers.cacheControl)
-                let date = fields["date"].flatMap(HTTP.date) ?? receivedAt
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge
                 } else if let expires = headers.expires {
@@ -7380,7 +7368,7 @@ nonisolated extension ImageCache {
                     lifetime = nil
                 }
                 // A list's first member (RFC 9111, 5.1).
-                let ageValue = fields["age"].flatMap {
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
                     $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
                 } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))
@@ -11428,12 +11416,9 @@ nonisolated extension ImageCache {
         }
 
         init?(_ response: URLResponse?) {
-            self.init(ImageCache.HTTP.Fields(response))
-        }
-
-        /// A response's, read from its `fields`.
-        init?(_ fields: ImageCache.HTTP.Fields) {
-            self.init(etag: fields["etag"], lastModified: fields["last-modified"])
+            let http = response as? HTTPURLResponse
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"),
+                      lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
         }
 
         init?(fd: Int32) {

@@ -35,12 +35,9 @@ nonisolated extension ImageCache {
         }
 
         init?(_ response: URLResponse?) {
-            self.init(ImageCache.HTTP.Fields(response))
-        }
-
-        /// A response's, read from its `fields`.
-        init?(_ fields: ImageCache.HTTP.Fields) {
-            self.init(etag: fields["etag"], lastModified: fields["last-modified"])
+            let http = response as? HTTPURLResponse
+            self.init(etag: http?.value(forHTTPHeaderField: "ETag"),
+                      lastModified: http?.value(forHTTPHeaderField: "Last-Modified"))
         }
 
         init?(fd: Int32) {

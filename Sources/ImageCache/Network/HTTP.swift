@@ -50,17 +50,17 @@ nonisolated extension ImageCache {
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
-        internal static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?, fields: Fields? = nil) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error, fields: fields).map { data }
+        internal static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk).
+        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
         internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
-                                      fields: Fields? = nil) -> Result<Void, Error> {
-            let encoding = (fields ?? Fields(response))["content-encoding"] ?? ""
-            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
+                                      identity: Bool? = nil) -> Result<Void, Error> {
+            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil
@@ -76,6 +76,11 @@ nonisolated extension ImageCache {
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
             return count == 0 ? .failure(.emptyBody) : .success(())
+        }
+
+        /// Whether a `Content-Encoding` value (nil: none) leaves the body as it was sent.
+        internal static func isIdentity(_ encoding: String?) -> Bool {
+            ["", "identity"].contains(HTTP.trimmed((encoding ?? "")[...]).lowercased())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
@@ -164,24 +169,6 @@ nonisolated extension ImageCache {
             }
         }
 
-        /// The header fields of a response the cache reads, by their names in lowercase: read in one
-        /// pass when the response comes. (Corelibs' `value(forHTTPHeaderField:)` lowercases every name
-        /// of the response at each call.) Of two names that differ only in case, one wins, as there.
-        internal struct Fields {
-            private var values: [String: String] = [:]
-
-            init(_ response: URLResponse?) {
-                guard let http = response as? HTTPURLResponse else { return }
-                for (name, value) in http.allHeaderFields {
-                    guard let name = name as? String, let value = value as? String else { continue }
-                    values[name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name] = value
-                }
-            }
-
-            /// The value of the field named `lowercaseName` (in lowercase), if the response has it.
-            subscript(_ lowercaseName: String) -> String? { values[lowercaseName] }
-        }
-
         /// The headers that judge a stored response, kept with its file: a `304` that leaves one
         /// out leaves the stored one in force (RFC 9111, 4.3.4).
         internal struct FreshnessHeaders {
@@ -189,13 +176,19 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                self.init(Fields(response), updating: stored)
+                self.init(cacheControl: Self.cacheControl(response, updating: stored), expiresOf: response, updating: stored)
             }
 
-            /// A response's, read from its `fields`.
-            init(_ fields: Fields, updating stored: FreshnessHeaders? = nil) {
-                cacheControl = fields["cache-control"] ?? stored?.cacheControl
-                expires = fields["expires"] ?? stored?.expires
+            /// `cacheControl` (read by `cacheControl(_:updating:)`), and `response`'s `Expires`, else `stored`'s.
+            init(cacheControl: String?, expiresOf response: URLResponse?, updating stored: FreshnessHeaders?) {
+                let expires = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: cacheControl, expires: expires)
+            }
+
+            /// `response`'s `Cache-Control`, else `stored`'s: read alone first, as a `no-store` answer
+            /// needs no other header (corelibs lowercases every name of the response at each look-up).
+            static func cacheControl(_ response: URLResponse?, updating stored: FreshnessHeaders?) -> String? {
+                (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
             }
 
             init(cacheControl: String?, expires: String?) {
@@ -217,13 +210,9 @@ nonisolated extension ImageCache {
             /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
             init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
                  receivedAt: TimeInterval) {
-                self.init(Fields(response), headers, sentAt: sentAt, receivedAt: receivedAt)
-            }
-
-            /// A response's, read from its `fields`.
-            init(_ fields: Fields, _ headers: FreshnessHeaders, sentAt: TimeInterval, receivedAt: TimeInterval) {
+                let http = response as? HTTPURLResponse
                 cacheControl = CacheControl(headers.cacheControl)
-                let date = fields["date"].flatMap(HTTP.date) ?? receivedAt
+                let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge
                 } else if let expires = headers.expires {
@@ -232,7 +221,7 @@ nonisolated extension ImageCache {
                     lifetime = nil
                 }
                 // A list's first member (RFC 9111, 5.1).
-                let ageValue = fields["age"].flatMap {
+                let ageValue = http?.value(forHTTPHeaderField: "Age").flatMap {
                     $0.split(separator: ",").first.flatMap { HTTP.delta(HTTP.trimmed($0)) }
                 } ?? 0
                 age = max(max(0, receivedAt - date), ageValue + max(0, receivedAt - sentAt))

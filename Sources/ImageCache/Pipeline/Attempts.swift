@@ -162,7 +162,7 @@ nonisolated extension ImageCache {
             let (download, cache) = (self.download, self.cache)
             let notModified = (transfer.response as? HTTPURLResponse)?.statusCode == 304 && error == nil
                 && transfer.stale != nil
-            let reply = Reply(response: transfer.response, fields: transfer.fields, sentAt: transfer.sentAt, notModified: notModified,
+            let reply = Reply(response: transfer.response, sentAt: transfer.sentAt, notModified: notModified,
                               metrics: TransferMetrics(transfer))  // at its end, not after a decode
             // `body`: the bytes, whole, for waiters of another type when the download's decoder fails.
             let finish: @Sendable (Result<Payload, Error>, _ body: Data?) -> Void = { result, body in
@@ -171,7 +171,7 @@ nonisolated extension ImageCache {
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
             if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, fields: transfer.fields) {
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, identity: transfer.identity) {
             case .failure(let error):
                 finish(.failure(error), nil)
             case .success(let body):
@@ -206,8 +206,7 @@ nonisolated extension ImageCache {
         /// referenced, deletes its file.
         private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
                               _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response,
-                                                               error: error, fields: transfer.fields) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
                 return finish(.failure(failure), nil)
             }
             guard let body = spool.mapped() else {
@@ -298,7 +297,6 @@ nonisolated extension ImageCache {
     /// was sent, and whether it is a `304` for the stale entry.
     internal struct Reply {
         private(set) var response: URLResponse?
-        private(set) var fields = HTTP.Fields(nil)  // the response's (`HTTP.Fields`)
         private(set) var sentAt: TimeInterval?
         private(set) var notModified = false
         private(set) var metrics: TransferMetrics?  // what the transfer measured (TransferMetrics.swift)
@@ -373,16 +371,18 @@ nonisolated extension ImageCache.Ledger {
                                 misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.fields, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.fields, headers, sentAt: answer.sentAt ?? now,
-                                                  receivedAt: now)
+        let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
+        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
+        let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
+                                                       updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             // On disk already, or about to be; or never to be written, so memory need not keep them.
@@ -404,7 +404,7 @@ nonisolated extension ImageCache.Ledger {
             let item = ImageCache.DiskStore.Item(url: download.key.string,
                                                  data: payload.spool == nil ? payload.bytes : nil, size: size ?? 0,
                                                  downloadedAt: downloadedAt, receivedAt: now,
-                                                 validators: ImageCache.Validators(answer.fields), headers: headers)
+                                                 validators: ImageCache.Validators(answer.response), headers: headers)
             queueOnDisk(.write(item, key: download.key, usedAt: now, spool: payload.spool))
         }
         return delivery
