@@ -6481,7 +6481,7 @@ nonisolated extension ImageCache {
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
             if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, identity: transfer.identity) {
             case .failure(let error):
                 finish(.failure(error), nil)
             case .success(let body):
@@ -6681,16 +6681,18 @@ nonisolated extension ImageCache.Ledger {
                                 misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
-                                                  receivedAt: now)
+        let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
+        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
+        let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
+                                                       updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             // On disk already, or about to be; or never to be written, so memory need not keep them.
@@ -6865,6 +6867,7 @@ nonisolated extension ImageCache {
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         fileprivate(set) var response: URLResponse?
+        fileprivate(set) var identity = true  // its `Content-Encoding` leaves the body as sent (`HTTP.isIdentity`)
         fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
         fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
         fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
@@ -7097,11 +7100,10 @@ nonisolated extension ImageCache {
             if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
-            transfer.response = response
             let length = response.expectedContentLength
             let http = response as? HTTPURLResponse
-            let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-            transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
+            (transfer.response, transfer.identity) = (response, HTTP.isIdentity(http?.value(forHTTPHeaderField: "Content-Encoding")))
+            transfer.expected = length >= 0 && transfer.identity ? Int(length) : nil
             let status = http?.statusCode ?? 200
             if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
             // A large body announced goes to disk from its first byte.
@@ -7271,16 +7273,17 @@ nonisolated extension ImageCache {
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
-        fileprivate static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error).map { data }
+        fileprivate static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk).
-        fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
-            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
-            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
+        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
+        fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Void, Error> {
+            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil
@@ -7296,6 +7299,11 @@ nonisolated extension ImageCache {
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
             return count == 0 ? .failure(.emptyBody) : .success(())
+        }
+
+        /// Whether a `Content-Encoding` value (nil: none) leaves the body as it was sent.
+        fileprivate static func isIdentity(_ encoding: String?) -> Bool {
+            ["", "identity"].contains(HTTP.trimmed((encoding ?? "")[...]).lowercased())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
@@ -7391,9 +7399,19 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                let http = response as? HTTPURLResponse
-                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
-                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: Self.cacheControl(response, updating: stored), expiresOf: response, updating: stored)
+            }
+
+            /// `cacheControl` (read by `cacheControl(_:updating:)`), and `response`'s `Expires`, else `stored`'s.
+            init(cacheControl: String?, expiresOf response: URLResponse?, updating stored: FreshnessHeaders?) {
+                let expires = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: cacheControl, expires: expires)
+            }
+
+            /// `response`'s `Cache-Control`, else `stored`'s: read alone first, as a `no-store` answer
+            /// needs no other header (corelibs lowercases every name of the response at each look-up).
+            static func cacheControl(_ response: URLResponse?, updating stored: FreshnessHeaders?) -> String? {
+                (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
             }
 
             init(cacheControl: String?, expires: String?) {
@@ -10318,6 +10336,7 @@ nonisolated extension ImageCache {
         let folderPath: String  // `folder.path`, which costs microseconds a call
         private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
+        private var opened: Foundation.stat?  // `directory`'s `fstat` when it was opened (nil: it failed)
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
         private var lastTouch: TimeInterval = 0
@@ -10648,13 +10667,14 @@ nonisolated extension ImageCache {
         /// Lists the folder for `watch`, if it is still the folder's.
         fileprivate func listWatched(_ watch: FolderWatch) {
             let names = imageIDs()  // may find the folder replaced, and drop the watch
-            if watch === self.watch { watch.list(names) }
+            if watch === self.watch { watch.list(names, holdsParts: names == nil || holdsParts()) }
         }
 
 
-        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
-        /// in the open folder.
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: known from the
+        /// folder's watch, else one name looked up in the open folder.
         func holdsParts() -> Bool {
+            if watch?.knowsNoParts == true { return false }
             guard let directory = openFolder(create: false) else { return true }
             var info = Foundation.stat()
             return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
@@ -10693,8 +10713,10 @@ nonisolated extension ImageCache {
         /// anyone: another instance or process may have made it again); true if it did.
         fileprivate func reopenIfReplaced() -> Bool {
             guard directory >= 0 else { return false }
-            var open = Foundation.stat(), now = Foundation.stat()
-            let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
+            var open = opened ?? Foundation.stat(), now = Foundation.stat()
+            // The open folder's inode and device, read when it was opened, cannot change; and a deleted
+            // folder's inode is not reused while it is open: a path that still leads to it is the folder.
+            let gone = (opened == nil && (Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0))
                 || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
             guard gone else { return false }
             report("the folder \(folderPath) was deleted or replaced; using the one there now")
@@ -10711,7 +10733,8 @@ nonisolated extension ImageCache {
             if directory >= 0 { return directory }
             switch Self.openPrivate(folder, create: create) {
             case .success(let fd):
-                directory = fd
+                var info = Foundation.stat()
+                (directory, opened) = (fd, Foundation.fstat(fd, &info) == 0 ? info : nil)
                 return fd
             case .failure(let problem):
                 if let message = problem.message { fail(message) }
@@ -10859,12 +10882,16 @@ nonisolated extension ImageCache.DiskStore {
 
     /// The hash that `fileName(for:)` writes in hexadecimal.
     static func fileID(for url: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in url.utf8 {  // every byte: a key with a NUL is a key of its own
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
+        func hash<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {  // every byte: a key with a NUL is a key of its own
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            return hash
         }
-        return hash
+        // A native string's bytes in place: its UTF-8 view, walked index by index, costs several times more.
+        return url.utf8.withContiguousStorageIfAvailable(hash) ?? hash(url.utf8)
     }
 
     /// An image file's name: `id` in 16 lowercase hexadecimal digits.
@@ -11059,11 +11086,14 @@ nonisolated extension ImageCache {
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
         private var lost = false  // the notices may have missed a name
+        private var partsSeen = false  // the folder of kept parts was there when listed, or came since
 
         #if canImport(Glibc)
         private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
                                          | IN_DONT_FOLLOW)
         #endif
+
+        private static let parts = Array(PartialBody.folderName.utf8)
 
         private init(_ notices: Int32) { self.notices = notices }
 
@@ -11093,11 +11123,11 @@ nonisolated extension ImageCache {
         }
 
         /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
-        /// found (nil: it could not list).
-        func list(_ listed: Set<UInt64>?) {
+        /// found (nil: it could not list), and whether the folder of kept parts was there after `start`.
+        func list(_ listed: Set<UInt64>?, holdsParts: Bool) {
             lock.withLock {
                 guard let listed else { return lost = true }
-                names = listed
+                (names, partsSeen) = (listed, partsSeen || holdsParts)
                 drain()
             }
         }
@@ -11115,6 +11145,10 @@ nonisolated extension ImageCache {
                 return !names.contains(id)
             }
         }
+
+        /// True if the folder holds no folder of kept parts (`PartialBody`), as of the notices read by
+        /// the last `knowsAbsent` (a look-up's, just before). False when it may, or when it cannot know.
+        var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
         /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
@@ -11137,7 +11171,11 @@ nonisolated extension ImageCache {
                             lost = true
                         } else if length > 0, offset + header + length <= count {
                             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
-                            if let id = DiskStore.imageID(name) { names?.insert(id) }
+                            if let id = DiskStore.imageID(name) {
+                                names?.insert(id)
+                            } else if name.starts(with: Self.parts), name.count == Self.parts.count || name[Self.parts.count] == 0 {
+                                partsSeen = true
+                            }
                         }
                         offset += header + length
                     }

@@ -75,6 +75,37 @@ final class FolderWatchTests: CacheTestCase {
         #endif
     }
 
+    /// Deleted rather than moved: inotify tells nothing of a folder deleted while the cache holds it
+    /// open (its `IN_DELETE_SELF` waits for the last descriptor), so the look-up's own check finds it.
+    func testADeletedAndRemadeFolderIsNoticedUnderALiveWatch() throws {
+        #if !canImport(Glibc)
+        throw XCTSkip("the folder's watch is inotify's (Linux)")
+        #else
+        // Given: a watched and listed folder, whose watch knows `planted`'s name absent.
+        let (kept, lookedUp, planted) = (serve("/kept.png"), serve("/looked-up.png"), serve("/planted.png"))
+        let cache = makeCache("remade")
+        XCTAssertNotNil(fetchAndWait(cache, kept))
+        cache.drainDisk()
+        XCTAssertNotNil(fetchAndWait(cache, lookedUp))
+        cache.drainDisk()
+        XCTAssertEqual(knowsAbsent(cache, planted), true)
+
+        // When: the folder is deleted, and made again by another instance that writes `planted`.
+        try FileManager.default.removeItem(at: cache.disk.folder)
+        let other = makeCache("remade")
+        XCTAssertNotNil(fetchAndWait(other, planted))
+        other.drainDisk()
+        let id = ImageCache.DiskStore.fileID(for: planted.absoluteString)
+        XCTAssertEqual(cache.diskQueue.sync { cache.disk.folderWatch?.knowsAbsent(id) }, true,
+                       "the watch heard nothing: it is live, and knows the name absent")
+
+        // Then: the look-up notices the new folder and finds the file there.
+        guard case .success(let fetched)? = result(cache, planted) else { return XCTFail("no image for \(planted)") }
+        XCTAssertEqual(fetched.source, .disk)
+        XCTAssertEqual(server.requestCount("/planted.png"), 1)
+        #endif
+    }
+
     func testANoStoreAnswerStillRemovesAFileAnotherInstanceWroteAfterTheLookUp() throws {
         #if !canImport(Glibc)
         throw XCTSkip("the folder's watch is inotify's (Linux)")

@@ -110,6 +110,38 @@ final class ResumableDownloadTests: CacheTestCase {
         XCTAssertEqual(names(in: cache).filter { $0.hasPrefix(".") }, [])
     }
 
+    func testAPartKeptAfterTheFolderWatchListedIsResumed() throws {
+        #if !canImport(Glibc)
+        throw XCTSkip("the folder's watch is inotify's (Linux)")
+        #else
+        // Given: a cache whose folder is watched and listed with no folder of kept parts, which the
+        // watch then knows (a first attempt skips its look-up of one)
+        let png = LargePNG(chunks: 20)
+        let (url, served) = serveResumable("/watched.png", cut: png.length * 9 / 10, body: { png }, etag: { "\"v1\"" })
+        let cache = largeCache()
+        XCTAssertNotNil(fetchAndWait(cache, serve("/kept.png")))
+        cache.drainDisk()
+        XCTAssertNotNil(fetchAndWait(cache, serve("/looked-up.png")))  // a look-up in a folder that exists: watched
+        cache.drainDisk()
+        let knowsNoParts: () -> Bool? = {
+            cache.diskQueue.sync {
+                guard let watch = cache.disk.folderWatch else { return nil }
+                return watch.knowsAbsent(ImageCache.DiskStore.fileID(for: url.absoluteString)) && watch.knowsNoParts
+            }
+        }
+        cache.diskQueue.sync { if let watch = cache.disk.folderWatch { cache.disk.listWatched(watch) } }
+        XCTAssertEqual(knowsNoParts(), true)
+        // When: its body is cut (its part kept in a folder of parts made after the listing), and it is
+        // fetched again
+        _ = try cutFirst(cache, url)
+        XCTAssertEqual(knowsNoParts(), false, "the folder of parts came through the watch")
+        XCTAssertEqual(try XCTUnwrap(result(cache, url)).get().source, .network)
+        // Then: the second request resumed the part
+        XCTAssertEqual(served.value.ranges, [nil, "bytes=\(png.length * 9 / 10)-"])
+        XCTAssertEqual(served.value.ifRanges, [nil, "\"v1\""])
+        #endif
+    }
+
     func testACutBodyResumesInANewCacheInstance() throws {
         let png = LargePNG(chunks: 20)
         let (url, served) = serveResumable("/new.png", cut: png.length * 9 / 10, body: { png }, etag: { "\"v1\"" })

@@ -78,6 +78,7 @@ nonisolated extension ImageCache {
         let folderPath: String  // `folder.path`, which costs microseconds a call
         private(set) weak var owner: ImageCache?
         private var directory: Int32 = -1  // the folder, opened without following a link; -1 until needed
+        private var opened: Foundation.stat?  // `directory`'s `fstat` when it was opened (nil: it failed)
         private var failing = false  // the last write failed: report a failure once, not per file
         private var renamesIfAbsent = POSIX.renamesIfAbsent  // false once the file system says it cannot
         private var lastTouch: TimeInterval = 0
@@ -418,16 +419,17 @@ nonisolated extension ImageCache {
         /// Lists the folder for `watch`, if it is still the folder's.
         internal func listWatched(_ watch: FolderWatch) {
             let names = imageIDs()  // may find the folder replaced, and drop the watch
-            if watch === self.watch { watch.list(names) }
+            if watch === self.watch { watch.list(names, holdsParts: names == nil || holdsParts()) }
         }
 
         #if IMAGECACHE_TESTING
         internal var folderWatch: FolderWatch? { watch }  // for tests to list at once, and to ask
         #endif
 
-        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: one name looked up
-        /// in the open folder.
+        /// Whether the folder holds a folder of kept parts (`PartialBody`), or may: known from the
+        /// folder's watch, else one name looked up in the open folder.
         func holdsParts() -> Bool {
+            if watch?.knowsNoParts == true { return false }
             guard let directory = openFolder(create: false) else { return true }
             var info = Foundation.stat()
             return Foundation.fstatat(directory, PartialBody.folderName, &info, AT_SYMLINK_NOFOLLOW) == 0
@@ -466,8 +468,10 @@ nonisolated extension ImageCache {
         /// anyone: another instance or process may have made it again); true if it did.
         internal func reopenIfReplaced() -> Bool {
             guard directory >= 0 else { return false }
-            var open = Foundation.stat(), now = Foundation.stat()
-            let gone = Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0
+            var open = opened ?? Foundation.stat(), now = Foundation.stat()
+            // The open folder's inode and device, read when it was opened, cannot change; and a deleted
+            // folder's inode is not reused while it is open: a path that still leads to it is the folder.
+            let gone = (opened == nil && (Foundation.fstat(directory, &open) != 0 || open.st_nlink == 0))
                 || Foundation.lstat(folderPath, &now) != 0 || now.st_ino != open.st_ino || now.st_dev != open.st_dev
             guard gone else { return false }
             report("the folder \(folderPath) was deleted or replaced; using the one there now")
@@ -484,7 +488,8 @@ nonisolated extension ImageCache {
             if directory >= 0 { return directory }
             switch Self.openPrivate(folder, create: create) {
             case .success(let fd):
-                directory = fd
+                var info = Foundation.stat()
+                (directory, opened) = (fd, Foundation.fstat(fd, &info) == 0 ? info : nil)
                 return fd
             case .failure(let problem):
                 if let message = problem.message { fail(message) }

@@ -33,11 +33,14 @@ nonisolated extension ImageCache {
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8_192, alignment: 8)  // for `drain`
         private var names: Set<UInt64>?  // nil until listed
         private var lost = false  // the notices may have missed a name
+        private var partsSeen = false  // the folder of kept parts was there when listed, or came since
 
         #if canImport(Glibc)
         private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
                                          | IN_DONT_FOLLOW)
         #endif
+
+        private static let parts = Array(PartialBody.folderName.utf8)
 
         private init(_ notices: Int32) { self.notices = notices }
 
@@ -67,11 +70,11 @@ nonisolated extension ImageCache {
         }
 
         /// Begins to know the folder's names: `listed`, the image names a listing made after `start`
-        /// found (nil: it could not list).
-        func list(_ listed: Set<UInt64>?) {
+        /// found (nil: it could not list), and whether the folder of kept parts was there after `start`.
+        func list(_ listed: Set<UInt64>?, holdsParts: Bool) {
             lock.withLock {
                 guard let listed else { return lost = true }
-                names = listed
+                (names, partsSeen) = (listed, partsSeen || holdsParts)
                 drain()
             }
         }
@@ -89,6 +92,10 @@ nonisolated extension ImageCache {
                 return !names.contains(id)
             }
         }
+
+        /// True if the folder holds no folder of kept parts (`PartialBody`), as of the notices read by
+        /// the last `knowsAbsent` (a look-up's, just before). False when it may, or when it cannot know.
+        var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
         /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
@@ -111,7 +118,11 @@ nonisolated extension ImageCache {
                             lost = true
                         } else if length > 0, offset + header + length <= count {
                             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + header)..<(offset + header + length)])
-                            if let id = DiskStore.imageID(name) { names?.insert(id) }
+                            if let id = DiskStore.imageID(name) {
+                                names?.insert(id)
+                            } else if name.starts(with: Self.parts), name.count == Self.parts.count || name[Self.parts.count] == 0 {
+                                partsSeen = true
+                            }
                         }
                         offset += header + length
                     }

@@ -50,16 +50,17 @@ nonisolated extension ImageCache {
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
         /// says nothing of it.
-        internal static func validate(data: Data, response: URLResponse?,
-                                         error: Swift.Error?) -> Result<Data, Error> {
-            validate(count: data.count, response: response, error: error).map { data }
+        internal static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Data, Error> {
+            validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
         /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk).
-        internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?) -> Result<Void, Error> {
-            let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") ?? ""
-            let identity = ["", "identity"].contains(HTTP.trimmed(encoding[...]).lowercased())
+        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
+        internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
+                                      identity: Bool? = nil) -> Result<Void, Error> {
+            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil
@@ -75,6 +76,11 @@ nonisolated extension ImageCache {
             guard (200..<300).contains(status) else { return .failure(.httpStatus(status)) }
             if let truncated { return .failure(truncated) }
             return count == 0 ? .failure(.emptyBody) : .success(())
+        }
+
+        /// Whether a `Content-Encoding` value (nil: none) leaves the body as it was sent.
+        internal static func isIdentity(_ encoding: String?) -> Bool {
+            ["", "identity"].contains(HTTP.trimmed((encoding ?? "")[...]).lowercased())
         }
 
         /// What a `Cache-Control` value says, as a private cache reads it (RFC 9111, 5.2.2): directive
@@ -170,9 +176,19 @@ nonisolated extension ImageCache {
 
             /// `response`'s, each in place of the one in `stored`, if it has one.
             init(_ response: URLResponse?, updating stored: FreshnessHeaders? = nil) {
-                let http = response as? HTTPURLResponse
-                cacheControl = http?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
-                expires = http?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: Self.cacheControl(response, updating: stored), expiresOf: response, updating: stored)
+            }
+
+            /// `cacheControl` (read by `cacheControl(_:updating:)`), and `response`'s `Expires`, else `stored`'s.
+            init(cacheControl: String?, expiresOf response: URLResponse?, updating stored: FreshnessHeaders?) {
+                let expires = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Expires") ?? stored?.expires
+                self.init(cacheControl: cacheControl, expires: expires)
+            }
+
+            /// `response`'s `Cache-Control`, else `stored`'s: read alone first, as a `no-store` answer
+            /// needs no other header (corelibs lowercases every name of the response at each look-up).
+            static func cacheControl(_ response: URLResponse?, updating stored: FreshnessHeaders?) -> String? {
+                (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") ?? stored?.cacheControl
             }
 
             init(cacheControl: String?, expires: String?) {

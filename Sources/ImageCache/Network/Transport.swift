@@ -31,6 +31,7 @@ nonisolated extension ImageCache {
         let stale: Payload?  // the expired entry it revalidates, if any: a `304` delivers it
         let sentAt: TimeInterval  // by the cache's clock, for the response's age (RFC 9111, 4.2.3)
         fileprivate(set) var response: URLResponse?
+        fileprivate(set) var identity = true  // its `Content-Encoding` leaves the body as sent (`HTTP.isIdentity`)
         fileprivate(set) var data = Data()  // the body, unless it is streamed to disk
         fileprivate(set) var spool: Spool?  // the body streamed to disk (see `BodyLimits`); nil while it is in `data`
         fileprivate(set) var received = 0  // the body's bytes so far, in `data` or in `spool`
@@ -270,11 +271,10 @@ nonisolated extension ImageCache {
             if resumed { cache?.attempt(transfer).stallChanged(transfer) }
             guard transfer.failure == nil else { return completionHandler(.cancel) }  // stopped already
             if transfer.awaitsChallenge { (transfer.awaitsChallenge, transfer.received) = (false, 0) }  // sent again
-            transfer.response = response
             let length = response.expectedContentLength
             let http = response as? HTTPURLResponse
-            let encoding = http?.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-            transfer.expected = length >= 0 && encoding == "identity" ? Int(length) : nil
+            (transfer.response, transfer.identity) = (response, HTTP.isIdentity(http?.value(forHTTPHeaderField: "Content-Encoding")))
+            transfer.expected = length >= 0 && transfer.identity ? Int(length) : nil
             let status = http?.statusCode ?? 200
             if transfer.limits.partial != nil { PartialBody.answered(transfer, status: status) }
             // A large body announced goes to disk from its first byte.

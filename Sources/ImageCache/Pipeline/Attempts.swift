@@ -171,7 +171,7 @@ nonisolated extension ImageCache {
             if let stopped { return finish(.failure(stopped), nil) }
             if notModified, let stale = transfer.stale { return finish(.success(stale), nil) }
             if let spool = transfer.spool { return streamed(transfer, spool, error: error, finish) }
-            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error) {
+            switch HTTP.validate(data: transfer.data, response: transfer.response, error: error, identity: transfer.identity) {
             case .failure(let error):
                 finish(.failure(error), nil)
             case .success(let body):
@@ -371,16 +371,18 @@ nonisolated extension ImageCache.Ledger {
                                 misses: explained(download, notModified: answer.notModified), metrics: answer.metrics)
         lanes.move(download, to: .done)
         let revalidated = answer.notModified ? download.stale?.found : nil
-        let headers = ImageCache.HTTP.FreshnessHeaders(answer.response, updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
-                                                  receivedAt: now)
+        let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
-        guard !freshness.cacheControl.noStore else {
+        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
+        let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
+                                                       updating: revalidated?.headers)
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+                                                  receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
             // On disk already, or about to be; or never to be written, so memory need not keep them.
