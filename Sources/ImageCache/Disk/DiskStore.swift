@@ -409,9 +409,9 @@ nonisolated extension ImageCache {
         }
 
         /// True if the folder's watch knows that it holds no file `id` now; from any thread. The folder
-        /// moved away or deleted is not looked for (an `lstat` of its path costs microseconds): the
-        /// watch is lost once the kernel tells of it, and a removal queued instead would look in
-        /// the open folder too.
+        /// moved away, deleted or replaced is not looked for (an `lstat` of its path costs
+        /// microseconds; the kernel tells the watch of a move only, not of a deletion while the store
+        /// holds the folder open): a removal queued instead would look in the open folder too.
         func knowsAbsent(_ id: UInt64) -> Bool {
             watch?.knowsAbsent(id) ?? false
         }

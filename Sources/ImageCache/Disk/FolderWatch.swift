@@ -25,8 +25,11 @@ nonisolated extension ImageCache {
     /// the folder; its notice is queued before the call that made it returns). A name it does not
     /// hold is not in the folder, which a miss then knows without an `open` of a name the file
     /// system has never cached (the most costly look-up there is). Any thread may ask it (its lock
-    /// is taken last, and never held while it calls out). Once the notices can no longer say everything (too many queued, the folder moved or gone), it
-    /// knows nothing, and the store stops using it.
+    /// is taken last, and never held while it calls out). Once the notices can no longer say
+    /// everything (too many queued, the folder itself moved), it knows nothing, and the store stops
+    /// using it. A folder deleted (or replaced, or its parent renamed) while the store holds it open
+    /// is not told of (the kernel's notice waits for the last descriptor): the store's own check
+    /// that its path still names the open folder, at each look-up, finds that.
     internal final class FolderWatch: @unchecked Sendable {  // its state is guarded by `lock`
         private let notices: Int32  // the inotify descriptor
         private let lock = NSLock()
@@ -98,7 +101,8 @@ nonisolated extension ImageCache {
         var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
-        /// notice that some were lost, or that the folder moved or went, loses the watch. Under `lock`.
+        /// notice that some were lost, or that the folder itself moved (or went: told only once no
+        /// descriptor holds it), loses the watch. Under `lock`.
         private func drain() {
             #if canImport(Glibc)
             while !lost {
