@@ -316,6 +316,12 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
         var authorization: Authorization?
         var challengeResponder: ChallengeResponder?
+
+        /// Sets `setting` (a configuration property's, see Configuration.swift): the one place a
+        /// setting is written.
+        mutating func set<Value>(_ setting: WritableKeyPath<Settings, Value>, to value: Value) {
+            self[keyPath: setting] = value
+        }
     }
 }
 
@@ -477,11 +483,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the requests.
     public func prefetch(_ requests: [Request]) {
-        for request in requests {
-            var request = request
-            request.slow = true
-            prefetch(Load(request))
-        }
+        for request in requests { prefetch(Load(request, slow: true)) }
     }
 
     /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a
@@ -1672,6 +1674,44 @@ nonisolated extension ImageCache {
         /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
         /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
         public var missReasons: [MissReason: Int] = [:]
+
+        /// What the cache counts, one case a counter: changed only through `add`, here.
+        fileprivate enum Counter {
+            case requests, memoryHits, diskHits, misses, deduplicated, revalidated, bytesDownloaded, failures
+            case evictions, stalls, resumes, peeks, peekHits
+        }
+
+        /// Adds `amount` to `counter`, wrapping past `Int.max`.
+        fileprivate mutating func add(_ counter: Counter, _ amount: Int = 1) {
+            switch counter {
+            case .requests: requests &+= amount
+            case .memoryHits: memoryHits &+= amount
+            case .diskHits: diskHits &+= amount
+            case .misses: misses &+= amount
+            case .deduplicated: deduplicated &+= amount
+            case .revalidated: revalidated &+= amount
+            case .bytesDownloaded: bytesDownloaded &+= amount
+            case .failures: failures &+= amount
+            case .evictions: evictions &+= amount
+            case .stalls: stalls &+= amount
+            case .resumes: resumes &+= amount
+            case .peeks: peeks &+= amount
+            case .peekHits: peekHits &+= amount
+            }
+        }
+
+        /// Counts a load that missed a tier for `reason`.
+        fileprivate mutating func add(_ reason: MissReason) { missReasons[reason, default: 0] &+= 1 }
+
+        /// Takes the disk's figures (see `DiskStore.counted`).
+        fileprivate mutating func setDisk(files: Int, bytes: Int) { (diskFiles, diskBytes) = (files, bytes) }
+
+        /// Itself with what memory holds and the transfers stalled now, for a snapshot.
+        fileprivate func with(memoryCount: Int, memoryBytes: Int, stalledNow: Int) -> Statistics {
+            var snapshot = self
+            (snapshot.memoryCount, snapshot.memoryBytes, snapshot.stalledNow) = (memoryCount, memoryBytes, stalledNow)
+            return snapshot
+        }
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and
@@ -1902,7 +1942,7 @@ nonisolated extension ImageCache.Ledger {
     }
 
     private mutating func count(_ reason: MissReason) {
-        counts.missReasons[reason, default: 0] &+= 1
+        counts.add(reason)
     }
 }
 
@@ -4646,11 +4686,11 @@ nonisolated extension ImageCache {
         }
 
         /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
-        /// fills its size.
-        init(_ request: Request) {
+        /// fills its size; on the slow lane if the request is `slow`, or `slow` says so (a prefetch's).
+        init(_ request: Request, slow: Bool = false) {
             // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
-                      lane: request.slow ? .slow : .fast, decoder: .image)
+                      lane: request.slow || slow ? .slow : .fast, decoder: .image)
             options = request.options
             setRare(scale: .some(request.scale), blurHash: .some(request.blurHash), alternative: .some(request.alternative))
             guard request.size != nil || !request.processors.isEmpty else { return }
@@ -5036,7 +5076,7 @@ nonisolated extension ImageCache.Ledger {
             lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
-        counts.diskHits &+= 1
+        counts.add(.diskHits)
         log(download, from: .disk)
         lanes.move(download, to: .done)
         let kept = payload.with(bytes: nil)  // they are on disk
@@ -5054,8 +5094,8 @@ nonisolated extension ImageCache.Ledger {
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.failures &+= 1 }
-        counts.diskHits &+= 1
+        guard let found else { return counts.add(.failures) }
+        counts.add(.diskHits)
         switch entries[key] {
         case .loaded?, .loading?, .processing?, .decodingStore?: return
         case .failed?, nil: break
@@ -5220,7 +5260,7 @@ nonisolated extension ImageCache.Ledger {
     /// start now.
     mutating func join(_ task: FetchTask, _ job: VariantJob, fast: Bool) -> [Download] {
         job.add(task)
-        counts.deduplicated &+= 1
+        counts.add(.deduplicated)
         guard let original = job.original, let download = original.download, isCurrent(download) else { return [] }
         download.join(task.load.options)
         guard fast else { return [] }
@@ -5357,7 +5397,7 @@ nonisolated extension ImageCache {
             // entry will replace it).
             if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
             if load.decoder.type == nil, !reload, let found = secondChance(key, now: now) {
-                counts.memoryHits &+= 1
+                counts.add(.memoryHits)
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
             }
@@ -5381,7 +5421,7 @@ nonisolated extension ImageCache {
         /// The first step of a route: counts the request, and answers one that is not needed (a
         /// prefetch made already) or not valid (a refused request, contradictory options). Nil: go on.
         private mutating func admit(_ task: FetchTask, _ load: Load) -> Route? {
-            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
+            if !load.isOriginal { counts.add(.requests) }  // a job's request is its variant's fetch's
             if load.isPrefetch {
                 guard prefetches[load.key] == nil else {  // prefetched already: this one is not needed
                     task.answered(.delivered)
@@ -5478,7 +5518,7 @@ nonisolated extension ImageCache {
                 return nil
             }
             memory.markUsed(slot)
-            counts.memoryHits &+= 1
+            counts.add(.memoryHits)
             // No bytes: the entry is of the requested type.
             let payload = Payload(image: memory[slot].image, value: memory[slot].value)
             return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: memory[slot].size)
@@ -5489,7 +5529,7 @@ nonisolated extension ImageCache {
         /// part of its cost.
         @inline(__always)
         mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
-            counts.peeks &+= 1
+            counts.add(.peeks)
             switch entries[key] {
             case .loaded(let slot)?:
                 guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
@@ -5499,11 +5539,11 @@ nonisolated extension ImageCache {
                 }
                 guard let image = memory[slot].image else { return nil }  // data, not an image
                 memory.markUsed(slot)
-                counts.peekHits &+= 1
+                counts.add(.peekHits)
                 return image
             case nil:
                 let found = secondChance(key, now: now)?.image
-                counts.peekHits &+= found == nil ? 0 : 1
+                if found != nil { counts.add(.peekHits) }
                 return found
             case .loading?, .processing?, .decodingStore?, .failed?:
                 return nil
@@ -5514,7 +5554,7 @@ nonisolated extension ImageCache {
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
             download.add(task)
-            counts.deduplicated &+= 1
+            counts.add(.deduplicated)
             download.join(task.load.options)
             guard fast, download.lane == .slow else { return [] }
             lanes.move(download, to: download.phase, lane: .fast)
@@ -5665,12 +5705,12 @@ nonisolated extension ImageCache {
         /// is. False if it was forgotten meanwhile (its source is not asked).
         mutating func handedToSource(_ download: Download) -> Bool {
             guard isCurrent(download), case .running(nil) = download.phase else { return false }
-            if download.attempts == 1 { counts.misses &+= 1 }
+            if download.attempts == 1 { counts.add(.misses) }
             return true
         }
 
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
-            if download.attempts == 1 { counts.misses &+= 1 }
+            if download.attempts == 1 { counts.add(.misses) }
             lanes.move(download, to: .running(task))
         }
 
@@ -5680,7 +5720,7 @@ nonisolated extension ImageCache {
                             event: @autoclosure () -> Event) -> [Download] {
             guard isCurrent(download), case .running(let running?) = download.phase, running === task,
                   lanes.stall(download, stalled) else { return [] }
-            if stalled { counts.stalls &+= 1 } else { counts.resumes &+= 1 }
+            counts.add(stalled ? .stalls : .resumes)
             if let handler = settings.onEvent {
                 let event = event()
                 settings.callbackQueue.async { handler(event) }
@@ -5757,7 +5797,7 @@ nonisolated extension ImageCache {
 
         mutating func setFailed(_ key: Key, _ error: Error) {
             entries.setFailed(key, error)
-            counts.failures &+= 1
+            counts.add(.failures)
         }
 
         // MARK: Settings and figures
@@ -5766,21 +5806,18 @@ nonisolated extension ImageCache {
         /// work that follows.
         mutating func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                               disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
-            settings[keyPath: setting] = value
+            settings.set(setting, to: value)
             if let disk { queueOnDisk(.setting { disk($0, value) }) }
         }
 
         /// A snapshot of the counters, with memory's figures and the stalls under way.
         var statistics: Statistics {
-            var snapshot = counts
-            (snapshot.memoryCount, snapshot.memoryBytes) = (memory.count, memory.bytes)
-            snapshot.stalledNow = lanes.stalled
-            return snapshot
+            counts.with(memoryCount: memory.count, memoryBytes: memory.bytes, stalledNow: lanes.stalled)
         }
 
         /// Takes the disk's figures (see `DiskStore.counted`), for ``ImageCache/statistics()``.
         mutating func diskCounted(_ figures: (files: Int, bytes: Int)) {
-            (counts.diskFiles, counts.diskBytes) = figures
+            counts.setDisk(files: figures.files, bytes: figures.bytes)
         }
     }
 
@@ -6683,7 +6720,7 @@ nonisolated extension ImageCache.Ledger {
         let revalidated = answer.notModified ? download.stale?.found : nil
         let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
-        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
+        if answer.notModified { counts.add(.revalidated) } else { counts.add(.bytesDownloaded, size ?? 0) }
         guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
@@ -9252,7 +9289,7 @@ nonisolated extension ImageCache.Ledger {
                     || (overBytes && memory.bytes > budget - budget / 10), let victim = memory.victim() {
                 evicted.append(evict(victim))
             }
-            counts.evictions &+= evicted.count
+            counts.add(.evictions, evicted.count)
             missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
@@ -9270,7 +9307,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// Changes a memory limit; what no longer fits leaves memory at once.
     mutating func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int, now: TimeInterval) {
-        settings[keyPath: limit] = value
+        settings.set(limit, to: value)
         keepOnDisk(evictOverLimits(), usedAt: now)
     }
 
@@ -10208,7 +10245,7 @@ nonisolated extension ImageCache.Ledger {
     /// `task` waits for `store` too (whatever its options: the bytes are in hand).
     mutating func join(_ task: FetchTask, _ store: StoreDecode) -> [Download] {
         store.add(task)
-        counts.deduplicated &+= 1
+        counts.add(.deduplicated)
         return []
     }
 }
@@ -11142,16 +11179,25 @@ nonisolated extension ImageCache {
         /// False when it may, or when it cannot know.
         func knowsAbsent(_ id: UInt64) -> Bool {
             lock.withLock {
-                guard names != nil, !lost else { return false }
+                guard let listed = names, !lost else { return false }
+                // Known there, or there once (notices only add names): no notice can change that, so
+                // a disk hit reads none (a `read` of the notices, a system call).
+                if listed.contains(id) { return false }
                 drain()
                 guard let names, !lost else { return false }
                 return !names.contains(id)
             }
         }
 
-        /// True if the folder holds no folder of kept parts (`PartialBody`), as of the notices read by
-        /// the last `knowsAbsent` (a look-up's, just before). False when it may, or when it cannot know.
-        var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
+        /// True if the folder holds no folder of kept parts (`PartialBody`), after the notices queued
+        /// so far. False when it may, or when it cannot know.
+        var knowsNoParts: Bool {
+            lock.withLock {
+                guard names != nil, !lost, !partsSeen else { return false }
+                drain()
+                return !lost && !partsSeen
+            }
+        }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
         /// notice that some were lost, or that the folder itself moved (or went: told only once no
@@ -12198,13 +12244,17 @@ nonisolated extension ImageCache {
 
         func starts(with prefix: some Collection<UInt8>) -> Bool { matches(prefix, at: 0) }
         func matches(_ pattern: some Collection<UInt8>, at offset: Int) -> Bool {
-            guard offset + pattern.count <= bytes.count else { return false }
-            for (i, b) in pattern.enumerated() where bytes[offset + i] != b { return false }
+            guard offset >= 0, offset + pattern.count <= bytes.count else { return false }
+            var index = offset  // not `enumerated()`: over a string's UTF-8 view it cost ~300 instructions a call
+            for byte in pattern {
+                guard bytes[index] == byte else { return false }
+                index += 1
+            }
             return true
         }
 
         func png() -> Info {
-            guard count >= 33, matches("IHDR".utf8, at: 12), be32(8) == 13 else {
+            guard count >= 33, be32(12) == Chunk.ihdr, be32(8) == 13 else {
                 return corrupt(.png, "no IHDR header")
             }
             let (width, height) = (be32(16), be32(20))
@@ -12213,7 +12263,7 @@ nonisolated extension ImageCache {
             }
             guard crc32(12, 17) == be32(29) else { return corrupt(.png, "IHDR's CRC does not match its bytes") }
             let (depth, color) = (byte(24), byte(25))
-            guard Self.pngDepths[color]?.contains(depth) == true else {
+            guard Self.depthExists(depth, color: color) else {
                 return corrupt(.png, "bit depth \(depth) with color type \(color) does not exist")
             }
             guard byte(26) == 0, byte(27) == 0, byte(28) <= 1 else {
@@ -12265,16 +12315,25 @@ nonisolated extension ImageCache {
             return corrupt(.png, "ends before IEND (truncated at \(count) bytes)")
         }
 
-        /// The bit depths each PNG color type allows (PNG, 11.2.2).
-        private static let pngDepths: [Int: Set<Int>] = [0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8],
-                                                         4: [8, 16], 6: [8, 16]]
+        /// Whether PNG allows bit depth `depth` with color type `color` (PNG, 11.2.2): one bit per
+        /// depth allowed, not a table of sets (hashed twice a check).
+        private static func depthExists(_ depth: Int, color: Int) -> Bool {
+            let allowed: Int
+            switch color {
+            case 0: allowed = 1 << 1 | 1 << 2 | 1 << 4 | 1 << 8 | 1 << 16  // grayscale
+            case 3: allowed = 1 << 1 | 1 << 2 | 1 << 4 | 1 << 8  // palette
+            case 2, 4, 6: allowed = 1 << 8 | 1 << 16  // RGB, gray and alpha, RGBA
+            default: return false
+            }
+            return (1...16).contains(depth) && allowed & 1 << depth != 0
+        }
 
         private static func isLetter(_ byte: Int) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
 
         /// PNG's CRC-32 (the one zlib computes) of `length` bytes from `start`, which lie inside the buffer.
         /// The PNG chunk types `png` reads, as their four letters read big-endian (`be32`).
         private enum Chunk {
-            static let idat: UInt32 = 0x4944_4154, fdat: UInt32 = 0x6664_4154, iend: UInt32 = 0x4945_4E44
+            static let ihdr: UInt32 = 0x4948_4452, idat: UInt32 = 0x4944_4154, fdat: UInt32 = 0x6664_4154, iend: UInt32 = 0x4945_4E44
             static let plte: UInt32 = 0x504C_5445, actl: UInt32 = 0x6163_544C, fctl: UInt32 = 0x6663_544C
         }
 

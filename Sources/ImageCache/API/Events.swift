@@ -78,6 +78,44 @@ nonisolated extension ImageCache {
         /// How often each tier missed for each reason (see ``MissReason``), and how revalidations
         /// ended (``MissReason/notModified``, ``MissReason/modified``): the loads' ``Fetched/misses``, summed.
         public var missReasons: [MissReason: Int] = [:]
+
+        /// What the cache counts, one case a counter: changed only through `add`, here.
+        internal enum Counter {
+            case requests, memoryHits, diskHits, misses, deduplicated, revalidated, bytesDownloaded, failures
+            case evictions, stalls, resumes, peeks, peekHits
+        }
+
+        /// Adds `amount` to `counter`, wrapping past `Int.max`.
+        internal mutating func add(_ counter: Counter, _ amount: Int = 1) {
+            switch counter {
+            case .requests: requests &+= amount
+            case .memoryHits: memoryHits &+= amount
+            case .diskHits: diskHits &+= amount
+            case .misses: misses &+= amount
+            case .deduplicated: deduplicated &+= amount
+            case .revalidated: revalidated &+= amount
+            case .bytesDownloaded: bytesDownloaded &+= amount
+            case .failures: failures &+= amount
+            case .evictions: evictions &+= amount
+            case .stalls: stalls &+= amount
+            case .resumes: resumes &+= amount
+            case .peeks: peeks &+= amount
+            case .peekHits: peekHits &+= amount
+            }
+        }
+
+        /// Counts a load that missed a tier for `reason`.
+        internal mutating func add(_ reason: MissReason) { missReasons[reason, default: 0] &+= 1 }
+
+        /// Takes the disk's figures (see `DiskStore.counted`).
+        internal mutating func setDisk(files: Int, bytes: Int) { (diskFiles, diskBytes) = (files, bytes) }
+
+        /// Itself with what memory holds and the transfers stalled now, for a snapshot.
+        internal func with(memoryCount: Int, memoryBytes: Int, stalledNow: Int) -> Statistics {
+            var snapshot = self
+            (snapshot.memoryCount, snapshot.memoryBytes, snapshot.stalledNow) = (memoryCount, memoryBytes, stalledNow)
+            return snapshot
+        }
     }
 
     /// A snapshot of the counters (one addition each, under the lock the cache takes anyway) and

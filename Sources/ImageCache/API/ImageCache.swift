@@ -300,5 +300,11 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         var sources: [any ImageSource] = []  // the plugged ones, then `data:` URLs', fixed at `init`
         var authorization: Authorization?
         var challengeResponder: ChallengeResponder?
+
+        /// Sets `setting` (a configuration property's, see Configuration.swift): the one place a
+        /// setting is written.
+        mutating func set<Value>(_ setting: WritableKeyPath<Settings, Value>, to value: Value) {
+            self[keyPath: setting] = value
+        }
     }
 }

@@ -203,6 +203,6 @@ nonisolated extension ImageCache.Ledger {
     }
 
     private mutating func count(_ reason: MissReason) {
-        counts.missReasons[reason, default: 0] &+= 1
+        counts.add(reason)
     }
 }

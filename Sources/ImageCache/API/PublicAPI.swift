@@ -170,11 +170,7 @@ nonisolated extension ImageCache {
     ///
     /// - Complexity: O(n) in the requests.
     public func prefetch(_ requests: [Request]) {
-        for request in requests {
-            var request = request
-            request.slow = true
-            prefetch(Load(request))
-        }
+        for request in requests { prefetch(Load(request, slow: true)) }
     }
 
     /// Stops prefetching each URL: only the requests of `prefetch(_:)` are cancelled, so a

@@ -89,16 +89,25 @@ nonisolated extension ImageCache {
         /// False when it may, or when it cannot know.
         func knowsAbsent(_ id: UInt64) -> Bool {
             lock.withLock {
-                guard names != nil, !lost else { return false }
+                guard let listed = names, !lost else { return false }
+                // Known there, or there once (notices only add names): no notice can change that, so
+                // a disk hit reads none (a `read` of the notices, a system call).
+                if listed.contains(id) { return false }
                 drain()
                 guard let names, !lost else { return false }
                 return !names.contains(id)
             }
         }
 
-        /// True if the folder holds no folder of kept parts (`PartialBody`), as of the notices read by
-        /// the last `knowsAbsent` (a look-up's, just before). False when it may, or when it cannot know.
-        var knowsNoParts: Bool { lock.withLock { names != nil && !lost && !partsSeen } }
+        /// True if the folder holds no folder of kept parts (`PartialBody`), after the notices queued
+        /// so far. False when it may, or when it cannot know.
+        var knowsNoParts: Bool {
+            lock.withLock {
+                guard names != nil, !lost, !partsSeen else { return false }
+                drain()
+                return !lost && !partsSeen
+            }
+        }
 
         /// Reads the notices queued so far: each image name made in the folder joins `names`; a
         /// notice that some were lost, or that the folder itself moved (or went: told only once no

@@ -269,7 +269,7 @@ nonisolated extension ImageCache.Ledger {
                     || (overBytes && memory.bytes > budget - budget / 10), let victim = memory.victim() {
                 evicted.append(evict(victim))
             }
-            counts.evictions &+= evicted.count
+            counts.add(.evictions, evicted.count)
             missBook.evicted(evicted, byCount: overCount)
             // Only the most recent few: the second chance is for what was just evicted, and an
             // NSCache insert is not cheap.
@@ -287,7 +287,7 @@ nonisolated extension ImageCache.Ledger {
 
     /// Changes a memory limit; what no longer fits leaves memory at once.
     mutating func changeMemoryLimit(_ limit: WritableKeyPath<Settings, Int>, to value: Int, now: TimeInterval) {
-        settings[keyPath: limit] = value
+        settings.set(limit, to: value)
         keepOnDisk(evictOverLimits(), usedAt: now)
     }
 

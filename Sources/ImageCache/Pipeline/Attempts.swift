@@ -373,7 +373,7 @@ nonisolated extension ImageCache.Ledger {
         let revalidated = answer.notModified ? download.stale?.found : nil
         let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
-        if answer.notModified { counts.revalidated &+= 1 } else { counts.bytesDownloaded &+= size ?? 0 }
+        if answer.notModified { counts.add(.revalidated) } else { counts.add(.bytesDownloaded, size ?? 0) }
         guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)

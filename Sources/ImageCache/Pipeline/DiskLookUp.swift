@@ -139,7 +139,7 @@ nonisolated extension ImageCache.Ledger {
             lanes.move(download, to: .queued)  // a miss once it is sent (`sent`), not before
             return ([], startReady())
         }
-        counts.diskHits &+= 1
+        counts.add(.diskHits)
         log(download, from: .disk)
         lanes.move(download, to: .done)
         let kept = payload.with(bytes: nil)  // they are on disk
@@ -157,8 +157,8 @@ nonisolated extension ImageCache.Ledger {
     /// download's, a store's).
     mutating func read(_ found: (payload: Payload, file: ImageCache.DiskStore.Found)?, under key: ImageCache.Key,
                        keeps: Bool, now: TimeInterval) {
-        guard let found else { return counts.failures &+= 1 }
-        counts.diskHits &+= 1
+        guard let found else { return counts.add(.failures) }
+        counts.add(.diskHits)
         switch entries[key] {
         case .loaded?, .loading?, .processing?, .decodingStore?: return
         case .failed?, nil: break

@@ -98,7 +98,7 @@ nonisolated extension ImageCache {
             // entry will replace it).
             if load.decoder.type != nil, memory.secondChanceCount > 0 { shelf.removeObject(forKey: key) }
             if load.decoder.type == nil, !reload, let found = secondChance(key, now: now) {
-                counts.memoryHits &+= 1
+                counts.add(.memoryHits)
                 let delivery = Delivery(payload: Payload(image: found.image), source: .memory)
                 return .answered(.success(delivery), bytes: found.bytes)
             }
@@ -122,7 +122,7 @@ nonisolated extension ImageCache {
         /// The first step of a route: counts the request, and answers one that is not needed (a
         /// prefetch made already) or not valid (a refused request, contradictory options). Nil: go on.
         private mutating func admit(_ task: FetchTask, _ load: Load) -> Route? {
-            if !load.isOriginal { counts.requests &+= 1 }  // a job's request is its variant's fetch's
+            if !load.isOriginal { counts.add(.requests) }  // a job's request is its variant's fetch's
             if load.isPrefetch {
                 guard prefetches[load.key] == nil else {  // prefetched already: this one is not needed
                     task.answered(.delivered)
@@ -219,7 +219,7 @@ nonisolated extension ImageCache {
                 return nil
             }
             memory.markUsed(slot)
-            counts.memoryHits &+= 1
+            counts.add(.memoryHits)
             // No bytes: the entry is of the requested type.
             let payload = Payload(image: memory[slot].image, value: memory[slot].value)
             return .answered(.success(Delivery(payload: payload, source: .memory)), bytes: memory[slot].size)
@@ -230,7 +230,7 @@ nonisolated extension ImageCache {
         /// part of its cost.
         @inline(__always)
         mutating func peek(_ key: Key, now: TimeInterval) -> Image? {
-            counts.peeks &+= 1
+            counts.add(.peeks)
             switch entries[key] {
             case .loaded(let slot)?:
                 guard isFresh(downloadedAt: memory[slot].downloadedAt, receivedAt: memory[slot].receivedAt,
@@ -240,11 +240,11 @@ nonisolated extension ImageCache {
                 }
                 guard let image = memory[slot].image else { return nil }  // data, not an image
                 memory.markUsed(slot)
-                counts.peekHits &+= 1
+                counts.add(.peekHits)
                 return image
             case nil:
                 let found = secondChance(key, now: now)?.image
-                counts.peekHits &+= found == nil ? 0 : 1
+                if found != nil { counts.add(.peekHits) }
                 return found
             case .loading?, .processing?, .decodingStore?, .failed?:
                 return nil
@@ -255,7 +255,7 @@ nonisolated extension ImageCache {
         /// the downloads that may start now.
         private mutating func join(_ task: FetchTask, _ download: Download, fast: Bool) -> [Download] {
             download.add(task)
-            counts.deduplicated &+= 1
+            counts.add(.deduplicated)
             download.join(task.load.options)
             guard fast, download.lane == .slow else { return [] }
             lanes.move(download, to: download.phase, lane: .fast)
@@ -406,12 +406,12 @@ nonisolated extension ImageCache {
         /// is. False if it was forgotten meanwhile (its source is not asked).
         mutating func handedToSource(_ download: Download) -> Bool {
             guard isCurrent(download), case .running(nil) = download.phase else { return false }
-            if download.attempts == 1 { counts.misses &+= 1 }
+            if download.attempts == 1 { counts.add(.misses) }
             return true
         }
 
         mutating func sent(_ download: Download, _ task: URLSessionDataTask) {
-            if download.attempts == 1 { counts.misses &+= 1 }
+            if download.attempts == 1 { counts.add(.misses) }
             lanes.move(download, to: .running(task))
         }
 
@@ -421,7 +421,7 @@ nonisolated extension ImageCache {
                             event: @autoclosure () -> Event) -> [Download] {
             guard isCurrent(download), case .running(let running?) = download.phase, running === task,
                   lanes.stall(download, stalled) else { return [] }
-            if stalled { counts.stalls &+= 1 } else { counts.resumes &+= 1 }
+            counts.add(stalled ? .stalls : .resumes)
             if let handler = settings.onEvent {
                 let event = event()
                 settings.callbackQueue.async { handler(event) }
@@ -498,7 +498,7 @@ nonisolated extension ImageCache {
 
         mutating func setFailed(_ key: Key, _ error: Error) {
             entries.setFailed(key, error)
-            counts.failures &+= 1
+            counts.add(.failures)
         }
 
         // MARK: Settings and figures
@@ -507,21 +507,18 @@ nonisolated extension ImageCache {
         /// work that follows.
         mutating func change<Value: Sendable>(_ setting: WritableKeyPath<Settings, Value>, to value: Value,
                                               disk: (@Sendable (DiskStore, Value) -> Void)? = nil) {
-            settings[keyPath: setting] = value
+            settings.set(setting, to: value)
             if let disk { queueOnDisk(.setting { disk($0, value) }) }
         }
 
         /// A snapshot of the counters, with memory's figures and the stalls under way.
         var statistics: Statistics {
-            var snapshot = counts
-            (snapshot.memoryCount, snapshot.memoryBytes) = (memory.count, memory.bytes)
-            snapshot.stalledNow = lanes.stalled
-            return snapshot
+            counts.with(memoryCount: memory.count, memoryBytes: memory.bytes, stalledNow: lanes.stalled)
         }
 
         /// Takes the disk's figures (see `DiskStore.counted`), for ``ImageCache/statistics()``.
         mutating func diskCounted(_ figures: (files: Int, bytes: Int)) {
-            (counts.diskFiles, counts.diskBytes) = figures
+            counts.setDisk(files: figures.files, bytes: figures.bytes)
         }
     }
 

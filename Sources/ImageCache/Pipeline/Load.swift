@@ -107,11 +107,11 @@ nonisolated extension ImageCache {
         }
 
         /// The load `request` describes: its key is the request's (`Request.cacheKey`), and its decoder
-        /// fills its size.
-        init(_ request: Request) {
+        /// fills its size; on the slow lane if the request is `slow`, or `slow` says so (a prefetch's).
+        init(_ request: Request, slow: Bool = false) {
             // The request's key, made once (no `URLRequest` is made for the URL form: see `Load`).
             self.init(url: request.url, request: request.urlRequest, key: request.cacheKey,
-                      lane: request.slow ? .slow : .fast, decoder: .image)
+                      lane: request.slow || slow ? .slow : .fast, decoder: .image)
             options = request.options
             setRare(scale: .some(request.scale), blurHash: .some(request.blurHash), alternative: .some(request.alternative))
             guard request.size != nil || !request.processors.isEmpty else { return }

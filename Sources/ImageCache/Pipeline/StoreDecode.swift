@@ -117,7 +117,7 @@ nonisolated extension ImageCache.Ledger {
     /// `task` waits for `store` too (whatever its options: the bytes are in hand).
     mutating func join(_ task: FetchTask, _ store: StoreDecode) -> [Download] {
         store.add(task)
-        counts.deduplicated &+= 1
+        counts.add(.deduplicated)
         return []
     }
 }

@@ -159,7 +159,7 @@ nonisolated extension ImageCache.Ledger {
     /// start now.
     mutating func join(_ task: FetchTask, _ job: VariantJob, fast: Bool) -> [Download] {
         job.add(task)
-        counts.deduplicated &+= 1
+        counts.add(.deduplicated)
         guard let original = job.original, let download = original.download, isCurrent(download) else { return [] }
         download.join(task.load.options)
         guard fast else { return [] }
