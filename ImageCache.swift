@@ -6721,14 +6721,15 @@ nonisolated extension ImageCache.Ledger {
         let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.add(.revalidated) } else { counts.add(.bytesDownloaded, size ?? 0) }
-        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
+        let parsed = ImageCache.HTTP.CacheControl(cacheControl)
+        guard !parsed.noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
         let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
                                                        updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, parsed: parsed, sentAt: answer.sentAt ?? now,
                                                   receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
@@ -7467,11 +7468,12 @@ nonisolated extension ImageCache {
 
             /// `response` with `headers` (its own, or the stored ones it updates), for a request
             /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
-            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
-            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
-                 receivedAt: TimeInterval) {
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1). `parsed`:
+            /// `headers.cacheControl` read already (nil: read here).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, parsed: CacheControl? = nil,
+                 sentAt: TimeInterval, receivedAt: TimeInterval) {
                 let http = response as? HTTPURLResponse
-                cacheControl = CacheControl(headers.cacheControl)
+                cacheControl = parsed ?? CacheControl(headers.cacheControl)
                 let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge
@@ -11179,13 +11181,14 @@ nonisolated extension ImageCache {
         /// False when it may, or when it cannot know.
         func knowsAbsent(_ id: UInt64) -> Bool {
             lock.withLock {
-                guard let listed = names, !lost else { return false }
+                guard names != nil, !lost else { return false }
                 // Known there, or there once (notices only add names): no notice can change that, so
-                // a disk hit reads none (a `read` of the notices, a system call).
-                if listed.contains(id) { return false }
+                // a disk hit reads none (a `read` of the notices, a system call). No second reference
+                // to the set is held while `drain` adds to it (that would copy it whole).
+                if names?.contains(id) == true { return false }
                 drain()
-                guard let names, !lost else { return false }
-                return !names.contains(id)
+                guard !lost, let known = names?.contains(id) else { return false }
+                return !known
             }
         }
 

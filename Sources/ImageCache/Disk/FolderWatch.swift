@@ -89,13 +89,14 @@ nonisolated extension ImageCache {
         /// False when it may, or when it cannot know.
         func knowsAbsent(_ id: UInt64) -> Bool {
             lock.withLock {
-                guard let listed = names, !lost else { return false }
+                guard names != nil, !lost else { return false }
                 // Known there, or there once (notices only add names): no notice can change that, so
-                // a disk hit reads none (a `read` of the notices, a system call).
-                if listed.contains(id) { return false }
+                // a disk hit reads none (a `read` of the notices, a system call). No second reference
+                // to the set is held while `drain` adds to it (that would copy it whole).
+                if names?.contains(id) == true { return false }
                 drain()
-                guard let names, !lost else { return false }
-                return !names.contains(id)
+                guard !lost, let known = names?.contains(id) else { return false }
+                return !known
             }
         }
 

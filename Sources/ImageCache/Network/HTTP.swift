@@ -207,11 +207,12 @@ nonisolated extension ImageCache {
 
             /// `response` with `headers` (its own, or the stored ones it updates), for a request
             /// sent at `sentAt` and answered at `receivedAt`. A missing or invalid `Date` is the
-            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1).
-            init(_ response: URLResponse?, _ headers: FreshnessHeaders, sentAt: TimeInterval,
-                 receivedAt: TimeInterval) {
+            /// time it arrived (RFC 9110, 6.6.1); an invalid `Age` is ignored (RFC 9111, 5.1). `parsed`:
+            /// `headers.cacheControl` read already (nil: read here).
+            init(_ response: URLResponse?, _ headers: FreshnessHeaders, parsed: CacheControl? = nil,
+                 sentAt: TimeInterval, receivedAt: TimeInterval) {
                 let http = response as? HTTPURLResponse
-                cacheControl = CacheControl(headers.cacheControl)
+                cacheControl = parsed ?? CacheControl(headers.cacheControl)
                 let date = http?.value(forHTTPHeaderField: "Date").flatMap(HTTP.date) ?? receivedAt
                 if let maxAge = cacheControl.maxAge {
                     lifetime = maxAge

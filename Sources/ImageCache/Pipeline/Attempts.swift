@@ -374,14 +374,15 @@ nonisolated extension ImageCache.Ledger {
         let cacheControl = ImageCache.HTTP.FreshnessHeaders.cacheControl(answer.response, updating: revalidated?.headers)
         let size = payload.bytes?.count
         if answer.notModified { counts.add(.revalidated) } else { counts.add(.bytesDownloaded, size ?? 0) }
-        guard !ImageCache.HTTP.CacheControl(cacheControl).noStore else {
+        let parsed = ImageCache.HTTP.CacheControl(cacheControl)
+        guard !parsed.noStore else {
             entries[download.key] = nil
             removeOlderFile(of: download)
             return delivery
         }
         let headers = ImageCache.HTTP.FreshnessHeaders(cacheControl: cacheControl, expiresOf: answer.response,
                                                        updating: revalidated?.headers)
-        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, sentAt: answer.sentAt ?? now,
+        let freshness = ImageCache.HTTP.Freshness(answer.response, headers, parsed: parsed, sentAt: answer.sentAt ?? now,
                                                   receivedAt: now)
         let downloadedAt = downloadDate(freshness, now: now)
         if now < downloadedAt + settings.timeToLive, download.keepsInMemory {
