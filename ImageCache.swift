@@ -6553,7 +6553,8 @@ nonisolated extension ImageCache {
         /// referenced, deletes its file.
         private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
                               _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error,
+                                                         identity: transfer.identity) {
                 return finish(.failure(failure), nil)
             }
             guard let body = spool.mapped() else {
@@ -7310,18 +7311,17 @@ nonisolated extension ImageCache {
 
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
-        /// says nothing of it.
+        /// says nothing of it. `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (`Transfer.identity`; corelibs lowercases every name at each look-up).
         fileprivate static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
-                                      identity: Bool? = nil) -> Result<Data, Error> {
+                                      identity: Bool) -> Result<Data, Error> {
             validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
-        /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
-        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
+        /// `validate(data:response:error:identity:)` of a body of `count` bytes that is not in memory
+        /// (one streamed to disk).
         fileprivate static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
-                                      identity: Bool? = nil) -> Result<Void, Error> {
-            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
+                                      identity: Bool) -> Result<Void, Error> {
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil

@@ -49,18 +49,17 @@ nonisolated extension ImageCache {
 
         /// Checks a finished transfer: its status, and that its body is whole. A body sent compressed
         /// (a server that ignored `Accept-Encoding: identity`) arrives inflated: its Content-Length
-        /// says nothing of it.
+        /// says nothing of it. `identity`: what `isIdentity` said of the response's `Content-Encoding`
+        /// when it came (`Transfer.identity`; corelibs lowercases every name at each look-up).
         internal static func validate(data: Data, response: URLResponse?, error: Swift.Error?,
-                                      identity: Bool? = nil) -> Result<Data, Error> {
+                                      identity: Bool) -> Result<Data, Error> {
             validate(count: data.count, response: response, error: error, identity: identity).map { data }
         }
 
-        /// ``validate(data:response:error:)`` of a body of `count` bytes that is not in memory (one
-        /// streamed to disk). `identity`: what `isIdentity` said of the response's `Content-Encoding`
-        /// when it came (nil: read here; corelibs lowercases every name at each look-up).
+        /// `validate(data:response:error:identity:)` of a body of `count` bytes that is not in memory
+        /// (one streamed to disk).
         internal static func validate(count: Int, response: URLResponse?, error: Swift.Error?,
-                                      identity: Bool? = nil) -> Result<Void, Error> {
-            let identity = identity ?? isIdentity((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding"))
+                                      identity: Bool) -> Result<Void, Error> {
             let expected = identity ? response?.expectedContentLength ?? -1 : -1
             let truncated: Error? = expected > 0 && Int64(count) < expected
                 ? .truncatedBody(expected: expected, received: count) : nil

@@ -206,7 +206,8 @@ nonisolated extension ImageCache {
         /// referenced, deletes its file.
         private func streamed(_ transfer: Transfer, _ spool: Spool, error: Swift.Error?,
                               _ finish: @escaping @Sendable (Result<Payload, Error>, Data?) -> Void) {
-            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error) {
+            if case .failure(let failure) = HTTP.validate(count: spool.count, response: transfer.response, error: error,
+                                                         identity: transfer.identity) {
                 return finish(.failure(failure), nil)
             }
             guard let body = spool.mapped() else {
