@@ -171,6 +171,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 
     fileprivate let transport: Transport
     fileprivate let diskQueue: DispatchQueue
+    fileprivate let lookUps: LookUpQueue  // what goes on `diskQueue` to look new downloads up, in which order
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     fileprivate let decodes: DecodeWorkers
     fileprivate let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
@@ -233,6 +234,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport = Transport(configuration, timeout: settings.requestTimeout)
         _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
+        lookUps = LookUpQueue(diskQueue)
         decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)
@@ -4793,10 +4795,11 @@ nonisolated extension ImageCache {
         case .answered(let result, let bytes):
             let event = handler == nil ? nil : Self.event(result, task.url, from: .memory, bytes: bytes)
             deliver(task, result, event: event, handler: handler)
-        case .joined(let started):
+        case .joined(let started, let hurried):
+            if let hurried { lookUps.hurry(hurried) }
             startNetwork(started)
-        case .lookUp(let download, let maxBytes):
-            DiskLookUp(cache: self, download: download, maxBytes: maxBytes).start()
+        case .lookUp(let download, let maxBytes, let fast):
+            DiskLookUp(cache: self, download: download, maxBytes: maxBytes).start(fast: fast)
         case .readFromDisk(let maxBytes):
             diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):
@@ -4966,10 +4969,18 @@ nonisolated extension ImageCache {
         let download: Download
         let maxBytes: Int?  // the largest file read; nil: not read (a reload)
 
-        /// Begins it: on the disk queue, or at once for a reload.
-        func start() {
+        /// Begins it: on the disk queue, in the order `LookUpQueue` gives a download of the fast
+        /// lane or the slow; or at once for a reload.
+        func start(fast: Bool) {
             guard maxBytes != nil else { return end(nil, now: cache.currentTime()) }
-            cache.diskQueue.async { self.run() }
+            cache.lookUps.start(self, fast: fast)
+        }
+
+        /// Runs it, unless its download is no longer looked up (a prefetch cancelled while its
+        /// look-up waited in the `LookUpQueue`): then nothing is read.
+        func runIfWanted() {
+            guard cache.locked({ $0.isCheckingDisk(download) }) else { return }
+            run()
         }
 
         /// Reads the file (on the disk queue); a hit ends the look-up, a miss queues the download on
@@ -5110,6 +5121,85 @@ nonisolated extension ImageCache.Ledger {
     func isCheckingDisk(_ download: Download) -> Bool {
         guard isCurrent(download), case .checkingDisk = download.phase else { return false }
         return true
+    }
+}
+
+// MARK: - Pipeline/LookUpQueue.swift
+
+// The order new downloads are looked up on disk in (`LookUpQueue`): a look-up for the screen goes
+// on the disk queue at once, the slow lane's (prefetches) a few at a time, so that a burst of
+// prefetches never stands between the disk and a visible load.
+
+
+nonisolated extension ImageCache {
+    /// Feeds the disk queue the look-ups of new downloads (`DiskLookUp`). A fast lane's goes on the
+    /// queue at once. The slow lane's go on it at most ``window`` at a time; the others wait here,
+    /// in the order they came, and each goes on the queue when one of those has run. A visible
+    /// load's look-up so waits behind at most `window` of a prefetch burst's (and the disk work
+    /// queued before it), not behind thousands. One that waited here and whose download is no
+    /// longer wanted (its prefetch cancelled) reads nothing. One whose download a visible load
+    /// joined meanwhile goes on the queue at once (`hurry`). Nothing else on the disk queue is
+    /// reordered: a look-up that waited runs later than it would have, which any look-up may (it
+    /// reads what the folder holds when it runs; a file being stored is waited for, see `run`).
+    ///
+    /// **Thread safety.** Any thread. Its lock is its own, never taken with the cache's, and never
+    /// held while it calls out.
+    fileprivate final class LookUpQueue: @unchecked Sendable {  // its state is guarded by `lock`
+        /// The slow lane's look-ups on the disk queue at once, at most.
+        static let window = 8
+
+        private let queue: DispatchQueue
+        private let lock = NSLock()
+        private var waiting: [ObjectIdentifier: DiskLookUp] = [:]  // by download
+        private var order = FIFO<ObjectIdentifier>()  // of `waiting`, the order they came; a hurried one's stays, stale
+        private var slowOnQueue = 0  // the slow lane's look-ups on the queue, not yet run
+
+        init(_ queue: DispatchQueue) { self.queue = queue }
+
+        /// Puts `lookUp` on the disk queue, or, for the slow lane with `window` on it already,
+        /// keeps it until one of those has run.
+        func start(_ lookUp: DiskLookUp, fast: Bool) {
+            guard !fast else { return queue.async { lookUp.run() } }
+            let now: Bool = lock.withLock {
+                guard slowOnQueue >= Self.window else {
+                    slowOnQueue += 1
+                    return true
+                }
+                waiting[ObjectIdentifier(lookUp.download)] = lookUp
+                order.append(ObjectIdentifier(lookUp.download))
+                return false
+            }
+            if now { runSlow(lookUp) }
+        }
+
+        /// Puts the waiting look-up of `download`, if any, on the disk queue now: a visible load has
+        /// joined its download. (One that `start` has not yet been given runs in its turn.)
+        func hurry(_ download: Download) {
+            let hurried: DiskLookUp? = lock.withLock {
+                waiting.isEmpty ? nil : waiting.removeValue(forKey: ObjectIdentifier(download))
+            }
+            if let hurried { queue.async { hurried.run() } }
+        }
+
+
+        private func runSlow(_ lookUp: DiskLookUp) {
+            queue.async {
+                lookUp.runIfWanted()
+                self.next()
+            }
+        }
+
+        /// One of the slow lane's look-ups has run: the oldest one waiting takes its place.
+        private func next() {
+            let next: DiskLookUp? = lock.withLock {
+                while let id = order.popFirst() {
+                    if let lookUp = waiting.removeValue(forKey: id) { return lookUp }
+                }
+                slowOnQueue -= 1
+                return nil
+            }
+            if let next { runSlow(next) }
+        }
     }
 }
 
@@ -5412,7 +5502,9 @@ nonisolated extension ImageCache {
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
             switch sharing(key) {
-            case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
+            case .loading(let shared)?:
+                let started = join(task, shared, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(shared) : nil)
             case .decodingStore(let shared)?: return .joined(started: join(task, shared))
             default: return startDownload(task, load, source: source, memorySaid: memorySaid)
             }
@@ -5447,11 +5539,13 @@ nonisolated extension ImageCache {
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
                 missed = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache:
-                return .joined(started: join(task, download, fast: load.lane == .fast))
+                let started = join(task, download, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(download) : nil)
             case .decodingStore(let store)?:
                 return .joined(started: join(task, store))
             case .processing(let job)? where !onlyFromCache:
-                return .joined(started: join(task, job, fast: load.lane == .fast))
+                let started = join(task, job, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(job.original?.download) : nil)
             case .failed?:
                 missed = .failedEarlier
             case .loading?, .processing?, nil:
@@ -5471,7 +5565,17 @@ nonisolated extension ImageCache {
             entries[load.key] = .loading(download)
             entries.noteVariant(load.key)
             let reload = load.options.contains(.reloadIgnoringCachedData)
-            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
+            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes,
+                           fast: download.lane == .fast)
+        }
+
+        /// `download`, if it is looked up on disk for the fast lane (a fast load just joined it): its
+        /// look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
+        private func lookedUpFast(_ download: Download?) -> Download? {
+            guard let download, isCurrent(download), download.lane == .fast, case .checkingDisk = download.phase else {
+                return nil
+            }
+            return download
         }
 
         /// A download (or a store's decode) under way of the image that `key` names, for another of
@@ -5826,8 +5930,9 @@ nonisolated extension ImageCache {
     /// new job that makes a variant, or nowhere (a prefetch of a key prefetched already).
     fileprivate enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
-        case joined(started: [Download])
-        case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
+        /// `hurried`: a download that the task raised to the fast lane while it is looked up on disk.
+        case joined(started: [Download], hurried: Download? = nil)
+        case lookUp(Download, maxBytes: Int?, fast: Bool)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
         case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
         case process(VariantJob)

@@ -84,3 +84,50 @@ func scrollBackFromDisk(_ config: Config) throws -> [Row] {
                         + "floor \(Report.format(unpinned.floor.median)) ms",
                         "load average at the end (1, 5, 15 min): \(load)"])]
 }
+
+// MARK: - A visible row behind a prefetch burst
+
+/// A list's prefetcher asks for 1,000 images that are on disk, then a row appears whose image is on
+/// disk too: the time from that row's fetch to its callback, against the same fetch with nothing
+/// prefetched. The prefetches' look-ups are queued first; the visible one waits behind at most
+/// `LookUpQueue.window` of them (before it, behind all 1,000). Memory is emptied before each.
+func visibleBehindPrefetchBurst(_ config: Config) throws -> [Row] {
+    let scratch = try Scratch("burst")
+    defer { scratch.remove() }
+    let server = try makeServer()
+    defer { server.stop() }
+    let (burst, rounds) = (1_000, config.pick(quick: 3, full: 9))
+    let prefetched = (0..<burst).map { server.url("/burst/\($0).png") }
+    let visible = (0...rounds * 2 + 1).map { server.url("/visible/\($0).png") }
+    do {
+        let writer = makeCache("burst", in: scratch, memoryCap: 100)
+        try writer.fetchAll(prefetched + visible)
+        writer.persistCacheToDisk()
+    }
+    let cache = makeCache("burst", in: scratch, memoryCap: burst * 2)
+    var readBefore: [Double] = []  // prefetched images in memory when the visible one came
+    func visibleFetch(_ index: Int, behindBurst: Bool) throws -> Double {
+        cache.purgeMemory()
+        cache.drainDisk()
+        if behindBurst { cache.prefetch(prefetched) }
+        let time = try seconds { try cache.fetchOne(visible[index]) } * 1e3
+        if behindBurst {
+            readBefore.append(Double(prefetched.count { cache.peek($0) != nil }))
+            cache.cancelPrefetching(prefetched)
+            cache.drainDisk()
+        }
+        return time
+    }
+    let result = try compare(rounds: rounds) { round in
+        try visibleFetch(round * 2, behindBurst: true)
+    } floor: { round in
+        try visibleFetch(round * 2 + 1, behindBurst: false)
+    }
+    return [Row(figure: "a visible fetch from disk right after 1,000 prefetches from disk, to its callback", unit: "ms",
+                ours: result.ours, floorName: "the same fetch with nothing prefetched", floor: result.floor,
+                goal: "<= floor + 5 ms: it waits behind a few prefetches' look-ups, not the burst",
+                pass: { _ in result.ours.median <= result.floor.median + 5 },
+                notes: ["prefetched images already in memory when the visible one came (median): "
+                        + "\(Report.format(Stats(readBefore).median)) of \(burst); files in the page cache; "
+                        + "memory emptied before each fetch"])]
+}

@@ -33,6 +33,7 @@ let figures: [(id: String, run: (Config) throws -> [Row])] = [
     ("gzipbomb", gzipBombPeak),
     ("processedhit", processedMemoryHit),  // issue 39, after the rows the Performance article numbers
     ("scrollback", scrollBackFromDisk),  // issue 53
+    ("burst", visibleBehindPrefetchBurst),
 ]
 
 func usage() -> Never {

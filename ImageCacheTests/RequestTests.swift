@@ -472,6 +472,83 @@ final class RequestTests: CacheTestCase {
         XCTAssertTrue(eventually(10) { cache.peek(url) != nil })
     }
 
+    // MARK: Look-ups on disk: the screen's before a prefetch burst's (LookUpQueue)
+
+    /// 40 images on disk, a fresh instance on their folder with its disk queue held, and the 40
+    /// prefetched on it: the first `window` look-ups on the queue behind the hold, the rest waiting.
+    private func heldBurst(_ name: String) -> (cache: ImageCache, urls: [URL], release: DispatchSemaphore) {
+        let urls = (0..<40).map { serve("/\(name)/\($0).png") }
+        populate(urls + [serve("/\(name)/visible.png")], name: name)
+        let cache = makeCache(name)
+        let release = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: release)
+        cache.prefetch(urls)
+        return (cache, urls, release)
+    }
+
+    func testAVisibleLoadIsLookedUpOnDiskAheadOfAPrefetchBurst() throws {
+        // Given a burst of prefetches waiting for the disk
+        let (cache, urls, release) = heldBurst("burst")
+        XCTAssertEqual(cache.lookUps.counts.waiting, urls.count - ImageCache.LookUpQueue.window)
+        // When an image for the screen is fetched, and the disk queue is held again after it
+        let fetched = expectation(description: "visible")
+        cache.fetch(serve("/burst/visible.png")) { _, image in
+            XCTAssertNotNil(image)
+            fetched.fulfill()
+        }
+        let again = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: again)
+        release.signal()
+        wait(for: [fetched], timeout: 10)
+        // Then it was read after the `window` look-ups already on the queue, before the others
+        XCTAssertEqual(urls.filter { cache.peek($0) != nil }.count, ImageCache.LookUpQueue.window)
+        // And the others follow, each read once
+        again.signal()
+        XCTAssertTrue(eventually(10) { urls.allSatisfy { cache.peek($0) != nil } })
+        cache.drainDisk()
+        XCTAssertTrue(cache.lookUps.counts == (0, 0), "none waits, none is left on the queue")
+        XCTAssertEqual(server.requestCount("/burst/0.png"), 1, "downloaded once, by populate")
+        assertInvariants(cache)
+    }
+
+    func testAPrefetchAVisibleLoadJoinsIsLookedUpOnDiskAtOnce() throws {
+        // Given a burst of prefetches waiting for the disk
+        let (cache, urls, release) = heldBurst("joined")
+        // When one of those that wait is fetched for the screen, and the disk queue is held after it
+        let fetched = expectation(description: "visible")
+        cache.fetch(urls[30]) { _, image in
+            XCTAssertNotNil(image)
+            fetched.fulfill()
+        }
+        let again = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: again)
+        release.signal()
+        wait(for: [fetched], timeout: 10)
+        // Then its look-up went on the queue when the fetch joined it: read after the `window` only
+        let read = urls.filter { cache.peek($0) != nil }
+        XCTAssertEqual(read.count, ImageCache.LookUpQueue.window + 1)
+        XCTAssertTrue(read.contains(urls[30]))
+        again.signal()
+        XCTAssertTrue(eventually(10) { urls.allSatisfy { cache.peek($0) != nil } })
+        assertInvariants(cache)
+    }
+
+    func testACancelledPrefetchWaitingForTheDiskReadsNothing() throws {
+        // Given a burst of prefetches waiting for the disk
+        let (cache, urls, release) = heldBurst("cancelled")
+        // When all but the last are cancelled before the disk gets to them
+        cache.cancelPrefetching(Array(urls.dropLast()))
+        release.signal()
+        cache.drainDisk()
+        // Then only the last one's file was read (its size is known from its header), and the
+        // cancelled ones' were not opened
+        XCTAssertNotNil(cache.peek(urls.last!), "`drainDisk` waited for the look-ups that waited their turn")
+        XCTAssertNotNil(cache.peekSize(ImageCache.Request(url: urls.last!)))
+        XCTAssertTrue(urls.dropLast().allSatisfy { cache.peekSize(ImageCache.Request(url: $0)) == nil })
+        XCTAssertTrue(urls.dropLast().allSatisfy { cache.peek($0) == nil })
+        assertInvariants(cache)
+    }
+
     func testPrefetchingThousandsOfURLsIsOneRequestEach() throws {
         // Given 3,000 URLs (each twice) that answer 404 at once
         let cache = makeCache()

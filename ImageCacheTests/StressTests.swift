@@ -209,6 +209,55 @@ final class StressTests: CacheTestCase {
         print("stress: \(cache.statistics().stalls) stalls, \(cache.statistics().resumes) resumes")
     }
 
+    /// Look-ups on disk in their lanes' order (`LookUpQueue`) from many threads: prefetches,
+    /// their cancellations, fetches on both lanes and purges of memory over images that are all on
+    /// disk. Every fetch not cancelled gets its image once, none from the network, and no look-up
+    /// is left waiting or lost.
+    func testThreadsPrefetchingFetchingAndCancellingDiskHitsKeepEveryPromise() {
+        let urls = (0..<40).map { serve("/held\($0).png") }
+        populate(urls, name: "held")
+        server.resetCounters()
+        let cache = makeCache("held")
+        cache.imageMemoryMaxCount = 8  // most fetches look on disk
+        let kept = DispatchGroup(), calls = Locked([Int: Int]()), keptCount = Locked(0), missing = Locked(0)
+        let deadline = Date().addingTimeInterval(duration)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var random = SplitMix(seed: UInt64(300 + thread))
+            var made = 0
+            while Date() < deadline {
+                let some = (0..<Int(1 + random.next() % 20)).map { _ in urls[Int(random.next() % UInt64(urls.count))] }
+                switch random.next() % 10 {
+                case 0..<3: cache.prefetch(some)
+                case 3..<5: cache.cancelPrefetching(some)
+                case 5..<8:
+                    made += 1
+                    let id = thread * 1_000_000 + made, slow = random.next() % 3 == 0
+                    let callback: @Sendable (URL, ImageCache.Image?) -> Void = { _, image in
+                        if image == nil { missing.mutate { $0 += 1 } }
+                        calls.mutate { $0[id, default: 0] += 1 }
+                        kept.leave()
+                    }
+                    kept.enter()
+                    keptCount.mutate { $0 += 1 }
+                    if slow { cache.slowFetch(some[0], callback: callback) } else { cache.fetch(some[0], callback: callback) }
+                case 8: cache.purgeMemory()
+                default: cache.moveToSlowQueue(some[0])
+                }
+            }
+        }
+        XCTAssertEqual(kept.wait(timeout: .now() + 30), .success, "a fetch never got its callback")
+        callbacks.sync {}
+        XCTAssertEqual(calls.value.count, keptCount.value)
+        XCTAssertTrue(calls.value.values.allSatisfy { $0 == 1 })
+        XCTAssertEqual(missing.value, 0, "every image is on disk")
+        XCTAssertTrue(eventually(30) { urls.allSatisfy { !cache.fetching($0) } })
+        cache.drainDisk()
+        XCTAssertTrue(cache.lookUps.counts == (0, 0), "no look-up left waiting")
+        XCTAssertEqual(server.totalRequests, 0, "none came from the network")
+        assertInvariants(cache)
+        print("stress: \(keptCount.value) fetches over prefetches and cancellations")
+    }
+
     func testEveryCallbackRunsExactlyOnceUnderContention() {
         let cache = makeCache()
         cache.imageMemoryMaxCount = 5

@@ -147,6 +147,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
 
     internal let transport: Transport
     internal let diskQueue: DispatchQueue
+    internal let lookUps: LookUpQueue  // what goes on `diskQueue` to look new downloads up, in which order
     // Where downloaded bytes are decoded: two at a time, off URLSession's delegate queue.
     internal let decodes: DecodeWorkers
     internal let sourceLoads = SourceLoads()  // the loads of URLs that plugged sources load
@@ -217,6 +218,7 @@ nonisolated public final class ImageCache: @unchecked Sendable {
         transport = Transport(configuration, timeout: settings.requestTimeout)
         _state = Ledger(settings: settings)
         diskQueue = DispatchQueue(label: "ImageCache.disk.\(uniqueName)", qos: .utility)
+        lookUps = LookUpQueue(diskQueue)
         decodes = DecodeWorkers(label: "ImageCache.decode.\(uniqueName)")
         disk = DiskStore(folder: folder, timeToLive: settings.timeToLive, maxBytes: settings.diskMaxBytes)
         disk.attach(to: self)

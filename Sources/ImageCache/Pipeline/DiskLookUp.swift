@@ -29,10 +29,18 @@ nonisolated extension ImageCache {
         let download: Download
         let maxBytes: Int?  // the largest file read; nil: not read (a reload)
 
-        /// Begins it: on the disk queue, or at once for a reload.
-        func start() {
+        /// Begins it: on the disk queue, in the order `LookUpQueue` gives a download of the fast
+        /// lane or the slow; or at once for a reload.
+        func start(fast: Bool) {
             guard maxBytes != nil else { return end(nil, now: cache.currentTime()) }
-            cache.diskQueue.async { self.run() }
+            cache.lookUps.start(self, fast: fast)
+        }
+
+        /// Runs it, unless its download is no longer looked up (a prefetch cancelled while its
+        /// look-up waited in the `LookUpQueue`): then nothing is read.
+        func runIfWanted() {
+            guard cache.locked({ $0.isCheckingDisk(download) }) else { return }
+            run()
         }
 
         /// Reads the file (on the disk queue); a hit ends the look-up, a miss queues the download on

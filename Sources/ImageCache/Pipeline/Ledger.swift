@@ -113,7 +113,9 @@ nonisolated extension ImageCache {
             // the whole image) joins one under way, and decodes its own from the same bytes
             // (`deliver(_:to:_:event:handler:)`).
             switch sharing(key) {
-            case .loading(let shared)?: return .joined(started: join(task, shared, fast: load.lane == .fast))
+            case .loading(let shared)?:
+                let started = join(task, shared, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(shared) : nil)
             case .decodingStore(let shared)?: return .joined(started: join(task, shared))
             default: return startDownload(task, load, source: source, memorySaid: memorySaid)
             }
@@ -148,11 +150,13 @@ nonisolated extension ImageCache {
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
                 missed = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache:
-                return .joined(started: join(task, download, fast: load.lane == .fast))
+                let started = join(task, download, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(download) : nil)
             case .decodingStore(let store)?:
                 return .joined(started: join(task, store))
             case .processing(let job)? where !onlyFromCache:
-                return .joined(started: join(task, job, fast: load.lane == .fast))
+                let started = join(task, job, fast: load.lane == .fast)
+                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(job.original?.download) : nil)
             case .failed?:
                 missed = .failedEarlier
             case .loading?, .processing?, nil:
@@ -172,7 +176,17 @@ nonisolated extension ImageCache {
             entries[load.key] = .loading(download)
             entries.noteVariant(load.key)
             let reload = load.options.contains(.reloadIgnoringCachedData)
-            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes)
+            return .lookUp(download, maxBytes: reload || source?.writesToDisk == false ? nil : settings.maxImageBytes,
+                           fast: download.lane == .fast)
+        }
+
+        /// `download`, if it is looked up on disk for the fast lane (a fast load just joined it): its
+        /// look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
+        private func lookedUpFast(_ download: Download?) -> Download? {
+            guard let download, isCurrent(download), download.lane == .fast, case .checkingDisk = download.phase else {
+                return nil
+            }
+            return download
         }
 
         /// A download (or a store's decode) under way of the image that `key` names, for another of
@@ -527,8 +541,9 @@ nonisolated extension ImageCache {
     /// new job that makes a variant, or nowhere (a prefetch of a key prefetched already).
     internal enum Route {
         case answered(Result<Delivery, Error>, bytes: Int)
-        case joined(started: [Download])
-        case lookUp(Download, maxBytes: Int?)  // nil: not read (a reload)
+        /// `hurried`: a download that the task raised to the fast lane while it is looked up on disk.
+        case joined(started: [Download], hurried: Download? = nil)
+        case lookUp(Download, maxBytes: Int?, fast: Bool)  // nil: not read (a reload)
         case readFromDisk(maxBytes: Int)
         case processFromCache  // a variant that may not use the network: no job (`makeVariantFromCache`)
         case process(VariantJob)

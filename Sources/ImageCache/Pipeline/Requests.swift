@@ -40,10 +40,11 @@ nonisolated extension ImageCache {
         case .answered(let result, let bytes):
             let event = handler == nil ? nil : Self.event(result, task.url, from: .memory, bytes: bytes)
             deliver(task, result, event: event, handler: handler)
-        case .joined(let started):
+        case .joined(let started, let hurried):
+            if let hurried { lookUps.hurry(hurried) }
             startNetwork(started)
-        case .lookUp(let download, let maxBytes):
-            DiskLookUp(cache: self, download: download, maxBytes: maxBytes).start()
+        case .lookUp(let download, let maxBytes, let fast):
+            DiskLookUp(cache: self, download: download, maxBytes: maxBytes).start(fast: fast)
         case .readFromDisk(let maxBytes):
             diskQueue.async { self.readOnly(task, maxBytes: maxBytes) }
         case .process(let job):

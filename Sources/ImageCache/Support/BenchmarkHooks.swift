@@ -52,9 +52,10 @@ nonisolated extension ImageCache {
         binder.bind(Load(url, key: nil), nil, nil, pixelSize, cache, .none, scale: scale)
     }
 
-    /// Waits until every disk operation queued so far has run.
+    /// Waits until every disk operation queued so far has run, and every look-up on disk that
+    /// waited for its turn (see `LookUpQueue`).
     @_spi(Testing) public func drainDisk() {
-        diskQueue.sync {}
+        repeat { diskQueue.sync {} } while lookUps.counts != (0, 0)
     }
 }
 #endif
