@@ -5169,11 +5169,15 @@ nonisolated extension ImageCache {
                 order.append(ObjectIdentifier(lookUp.download))
                 return false
             }
-            if now { runSlow(lookUp) }
+            if now { return runSlow(lookUp) }
+            // A fast load that joined its download after `Ledger.route` and before this found
+            // nothing waiting to `hurry`: asked again now that it waits (the lane is the cache's).
+            let download = lookUp.download
+            if lookUp.cache.locked({ $0.isCheckingDisk(download) && download.lane == .fast }) { hurry(download) }
         }
 
         /// Puts the waiting look-up of `download`, if any, on the disk queue now: a visible load has
-        /// joined its download. (One that `start` has not yet been given runs in its turn.)
+        /// joined its download. (One that `start` has not yet been given is hurried by `start`.)
         func hurry(_ download: Download) {
             let hurried: DiskLookUp? = lock.withLock {
                 waiting.isEmpty ? nil : waiting.removeValue(forKey: ObjectIdentifier(download))
@@ -5262,7 +5266,9 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this job alone
             self.decodes.async { self.process(job, result.value) }
         }
-        if !locked({ $0.attach(original, to: job) }) { original.cancel() }
+        guard let (started, hurried) = locked({ $0.attach(original, to: job) }) else { return original.cancel() }
+        if let hurried { lookUps.hurry(hurried) }
+        startNetwork(started)
     }
 
     /// Makes the variant `task` asks for from what the cache has (`onlyFromCache`): no job, since
@@ -5337,12 +5343,17 @@ nonisolated extension ImageCache.Ledger {
         return false
     }
 
-    /// Gives a variant's job the request for its original; false if the job was forgotten
-    /// meanwhile (the caller cancels the request).
-    mutating func attach(_ original: FetchTask, to job: VariantJob) -> Bool {
-        guard isCurrent(job) else { return false }
+    /// Gives a variant's job the request for its original; nil if the job was forgotten meanwhile
+    /// (the caller cancels the request). A fetch for the screen that joined the job before it had
+    /// its original raises the original now, as `join` would have: its download goes to the fast
+    /// lane (the downloads that may start then are returned), its look-up on disk at once if it
+    /// waits (`hurried`).
+    mutating func attach(_ original: FetchTask, to job: VariantJob) -> (started: [Download], hurried: Download?)? {
+        guard isCurrent(job) else { return nil }
         job.attach(original)
-        return true
+        guard job.waiters.contains(where: Self.wantsFast) else { return ([], nil) }
+        let started = relower(job)
+        return (started, lookedUpFast(original.download))
     }
 
     /// `task` waits for `job` too. Its request for the original stands for all its fetches: a fast
@@ -5571,7 +5582,7 @@ nonisolated extension ImageCache {
 
         /// `download`, if it is looked up on disk for the fast lane (a fast load just joined it): its
         /// look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
-        private func lookedUpFast(_ download: Download?) -> Download? {
+        func lookedUpFast(_ download: Download?) -> Download? {
             guard let download, isCurrent(download), download.lane == .fast, case .checkingDisk = download.phase else {
                 return nil
             }

@@ -533,6 +533,67 @@ final class RequestTests: CacheTestCase {
         assertInvariants(cache)
     }
 
+    /// The interleaving `request` allows between `Ledger.route` (under the lock) and
+    /// `LookUpQueue.start` (after it): a fast load joins the new prefetch's download in between, and
+    /// its `hurry` finds nothing waiting yet. Written out step by step, as two threads can run it.
+    func testAFastLoadJoiningAPrefetchBeforeItsLookUpWaitsIsStillLookedUpAtOnce() throws {
+        // Given a burst of prefetches waiting for the disk, and one more prefetch routed but not started
+        let (cache, urls, release) = heldBurst("raced")
+        let url = serve("/raced/visible.png")
+        let task = ImageCache.FetchTask(ImageCache.Load(ImageCache.Request(url: url), slow: true).asPrefetch,
+                                        cache: cache, queue: callbacks, completion: { _ in }, onCancel: nil)
+        let route = cache.locked { $0.route(task, task.load, now: cache.currentTime()) }
+        guard case .lookUp(let download, let maxBytes, let fast) = route else { return XCTFail("\(route)") }
+        // When a fetch for the screen joins its download then, and only then its look-up starts
+        let fetched = expectation(description: "visible")
+        cache.fetch(url) { _, image in
+            XCTAssertNotNil(image)
+            fetched.fulfill()
+        }
+        ImageCache.DiskLookUp(cache: cache, download: download, maxBytes: maxBytes).start(fast: fast)
+        // Then its look-up did not stay behind the burst's: it is on the disk queue
+        XCTAssertEqual(cache.lookUps.counts.waiting, urls.count - ImageCache.LookUpQueue.window,
+                       "the visible load's look-up waits behind the prefetch burst")
+        let again = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: again)
+        release.signal()
+        let done = XCTWaiter().wait(for: [fetched], timeout: 10)
+        again.signal()
+        XCTAssertEqual(done, .completed, "read only after the whole burst")
+        cache.drainDisk()
+        assertInvariants(cache)
+    }
+
+    /// The interleaving a variant's job allows between `Ledger.route` (the job made, under the
+    /// lock) and `makeVariant` (its request for the original, after it): a fast fetch of the variant
+    /// joins the job before the job has an original to raise. Written out step by step.
+    func testAFastFetchJoiningAVariantsJobBeforeItAsksForItsOriginalHasTheOriginalLookedUpAtOnce() throws {
+        // Given a burst of prefetches waiting for the disk, and a variant's prefetch routed, its job made
+        let (cache, urls, release) = heldBurst("variant")
+        let request = ImageCache.Request(url: serve("/variant/visible.png"), processors: [ImageCache.Processor("same") { $0 }])
+        let task = ImageCache.FetchTask(ImageCache.Load(request, slow: true).asPrefetch, cache: cache, queue: callbacks,
+                                        completion: { _ in }, onCancel: nil)
+        let route = cache.locked { $0.route(task, task.load, now: cache.currentTime()) }
+        guard case .process(let job) = route else { return XCTFail("\(route)") }
+        // When a fetch of the variant for the screen joins the job then, and only then the job asks
+        // for its original
+        let fetched = expectation(description: "visible")
+        cache.fetch(request) { _, _ in fetched.fulfill() }
+        cache.makeVariant(job)
+        // Then the original's look-up did not stay behind the burst's, nor its download on the slow lane
+        XCTAssertEqual(cache.lookUps.counts.waiting, urls.count - ImageCache.LookUpQueue.window,
+                       "the original of a visible variant is looked up behind the prefetch burst")
+        XCTAssertEqual(cache.locked { _ in job.original?.download?.lane }, ImageCache.Lane.fast)
+        let again = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: again)
+        release.signal()
+        let done = XCTWaiter().wait(for: [fetched], timeout: 10)
+        again.signal()
+        XCTAssertEqual(done, .completed, "read only after the whole burst")
+        cache.drainDisk()
+        assertInvariants(cache)
+    }
+
     func testACancelledPrefetchWaitingForTheDiskReadsNothing() throws {
         // Given a burst of prefetches waiting for the disk
         let (cache, urls, release) = heldBurst("cancelled")

@@ -182,7 +182,7 @@ nonisolated extension ImageCache {
 
         /// `download`, if it is looked up on disk for the fast lane (a fast load just joined it): its
         /// look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
-        private func lookedUpFast(_ download: Download?) -> Download? {
+        func lookedUpFast(_ download: Download?) -> Download? {
             guard let download, isCurrent(download), download.lane == .fast, case .checkingDisk = download.phase else {
                 return nil
             }

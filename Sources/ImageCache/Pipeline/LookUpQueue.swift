@@ -46,11 +46,15 @@ nonisolated extension ImageCache {
                 order.append(ObjectIdentifier(lookUp.download))
                 return false
             }
-            if now { runSlow(lookUp) }
+            if now { return runSlow(lookUp) }
+            // A fast load that joined its download after `Ledger.route` and before this found
+            // nothing waiting to `hurry`: asked again now that it waits (the lane is the cache's).
+            let download = lookUp.download
+            if lookUp.cache.locked({ $0.isCheckingDisk(download) && download.lane == .fast }) { hurry(download) }
         }
 
         /// Puts the waiting look-up of `download`, if any, on the disk queue now: a visible load has
-        /// joined its download. (One that `start` has not yet been given runs in its turn.)
+        /// joined its download. (One that `start` has not yet been given is hurried by `start`.)
         func hurry(_ download: Download) {
             let hurried: DiskLookUp? = lock.withLock {
                 waiting.isEmpty ? nil : waiting.removeValue(forKey: ObjectIdentifier(download))

@@ -71,7 +71,9 @@ nonisolated extension ImageCache {
             let result = Unchecked(result)  // made for this job alone
             self.decodes.async { self.process(job, result.value) }
         }
-        if !locked({ $0.attach(original, to: job) }) { original.cancel() }
+        guard let (started, hurried) = locked({ $0.attach(original, to: job) }) else { return original.cancel() }
+        if let hurried { lookUps.hurry(hurried) }
+        startNetwork(started)
     }
 
     /// Makes the variant `task` asks for from what the cache has (`onlyFromCache`): no job, since
@@ -146,12 +148,17 @@ nonisolated extension ImageCache.Ledger {
         return false
     }
 
-    /// Gives a variant's job the request for its original; false if the job was forgotten
-    /// meanwhile (the caller cancels the request).
-    mutating func attach(_ original: FetchTask, to job: VariantJob) -> Bool {
-        guard isCurrent(job) else { return false }
+    /// Gives a variant's job the request for its original; nil if the job was forgotten meanwhile
+    /// (the caller cancels the request). A fetch for the screen that joined the job before it had
+    /// its original raises the original now, as `join` would have: its download goes to the fast
+    /// lane (the downloads that may start then are returned), its look-up on disk at once if it
+    /// waits (`hurried`).
+    mutating func attach(_ original: FetchTask, to job: VariantJob) -> (started: [Download], hurried: Download?)? {
+        guard isCurrent(job) else { return nil }
         job.attach(original)
-        return true
+        guard job.waiters.contains(where: Self.wantsFast) else { return ([], nil) }
+        let started = relower(job)
+        return (started, lookedUpFast(original.download))
     }
 
     /// `task` waits for `job` too. Its request for the original stands for all its fetches: a fast
