@@ -53,9 +53,17 @@ nonisolated extension ImageCache {
     }
 
     /// Waits until every disk operation queued so far has run, and every look-up on disk that
-    /// waited for its turn (see `LookUpQueue`).
+    /// waited for its turn (see `LookUpQueue`). Each pass over the queue runs the look-ups on it,
+    /// which bring on as many that waited: a pass that leaves the counts as they were means a
+    /// look-up was lost, and it returns then (for the caller to find), rather than wait forever.
     @_spi(Testing) public func drainDisk() {
-        repeat { diskQueue.sync {} } while lookUps.counts != (0, 0)
+        var counts = lookUps.counts
+        while true {
+            diskQueue.sync {}
+            let now = lookUps.counts
+            if now == (0, 0) || now == counts { return }
+            counts = now
+        }
     }
 }
 #endif
