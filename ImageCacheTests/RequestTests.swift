@@ -486,6 +486,20 @@ final class RequestTests: CacheTestCase {
         return (cache, urls, release)
     }
 
+    /// Holds the disk queue again behind what is on it now (a `heldBurst`'s window, and what the
+    /// test queued), lets the burst's hold go, and waits for `fetched`; runs `check` while the rest
+    /// of the burst is still held, then lets it go. True if `fetched` came.
+    private func firstPass(of cache: ImageCache, _ release: DispatchSemaphore, until fetched: XCTestExpectation,
+                           then check: () -> Void = {}) -> Bool {
+        let again = DispatchSemaphore(value: 0)
+        cache.holdDiskQueue(until: again)
+        release.signal()
+        let came = XCTWaiter().wait(for: [fetched], timeout: 10) == .completed
+        check()
+        again.signal()
+        return came
+    }
+
     func testAVisibleLoadIsLookedUpOnDiskAheadOfAPrefetchBurst() throws {
         // Given a burst of prefetches waiting for the disk
         let (cache, urls, release) = heldBurst("burst")
@@ -496,16 +510,13 @@ final class RequestTests: CacheTestCase {
             XCTAssertNotNil(image)
             fetched.fulfill()
         }
-        let again = DispatchSemaphore(value: 0)
-        cache.holdDiskQueue(until: again)
-        release.signal()
-        wait(for: [fetched], timeout: 10)
         // Then it was read after the `window` look-ups already on the queue, before the others (each
         // image was in memory when its look-up ended: on Linux the check of an image runs on the
         // disk queue, where ImageIO's decode would run on a decode worker)
-        XCTAssertEqual(urls.filter { cache.peek($0) != nil }.count, ImageCache.LookUpQueue.window)
+        XCTAssertTrue(firstPass(of: cache, release, until: fetched) {
+            XCTAssertEqual(urls.filter { cache.peek($0) != nil }.count, ImageCache.LookUpQueue.window)
+        })
         // And the others follow, each read once
-        again.signal()
         XCTAssertTrue(eventually(10) { urls.allSatisfy { cache.peek($0) != nil } })
         XCTAssertTrue(eventually(10) { cache.lookUps.counts == (0, 0) }, "none waits, none is left on the queue")
         XCTAssertEqual(server.requestCount("/burst/0.png"), 1, "downloaded once, by populate")
@@ -521,15 +532,12 @@ final class RequestTests: CacheTestCase {
             XCTAssertNotNil(image)
             fetched.fulfill()
         }
-        let again = DispatchSemaphore(value: 0)
-        cache.holdDiskQueue(until: again)
-        release.signal()
-        wait(for: [fetched], timeout: 10)
         // Then its look-up went on the queue when the fetch joined it: read after the `window` only
-        let read = urls.filter { cache.peek($0) != nil }
-        XCTAssertEqual(read.count, ImageCache.LookUpQueue.window + 1)
-        XCTAssertTrue(read.contains(urls[30]))
-        again.signal()
+        XCTAssertTrue(firstPass(of: cache, release, until: fetched) {
+            let read = urls.filter { cache.peek($0) != nil }
+            XCTAssertEqual(read.count, ImageCache.LookUpQueue.window + 1)
+            XCTAssertTrue(read.contains(urls[30]))
+        })
         XCTAssertTrue(eventually(10) { urls.allSatisfy { cache.peek($0) != nil } })
         assertInvariants(cache)
     }
@@ -555,12 +563,7 @@ final class RequestTests: CacheTestCase {
         // Then its look-up did not stay behind the burst's: it is on the disk queue
         XCTAssertEqual(cache.lookUps.counts.waiting, urls.count - ImageCache.LookUpQueue.window,
                        "the visible load's look-up waits behind the prefetch burst")
-        let again = DispatchSemaphore(value: 0)
-        cache.holdDiskQueue(until: again)
-        release.signal()
-        let done = XCTWaiter().wait(for: [fetched], timeout: 10)
-        again.signal()
-        XCTAssertEqual(done, .completed, "read only after the whole burst")
+        XCTAssertTrue(firstPass(of: cache, release, until: fetched), "read only after the whole burst")
         cache.drainDisk()
         assertInvariants(cache)
     }
@@ -585,12 +588,7 @@ final class RequestTests: CacheTestCase {
         XCTAssertEqual(cache.lookUps.counts.waiting, urls.count - ImageCache.LookUpQueue.window,
                        "the original of a visible variant is looked up behind the prefetch burst")
         XCTAssertEqual(cache.locked { _ in job.original?.download?.lane }, ImageCache.Lane.fast)
-        let again = DispatchSemaphore(value: 0)
-        cache.holdDiskQueue(until: again)
-        release.signal()
-        let done = XCTWaiter().wait(for: [fetched], timeout: 10)
-        again.signal()
-        XCTAssertEqual(done, .completed, "read only after the whole burst")
+        XCTAssertTrue(firstPass(of: cache, release, until: fetched), "read only after the whole burst")
         cache.drainDisk()
         assertInvariants(cache)
     }
