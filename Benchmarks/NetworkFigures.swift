@@ -280,15 +280,31 @@ func networkMissThroughput(_ config: Config) throws -> [Row] {
     defer { peer.invalidate() }
     let loaders = (bare: streaming, writing: writing, peer: peer)
     let unpinned = try againstTheDelegate(config, server: server, cache: cache, loaders, pinned: false)
-    let pinned = try onOneCPU { try againstTheDelegate(config, server: server, cache: cache, loaders, pinned: true) }
+    let pinned = try onOneCPU {
+        try againstTheDelegate(config, server: server, cache: cache, loaders, pinned: true, separately: pairedInChildren(config))
+    }
     return unpinned + pinned
         + (try networkWithProgress(config, server: server, cache: cache, streaming: streaming, scratch: scratch))
 }
 
-/// The rows of `networkMissThroughput` for one way of scheduling.
+/// The pinned `no-store` CPU row varies more from run to run than its goal's margin (ours less the
+/// delegate round by round, +32 and +107 us in two runs of one binary): repeated in separate
+/// processes (`profilePair`), each with four times the rounds and pinned as this thread is; a note.
+private func pairedInChildren(_ config: Config) throws -> String {
+    let rounds = config.pick(quick: 3, full: 40)
+    let above = try (0..<config.pick(quick: 1, full: 3)).map { _ in
+        try runChild(["--child", "profile-pair", String(rounds)], printing: ["above"])["above", default: 0]
+    }
+    return (above.count == 1 ? "in a separate process" : "in \(above.count) separate processes") + ", each pinned to one CPU (`--child profile-pair \(rounds)`: "
+        + "\(rounds) rounds of 200 images), ours less the delegate round by round (the median of each): "
+        + above.map { Report.format($0) + " us" }.joined(separator: ", ")
+}
+
+/// The rows of `networkMissThroughput` for one way of scheduling; `separately`: a note for the
+/// `no-store` CPU row, of the same figure measured in other processes.
 private func againstTheDelegate(_ config: Config, server: LoopbackServer, cache: ImageCache,
                                 _ loaders: (bare: StreamingLoader, writing: StreamingLoader, peer: PipelineRouteLoader),
-                                pinned: Bool) throws -> [Row] {
+                                pinned: Bool, separately: String? = nil) throws -> [Row] {
     let count = 200
     // Images per second, and CPU microseconds and voluntary context switches (each a thread that
     // waited and was woken: a hand-off) per image of the whole process (server included).
@@ -363,7 +379,7 @@ private func againstTheDelegate(_ config: Config, server: LoopbackServer, cache:
                 notes: [cpuSource, "round by round, ours less the delegate in the same round (median of "
                             + "\(cpu[2].count)): \(Report.format(Stats(zip(cpu[2], cpu[3]).map { $0 - $1 }).median)) us",
                         "the peer's route (Nuke's pipeline written from its description, same responses, "
-                            + "no cache): \(Report.format(cpuStats[5].median)) us"]),
+                            + "no cache): \(Report.format(cpuStats[5].median)) us"] + (separately.map { [$0] } ?? [])),
             Row(figure: "network miss, context switches per image with `no-store`, against the delegate's" + scheduling,
                 unit: "switches", ours: switchStats[2], floorName: "the bare streaming delegate's, same rounds and responses",
                 floor: switchStats[3], goal: "none: the hands an image passes through, counted",

@@ -50,7 +50,8 @@ func profileChild(_ kind: String, rounds: Int) throws {
 }
 
 /// The two sides of `profileChild` in one process, alternating round by round as the figure does:
-/// prints the median CPU per image of each, and of ours minus the delegate's in the same round.
+/// prints the median CPU per image of each ("ours US", "bare US"), and of ours minus the delegate's
+/// in the same round ("above US"), a line each (as `runChild` reads them).
 func profilePair(rounds: Int) throws {
     let sides = try NoStoreSides("pair")
     defer { sides.stop() }
@@ -69,5 +70,5 @@ func profilePair(rounds: Int) throws {
         guard index > 0 else { continue }
         (ours, bare, above) = (ours + [pair.0], bare + [pair.1], above + [pair.0 - pair.1])
     }
-    print("ours \(Stats(ours).median) bare \(Stats(bare).median) above \(Stats(above).median)")
+    print("ours \(Stats(ours).median)\nbare \(Stats(bare).median)\nabove \(Stats(above).median)")
 }
