@@ -5514,8 +5514,7 @@ nonisolated extension ImageCache {
             // (`deliver(_:to:_:event:handler:)`).
             switch sharing(key) {
             case .loading(let shared)?:
-                let started = join(task, shared, fast: load.lane == .fast)
-                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(shared) : nil)
+                return .joined(started: join(task, shared, fast: load.lane == .fast), hurried: lookedUpFast(shared))
             case .decodingStore(let shared)?: return .joined(started: join(task, shared))
             default: return startDownload(task, load, source: source, memorySaid: memorySaid)
             }
@@ -5550,13 +5549,12 @@ nonisolated extension ImageCache {
                 if reload { evict(slot) } else if let hit = memoryHit(slot, load.decoder, now: now) { return hit }
                 missed = reload ? .refusedByOption : .expired
             case .loading(let download)? where !onlyFromCache:
-                let started = join(task, download, fast: load.lane == .fast)
-                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(download) : nil)
+                return .joined(started: join(task, download, fast: load.lane == .fast), hurried: lookedUpFast(download))
             case .decodingStore(let store)?:
                 return .joined(started: join(task, store))
             case .processing(let job)? where !onlyFromCache:
-                let started = join(task, job, fast: load.lane == .fast)
-                return .joined(started: started, hurried: load.lane == .fast ? lookedUpFast(job.original?.download) : nil)
+                return .joined(started: join(task, job, fast: load.lane == .fast),
+                               hurried: lookedUpFast(job.original?.download))
             case .failed?:
                 missed = .failedEarlier
             case .loading?, .processing?, nil:
@@ -5580,8 +5578,9 @@ nonisolated extension ImageCache {
                            fast: download.lane == .fast)
         }
 
-        /// `download`, if it is looked up on disk for the fast lane (a fast load just joined it): its
-        /// look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
+        /// `download`, if it is looked up on disk for the fast lane (a fast load joined it, now or
+        /// before): its look-up may wait behind prefetches' in the `LookUpQueue`, and goes first now.
+        /// (Called after a join, which raises a download that a fast load joins.)
         func lookedUpFast(_ download: Download?) -> Download? {
             guard let download, isCurrent(download), download.lane == .fast, case .checkingDisk = download.phase else {
                 return nil
